@@ -26,6 +26,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
+pub mod budget;
+pub mod clock;
 pub mod rng;
 pub mod rule;
 
