@@ -34,6 +34,8 @@ pub mod call;
 pub mod classify;
 pub mod clock;
 pub mod idempotency;
+#[cfg(feature = "tower")]
+pub mod layer;
 pub mod outcome;
 pub mod policy;
 pub mod retry_after;
