@@ -145,8 +145,15 @@ struct Slot {
 
 enum Phase {
     Closed,
-    Open { until: u64 },
-    HalfOpen { issued: u32, succeeded: u32 },
+    Open {
+        until: u64,
+    },
+    /// `since`: when the current round of probes was issued (to expire lost probes).
+    HalfOpen {
+        issued: u32,
+        succeeded: u32,
+        since: u64,
+    },
 }
 
 struct Inner {
@@ -245,21 +252,42 @@ impl<C: Clock> CircuitBreaker<C> {
 
     /// May an attempt be made now? Closed: yes. Open: no, until the cool-down ends, when the
     /// breaker turns half-open. Half-open: yes for the first `half_open_probes` callers.
+    ///
+    /// A probe whose outcome is never recorded (its future was dropped, its thread panicked)
+    /// would hold its permit forever; so when every permit is out and a whole cool-down has
+    /// passed without a verdict, a fresh round of probes is issued.
     pub fn try_acquire(&self) -> bool {
         let probes = self.shared.config.half_open_probes;
         let mut inner = self.lock();
-        if let Phase::Open { until } = inner.phase {
-            // Only an open breaker needs the time: the closed fast path reads no clock.
-            if self.now() < until {
-                return false;
+        match inner.phase {
+            // Only a breaker that is not closed needs the time: the closed fast path reads
+            // no clock.
+            Phase::Closed => return true,
+            Phase::Open { until } => {
+                let now = self.now();
+                if now < until {
+                    return false;
+                }
+                inner.phase = Phase::HalfOpen {
+                    issued: 0,
+                    succeeded: 0,
+                    since: now,
+                };
             }
-            inner.phase = Phase::HalfOpen {
-                issued: 0,
-                succeeded: 0,
-            };
+            Phase::HalfOpen { issued, since, .. } if issued >= probes => {
+                let now = self.now();
+                if now.saturating_sub(since) < saturating_nanos(self.shared.config.cool_down) {
+                    return false;
+                }
+                inner.phase = Phase::HalfOpen {
+                    issued: 0,
+                    succeeded: 0,
+                    since: now,
+                };
+            }
+            Phase::HalfOpen { .. } => {}
         }
         match &mut inner.phase {
-            Phase::Closed => true,
             Phase::HalfOpen { issued, .. } if *issued < probes => {
                 *issued += 1;
                 true
@@ -479,6 +507,27 @@ mod tests {
         b.record_failure();
         assert_eq!(b.state(), BreakerState::Open);
         assert!(!b.try_acquire());
+    }
+
+    #[test]
+    fn lost_probes_are_reissued_after_a_cool_down() {
+        let (b, clock) = breaker(BreakerConfig {
+            min_calls: 1,
+            cool_down_jitter: 0.0,
+            ..BreakerConfig::default()
+        });
+        b.record_failure();
+        clock.advance(Duration::from_secs(5));
+        assert!(b.try_acquire()); // this probe's caller is cancelled and never reports
+        clock.advance(Duration::from_secs(4));
+        assert!(!b.try_acquire());
+        clock.advance(Duration::from_secs(1));
+        assert!(
+            b.try_acquire(),
+            "a lost probe must not wedge the breaker half-open"
+        );
+        b.record_success();
+        assert_eq!(b.state(), BreakerState::Closed);
     }
 
     #[test]
