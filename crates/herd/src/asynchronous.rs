@@ -1,7 +1,7 @@
 //! The retry loop for async code.
 //!
 //! The loop is runtime-free: it sleeps through the small [`Sleeper`] trait. With the default
-//! `tokio` feature, [`TokioSleep`] and [`TokioClock`] plug tokio in (and a test on tokio's
+//! `tokio` feature, `TokioSleep` and `TokioClock` plug tokio in (and a test on tokio's
 //! paused time runs a minute of backoff in microseconds); a [`FakeClock`] is also a sleeper,
 //! for runtime-agnostic tests; another runtime needs a dozen lines.
 //!

@@ -1,7 +1,7 @@
 //! The retry loop for blocking code.
 //!
 //! Sleeping goes through [`BlockingSleep`], so a test (or a simulation) passes a
-//! [`FakeClock`](crate::clock::FakeClock), whose "sleep" moves fake time forward at once, and
+//! [`FakeClock`], whose "sleep" moves fake time forward at once, and
 //! production passes nothing ([`Call::run`] sleeps the thread).
 //!
 //! # Examples
