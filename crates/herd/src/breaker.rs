@@ -332,8 +332,9 @@ impl<C: Clock> CircuitBreaker<C> {
         let now = shared.clock.now();
         if shared.closed.load(Ordering::Acquire) {
             shared.failures.add(now, 1);
-            let failed: u64 = shared.failures.words(now).fold(0, u64::wrapping_add);
-            let ok: u64 = shared.successes.words(now).fold(0, u64::wrapping_add);
+            shared.successes.slot(now); // expire old successes too
+            let failed: u64 = shared.failures.words().fold(0, u64::wrapping_add);
+            let ok: u64 = shared.successes.words().fold(0, u64::wrapping_add);
             let total = ok.saturating_add(failed);
             let config = &shared.config;
             if total < u64::from(config.min_calls)

@@ -259,9 +259,9 @@ impl<C: Clock> RetryBudget<C> {
     #[inline]
     pub fn withdraw(&self) -> bool {
         let inner = &*self.inner;
-        let now = inner.clock.now();
-        if self.balance(now) >= RETRY_COST {
-            inner.ring.add(now, RETRY_COST.wrapping_neg() as u64);
+        let slot = inner.ring.slot(inner.clock.now());
+        if self.balance() >= RETRY_COST {
+            inner.ring.add_at(slot, RETRY_COST.wrapping_neg() as u64);
             true
         } else {
             false
@@ -271,15 +271,17 @@ impl<C: Clock> RetryBudget<C> {
     /// Retries available now (fractional), for metrics and tests.
     #[must_use]
     pub fn available(&self) -> f64 {
-        self.balance(self.inner.clock.now()).max(0) as f64 / RETRY_COST as f64
+        self.inner.ring.slot(self.inner.clock.now());
+        self.balance().max(0) as f64 / RETRY_COST as f64
     }
 
+    /// The reserve plus every live slot (the caller has expired old slots).
     #[inline]
-    fn balance(&self, now: Duration) -> i64 {
+    fn balance(&self) -> i64 {
         let inner = &*self.inner;
         inner
             .ring
-            .words(now)
+            .words()
             .fold(inner.reserve, |sum, word| sum.saturating_add(word as i64))
     }
 }

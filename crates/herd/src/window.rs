@@ -36,14 +36,18 @@ impl Ring {
     /// Adds `amount` (wrapping) to the slot of time `now`.
     #[inline]
     pub(crate) fn add(&self, now: Duration, amount: u64) {
-        let slot = self.current(now);
+        self.add_at(self.slot(now), amount);
+    }
+
+    /// Adds `amount` (wrapping) to a slot returned by [`slot`](Ring::slot).
+    #[inline]
+    pub(crate) fn add_at(&self, slot: usize, amount: u64) {
         self.slots[slot].fetch_add(amount, Ordering::Relaxed);
     }
 
-    /// The slots' words, after expiring those time has left behind.
+    /// The slots' words as they are (call [`slot`](Ring::slot) first to expire old ones).
     #[inline]
-    pub(crate) fn words(&self, now: Duration) -> impl Iterator<Item = u64> + '_ {
-        self.current(now);
+    pub(crate) fn words(&self) -> impl Iterator<Item = u64> + '_ {
         self.slots.iter().map(|s| s.load(Ordering::Relaxed))
     }
 
@@ -54,8 +58,9 @@ impl Ring {
         }
     }
 
+    /// The index of the slot for time `now`, expiring the slots time has left behind.
     #[inline]
-    fn current(&self, now: Duration) -> usize {
+    pub(crate) fn slot(&self, now: Duration) -> usize {
         let now = saturating_nanos(now) / self.slot_nanos;
         let mut current = self.generation.load(Ordering::Acquire);
         loop {
