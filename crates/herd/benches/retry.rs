@@ -9,6 +9,8 @@
 //!   from two threads at once (a second thread hammers the same budget while the first is
 //!   measured); one `allows_retry` + `record_success` on gRPC throttling.
 //!
+//! - `clock`: one read of the system and of the fake clock (the floor under a deadline).
+//!
 //! Run: `cargo bench -p herd --bench retry -- --warm-up-time 1 --measurement-time 3`
 use std::hint::black_box;
 use std::sync::Arc;
@@ -151,5 +153,16 @@ fn budget(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, first_attempt_success, budget);
+/// What one clock read costs here: the floor under anything that measures a deadline.
+fn clock(c: &mut Criterion) {
+    use herd::clock::Clock as _;
+    let mut group = c.benchmark_group("clock");
+    let system = SystemClock::new();
+    group.bench_function("system/now", |b| b.iter(|| black_box(system.now())));
+    let fake = FakeClock::new();
+    group.bench_function("fake/now", |b| b.iter(|| black_box(fake.now())));
+    group.finish();
+}
+
+criterion_group!(benches, first_attempt_success, budget, clock);
 criterion_main!(benches);
