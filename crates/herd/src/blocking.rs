@@ -77,6 +77,7 @@ where
     ///
     /// A [`RetryError`] with the last error, the attempts, the time spent and the
     /// [`StopReason`](crate::outcome::StopReason).
+    #[inline]
     pub fn run(self) -> Result<Success<T>, RetryError<E>> {
         self.run_with(&crate::blocking::ThreadSleep)
     }
@@ -86,6 +87,7 @@ where
     /// # Errors
     ///
     /// As [`run`](Self::run).
+    #[inline]
     pub fn run_with<S: BlockingSleep + ?Sized>(
         mut self,
         sleeper: &S,
