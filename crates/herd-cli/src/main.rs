@@ -23,12 +23,14 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Rules(cmd::rules::RulesArgs),
+    Storm(cmd::storm::StormArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Rules(args) => cmd::rules::run(&args),
+        Command::Storm(args) => cmd::storm::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
