@@ -15,8 +15,18 @@
 //! 3. every other one records a failure: it gives up after `max_attempts` attempts; otherwise
 //!    it draws a pause, rounded up to whole steps and at least one step, raised to the
 //!    `Retry-After` when the server refused it while up, and comes back at
-//!    `step + timeout + pause`, unless that is past its deadline (it gives up) or past the
-//!    horizon (it is still waiting at the end).
+//!    `step + timeout + pause`, unless that is past its deadline (it gives up), the retry
+//!    budget denies the retry (it gives up) or it is past the horizon (it is still waiting at
+//!    the end).
+//!
+//! The retry budget is `herd::budget::RetryBudget`, the library's own, driven by a
+//! `FakeClock` set to the step's time: every first attempt deposits `budget_percent / 100` of
+//! a retry, every retry withdraws one; deposits count for [`BUDGET_WINDOW`] and there is no
+//! reserve (`min_per_sec = 0`), so the budget is exactly a share of the first attempts.
+use std::time::Duration;
+
+use herd::budget::{BudgetConfig, RetryBudget};
+use herd::clock::FakeClock;
 use herd::rng::SplitMix64;
 use herd::{Rule, RuleName, RuleState};
 
@@ -183,6 +193,37 @@ impl<R: Record> Record for Identified<R> {
     }
 }
 
+/// How long a first attempt's deposit in the retry budget counts (Finagle's and tower's 10 s).
+pub(crate) const BUDGET_WINDOW: Duration = Duration::from_secs(10);
+
+/// The library's retry budget on simulated time.
+struct SimBudget {
+    clock: FakeClock,
+    budget: RetryBudget<FakeClock>,
+}
+
+impl SimBudget {
+    fn new(percent: f64) -> Result<Option<Self>, ScenarioError> {
+        if percent <= 0.0 {
+            return Ok(None);
+        }
+        let clock = FakeClock::new();
+        let config = BudgetConfig {
+            percent,
+            min_per_sec: 0,
+            window: BUDGET_WINDOW,
+        };
+        let budget = RetryBudget::new(config, clock.clone())
+            .map_err(|e| ScenarioError::field("retry.budget_percent", e.to_string()))?;
+        Ok(Some(Self { clock, budget }))
+    }
+
+    fn at(&self, plan: &Plan, step: u64) {
+        self.clock
+            .set(Duration::from_nanos(step.saturating_mul(plan.step_ns)));
+    }
+}
+
 fn ceil_div(a: u64, b: u64) -> u64 {
     a / b + u64::from(a % b != 0)
 }
@@ -230,7 +271,8 @@ fn run<R: Record, O: Observer>(
     let mut server = Server::new(plan);
     let mut meter = Meter::new(plan);
     let mut gave_up = 0u64;
-    let denied_by_budget = 0u64;
+    let mut denied_by_budget = 0u64;
+    let budget = SimBudget::new(plan.budget_percent)?;
     let mut beyond_horizon = 0u64;
     let mut next_id = 0u64;
     let open_loop = plan.open_loop_total > 0;
@@ -238,6 +280,7 @@ fn run<R: Record, O: Observer>(
     let mut step = plan.start_step;
     loop {
         let mut due = calendar.take(step);
+        let returning = due.len();
         if step == plan.start_step {
             due.reserve_exact(plan.burst as usize);
             due.extend((0..plan.burst as u32).map(|id| R::new(id, step as u32)));
@@ -247,6 +290,13 @@ fn run<R: Record, O: Observer>(
             let new = plan.open_loop_at(step);
             due.extend((next_id as u32..(next_id + new) as u32).map(|id| R::new(id, step as u32)));
             next_id += new;
+        }
+
+        if let Some(b) = &budget {
+            b.at(plan, step);
+            for _ in returning..due.len() {
+                b.budget.deposit();
+            }
         }
 
         let arrivals = due.len() as u64;
@@ -302,6 +352,12 @@ fn run<R: Record, O: Observer>(
                 if past_deadline {
                     gave_up += 1;
                     observer.attempt(id, step, refusal, Some(GiveUp::Deadline));
+                    continue;
+                }
+                if budget.as_ref().is_some_and(|b| !b.budget.withdraw()) {
+                    gave_up += 1;
+                    denied_by_budget += 1;
+                    observer.attempt(id, step, refusal, Some(GiveUp::Budget));
                     continue;
                 }
                 observer.attempt(id, step, refusal, None);

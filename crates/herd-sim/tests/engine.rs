@@ -140,6 +140,31 @@ fn horizon_leaves_clients_waiting() {
 }
 
 #[test]
+fn retry_budget_caps_retries_at_a_share_of_first_attempts() {
+    let mut s = Scenario::default();
+    s.retry.budget_percent = 10.0;
+    let sim = sim(&s);
+    for rule in RuleName::CLASSIC {
+        let r = sim.run(rule, 1).unwrap();
+        conserved(&r);
+        // 2000 first attempts earn 200 retries, which expire 10 s later, inside the outage.
+        assert!(r.requests <= 2000 + 200, "{rule}: {}", r.requests);
+        assert_eq!(r.gave_up, 2000, "{rule}");
+        assert_eq!(r.denied_by_budget, 2000, "{rule}");
+    }
+    // Open-loop traffic keeps earning: with a short outage most are served.
+    s.server.outages = vec![[0.0, 1.0]];
+    s.clients.arrivals_per_s = 500.0;
+    s.horizon_s = 60.0;
+    let r = Simulation::new(&s, &Limits::unlimited())
+        .unwrap()
+        .run(RuleName::Full, 1)
+        .unwrap();
+    conserved(&r);
+    assert!(r.denied_by_budget > 0 && r.served > r.clients / 2, "{r:?}");
+}
+
+#[test]
 fn work_limit_stops_a_run_with_an_error() {
     let limits = Limits {
         max_attempts: 10_000,
@@ -234,6 +259,7 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
                 retry: herd_sim::Retry {
                     base_ms: 100.0,
                     cap_ms: 5000.0,
+                    budget_percent: (seed % 4) as f64 * 10.0,
                     ..Default::default()
                 },
             };
