@@ -72,6 +72,10 @@ fn parse_rule(s: &str) -> Result<RuleName, String> {
 
 /// The most runs one invocation may ask for.
 const MAX_RUNS: u32 = 100_000;
+/// The most attempts one run may simulate: a minute or two of work, so that a scenario whose
+/// storm never ends (ten million clients retrying at once for an hour) stops with an error
+/// instead of seeming to hang.
+const MAX_ATTEMPTS_PER_RUN: u64 = 10_000_000_000;
 
 /// The scenario to run, with the command-line overrides applied.
 fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
@@ -130,7 +134,11 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         })?),
     };
     let (scenario, name) = scenario(args)?;
-    let sim = Simulation::new(&scenario, &Limits::default()).map_err(|e| {
+    let limits = Limits {
+        max_attempts: MAX_ATTEMPTS_PER_RUN,
+        ..Limits::default()
+    };
+    let sim = Simulation::new(&scenario, &limits).map_err(|e| {
         let prefix = args
             .scenario
             .as_ref()
