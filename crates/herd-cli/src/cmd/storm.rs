@@ -133,6 +133,12 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
             ))
         })?),
     };
+    if let Some(path) = &args.chart {
+        // Fail before simulating if the chart cannot be written.
+        fs::File::create(path).map_err(|e| {
+            CliError::input(format!("--chart: cannot write {}: {e}", path.display()))
+        })?;
+    }
     let (scenario, name) = scenario(args)?;
     let limits = Limits {
         max_attempts: MAX_ATTEMPTS_PER_RUN,
@@ -157,8 +163,7 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
             .iter()
             .filter_map(|r| results.iter().find(|x| x.rule == *r))
             .collect();
-        chart::draw(path, kind, &scenario, &first)
-            .map_err(|e| CliError::Run(e.context(format!("drawing {}", path.display()))))?;
+        chart::draw(path, kind, &scenario, &first).map_err(CliError::Run)?;
     }
 
     let mut out = BufWriter::new(io::stdout().lock());
