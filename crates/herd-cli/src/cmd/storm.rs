@@ -133,12 +133,6 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
             ))
         })?),
     };
-    if let Some(path) = &args.chart {
-        // Fail before simulating if the chart cannot be written.
-        fs::File::create(path).map_err(|e| {
-            CliError::input(format!("--chart: cannot write {}: {e}", path.display()))
-        })?;
-    }
     let (scenario, name) = scenario(args)?;
     let limits = Limits {
         max_attempts: MAX_ATTEMPTS_PER_RUN,
@@ -152,6 +146,12 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         CliError::input(format!("{prefix}{e}"))
     })?;
 
+    if let Some(path) = &args.chart {
+        // Fail before simulating if the chart cannot be written.
+        fs::File::create(path).map_err(|e| {
+            CliError::input(format!("--chart: cannot write {}: {e}", path.display()))
+        })?;
+    }
     let rules = sim.rules();
     let seeds: Vec<u64> = (0..u64::from(args.runs))
         .map(|k| scenario.seed.wrapping_add(k))
