@@ -39,6 +39,9 @@ use crate::server::{Server, Verdict};
 use crate::trace::{GiveUp, Observer, Outcome};
 use herd::rng::Rng;
 
+/// Attempts between two progress reports.
+const PROGRESS_EVERY: u64 = 1 << 20;
+
 /// How long a first attempt's deposit in the retry budget counts (Finagle's and tower's 10 s).
 pub(crate) const BUDGET_WINDOW: Duration = Duration::from_secs(10);
 
@@ -122,6 +125,8 @@ fn run<R: Record, O: Observer>(
     let mut beyond_horizon = 0u64;
     let mut next_id = 0u64;
     let open_loop = plan.open_loop_total > 0;
+    // Report progress about every million attempts.
+    let mut report_at = PROGRESS_EVERY;
 
     let mut step = plan.start_step;
     loop {
@@ -153,6 +158,10 @@ fn run<R: Record, O: Observer>(
                 Verdict::Serve(s) => (s, Outcome::Refused),
             };
             meter.record(step, arrivals, served);
+            if meter.requests >= report_at {
+                report_at = meter.requests + PROGRESS_EVERY;
+                observer.progress(step as f64 / plan.steps as f64);
+            }
             if meter.requests > plan.max_attempts_total {
                 return Err(ScenarioError::field(
                     "clients.count",
@@ -231,6 +240,7 @@ fn run<R: Record, O: Observer>(
         step = next;
     }
 
+    observer.progress(1.0);
     let waiting = calendar.len() + beyond_horizon;
     debug_assert_eq!(meter.served + gave_up + waiting, plan.total_clients());
     Ok(meter.finish(name, seed, gave_up, denied_by_budget, waiting))

@@ -109,6 +109,29 @@ impl Simulation {
         engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent)
     }
 
+    /// Runs `rule` like [`Simulation::run`], calling `progress` now and then (about every
+    /// million attempts) with the share of the horizon simulated so far, and with 1.0 at the
+    /// end. The result is the same as [`Simulation::run`]'s.
+    ///
+    /// # Errors
+    ///
+    /// As [`Simulation::run`].
+    pub fn run_with_progress(
+        &self,
+        rule: RuleName,
+        seed: u64,
+        progress: impl FnMut(f64),
+    ) -> Result<RunResult, ScenarioError> {
+        let built = self.rule(rule)?;
+        engine::simulate(
+            &self.plan,
+            rule,
+            &built,
+            seed,
+            &mut trace::Progress(progress),
+        )
+    }
+
     /// Runs `rule` like [`Simulation::run`] and records every attempt. For small scenes:
     /// at most [`MAX_TRACE_CLIENTS`] clients and [`MAX_TRACE_EVENTS`] attempts.
     ///
