@@ -42,6 +42,11 @@ mod trace;
 
 use herd::{Rule, RuleName};
 
+/// The storm guide, `docs/storm.md`: every choice the model leaves open (compiled and tested
+/// with the crate's docs).
+#[doc = include_str!("../../../docs/storm.md")]
+pub mod guide {}
+
 pub use error::ScenarioError;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
