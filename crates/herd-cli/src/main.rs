@@ -23,6 +23,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Rules(cmd::rules::RulesArgs),
+    Storm(cmd::storm::StormArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Rules(args) => cmd::rules::run(&args),
+        Command::Storm(args) => cmd::storm::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
