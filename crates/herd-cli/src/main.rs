@@ -23,12 +23,14 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Rules(cmd::rules::RulesArgs),
+    Amplify(cmd::amplify::AmplifyArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Rules(args) => cmd::rules::run(&args),
+        Command::Amplify(args) => cmd::amplify::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
