@@ -24,6 +24,7 @@ struct Cli {
 enum Command {
     Rules(cmd::rules::RulesArgs),
     Amplify(cmd::amplify::AmplifyArgs),
+    Lab(cmd::lab::LabArgs),
 }
 
 fn main() -> ExitCode {
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Rules(args) => cmd::rules::run(&args),
         Command::Amplify(args) => cmd::amplify::run(&args),
+        Command::Lab(args) => cmd::lab::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

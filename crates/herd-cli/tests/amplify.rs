@@ -138,3 +138,37 @@ fn bad_graphs_exit_2_with_one_line() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `herd lab chain` on real loopback servers measures what `herd amplify` predicts.
+#[test]
+fn lab_chain_measures_what_amplify_predicts() {
+    for (extra, want) in [
+        (None, [1.0, 3.0, 9.0, 27.0]),
+        (Some("--layer-aware"), [1.0, 1.0, 1.0, 3.0]),
+    ] {
+        let mut args = vec!["lab", "chain", "--views", "2", "--format", "json"];
+        args.extend(extra);
+        let lab = json(&args);
+        assert_eq!(lab["agrees"], true);
+        assert_eq!(lab["deterministic"], true);
+        let measured: Vec<f64> = receives(&lab["services"])
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(measured, want);
+        let mut args = vec!["amplify", "scenarios/graphs/chain.toml", "--format", "json"];
+        args.extend(extra);
+        let predicted: Vec<f64> = receives(&json(&args)["services"])
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(measured, predicted);
+    }
+}
+
+#[test]
+fn lab_chain_refuses_absurd_views() {
+    let out = herd(&["lab", "chain", "--views", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--views is 0"));
+}
