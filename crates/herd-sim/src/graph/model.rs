@@ -12,8 +12,8 @@ pub const MAX_ATTEMPTS: u32 = 100;
 pub const MAX_SERVICES: usize = 1_000;
 /// The largest number of calls one service may make per request.
 pub const MAX_CALLS: usize = 100;
-/// The largest retry budget, in percent of first attempts.
-pub const MAX_BUDGET_PERCENT: f64 = 10_000.0;
+/// The largest retry budget, in percent of first attempts (herd's `RetryBudget` limit).
+pub const MAX_BUDGET_PERCENT: f64 = 1_000.0;
 
 /// One call edge: a service calls `to` with at most `attempts` attempts.
 #[derive(Clone, Debug, PartialEq)]
