@@ -105,6 +105,7 @@ pub mod policy;
 pub mod retry_after;
 pub mod rng;
 pub mod rule;
+mod window;
 
 /// Emits a `tracing` event for a retry (feature `tracing`).
 #[doc(hidden)]
