@@ -24,6 +24,9 @@ struct Cli {
 enum Command {
     Rules(cmd::rules::RulesArgs),
     Storm(cmd::storm::StormArgs),
+
+    Amplify(cmd::amplify::AmplifyArgs),
+    Lab(cmd::lab::LabArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +37,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Rules(args) => cmd::rules::run(&args),
         Command::Storm(args) => cmd::storm::run(&args),
+
+        Command::Amplify(args) => cmd::amplify::run(&args),
+        Command::Lab(args) => cmd::lab::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

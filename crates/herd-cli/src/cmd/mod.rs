@@ -1,3 +1,5 @@
 //! One module per subcommand.
+pub(crate) mod amplify;
+pub(crate) mod lab;
 pub(crate) mod rules;
 pub(crate) mod storm;
