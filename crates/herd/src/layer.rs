@@ -399,7 +399,9 @@ fn finish<C: Clock, S, B>(
     crate::event_give_up!(state.attempts(), elapsed, reason);
     match last {
         Last::Response(mut response) => {
-            if config.mark_exhausted && reason.is_exhaustion() {
+            // Only a layer that may retry speaks for its retries: a one-attempt layer that
+            // marked its failure would stop the one retrying layer above it.
+            if config.mark_exhausted && reason.is_exhaustion() && policy.max_attempts() > 1 {
                 response
                     .headers_mut()
                     .insert(RETRY_EXHAUSTED, HeaderValue::from_static("1"));

@@ -184,6 +184,24 @@ async fn gives_up_with_the_last_response_marked_exhausted() {
     );
 }
 
+/// Regression (found by the lab's chain): a layer allowed one attempt marked its failure, so
+/// the one retrying layer above it stopped, and 3 × 1 over a failing database gave 1 query.
+#[tokio::test]
+async fn a_one_attempt_layer_does_not_mark_its_failure() {
+    let (addr, hits) = server(|_| (StatusCode::BAD_GATEWAY, "down").into_response()).await;
+    let mut svc = RetryLayer::new(policy(Rule::immediate(), 1)).layer(client());
+    let response = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(request("GET", addr))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
+    assert_eq!(hits.count(), 1);
+}
+
 #[tokio::test]
 async fn mark_can_be_switched_off_and_permanent_errors_are_not_marked() {
     let (addr, _) = server(|_| StatusCode::SERVICE_UNAVAILABLE.into_response()).await;

@@ -104,9 +104,7 @@ pub(crate) fn edge_service(
         )?;
         policy = policy.budget(budget);
     }
-    let layer = RetryLayer::new(policy.clock(clock).build()?)
-        .mark_exhausted(config.attempts >= 2)
-        .respect_exhausted(config.layer_aware);
+    let layer = RetryLayer::new(policy.clock(clock).build()?).respect_exhausted(config.layer_aware);
     Ok(BoxCloneSyncService::new(layer.layer(lossy)))
 }
 
