@@ -34,6 +34,7 @@ mod error;
 mod limits;
 mod metrics;
 mod plan;
+mod sample;
 mod scenario;
 mod server;
 mod trace;
