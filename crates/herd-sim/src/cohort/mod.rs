@@ -51,7 +51,7 @@ mod calendar;
 pub(crate) mod law;
 
 use calendar::{Calendar, State};
-use law::Laws;
+use law::{Law, Laws};
 
 /// The most clients (burst plus open-loop) the cohort engine accepts: counts are `u64` and the
 /// server's accounting is `f64`, exact far beyond this.
@@ -116,6 +116,7 @@ pub(crate) fn simulate(
     let mut due: Vec<(State, u64)> = Vec::new();
     let mut sizes: Vec<u64> = Vec::new();
     let mut served_of: Vec<u64> = Vec::new();
+    let mut nested: Vec<Nested> = Vec::new();
     let mut gave_up = 0u64;
     let mut beyond_horizon = 0u64;
     let mut work = 0u64;
@@ -170,17 +171,51 @@ pub(crate) fn simulate(
             sizes.extend(due.iter().map(|(_, n)| *n));
             sample::multivariate_hypergeometric(&mut rng, &sizes, served, &mut served_of);
 
+            // Files `n` refused clients of a cohort: given up (`None`), or due again after
+            // drawing `Some((wait, memory))`.
+            let mut file = |n: u64, drawn: Option<(u64, u64)>, failures: u32, first: u32| {
+                let Some((wait, memory)) = drawn else {
+                    gave_up += n;
+                    return;
+                };
+                let wait = if honour_retry_after {
+                    wait.max(plan.retry_after_steps)
+                } else {
+                    wait
+                };
+                let next = step + plan.timeout_steps + wait;
+                let past_deadline = plan
+                    .deadline_steps
+                    .is_some_and(|d| next - u64::from(first) >= d);
+                if past_deadline {
+                    gave_up += n;
+                } else if next >= plan.steps {
+                    beyond_horizon += n;
+                } else {
+                    let state = State {
+                        failures,
+                        memory,
+                        first,
+                    };
+                    calendar.add(next, state, n);
+                }
+            };
+            nested.clear();
             for (&(state, count), &taken) in due.iter().zip(&served_of) {
                 let refused = count - taken;
                 if refused == 0 {
                     continue;
                 }
                 if plan.max_attempts > 0 && state.failures.saturating_add(1) >= plan.max_attempts {
-                    gave_up += refused;
+                    file(refused, None, state.failures, state.first);
                     continue;
                 }
                 let failures =
                     laws.file_failures(state.failures.saturating_add(1), plan.max_attempts);
+                if let Some(top) = laws.nested_top(state.failures, state.memory) {
+                    nested.push((failures, state.first, top, refused));
+                    continue;
+                }
                 let law = laws.get(state.failures, state.memory);
                 sample::multinomial(
                     &mut rng,
@@ -189,29 +224,13 @@ pub(crate) fn simulate(
                     &law.tail,
                     &law.cdf,
                     |i, n| {
-                        let (mut wait, memory) = law.outcomes[i];
-                        if honour_retry_after {
-                            wait = wait.max(plan.retry_after_steps);
-                        }
-                        let next = step + plan.timeout_steps + wait;
-                        let past_deadline = plan
-                            .deadline_steps
-                            .is_some_and(|d| next - u64::from(state.first) >= d);
-                        if past_deadline {
-                            gave_up += n;
-                        } else if next >= plan.steps {
-                            beyond_horizon += n;
-                        } else {
-                            let next_state = State {
-                                failures,
-                                memory,
-                                first: state.first,
-                            };
-                            calendar.add(next, next_state, n);
-                        }
+                        file(n, Some(law.outcomes[i]), failures, state.first);
                     },
                 );
             }
+            split_nested(&mut rng, &laws, &mut nested, |n, drawn, failures, first| {
+                file(n, Some(drawn), failures, first);
+            });
             if calendar.cohorts() > MAX_COHORTS {
                 return Err(ScenarioError::field(
                     "step_ms",
@@ -240,6 +259,58 @@ pub(crate) fn simulate(
     let waiting = calendar.clients() + beyond_horizon;
     debug_assert_eq!(meter.served + gave_up + waiting, plan.total_clients());
     Ok(meter.finish(name, seed, gave_up, 0, waiting))
+}
+
+/// A refused cohort of a rule with nested laws: `(failures as filed next, first step, top of
+/// the uniform pause range, count)`.
+type Nested = (u32, u32, u64, u64);
+
+/// Splits every refused cohort of a nested-law rule at once (see `Laws::nested_top`), calling
+/// `emit(count, (wait, memory), failures, first)`.
+///
+/// Within a group (same next failures and first step), with tops `t₁ > t₂ > …`: the pool of
+/// clients whose pause is uniform on `base..=tᵢ` (cohort `i` plus everyone from higher cohorts
+/// who fell below `tᵢ`) sends a binomial share `(tᵢ − tᵢ₊₁) / (tᵢ − base + 1)` into
+/// `tᵢ₊₁ + 1..=tᵢ`, spread over its pieces multinomially by length; the rest are uniform on
+/// `base..=tᵢ₊₁` and join cohort `i + 1`. Exact: the same joint law as splitting each cohort
+/// on its own, for O(pieces + cohorts) draws.
+fn split_nested(
+    rng: &mut SplitMix64,
+    laws: &Laws,
+    nested: &mut [Nested],
+    mut emit: impl FnMut(u64, (u64, u64), u32, u32),
+) {
+    nested.sort_unstable_by(|a, b| (a.0, a.1, b.2).cmp(&(b.0, b.1, a.2)));
+    let bottom = laws.nested_bottom();
+    let mut start = 0;
+    while start < nested.len() {
+        let (failures, first) = (nested[start].0, nested[start].1);
+        let end = start + nested[start..].partition_point(|c| (c.0, c.1) == (failures, first));
+        let group = &nested[start..end];
+        let mut pool = 0u64;
+        for (i, &(_, _, top, n)) in group.iter().enumerate() {
+            pool += n;
+            // The next lower top (tops may repeat: an empty interval then).
+            let above = group.get(i + 1).map_or(bottom - 1, |c| c.2);
+            if pool == 0 || above == top {
+                continue;
+            }
+            let here = if i + 1 == group.len() {
+                pool
+            } else {
+                let p = (top - above) as f64 / (top - bottom + 1) as f64;
+                sample::binomial(rng, pool, p)
+            };
+            pool -= here;
+            if here > 0 {
+                let law = Law::from_weights(laws.nested_pieces(above, top));
+                sample::multinomial(rng, here, &law.probs, &law.tail, &law.cdf, |k, c| {
+                    emit(c, law.outcomes[k], failures, first);
+                });
+            }
+        }
+        start = end;
+    }
 }
 
 /// Sorts cohorts by state and merges equal states, so draws happen in a fixed order.
