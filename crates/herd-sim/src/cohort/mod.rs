@@ -325,3 +325,59 @@ fn merge_sorted(due: &mut Vec<(State, u64)>) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd::RuleParams;
+    use std::collections::HashMap;
+
+    /// Splitting decorrelated's cohorts together gives each outcome the expected count of
+    /// splitting them one by one: the sum over cohorts of count × the cohort's law.
+    #[test]
+    fn nested_split_has_the_per_cohort_means() {
+        let params = RuleParams::default();
+        let rule = RuleName::Decorrelated.build(&params).unwrap();
+        let mut laws = Laws::new(RuleName::Decorrelated, rule, &params, 100_000_000).unwrap();
+        // (failures, memory, count): a first failure, short and long memories, the cap.
+        let cohorts = [
+            (0u32, 0u64, 5_000u64),
+            (1, 180_000_000, 300),
+            (1, 1_212_000_000, 40_000),
+            (1, 6_000_000_000, 7),
+            (1, 20_000_000_000, 2_000),
+        ];
+        let mut expected: HashMap<(u64, u64), f64> = HashMap::new();
+        for &(f, m, n) in &cohorts {
+            let law = laws.get(f, m).clone();
+            for (o, p) in law.outcomes.iter().zip(&law.probs) {
+                *expected.entry(*o).or_default() += n as f64 * p;
+            }
+        }
+        let reps = 400;
+        let mut got: HashMap<(u64, u64), f64> = HashMap::new();
+        let mut rng = SplitMix64::new(3);
+        for _ in 0..reps {
+            let mut nested: Vec<Nested> = cohorts
+                .iter()
+                .map(|&(f, m, n)| (1, 0, laws.nested_top(f, m).unwrap(), n))
+                .collect();
+            let mut total = 0;
+            split_nested(&mut rng, &laws, &mut nested, |n, o, _, _| {
+                *got.entry(o).or_default() += n as f64;
+                total += n;
+            });
+            assert_eq!(total, cohorts.iter().map(|c| c.2).sum::<u64>());
+        }
+        for (o, want) in &expected {
+            let mean = got.get(o).copied().unwrap_or(0.0) / f64::from(reps);
+            // Poisson-like bound on the standard error of a count's mean.
+            let se = (want / f64::from(reps)).sqrt();
+            assert!(
+                (mean - want).abs() <= 5.0 * se + 1e-9,
+                "{o:?}: {mean} vs {want}"
+            );
+        }
+        assert!(got.keys().all(|o| expected.contains_key(o)));
+    }
+}
