@@ -34,9 +34,31 @@
 //!
 //! Exact in distribution (not draw for draw: the agent and the cohort engines consume the
 //! generator differently) for `immediate`, `constant`, `exponential`, `full`, `equal` and
-//! `grpc`, with every server and client feature of the model. Deterministic rules in a burst
-//! give the agent engine's results exactly. `decorrelated` quantizes its memory (see
-//! `cohort/law.rs`); `decorrelated-v2` and retry budgets are refused with an error.
+//! `grpc`, with every server and client feature of the model: refusal cost, collapse,
+//! warm-up, `Retry-After`, timeouts, attempt limits, deadlines, open-loop arrivals.
+//! Deterministic rules in a lone burst give the agent engine's results exactly, run for run.
+//! `decorrelated` quantizes its memory (see `cohort/law.rs`): the one approximation, measured
+//! by `tests/cohort_agreement.rs`. Refused with an error naming the field:
+//!
+//! - `decorrelated-v2` (`retry.rules`): its memory is a continuous value whose effect never
+//!   washes out, and its failure count never saturates, so it has no small state space;
+//! - retry budgets (`retry.budget_percent`): the agent engine lets the budget's retries go to
+//!   the first refused clients in its processing order, which depends on calendar order, not
+//!   on anything a count records;
+//! - traces: there are no clients to follow.
+//!
+//! A run is reproducible from its seed, bit for bit, on a given platform. The samplers'
+//! acceptance tests call `ln`, `exp` and `ln_1p`, whose last bit may differ between libm
+//! implementations, so on another platform a rare draw may differ.
+//!
+//! # Cost
+//!
+//! Per step, O(cohorts due × outcomes of their laws), plus O(cells + cohorts) for
+//! `decorrelated`, whose nested laws are split all at once; the number of cohorts is bounded
+//! by the states (failure counts until the pause reaches the cap, memory cells) times the
+//! pause range in steps, not by the clients. Fine steps under a long cap are the expensive
+//! case (1 ms steps with a 30 s cap: 30 000 outcomes a law). Benchmarks:
+//! `docs/BENCHMARKS.md`, "Cohort engine".
 use herd::RuleName;
 use herd::rng::SplitMix64;
 
