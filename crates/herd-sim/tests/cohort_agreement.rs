@@ -154,6 +154,9 @@ fn agree(scenario: &Scenario, rule: RuleName, burst_only: bool) -> f64 {
         let (mc, sc) = mean_se(&xc);
         let tolerance = Z * (sa * sa + sc * sc).sqrt() + 1e-9;
         let diff = (ma - mc).abs();
+        if ["requests_per_client", "half_served_s", "all_served_s"].contains(&name.as_str()) {
+            eprintln!("  {rule} {name}: agent {ma:.3}, cohort {mc:.3}, tolerance ±{tolerance:.3}");
+        }
         worst = worst.max(diff / tolerance);
         assert!(
             diff <= tolerance,
