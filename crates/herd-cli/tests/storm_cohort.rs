@@ -44,10 +44,14 @@ fn a_billion_clients_with_capacity_scaled() {
 
 #[test]
 fn errors_are_one_line_and_name_the_field() {
-    let (ok, _, stderr) = herd(&["storm", "--engine", "cohort", "--rule", "decorrelated-v2"]);
+    let file = std::env::temp_dir().join(format!("herd-cohort-budget-{}.toml", std::process::id()));
+    std::fs::write(&file, "[retry]\nbudget_percent = 10\n").expect("temp file");
+    let path = file.to_string_lossy().into_owned();
+    let (ok, _, stderr) = herd(&["storm", &path, "--engine", "cohort"]);
+    let _ = std::fs::remove_file(&file);
     assert!(!ok);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("retry.rules"), "{stderr}");
+    assert!(stderr.contains("retry.budget_percent"), "{stderr}");
     assert!(
         stderr.contains("not supported by the cohort engine"),
         "{stderr}"

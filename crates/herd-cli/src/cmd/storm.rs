@@ -50,8 +50,8 @@ pub(crate) struct StormArgs {
     #[arg(long, requires = "clients")]
     scale_capacity: bool,
     /// The engine: `agent` follows every client (the reference); `cohort` moves clients in
-    /// counts, so 10^9 clients take seconds (exact in distribution; `decorrelated` memory is
-    /// quantized; no `decorrelated-v2`, no budgets).
+    /// counts, so 10^9 clients take well under a second (exact in distribution, except that
+    /// the `decorrelated` rules' memory is quantized; no retry budgets).
     #[arg(long, value_enum, default_value_t = EngineArg::Agent)]
     engine: EngineArg,
     /// A refusal's share of an answer's work, 0 <= R < 1 (overrides `server.refusal_cost`).

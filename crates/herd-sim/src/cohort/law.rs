@@ -25,16 +25,23 @@
 //!   cell (its logarithmic-mean point, see `Laws::representative`), and a pause equal to the
 //!   cap is remembered exactly. The wait is drawn exactly given the remembered value; what is
 //!   approximated is the next pause's range `3 · previous`, off by less than three cell
-//!   widths. This is the cohort engine's one approximation; `tests/cohort_agreement.rs`
-//!   measures it against the agent engine (requests per client within 0.1 %).
-//! - `decorrelated-v2`: its memory is a continuous function value whose effect does not wash
-//!   out at any failure count; not supported (a clear error, see [`Laws::new`]).
+//!   widths. `tests/cohort_agreement.rs` measures this approximation against the agent
+//!   engine (requests per client within 0.1 %).
+//! - `decorrelated-v2`: like `grpc`, one 53-bit float `u` decides the pause, monotonically,
+//!   but the memory it leaves, `f(k − 1 + u)`, depends on `u`. The draws are cut into 64 cells
+//!   of `u`; a client is remembered by its cell (as the memory the rule computes at the
+//!   cell's middle draw) and its exact failure count. Waits are exact given the remembered
+//!   memory; the remembered formula value is off by at most 0.6 % (half a cell of `2^u`).
+//!   Failure counts never merge, so a long storm has up to 64 states per failure count.
 use std::collections::HashMap;
 
 use herd::rng::Rng;
 use herd::{Rule, RuleName, RuleParams, RuleState};
 
 use crate::error::ScenarioError;
+
+/// Cells of the one draw of `decorrelated-v2` (a power of two, so cells are whole draws).
+const V2_CELLS: u64 = 64;
 
 /// Memory cells per step for `decorrelated`...
 const CELLS_PER_STEP: u64 = 4;
@@ -89,7 +96,9 @@ impl Law {
     }
 }
 
-/// A generator that returns one chosen word: evaluates a rule's pause at a chosen draw.
+/// A generator that returns one chosen word: evaluates a rule's pause at a chosen draw. Only
+/// for rules that draw nothing or one float (`next_f64` never rejects a word); an integer draw
+/// could reject the word and ask again forever.
 struct Fixed(u64);
 
 impl Rng for Fixed {
@@ -134,16 +143,13 @@ impl Laws {
     ///
     /// # Errors
     ///
-    /// `retry.rules` for a rule the cohort engine cannot run (`decorrelated-v2`).
+    /// `retry.base_ms` if the growth rule cannot be built (it can whenever `rule` was).
     pub(crate) fn new(
         name: RuleName,
         rule: Rule,
         params: &RuleParams,
         step_ns: u64,
     ) -> Result<Self, ScenarioError> {
-        if !supports(name) {
-            return Err(unsupported(name));
-        }
         let (base, cap) = (nanos(params.base), nanos(params.cap));
         let growth = match name {
             RuleName::Exponential | RuleName::Full | RuleName::Equal => {
@@ -155,6 +161,8 @@ impl Laws {
         };
         let saturated_at = match (name, growth) {
             (RuleName::Immediate | RuleName::Constant, _) => 0,
+            // Its memory is a function of the exact count: never merge counts.
+            (RuleName::DecorrelatedV2, _) => u32::MAX,
             (_, Some(g)) => {
                 // The first k whose next pause g(k + 1) is the cap; 64 doublings always reach it.
                 let mut k = 0u32;
@@ -235,7 +243,7 @@ impl Laws {
             }
             RuleName::Grpc => self.grpc(failures, memory),
             RuleName::Decorrelated => self.decorrelated(failures, memory),
-            RuleName::DecorrelatedV2 => Law::certain(1, 0), // refused in `new`
+            RuleName::DecorrelatedV2 => self.decorrelated_v2(failures, memory),
         }
     }
 
@@ -290,6 +298,46 @@ impl Laws {
             };
             weighted.push(((j, next_memory), (end - start) as f64));
             start = end;
+        }
+        Law::from_weights(weighted)
+    }
+
+    /// `decorrelated-v2` after `failures` failures with memory `memory`: the rule draws one
+    /// 53-bit float `u`, its new memory is `f(failures + u)` and its pause grows with `u`. The
+    /// draws are cut into [`V2_CELLS`] cells of `u`, each remembered as the memory the rule
+    /// computes at the cell's middle draw; within a cell the waits are found by binary search
+    /// over the draws, calling [`Rule::pause`] with each chosen word. Exact given the
+    /// remembered memory.
+    fn decorrelated_v2(&self, failures: u32, memory: u64) -> Law {
+        const WORDS: u64 = 1 << 53;
+        let per_cell = WORDS / V2_CELLS;
+        let eval = |m: u64| {
+            let mut state = RuleState::from_parts(failures, memory);
+            let pause = nanos(self.rule.pause(&mut state, &mut Fixed(m << 11)));
+            (self.wait_of(pause), state.memory())
+        };
+        let mut weighted = Vec::new();
+        for c in 0..V2_CELLS {
+            let (lo, end) = (c * per_cell, (c + 1) * per_cell);
+            let remembered = eval(lo + per_cell / 2).1;
+            let last = eval(end - 1).0;
+            let (mut start, mut wait) = (lo, eval(lo).0);
+            while wait < last {
+                // The first draw in (start, end − 1] whose wait exceeds `wait`.
+                let (mut a, mut b) = (start + 1, end - 1);
+                while a < b {
+                    let mid = a + (b - a) / 2;
+                    if eval(mid).0 > wait {
+                        b = mid;
+                    } else {
+                        a = mid + 1;
+                    }
+                }
+                weighted.push(((wait, remembered), (a - start) as f64));
+                start = a;
+                wait = eval(a).0;
+            }
+            weighted.push(((wait, remembered), (end - start) as f64));
         }
         Law::from_weights(weighted)
     }
@@ -366,21 +414,6 @@ impl Laws {
     }
 }
 
-/// Whether the cohort engine can run `rule`.
-pub(crate) fn supports(rule: RuleName) -> bool {
-    rule != RuleName::DecorrelatedV2
-}
-
-/// The error for a rule the cohort engine cannot run.
-pub(crate) fn unsupported(rule: RuleName) -> ScenarioError {
-    ScenarioError::field(
-        "retry.rules",
-        format!(
-            "rule {rule} is not supported by the cohort engine (its memory is a continuous value that never washes out); use the agent engine"
-        ),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,11 +431,25 @@ mod tests {
     fn empirical(l: &Laws, failures: u32, memory: u64, draws: u32) -> HashMap<(u64, u64), u32> {
         let mut rng = SplitMix64::new(u64::from(failures) * 7919 + memory);
         let mut seen = HashMap::new();
+        let per_cell = (1u64 << 53) / V2_CELLS;
         for _ in 0..draws {
             let mut state = RuleState::from_parts(failures, memory);
-            let pause = nanos(l.rule.pause(&mut state, &mut rng));
+            // decorrelated-v2 draws one word (one float): record it to know its cell.
+            let word = rng.next_u64();
+            let pause = if l.name == RuleName::DecorrelatedV2 {
+                nanos(l.rule.pause(&mut state, &mut Fixed(word)))
+            } else {
+                nanos(l.rule.pause(&mut state, &mut rng))
+            };
             let wait = l.wait_of(pause);
             let mem = match l.name {
+                RuleName::DecorrelatedV2 => {
+                    let cell = (word >> 11) / per_cell;
+                    let mut mid = RuleState::from_parts(failures, memory);
+                    let middle = (cell * per_cell + per_cell / 2) << 11;
+                    l.rule.pause(&mut mid, &mut Fixed(middle));
+                    mid.memory()
+                }
                 RuleName::Decorrelated if pause >= l.cap => l.cap,
                 RuleName::Decorrelated => l.representative(l.cell_of(pause)),
                 RuleName::Grpc => state.memory(),
@@ -480,6 +527,19 @@ mod tests {
         agrees(RuleName::Full, &odd, &[(0, 0), (4, 0), (9, 0)]);
         agrees(RuleName::Equal, &odd, &[(1, 0), (5, 0)]);
         agrees(RuleName::Decorrelated, &odd, &[(0, 0), (1, 400_000_000)]);
+        // decorrelated-v2's memory: Polly's f at the previous draw, f(k − 2 + u′).
+        let f = |t: f64| (2f64.powf(t) * (4.0 * t).sqrt().tanh()).to_bits();
+        agrees(
+            RuleName::DecorrelatedV2,
+            &d,
+            &[
+                (0, 0),
+                (1, f(0.3)),
+                (3, f(2.9)),
+                (6, f(4.5)),
+                (12, f(10.01)),
+            ],
+        );
     }
 
     #[test]
@@ -490,18 +550,5 @@ mod tests {
         assert_eq!(laws(RuleName::Constant, &d).saturated_at, 0);
         assert_eq!(laws(RuleName::Decorrelated, &d).file_failures(12, 0), 1);
         assert_eq!(laws(RuleName::Full, &d).file_failures(12, 20), 12);
-    }
-
-    #[test]
-    fn decorrelated_v2_is_refused_by_name() {
-        let d = RuleParams::default();
-        let rule = RuleName::DecorrelatedV2.build(&d).unwrap();
-        let err = Laws::new(RuleName::DecorrelatedV2, rule, &d, STEP).unwrap_err();
-        assert_eq!(err.field_name(), Some("retry.rules"));
-        assert!(
-            err.to_string()
-                .contains("not supported by the cohort engine"),
-            "{err}"
-        );
     }
 }

@@ -37,11 +37,10 @@
 //! `grpc`, with every server and client feature of the model: refusal cost, collapse,
 //! warm-up, `Retry-After`, timeouts, attempt limits, deadlines, open-loop arrivals.
 //! Deterministic rules in a lone burst give the agent engine's results exactly, run for run.
-//! `decorrelated` quantizes its memory (see `cohort/law.rs`): the one approximation, measured
-//! by `tests/cohort_agreement.rs`. Refused with an error naming the field:
+//! `decorrelated` and `decorrelated-v2` keep a continuous memory, which the cohort engine
+//! quantizes (see `cohort/law.rs`): the one approximation, measured by
+//! `tests/cohort_agreement.rs`. Refused with an error naming the field:
 //!
-//! - `decorrelated-v2` (`retry.rules`): its memory is a continuous value whose effect never
-//!   washes out, and its failure count never saturates, so it has no small state space;
 //! - retry budgets (`retry.budget_percent`): the agent engine lets the budget's retries go to
 //!   the first refused clients in its processing order, which depends on calendar order, not
 //!   on anything a count records;
@@ -98,11 +97,6 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
             "retry.budget_percent",
             "retry budgets are not supported by the cohort engine; set 0 or use the agent engine",
         ));
-    }
-    for (name, _) in &plan.rules {
-        if !law::supports(*name) {
-            return Err(law::unsupported(*name));
-        }
     }
     // The per-window series are the only memory that grows with the run (16 bytes a window).
     let series = u128::from(plan.windows) * 16;
