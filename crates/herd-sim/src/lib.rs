@@ -77,6 +77,9 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// Both engines, the reference first.
+    pub const ALL: [Engine; 2] = [Engine::Agent, Engine::Cohort];
+
     /// The name as written on the command line.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -84,6 +87,26 @@ impl Engine {
             Engine::Agent => "agent",
             Engine::Cohort => "cohort",
         }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = ScenarioError;
+
+    /// `agent` or `cohort` (any case); anything else is an error naming `engine`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Engine::ALL
+            .into_iter()
+            .find(|e| e.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                ScenarioError::field("engine", format!("expected agent or cohort, got `{s}`"))
+            })
     }
 }
 

@@ -200,3 +200,17 @@ proptest::proptest! {
         proptest::prop_assert!(r.requests >= r.served + r.gave_up);
     }
 }
+
+#[test]
+fn engine_names_round_trip() {
+    for engine in Engine::ALL {
+        assert_eq!(engine.to_string().parse::<Engine>(), Ok(engine));
+    }
+    assert_eq!("Cohort".parse::<Engine>(), Ok(Engine::Cohort));
+    let err = "herd".parse::<Engine>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "engine: expected agent or cohort, got `herd`"
+    );
+    assert_eq!(Engine::default(), Engine::Agent);
+}
