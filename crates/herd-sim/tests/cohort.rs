@@ -214,3 +214,20 @@ fn engine_names_round_trip() {
     );
     assert_eq!(Engine::default(), Engine::Agent);
 }
+
+#[test]
+fn a_pause_range_too_fine_to_split_is_refused_by_field() {
+    let mut s = Scenario {
+        step_ms: 1.0,
+        window_ms: 1.0,
+        horizon_s: 60.0,
+        ..Scenario::default()
+    };
+    s.retry.cap_ms = 1_000_000.0;
+    let err = Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).unwrap_err();
+    assert_eq!(err.field_name(), Some("retry.cap_ms"), "{err}");
+    assert!(err.to_string().contains("use a longer step_ms"), "{err}");
+    // Deterministic rules have one outcome whatever their pause.
+    s.retry.rules = vec![RuleName::Exponential, RuleName::Constant];
+    assert!(Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).is_ok());
+}

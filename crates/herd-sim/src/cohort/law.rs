@@ -40,6 +40,9 @@ use herd::{Rule, RuleName, RuleParams, RuleState};
 
 use crate::error::ScenarioError;
 
+/// The most steps a jittered rule's pauses may span: a law has one outcome per step.
+pub(crate) const MAX_PAUSE_STEPS: u64 = 200_000;
+
 /// Cells of the one draw of `decorrelated-v2` (a power of two, so cells are whole draws).
 const V2_CELLS: u64 = 64;
 
@@ -143,7 +146,9 @@ impl Laws {
     ///
     /// # Errors
     ///
-    /// `retry.base_ms` if the growth rule cannot be built (it can whenever `rule` was).
+    /// `retry.cap_ms` if a jittered rule's pauses span more than [`MAX_PAUSE_STEPS`] steps
+    /// (every law would have that many outcomes); `retry.base_ms` if the growth rule cannot
+    /// be built (it can whenever `rule` was).
     pub(crate) fn new(
         name: RuleName,
         rule: Rule,
@@ -151,6 +156,15 @@ impl Laws {
         step_ns: u64,
     ) -> Result<Self, ScenarioError> {
         let (base, cap) = (nanos(params.base), nanos(params.cap));
+        let span = ceil_div(nanos(rule.max_pause()), step_ns);
+        if name.is_jittered() && span > MAX_PAUSE_STEPS {
+            return Err(ScenarioError::field(
+                "retry.cap_ms",
+                format!(
+                    "rule {name} pauses up to {span} steps; the cohort engine splits a cohort over at most {MAX_PAUSE_STEPS} (use a longer step_ms or the agent engine)"
+                ),
+            ));
+        }
         let growth = match name {
             RuleName::Exponential | RuleName::Full | RuleName::Equal => {
                 Some(Rule::exponential(params.base, params.cap).map_err(|e| {

@@ -98,6 +98,9 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
             "retry budgets are not supported by the cohort engine; set 0 or use the agent engine",
         ));
     }
+    for (name, rule) in &plan.rules {
+        Laws::new(*name, *rule, &plan.params, plan.step_ns)?;
+    }
     // The per-window series are the only memory that grows with the run (16 bytes a window).
     let series = u128::from(plan.windows) * 16;
     if series > u128::from(limits.max_bytes) {
