@@ -20,13 +20,16 @@
 //! - `decorrelated`: the pause is uniform on `base..=max(base, 3 · previous)`, capped, and the
 //!   next pause depends on this one *in nanoseconds*. Keeping every client's nanoseconds
 //!   would make each client its own cohort, so the memory is **quantized**: a pause below the
-//!   cap that falls in memory cell `c` (cells of a quarter step, or wider so that
-//!   `[base, cap]` spans at most 1000 cells) is remembered as one representative value of the
+//!   cap that falls in memory cell `c` (cells of an eighth of a step, or wider so that
+//!   `[base, cap]` spans at most 2000 cells) is remembered as one representative value of the
 //!   cell (its logarithmic-mean point, see `Laws::representative`), and a pause equal to the
 //!   cap is remembered exactly. The wait is drawn exactly given the remembered value; what is
 //!   approximated is the next pause's range `3 · previous`, off by less than three cell
 //!   widths. `tests/cohort_agreement.rs` measures this approximation against the agent
-//!   engine (requests per client within 0.1 %).
+//!   engine: over 2000 seeds of the default scenario, requests per client 11.260 (agent)
+//!   against 11.259 (cohort), all served by 27.34 s against 27.27 s, both within two
+//!   standard errors. (With cells of a quarter step, requests per client came out 0.06 %
+//!   high, two standard errors at 2000 seeds: hence the eighth.)
 //! - `decorrelated-v2`: like `grpc`, one 53-bit float `u` decides the pause, monotonically,
 //!   but the memory it leaves, `f(k − 1 + u)`, depends on `u`. The draws are cut into 64 cells
 //!   of `u`; a client is remembered by its cell (as the memory the rule computes at the
@@ -47,9 +50,9 @@ pub(crate) const MAX_PAUSE_STEPS: u64 = 200_000;
 const V2_CELLS: u64 = 64;
 
 /// Memory cells per step for `decorrelated`...
-const CELLS_PER_STEP: u64 = 4;
+const CELLS_PER_STEP: u64 = 8;
 /// ...unless that makes more than this many cells over `[base, cap]`: then wider cells.
-const MAX_MEMORY_CELLS: u64 = 1000;
+const MAX_MEMORY_CELLS: u64 = 2000;
 
 /// The distribution of one cohort's next wait.
 #[derive(Clone, Debug, Default)]
