@@ -35,7 +35,8 @@
 //!   of `u`; a client is remembered by its cell (as the memory the rule computes at the
 //!   cell's middle draw) and its exact failure count. Waits are exact given the remembered
 //!   memory; the remembered formula value is off by at most 0.6 % (half a cell of `2^u`).
-//!   Failure counts never merge, so a long storm has up to 64 states per failure count.
+//!   From the failure count at which every pause is the cap whatever the memory (16 with
+//!   the defaults), the memory no longer matters and those cohorts merge.
 use std::collections::HashMap;
 
 use herd::rng::Rng;
@@ -45,6 +46,24 @@ use crate::error::ScenarioError;
 
 /// The most steps a jittered rule's pauses may span: a law has one outcome per step.
 pub(crate) const MAX_PAUSE_STEPS: u64 = 200_000;
+
+/// The failure count from which `decorrelated-v2` pauses the cap whatever its draw and its
+/// (quantized) memory: the smallest `k` at which the smallest pause, `u = 0` after the largest
+/// remembered memory (the middle of the last cell at `k − 1`), is the cap. Later counts only
+/// widen the gap `f(k − 1 + u) − f(k − 2 + u′)`. `u32::MAX` if not reached by 2048 (where
+/// `f` has long overflowed to infinity, which the rule maps to the cap).
+fn v2_all_cap_from(rule: &Rule, cap: u64) -> u32 {
+    let per_cell = (1u64 << 53) / V2_CELLS;
+    let last_middle = ((V2_CELLS - 1) * per_cell + per_cell / 2) << 11;
+    (1..2048u32)
+        .find(|&k| {
+            let mut before = RuleState::from_parts(k - 1, 0);
+            rule.pause(&mut before, &mut Fixed(last_middle));
+            let mut state = RuleState::from_parts(k, before.memory());
+            nanos(rule.pause(&mut state, &mut Fixed(0))) >= cap
+        })
+        .unwrap_or(u32::MAX)
+}
 
 /// Cells of the one draw of `decorrelated-v2` (a power of two, so cells are whole draws).
 const V2_CELLS: u64 = 64;
@@ -178,8 +197,7 @@ impl Laws {
         };
         let saturated_at = match (name, growth) {
             (RuleName::Immediate | RuleName::Constant, _) => 0,
-            // Its memory is a function of the exact count: never merge counts.
-            (RuleName::DecorrelatedV2, _) => u32::MAX,
+            (RuleName::DecorrelatedV2, _) => v2_all_cap_from(&rule, cap),
             (_, Some(g)) => {
                 // The first k whose next pause g(k + 1) is the cap; 64 doublings always reach it.
                 let mut k = 0u32;
@@ -218,6 +236,13 @@ impl Laws {
         } else {
             failures.min(self.saturated_at)
         }
+    }
+
+    /// The memory word a cohort is filed under, when it is not the one its law gave:
+    /// `decorrelated-v2` from [`Laws::saturated_at`] failures on pauses the cap whatever its
+    /// memory, so the memory is dropped (0) and those cohorts merge.
+    pub(crate) fn file_memory(&self, failures: u32) -> Option<u64> {
+        (self.name == RuleName::DecorrelatedV2 && failures >= self.saturated_at).then_some(0)
     }
 
     /// The law of the wait after the next failure of a client with `failures` failures so far
@@ -565,6 +590,31 @@ mod tests {
         // 100 ms · 2^8 = 25.6 s > 20 s: the 9th failure's pause is the cap, from 8 failures on.
         assert_eq!(laws(RuleName::Full, &d).saturated_at, 8);
         assert_eq!(laws(RuleName::Constant, &d).saturated_at, 0);
+        // decorrelated-v2: from 16 failures every pause is the cap, for every remembered
+        // memory and draw, and it stays so.
+        let mut v2 = laws(RuleName::DecorrelatedV2, &d);
+        assert_eq!(v2.saturated_at, 16);
+        assert_eq!(v2.file_memory(15), None);
+        assert_eq!(v2.file_memory(16), Some(0));
+        let cap_wait = v2.wait_of(v2.cap);
+        for k in 16..80 {
+            let mut before = RuleState::from_parts(k - 1, 0);
+            for c in 0..V2_CELLS {
+                let per_cell = (1u64 << 53) / V2_CELLS;
+                v2.rule
+                    .pause(&mut before, &mut Fixed((c * per_cell + per_cell / 2) << 11));
+                let law = v2.get(k, before.memory()).clone();
+                assert!(
+                    law.outcomes.iter().all(|o| o.0 == cap_wait),
+                    "k {k} cell {c}"
+                );
+                before = RuleState::from_parts(k - 1, 0);
+            }
+            assert!(
+                v2.get(k, 0).outcomes.iter().all(|o| o.0 == cap_wait),
+                "k {k}, memory dropped"
+            );
+        }
         assert_eq!(laws(RuleName::Decorrelated, &d).file_failures(12, 0), 1);
         assert_eq!(laws(RuleName::Full, &d).file_failures(12, 20), 12);
     }

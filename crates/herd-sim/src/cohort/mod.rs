@@ -8,7 +8,7 @@
 //! model treats them alike, so only *how many* of them do each thing matters. The cohort
 //! engine keeps those counts. Its cost depends on the number of distinct states, which is
 //! bounded by the rule (pause range / step, failure counts until the pause saturates), not on
-//! the number of clients: 10^9 clients cost what 10^4 do.
+//! the number of clients: 10^9 clients cost what 10^6 do.
 //!
 //! # One step
 //!
@@ -235,6 +235,7 @@ pub(crate) fn simulate(
                     nested.push((failures, state.first, top, refused));
                     continue;
                 }
+                let drop_memory = laws.file_memory(failures);
                 let law = laws.get(state.failures, state.memory);
                 sample::multinomial(
                     &mut rng,
@@ -243,7 +244,9 @@ pub(crate) fn simulate(
                     &law.tail,
                     &law.cdf,
                     |i, n| {
-                        file(n, Some(law.outcomes[i]), failures, state.first);
+                        let (wait, memory) = law.outcomes[i];
+                        let memory = drop_memory.unwrap_or(memory);
+                        file(n, Some((wait, memory)), failures, state.first);
                     },
                 );
             }
