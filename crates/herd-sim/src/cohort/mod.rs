@@ -10,6 +10,26 @@
 //! bounded by the rule (pause range / step, failure counts until the pause saturates), not on
 //! the number of clients: 10^9 clients cost what 10^6 do.
 //!
+//! # Examples
+//!
+//! ```
+//! use herd::RuleName;
+//! use herd_sim::{Engine, Limits, Scenario, Simulation};
+//!
+//! // SPEC §4's default storm with a billion clients, capacity scaled alike (50 per 2000).
+//! let mut scenario = Scenario::default();
+//! scenario.clients.count = 1_000_000_000;
+//! scenario.server.capacity = 25_000_000;
+//! let sim = Simulation::with_engine(&scenario, &Limits::default(), Engine::Cohort)?;
+//! let r = sim.run(RuleName::Immediate, 1)?;
+//! assert_eq!(r.clients, 1_000_000_000);
+//! assert_eq!((r.half_served_s, r.all_served_s), (Some(12.0), Some(13.9)));
+//! assert_eq!(r.requests_per_client, 120.5);
+//! let full = sim.run(RuleName::Full, 1)?;
+//! assert_eq!(full.served, 1_000_000_000);
+//! # Ok::<(), herd_sim::ScenarioError>(())
+//! ```
+//!
 //! # One step
 //!
 //! The same events as the agent engine (see [`Simulation::run`](crate::Simulation::run)), with
