@@ -12,6 +12,10 @@
 //! `docs/storm.md` sets out the order of events within a step, the server's accounting and
 //! every rounding.
 //!
+//! A second engine, [`cohort`] ([`Engine::Cohort`]), runs the same model with clients that
+//! share a state moved as one count, so its cost does not grow with the number of clients
+//! (10^9 in milliseconds); it is exact in distribution rather than draw for draw.
+//!
 //! # Examples
 //!
 //! ```
