@@ -71,3 +71,28 @@ fn errors_are_one_line_and_name_the_field() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_scenario_file_with_a_trillion_clients_is_checked_against_the_engine() {
+    let file = std::env::temp_dir().join(format!("herd-cohort-big-{}.toml", std::process::id()));
+    std::fs::write(
+        &file,
+        "[clients]\ncount = 1000000000000\n[server]\ncapacity = 25000000000\n",
+    )
+    .expect("temp file");
+    let path = file.to_string_lossy().into_owned();
+    let cohort = herd(&[
+        "storm", &path, "--engine", "cohort", "--rule", "equal", "--format", "csv",
+    ]);
+    let agent = herd(&["storm", &path, "--rule", "equal", "--format", "csv"]);
+    let _ = std::fs::remove_file(&file);
+    let (ok, stdout, stderr) = cohort;
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("equal,1,1000000000000,1000000000000,0,0,"),
+        "{stdout}"
+    );
+    let (ok, _, stderr) = agent;
+    assert!(!ok);
+    assert!(stderr.contains("clients.count (line 2)"), "{stderr}");
+}

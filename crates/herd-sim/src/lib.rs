@@ -92,6 +92,29 @@ impl Engine {
             Engine::Cohort => "cohort",
         }
     }
+
+    /// The limits a scenario meets when this engine runs it, given the caller's: the same
+    /// for the agent engine; for the cohort engine, clients cost no memory and may number up
+    /// to [`cohort::MAX_CLIENTS`]. Check a file against them with
+    /// [`Scenario::from_toml_str_within`] before choosing the engine's [`Simulation`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use herd_sim::{Engine, Limits, Scenario};
+    ///
+    /// let text = "[clients]\ncount = 1000000000000\n[server]\ncapacity = 25000000000\n";
+    /// let machine = Limits::default();
+    /// assert!(Scenario::from_toml_str_within(text, &Engine::Agent.limits(&machine)).is_err());
+    /// assert!(Scenario::from_toml_str_within(text, &Engine::Cohort.limits(&machine)).is_ok());
+    /// ```
+    #[must_use]
+    pub fn limits(self, limits: &Limits) -> Limits {
+        match self {
+            Engine::Agent => *limits,
+            Engine::Cohort => cohort::plan_limits(limits),
+        }
+    }
 }
 
 impl std::fmt::Display for Engine {
@@ -140,7 +163,7 @@ impl Simulation {
         let plan = match engine {
             Engine::Agent => Plan::new(scenario, limits)?,
             Engine::Cohort => {
-                let plan = Plan::new(scenario, &cohort::plan_limits(limits))?;
+                let plan = Plan::new(scenario, &engine.limits(limits))?;
                 cohort::check(&plan, limits)?;
                 plan
             }

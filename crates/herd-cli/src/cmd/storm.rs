@@ -114,8 +114,10 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
             let text = fs::read_to_string(path).map_err(|e| {
                 CliError::input(format!("cannot read scenario {}: {e}", path.display()))
             })?;
-            let scenario = Scenario::from_toml_str(&text)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            let engine = Engine::from(args.engine);
+            let scenario =
+                Scenario::from_toml_str_within(&text, &engine.limits(&Limits::default()))
+                    .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             (scenario, path.display().to_string())
         }
     };
