@@ -68,6 +68,8 @@ pub struct Simulation {
     plan: Plan,
     scenario: Scenario,
     engine: Engine,
+    /// For the cohort engine: the most cohorts that may wait at once.
+    max_cohorts: u64,
 }
 
 /// Which engine runs a [`Simulation`]: both run the same model and report alike.
@@ -172,6 +174,7 @@ impl Simulation {
             plan,
             scenario: scenario.clone(),
             engine,
+            max_cohorts: cohort::max_cohorts(limits),
         })
     }
 
@@ -217,7 +220,7 @@ impl Simulation {
         let built = self.rule(rule)?;
         match self.engine {
             Engine::Agent => engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent),
-            Engine::Cohort => cohort::simulate(&self.plan, rule, &built, seed),
+            Engine::Cohort => cohort::simulate(&self.plan, rule, &built, seed, self.max_cohorts),
         }
     }
 
@@ -246,7 +249,7 @@ impl Simulation {
             Engine::Cohort => {
                 // Cohort runs take milliseconds: report only the end.
                 let mut progress = progress;
-                let result = cohort::simulate(&self.plan, rule, &built, seed)?;
+                let result = cohort::simulate(&self.plan, rule, &built, seed, self.max_cohorts)?;
                 progress(1.0);
                 Ok(result)
             }

@@ -231,3 +231,20 @@ fn a_pause_range_too_fine_to_split_is_refused_by_field() {
     s.retry.rules = vec![RuleName::Exponential, RuleName::Constant];
     assert!(Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).is_ok());
 }
+
+#[test]
+fn waiting_cohorts_are_bounded_by_the_memory_limit() {
+    // Open loop under a deadline: every step's newcomers are a state of their own.
+    let mut s = scaled(1_000_000);
+    s.clients.arrivals_per_s = 1_000_000.0;
+    s.clients.deadline_s = 60.0;
+    s.horizon_s = 60.0;
+    let tight = Limits {
+        max_bytes: 64 * 1000,
+        ..Limits::default()
+    };
+    let sim = Simulation::with_engine(&s, &tight, Engine::Cohort).unwrap();
+    let err = sim.run(RuleName::Full, 1).unwrap_err();
+    assert_eq!(err.field_name(), Some("step_ms"), "{err}");
+    assert!(err.to_string().contains("more than 1000 cohorts"), "{err}");
+}

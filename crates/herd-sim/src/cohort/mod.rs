@@ -99,6 +99,14 @@ use law::{Law, Laws};
 pub const MAX_CLIENTS: u64 = 1_000_000_000_000;
 /// The most cohorts that may wait at once; a run that needs more stops with an error.
 pub const MAX_COHORTS: u64 = 20_000_000;
+/// Bytes a waiting cohort takes in the calendar at worst (state, count, hash-table slack).
+const BYTES_PER_COHORT: u64 = 64;
+
+/// The most cohorts that may wait at once under `limits`: [`MAX_COHORTS`], or fewer if
+/// `limits.max_bytes` cannot hold them.
+pub(crate) fn max_cohorts(limits: &Limits) -> u64 {
+    MAX_COHORTS.min(limits.max_bytes / BYTES_PER_COHORT)
+}
 
 /// The limits the cohort engine builds its [`Plan`] under: the caller's, except that clients
 /// cost no memory and may number up to [`MAX_CLIENTS`].
@@ -140,12 +148,13 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
 /// Runs `rule` over `plan` with the world's generator seeded by `seed`, in cohorts.
 ///
 /// `plan.max_attempts_total` bounds the cohort updates (one per cohort per step it knocks),
-/// the cohort engine's unit of work.
+/// the cohort engine's unit of work, and `max_cohorts` the cohorts waiting at once.
 pub(crate) fn simulate(
     plan: &Plan,
     name: RuleName,
     rule: &herd::Rule,
     seed: u64,
+    max_cohorts: u64,
 ) -> Result<RunResult, ScenarioError> {
     let mut laws = Laws::new(name, *rule, &plan.params, plan.step_ns)?;
     let mut rng = SplitMix64::new(seed);
@@ -273,11 +282,11 @@ pub(crate) fn simulate(
             split_nested(&mut rng, &laws, &mut nested, |n, drawn, failures, first| {
                 file(n, Some(drawn), failures, first);
             });
-            if calendar.cohorts() > MAX_COHORTS {
+            if calendar.cohorts() > max_cohorts {
                 return Err(ScenarioError::field(
                     "step_ms",
                     format!(
-                        "the run needs more than {MAX_COHORTS} cohorts waiting at once (use a longer step_ms)"
+                        "the run needs more than {max_cohorts} cohorts waiting at once, the most allowed here (use a longer step_ms)"
                     ),
                 ));
             }
