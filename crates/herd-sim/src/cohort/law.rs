@@ -65,6 +65,10 @@ fn v2_all_cap_from(rule: &Rule, cap: u64) -> u32 {
         .unwrap_or(u32::MAX)
 }
 
+/// Cohorts of up to this many refused clients may be drawn client by client
+/// ([`Laws::draws_each`]).
+pub(crate) const DRAW_EACH_UP_TO: u64 = 32;
+
 /// Cells of the one draw of `decorrelated-v2` (a power of two, so cells are whole draws).
 const V2_CELLS: u64 = 64;
 
@@ -245,10 +249,45 @@ impl Laws {
         (self.name == RuleName::DecorrelatedV2 && failures >= self.saturated_at).then_some(0)
     }
 
+    /// Whether a small cohort in this state is better drawn client by client than through
+    /// its law: `decorrelated-v2`'s laws cost a binary search (of `powf` and `tanh`
+    /// evaluations) per wait and cell, thousands of pause evaluations with fine steps, while a
+    /// client costs two; once the law is built, it is used.
+    pub(crate) fn draws_each(&self, failures: u32, memory: u64) -> bool {
+        self.name == RuleName::DecorrelatedV2
+            && !self.cache.contains_key(&self.key(failures, memory))
+    }
+
+    /// One client's `(wait, memory)`, drawn by [`Rule::pause`] with one word from `rng`: the
+    /// same law as [`Laws::get`]'s (the wait of the drawn pause, and the memory remembered for
+    /// the draw's cell). For `decorrelated-v2` only (see [`Fixed`]).
+    pub(crate) fn draw_one<R: Rng + ?Sized>(
+        &self,
+        failures: u32,
+        memory: u64,
+        rng: &mut R,
+    ) -> (u64, u64) {
+        let per_cell = (1u64 << 53) / V2_CELLS;
+        let word = rng.next_u64();
+        let mut state = RuleState::from_parts(failures, memory);
+        let wait = self.wait_of(nanos(self.rule.pause(&mut state, &mut Fixed(word))));
+        let cell = (word >> 11) / per_cell;
+        let mut middle = RuleState::from_parts(failures, memory);
+        self.rule.pause(
+            &mut middle,
+            &mut Fixed((cell * per_cell + per_cell / 2) << 11),
+        );
+        (wait, middle.memory())
+    }
+
+    fn key(&self, failures: u32, memory: u64) -> (u32, u64) {
+        (failures.min(self.saturated_at.max(1)), memory)
+    }
+
     /// The law of the wait after the next failure of a client with `failures` failures so far
     /// and memory word `memory`.
     pub(crate) fn get(&mut self, failures: u32, memory: u64) -> &Law {
-        let key = (failures.min(self.saturated_at.max(1)), memory);
+        let key = self.key(failures, memory);
         if !self.cache.contains_key(&key) {
             let law = self.derive(failures, memory);
             if self.cached_outcomes + law.outcomes.len() > MAX_CACHED_OUTCOMES {
@@ -582,6 +621,35 @@ mod tests {
                 (12, f(10.01)),
             ],
         );
+    }
+
+    #[test]
+    fn drawing_each_client_follows_the_law() {
+        let d = RuleParams::default();
+        let mut l = laws(RuleName::DecorrelatedV2, &d);
+        let f = |t: f64| (2f64.powf(t) * (4.0 * t).sqrt().tanh()).to_bits();
+        for (failures, memory) in [(0u32, 0u64), (3, f(2.4)), (7, f(6.9))] {
+            assert!(l.draws_each(failures, memory));
+            let mut rng = SplitMix64::new(u64::from(failures));
+            let draws = 100_000u32;
+            let mut seen: HashMap<(u64, u64), u32> = HashMap::new();
+            for _ in 0..draws {
+                *seen
+                    .entry(l.draw_one(failures, memory, &mut rng))
+                    .or_default() += 1;
+            }
+            let law = l.get(failures, memory).clone();
+            assert!(!l.draws_each(failures, memory), "built laws are used");
+            assert!(seen.keys().all(|o| law.outcomes.contains(o)));
+            for (o, p) in law.outcomes.iter().zip(&law.probs) {
+                let freq = f64::from(seen.get(o).copied().unwrap_or(0)) / f64::from(draws);
+                let se = (p * (1.0 - p) / f64::from(draws)).sqrt();
+                assert!(
+                    (freq - p).abs() <= 5.0 * se + 1e-6,
+                    "{failures} {o:?}: {freq} vs {p}"
+                );
+            }
+        }
     }
 
     #[test]

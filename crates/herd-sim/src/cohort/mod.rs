@@ -265,6 +265,16 @@ pub(crate) fn simulate(
                     continue;
                 }
                 let drop_memory = laws.file_memory(failures);
+                if refused <= law::DRAW_EACH_UP_TO && laws.draws_each(state.failures, state.memory)
+                {
+                    // A few clients of a rule whose law is costly to build: draw each one.
+                    for _ in 0..refused {
+                        let (wait, memory) = laws.draw_one(state.failures, state.memory, &mut rng);
+                        let memory = drop_memory.unwrap_or(memory);
+                        file(1, Some((wait, memory)), failures, state.first);
+                    }
+                    continue;
+                }
                 let law = laws.get(state.failures, state.memory);
                 sample::multinomial(
                     &mut rng,
