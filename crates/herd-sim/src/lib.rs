@@ -12,6 +12,10 @@
 //! `docs/storm.md` sets out the order of events within a step, the server's accounting and
 //! every rounding.
 //!
+//! A second engine, [`cohort`] ([`Engine::Cohort`]), runs the same model with clients that
+//! share a state moved as one count, so its cost does not grow with the number of clients
+//! (10^9 in milliseconds); it is exact in distribution rather than draw for draw.
+//!
 //! # Examples
 //!
 //! ```
@@ -31,12 +35,14 @@
 
 mod budget;
 mod calendar;
+pub mod cohort;
 mod engine;
 mod error;
 mod limits;
 mod metrics;
 mod plan;
 mod record;
+mod sample;
 mod scenario;
 mod server;
 mod trace;
@@ -61,6 +67,76 @@ use plan::Plan;
 pub struct Simulation {
     plan: Plan,
     scenario: Scenario,
+    engine: Engine,
+    /// For the cohort engine: the most cohorts that may wait at once.
+    max_cohorts: u64,
+}
+
+/// Which engine runs a [`Simulation`]: both run the same model and report alike.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// Every client exact, a few bytes each (the reference).
+    #[default]
+    Agent,
+    /// Clients in counts, cost independent of their number; see [`cohort`].
+    Cohort,
+}
+
+impl Engine {
+    /// Both engines, the reference first.
+    pub const ALL: [Engine; 2] = [Engine::Agent, Engine::Cohort];
+
+    /// The name as written on the command line.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Engine::Agent => "agent",
+            Engine::Cohort => "cohort",
+        }
+    }
+
+    /// The limits a scenario meets when this engine runs it, given the caller's: the same
+    /// for the agent engine; for the cohort engine, clients cost no memory and may number up
+    /// to [`cohort::MAX_CLIENTS`]. Check a file against them with
+    /// [`Scenario::from_toml_str_within`] before choosing the engine's [`Simulation`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use herd_sim::{Engine, Limits, Scenario};
+    ///
+    /// let text = "[clients]\ncount = 1000000000000\n[server]\ncapacity = 25000000000\n";
+    /// let machine = Limits::default();
+    /// assert!(Scenario::from_toml_str_within(text, &Engine::Agent.limits(&machine)).is_err());
+    /// assert!(Scenario::from_toml_str_within(text, &Engine::Cohort.limits(&machine)).is_ok());
+    /// ```
+    #[must_use]
+    pub fn limits(self, limits: &Limits) -> Limits {
+        match self {
+            Engine::Agent => *limits,
+            Engine::Cohort => cohort::plan_limits(limits),
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = ScenarioError;
+
+    /// `agent` or `cohort` (any case); anything else is an error naming `engine`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Engine::ALL
+            .into_iter()
+            .find(|e| e.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                ScenarioError::field("engine", format!("expected agent or cohort, got `{s}`"))
+            })
+    }
 }
 
 impl Simulation {
@@ -71,11 +147,41 @@ impl Simulation {
     /// A [`ScenarioError`] naming the field that is out of range, contradicts another, or
     /// makes the run larger than `limits`.
     pub fn new(scenario: &Scenario, limits: &Limits) -> Result<Self, ScenarioError> {
-        let plan = Plan::new(scenario, limits)?;
+        Self::with_engine(scenario, limits, Engine::Agent)
+    }
+
+    /// Like [`Simulation::new`], for the given engine. The cohort engine accepts up to
+    /// [`cohort::MAX_CLIENTS`] clients whatever `limits.max_clients` and `max_bytes` say.
+    ///
+    /// # Errors
+    ///
+    /// As [`Simulation::new`]; for [`Engine::Cohort`] also a rule or feature it does not
+    /// support (`retry.rules`, `retry.budget_percent`).
+    pub fn with_engine(
+        scenario: &Scenario,
+        limits: &Limits,
+        engine: Engine,
+    ) -> Result<Self, ScenarioError> {
+        let plan = match engine {
+            Engine::Agent => Plan::new(scenario, limits)?,
+            Engine::Cohort => {
+                let plan = Plan::new(scenario, &engine.limits(limits))?;
+                cohort::check(&plan, limits)?;
+                plan
+            }
+        };
         Ok(Self {
             plan,
             scenario: scenario.clone(),
+            engine,
+            max_cohorts: cohort::max_cohorts(limits),
         })
+    }
+
+    /// The engine that runs this simulation.
+    #[must_use]
+    pub fn engine(&self) -> Engine {
+        self.engine
     }
 
     /// The scenario as given.
@@ -112,7 +218,10 @@ impl Simulation {
     /// `constant`, say), or the run exceeds [`Limits::max_attempts`].
     pub fn run(&self, rule: RuleName, seed: u64) -> Result<RunResult, ScenarioError> {
         let built = self.rule(rule)?;
-        engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent)
+        match self.engine {
+            Engine::Agent => engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent),
+            Engine::Cohort => cohort::simulate(&self.plan, rule, &built, seed, self.max_cohorts),
+        }
     }
 
     /// Runs `rule` like [`Simulation::run`], calling `progress` now and then (about every
@@ -129,13 +238,22 @@ impl Simulation {
         progress: impl FnMut(f64),
     ) -> Result<RunResult, ScenarioError> {
         let built = self.rule(rule)?;
-        engine::simulate(
-            &self.plan,
-            rule,
-            &built,
-            seed,
-            &mut trace::Progress(progress),
-        )
+        match self.engine {
+            Engine::Agent => engine::simulate(
+                &self.plan,
+                rule,
+                &built,
+                seed,
+                &mut trace::Progress(progress),
+            ),
+            Engine::Cohort => {
+                // Cohort runs take milliseconds: report only the end.
+                let mut progress = progress;
+                let result = cohort::simulate(&self.plan, rule, &built, seed, self.max_cohorts)?;
+                progress(1.0);
+                Ok(result)
+            }
+        }
     }
 
     /// Runs `rule` like [`Simulation::run`] and records every attempt. For small scenes:
@@ -145,6 +263,11 @@ impl Simulation {
     ///
     /// As [`Simulation::run`], and when the scene is too large to trace.
     pub fn trace(&self, rule: RuleName, seed: u64) -> Result<(RunResult, Trace), ScenarioError> {
+        if self.engine == Engine::Cohort {
+            return Err(ScenarioError::general(
+                "the cohort engine follows counts, not clients, so it cannot trace; use the agent engine",
+            ));
+        }
         if self.plan.total_clients() > MAX_TRACE_CLIENTS {
             return Err(ScenarioError::field(
                 "clients.count",

@@ -1,0 +1,444 @@
+//! The cohort engine: the agent engine's model, exact in distribution, without per-client state.
+//!
+//! # Why
+//!
+//! The agent engine keeps a few bytes per client, so a billion clients need gigabytes and
+//! billions of pause draws. But clients in the same state — due at the same step, with the same
+//! failure count, memory word and (under a deadline) first step — are interchangeable: the
+//! model treats them alike, so only *how many* of them do each thing matters. The cohort
+//! engine keeps those counts. Its cost depends on the number of distinct states, which is
+//! bounded by the rule (pause range / step, failure counts until the pause saturates), not on
+//! the number of clients: 10^9 clients cost what 10^6 do.
+//!
+//! # Examples
+//!
+//! ```
+//! use herd::RuleName;
+//! use herd_sim::{Engine, Limits, Scenario, Simulation};
+//!
+//! // SPEC §4's default storm with a billion clients, capacity scaled alike (50 per 2000).
+//! let mut scenario = Scenario::default();
+//! scenario.clients.count = 1_000_000_000;
+//! scenario.server.capacity = 25_000_000;
+//! let sim = Simulation::with_engine(&scenario, &Limits::default(), Engine::Cohort)?;
+//! let r = sim.run(RuleName::Immediate, 1)?;
+//! assert_eq!(r.clients, 1_000_000_000);
+//! assert_eq!((r.half_served_s, r.all_served_s), (Some(12.0), Some(13.9)));
+//! assert_eq!(r.requests_per_client, 120.5);
+//! let full = sim.run(RuleName::Full, 1)?;
+//! assert_eq!(full.served, 1_000_000_000);
+//! # Ok::<(), herd_sim::ScenarioError>(())
+//! ```
+//!
+//! # One step
+//!
+//! The same events as the agent engine (see [`Simulation::run`](crate::Simulation::run)), with
+//! counts:
+//!
+//! 1. the due cohorts (burst, open-loop, calendar) are merged by state and sorted (so the
+//!    draws below happen in a fixed order and a run is reproducible from its seed);
+//! 2. the server (`server.rs`) gives the same verdict on the `A` arrivals, and the same
+//!    meter (`metrics.rs`) records them;
+//! 3. the agent serves a uniformly random `s`-subset of the arrivals; here, how many of each
+//!    cohort are served is one multivariate hypergeometric draw (exact: the counts of a
+//!    uniform subset are multivariate hypergeometric);
+//! 4. every refused client of a cohort fails: the whole cohort gives up at `max_attempts`;
+//!    otherwise each client's wait is an independent draw of the rule, so the cohort's counts
+//!    per outcome are one multinomial draw from the law of the wait (exact; see `law.rs`), and
+//!    each outcome's count gives up at its deadline, passes the horizon, or is filed in the
+//!    calendar at `step + timeout + max(wait, Retry-After)`.
+//!
+//! Samplers: `sample.rs` (binomial, hypergeometric), drawing only from the world's SplitMix64.
+//!
+//! # Exactness
+//!
+//! Exact in distribution (not draw for draw: the agent and the cohort engines consume the
+//! generator differently) for `immediate`, `constant`, `exponential`, `full`, `equal` and
+//! `grpc`, with every server and client feature of the model: refusal cost, collapse,
+//! warm-up, `Retry-After`, timeouts, attempt limits, deadlines, open-loop arrivals.
+//! Deterministic rules in a lone burst give the agent engine's results exactly, run for run.
+//! `decorrelated` and `decorrelated-v2` keep a continuous memory, which the cohort engine
+//! quantizes (see `cohort/law.rs`): the one approximation, measured by
+//! `tests/cohort_agreement.rs`. Refused with an error naming the field:
+//!
+//! - retry budgets (`retry.budget_percent`): the agent engine lets the budget's retries go to
+//!   the first refused clients in its processing order, which depends on calendar order, not
+//!   on anything a count records;
+//! - traces: there are no clients to follow.
+//!
+//! A run is reproducible from its seed, bit for bit, on a given platform. The samplers'
+//! acceptance tests call `ln`, `exp` and `ln_1p`, whose last bit may differ between libm
+//! implementations, so on another platform a rare draw may differ.
+//!
+//! # Cost
+//!
+//! Per step, O(cohorts due × outcomes of their laws), plus O(cells + cohorts) for
+//! `decorrelated`, whose nested laws are split all at once; the number of cohorts is bounded
+//! by the states (failure counts until the pause reaches the cap, memory cells) times the
+//! pause range in steps, not by the clients. Fine steps under a long cap are the expensive
+//! case (1 ms steps with a 30 s cap: 30 000 outcomes a law). Benchmarks:
+//! `docs/BENCHMARKS.md`, "Cohort engine".
+use herd::RuleName;
+use herd::rng::SplitMix64;
+
+use crate::error::ScenarioError;
+use crate::limits::Limits;
+use crate::metrics::{Meter, RunResult};
+use crate::plan::Plan;
+use crate::sample;
+use crate::server::{Server, Verdict};
+
+mod calendar;
+pub(crate) mod law;
+
+use calendar::{Calendar, State};
+use law::{Law, Laws};
+
+/// The most clients (burst plus open-loop) the cohort engine accepts: counts are `u64` and the
+/// server's accounting is `f64`, exact far beyond this.
+pub const MAX_CLIENTS: u64 = 1_000_000_000_000;
+/// The most cohorts that may wait at once; a run that needs more stops with an error.
+pub const MAX_COHORTS: u64 = 20_000_000;
+/// Bytes a waiting cohort takes in the calendar at worst (state, count, hash-table slack).
+const BYTES_PER_COHORT: u64 = 64;
+
+/// The most cohorts that may wait at once under `limits`: [`MAX_COHORTS`], or fewer if
+/// `limits.max_bytes` cannot hold them.
+pub(crate) fn max_cohorts(limits: &Limits) -> u64 {
+    MAX_COHORTS.min(limits.max_bytes / BYTES_PER_COHORT)
+}
+
+/// The limits the cohort engine builds its [`Plan`] under: the caller's, except that clients
+/// cost no memory and may number up to [`MAX_CLIENTS`].
+pub(crate) fn plan_limits(limits: &Limits) -> Limits {
+    Limits {
+        max_clients: MAX_CLIENTS,
+        max_bytes: u64::MAX,
+        ..*limits
+    }
+}
+
+/// Checks what the cohort engine cannot run, after the plan is built.
+pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
+    if plan.budget_percent > 0.0 {
+        return Err(ScenarioError::field(
+            "retry.budget_percent",
+            "retry budgets are not supported by the cohort engine; set 0 or use the agent engine",
+        ));
+    }
+    for (name, rule) in &plan.rules {
+        Laws::new(*name, *rule, &plan.params, plan.step_ns)?;
+    }
+    // The per-window series are the only memory that grows with the run (16 bytes a window).
+    let series = u128::from(plan.windows) * 16;
+    if series > u128::from(limits.max_bytes) {
+        return Err(ScenarioError::field(
+            "horizon_s",
+            format!(
+                "{} windows need {} MiB for the series; only {} MiB available (use a longer window_ms or a shorter horizon)",
+                plan.windows,
+                series >> 20,
+                limits.max_bytes >> 20
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs `rule` over `plan` with the world's generator seeded by `seed`, in cohorts.
+///
+/// `plan.max_attempts_total` bounds the cohort updates (one per cohort per step it knocks),
+/// the cohort engine's unit of work, and `max_cohorts` the cohorts waiting at once.
+pub(crate) fn simulate(
+    plan: &Plan,
+    name: RuleName,
+    rule: &herd::Rule,
+    seed: u64,
+    max_cohorts: u64,
+) -> Result<RunResult, ScenarioError> {
+    let mut laws = Laws::new(name, *rule, &plan.params, plan.step_ns)?;
+    let mut rng = SplitMix64::new(seed);
+    let mut server = Server::new(plan);
+    let mut meter = Meter::new(plan);
+    let mut calendar = Calendar::default();
+    let mut due: Vec<(State, u64)> = Vec::new();
+    let mut sizes: Vec<u64> = Vec::new();
+    let mut served_of: Vec<u64> = Vec::new();
+    let mut nested: Vec<Nested> = Vec::new();
+    let mut gave_up = 0u64;
+    let mut beyond_horizon = 0u64;
+    let mut work = 0u64;
+    let open_loop = plan.open_loop_total > 0;
+    let first_of = |step: u64| {
+        if plan.deadline_steps.is_some() {
+            step as u32
+        } else {
+            0
+        }
+    };
+    let new_clients = |step: u64| State {
+        failures: 0,
+        memory: 0,
+        first: first_of(step),
+    };
+
+    let mut step = plan.start_step;
+    loop {
+        due.clear();
+        calendar.take(step, &mut due);
+        if step == plan.start_step && plan.burst > 0 {
+            due.push((new_clients(step), plan.burst));
+        }
+        if open_loop {
+            let new = plan.open_loop_at(step);
+            if new > 0 {
+                due.push((new_clients(step), new));
+            }
+        }
+        merge_sorted(&mut due);
+
+        let arrivals: u64 = due.iter().map(|(_, n)| n).sum();
+        if arrivals > 0 {
+            let (served, honour_retry_after) = match server.arrive(step, arrivals) {
+                Verdict::Down => (0, false),
+                Verdict::Collapsed => (0, true),
+                Verdict::Serve(s) => (s, true),
+            };
+            meter.record(step, arrivals, served);
+            work += due.len() as u64;
+            if work > plan.max_attempts_total {
+                return Err(ScenarioError::field(
+                    "clients.count",
+                    format!(
+                        "the run needs more than {} cohort updates, the most allowed here",
+                        plan.max_attempts_total
+                    ),
+                ));
+            }
+            sizes.clear();
+            sizes.extend(due.iter().map(|(_, n)| *n));
+            sample::multivariate_hypergeometric(&mut rng, &sizes, served, &mut served_of);
+
+            // Files `n` refused clients of a cohort: given up (`None`), or due again after
+            // drawing `Some((wait, memory))`.
+            let mut file = |n: u64, drawn: Option<(u64, u64)>, failures: u32, first: u32| {
+                let Some((wait, memory)) = drawn else {
+                    gave_up += n;
+                    return;
+                };
+                let wait = if honour_retry_after {
+                    wait.max(plan.retry_after_steps)
+                } else {
+                    wait
+                };
+                let next = step + plan.timeout_steps + wait;
+                let past_deadline = plan
+                    .deadline_steps
+                    .is_some_and(|d| next - u64::from(first) >= d);
+                if past_deadline {
+                    gave_up += n;
+                } else if next >= plan.steps {
+                    beyond_horizon += n;
+                } else {
+                    let state = State {
+                        failures,
+                        memory,
+                        first,
+                    };
+                    calendar.add(next, state, n);
+                }
+            };
+            nested.clear();
+            for (&(state, count), &taken) in due.iter().zip(&served_of) {
+                let refused = count - taken;
+                if refused == 0 {
+                    continue;
+                }
+                if plan.max_attempts > 0 && state.failures.saturating_add(1) >= plan.max_attempts {
+                    file(refused, None, state.failures, state.first);
+                    continue;
+                }
+                let failures =
+                    laws.file_failures(state.failures.saturating_add(1), plan.max_attempts);
+                if let Some(top) = laws.nested_top(state.failures, state.memory) {
+                    nested.push((failures, state.first, top, refused));
+                    continue;
+                }
+                let drop_memory = laws.file_memory(failures);
+                if refused <= law::DRAW_EACH_UP_TO && laws.draws_each(state.failures, state.memory)
+                {
+                    // A few clients of a rule whose law is costly to build: draw each one.
+                    for _ in 0..refused {
+                        let (wait, memory) = laws.draw_one(state.failures, state.memory, &mut rng);
+                        let memory = drop_memory.unwrap_or(memory);
+                        file(1, Some((wait, memory)), failures, state.first);
+                    }
+                    continue;
+                }
+                let law = laws.get(state.failures, state.memory);
+                sample::multinomial(
+                    &mut rng,
+                    refused,
+                    &law.probs,
+                    &law.tail,
+                    &law.cdf,
+                    |i, n| {
+                        let (wait, memory) = law.outcomes[i];
+                        let memory = drop_memory.unwrap_or(memory);
+                        file(n, Some((wait, memory)), failures, state.first);
+                    },
+                );
+            }
+            split_nested(&mut rng, &laws, &mut nested, |n, drawn, failures, first| {
+                file(n, Some(drawn), failures, first);
+            });
+            if calendar.cohorts() > max_cohorts {
+                return Err(ScenarioError::field(
+                    "step_ms",
+                    format!(
+                        "the run needs more than {max_cohorts} cohorts waiting at once, the most allowed here (use a longer step_ms)"
+                    ),
+                ));
+            }
+        }
+
+        let from_calendar = calendar.next_due();
+        let from_arrivals = (open_loop && step + 1 < plan.steps).then_some(step + 1);
+        let next = match (from_calendar, from_arrivals) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(n) => n,
+                None => break,
+            },
+        };
+        if next >= plan.steps {
+            break;
+        }
+        step = next;
+    }
+
+    let waiting = calendar.clients() + beyond_horizon;
+    debug_assert_eq!(meter.served + gave_up + waiting, plan.total_clients());
+    Ok(meter.finish(name, seed, gave_up, 0, waiting))
+}
+
+/// A refused cohort of a rule with nested laws: `(failures as filed next, first step, top of
+/// the uniform pause range, count)`.
+type Nested = (u32, u32, u64, u64);
+
+/// Splits every refused cohort of a nested-law rule at once (see `Laws::nested_top`), calling
+/// `emit(count, (wait, memory), failures, first)`.
+///
+/// Within a group (same next failures and first step), with tops `t₁ > t₂ > …`: the pool of
+/// clients whose pause is uniform on `base..=tᵢ` (cohort `i` plus everyone from higher cohorts
+/// who fell below `tᵢ`) sends a binomial share `(tᵢ − tᵢ₊₁) / (tᵢ − base + 1)` into
+/// `tᵢ₊₁ + 1..=tᵢ`, spread over its pieces multinomially by length; the rest are uniform on
+/// `base..=tᵢ₊₁` and join cohort `i + 1`. Exact: the same joint law as splitting each cohort
+/// on its own, for O(pieces + cohorts) draws.
+fn split_nested(
+    rng: &mut SplitMix64,
+    laws: &Laws,
+    nested: &mut [Nested],
+    mut emit: impl FnMut(u64, (u64, u64), u32, u32),
+) {
+    nested.sort_unstable_by(|a, b| (a.0, a.1, b.2).cmp(&(b.0, b.1, a.2)));
+    let bottom = laws.nested_bottom();
+    let mut start = 0;
+    while start < nested.len() {
+        let (failures, first) = (nested[start].0, nested[start].1);
+        let end = start + nested[start..].partition_point(|c| (c.0, c.1) == (failures, first));
+        let group = &nested[start..end];
+        let mut pool = 0u64;
+        for (i, &(_, _, top, n)) in group.iter().enumerate() {
+            pool += n;
+            // The next lower top (tops may repeat: an empty interval then).
+            let above = group.get(i + 1).map_or(bottom - 1, |c| c.2);
+            if pool == 0 || above == top {
+                continue;
+            }
+            let here = if i + 1 == group.len() {
+                pool
+            } else {
+                let p = (top - above) as f64 / (top - bottom + 1) as f64;
+                sample::binomial(rng, pool, p)
+            };
+            pool -= here;
+            if here > 0 {
+                let law = Law::from_weights(laws.nested_pieces(above, top));
+                sample::multinomial(rng, here, &law.probs, &law.tail, &law.cdf, |k, c| {
+                    emit(c, law.outcomes[k], failures, first);
+                });
+            }
+        }
+        start = end;
+    }
+}
+
+/// Sorts cohorts by state and merges equal states, so draws happen in a fixed order.
+fn merge_sorted(due: &mut Vec<(State, u64)>) {
+    due.sort_unstable_by_key(|(s, _)| *s);
+    due.dedup_by(|later, earlier| {
+        if later.0 == earlier.0 {
+            earlier.1 += later.1;
+            true
+        } else {
+            false
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd::RuleParams;
+    use std::collections::HashMap;
+
+    /// Splitting decorrelated's cohorts together gives each outcome the expected count of
+    /// splitting them one by one: the sum over cohorts of count × the cohort's law.
+    #[test]
+    fn nested_split_has_the_per_cohort_means() {
+        let params = RuleParams::default();
+        let rule = RuleName::Decorrelated.build(&params).unwrap();
+        let mut laws = Laws::new(RuleName::Decorrelated, rule, &params, 100_000_000).unwrap();
+        // (failures, memory, count): a first failure, short and long memories, the cap.
+        let cohorts = [
+            (0u32, 0u64, 5_000u64),
+            (1, 180_000_000, 300),
+            (1, 1_212_000_000, 40_000),
+            (1, 6_000_000_000, 7),
+            (1, 20_000_000_000, 2_000),
+        ];
+        let mut expected: HashMap<(u64, u64), f64> = HashMap::new();
+        for &(f, m, n) in &cohorts {
+            let law = laws.get(f, m).clone();
+            for (o, p) in law.outcomes.iter().zip(&law.probs) {
+                *expected.entry(*o).or_default() += n as f64 * p;
+            }
+        }
+        let reps = 400;
+        let mut got: HashMap<(u64, u64), f64> = HashMap::new();
+        let mut rng = SplitMix64::new(3);
+        for _ in 0..reps {
+            let mut nested: Vec<Nested> = cohorts
+                .iter()
+                .map(|&(f, m, n)| (1, 0, laws.nested_top(f, m).unwrap(), n))
+                .collect();
+            let mut total = 0;
+            split_nested(&mut rng, &laws, &mut nested, |n, o, _, _| {
+                *got.entry(o).or_default() += n as f64;
+                total += n;
+            });
+            assert_eq!(total, cohorts.iter().map(|c| c.2).sum::<u64>());
+        }
+        for (o, want) in &expected {
+            let mean = got.get(o).copied().unwrap_or(0.0) / f64::from(reps);
+            // Poisson-like bound on the standard error of a count's mean.
+            let se = (want / f64::from(reps)).sqrt();
+            assert!(
+                (mean - want).abs() <= 5.0 * se + 1e-9,
+                "{o:?}: {mean} vs {want}"
+            );
+        }
+        assert!(got.keys().all(|o| expected.contains_key(o)));
+    }
+}

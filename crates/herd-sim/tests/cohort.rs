@@ -1,0 +1,250 @@
+//! The cohort engine on its own: SPEC §4's deterministic figures, scale, reproducibility and
+//! the errors for what it does not run. (Agreement with the agent engine over many seeds is
+//! `cohort_agreement.rs`.)
+use herd::RuleName;
+use herd_sim::{Clients, Engine, Limits, RunResult, Scenario, Server, Simulation, cohort};
+
+fn cohort_sim(scenario: &Scenario) -> Simulation {
+    Simulation::with_engine(scenario, &Limits::default(), Engine::Cohort).expect("valid")
+}
+
+fn scene(text: &str) -> Simulation {
+    cohort_sim(&Scenario::from_toml_str(text).expect("shipped scenario parses"))
+}
+
+fn run(sim: &Simulation, rule: RuleName, seed: u64) -> RunResult {
+    let r = sim.run(rule, seed).expect("runs");
+    assert_eq!(
+        r.served + r.gave_up + r.waiting,
+        r.clients,
+        "{rule} seed {seed}"
+    );
+    r
+}
+
+/// The default scenario with `clients` clients and capacity scaled to match (50 per 2000).
+fn scaled(clients: u64) -> Scenario {
+    let mut s = Scenario::default();
+    s.clients.count = clients;
+    s.server.capacity = clients / 40;
+    s
+}
+
+#[test]
+fn default_scenario_deterministic_rows() {
+    let sim = scene(include_str!("../../../scenarios/default.toml"));
+    assert_eq!(sim.engine(), Engine::Cohort);
+    for (rule, half, all, per_client) in [
+        (RuleName::Immediate, 12.0, 13.9, 120.5),
+        (RuleName::Constant, 30.0, 49.0, 30.5),
+        (RuleName::Exponential, 405.5, 785.5, 27.5),
+    ] {
+        let r = run(&sim, rule, 1);
+        assert_eq!(
+            (r.half_served_s, r.all_served_s, r.requests_per_client),
+            (Some(half), Some(all), per_client),
+            "{rule}"
+        );
+    }
+}
+
+#[test]
+fn a_billion_clients_give_the_same_deterministic_rows_and_finish() {
+    let sim = cohort_sim(&scaled(1_000_000_000));
+    for (rule, half, all, per_client) in [
+        (RuleName::Immediate, 12.0, 13.9, 120.5),
+        (RuleName::Constant, 30.0, 49.0, 30.5),
+        (RuleName::Exponential, 405.5, 785.5, 27.5),
+    ] {
+        let r = run(&sim, rule, 1);
+        assert_eq!(r.clients, 1_000_000_000);
+        assert_eq!(
+            (r.half_served_s, r.all_served_s, r.requests_per_client),
+            (Some(half), Some(all), per_client),
+            "{rule}"
+        );
+    }
+    // Jittered rules: everyone served, and the figures of the 2000-client runs (about 15 s
+    // half served for full, 9.2 requests per client) hold at scale.
+    let full = run(&sim, RuleName::Full, 1);
+    assert_eq!(full.served, 1_000_000_000);
+    assert!(
+        (14.0..16.0).contains(&full.half_served_s.unwrap()),
+        "{full:?}"
+    );
+    assert!(
+        (9.0..9.5).contains(&full.requests_per_client),
+        "{}",
+        full.requests_per_client
+    );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run() {
+    let sim = cohort_sim(&scaled(100_000));
+    for rule in [RuleName::Full, RuleName::Decorrelated, RuleName::Grpc] {
+        assert_eq!(run(&sim, rule, 7), run(&sim, rule, 7), "{rule}");
+        assert_ne!(
+            run(&sim, rule, 7).series,
+            run(&sim, rule, 8).series,
+            "{rule}"
+        );
+    }
+}
+
+#[test]
+fn six_and_sixty_client_scenes() {
+    let six = scene(include_str!("../../../scenarios/six-clients.toml"));
+    for (rule, last_call) in [(RuleName::Immediate, 4.0), (RuleName::Exponential, 15.0)] {
+        let r = run(&six, rule, 1);
+        assert_eq!((r.served, r.gave_up, r.requests), (0, 6, 24), "{rule}");
+        assert_eq!(r.last_attempt_s, Some(last_call), "{rule}");
+    }
+    let sixty = scene(include_str!("../../../scenarios/sixty-consoles.toml"));
+    let r = run(&sixty, RuleName::Exponential, 1);
+    assert_eq!(
+        r.series.arrivals[..16],
+        [60, 60, 0, 60, 0, 0, 0, 60, 0, 0, 0, 0, 0, 0, 0, 45]
+    );
+    assert_eq!(
+        (r.all_served_s, r.requests, r.served),
+        (Some(61.0), 330, 60)
+    );
+}
+
+#[test]
+fn clients_up_to_the_cohort_limit() {
+    let sim = cohort_sim(&scaled(cohort::MAX_CLIENTS));
+    let r = run(&sim, RuleName::Equal, 3);
+    assert_eq!(r.served, cohort::MAX_CLIENTS);
+    let err = Simulation::with_engine(
+        &scaled(cohort::MAX_CLIENTS + 1),
+        &Limits::default(),
+        Engine::Cohort,
+    )
+    .unwrap_err();
+    assert_eq!(err.field_name(), Some("clients.count"), "{err}");
+    // The agent engine keeps its own limit.
+    let err = Simulation::new(&scaled(cohort::MAX_CLIENTS), &Limits::default()).unwrap_err();
+    assert_eq!(err.field_name(), Some("clients.count"), "{err}");
+}
+
+#[test]
+fn what_the_cohort_engine_does_not_run_is_a_clear_error() {
+    let sim = cohort_sim(&Scenario::default());
+    assert!(sim.trace(RuleName::Full, 1).is_err());
+
+    let mut s = Scenario::default();
+    s.retry.budget_percent = 10.0;
+    let err = Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).unwrap_err();
+    assert_eq!(err.field_name(), Some("retry.budget_percent"), "{err}");
+}
+
+#[test]
+fn work_is_bounded_by_limits() {
+    let limits = Limits {
+        max_attempts: 50,
+        ..Limits::default()
+    };
+    let sim = Simulation::with_engine(&Scenario::default(), &limits, Engine::Cohort).unwrap();
+    let err = sim.run(RuleName::Full, 1).unwrap_err();
+    assert_eq!(err.field_name(), Some("clients.count"), "{err}");
+    assert!(err.to_string().contains("cohort updates"), "{err}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Whatever the scenario, every client ends served, given up or waiting, the series add
+    /// up to the totals, and the run never panics.
+    #[test]
+    fn every_client_is_accounted_for(
+        count in 0u64..5_000_000_000,
+        capacity_share in 1u64..200,
+        arrivals_per_s in 0.0f64..50.0,
+        max_attempts in 0u32..6,
+        deadline_s in 0.0f64..40.0,
+        refusal_cost in 0.0f64..0.5,
+        collapse_share in 0u64..4,
+        retry_after_s in 0.0f64..1.0,
+        timeout_s in 0.0f64..0.5,
+        warmup_s in 0.0f64..5.0,
+        rule_index in 0usize..8,
+        seed: u64,
+    ) {
+        let d = Scenario::default();
+        let s = Scenario {
+            horizon_s: 120.0,
+            clients: Clients {
+                count,
+                arrivals_per_s,
+                max_attempts,
+                deadline_s,
+                ..d.clients
+            },
+            server: Server {
+                capacity: count / capacity_share + 1,
+                refusal_cost,
+                collapse_above: count / 4 * collapse_share,
+                retry_after_s,
+                timeout_s,
+                warmup_s,
+                ..d.server
+            },
+            ..d
+        };
+        let rule = RuleName::ALL[rule_index];
+        let r = run(&cohort_sim(&s), rule, seed);
+        proptest::prop_assert_eq!(r.series.arrivals.iter().sum::<u64>(), r.requests);
+        proptest::prop_assert_eq!(r.series.served.iter().sum::<u64>(), r.served);
+        proptest::prop_assert!(r.requests >= r.served + r.gave_up);
+    }
+}
+
+#[test]
+fn engine_names_round_trip() {
+    for engine in Engine::ALL {
+        assert_eq!(engine.to_string().parse::<Engine>(), Ok(engine));
+    }
+    assert_eq!("Cohort".parse::<Engine>(), Ok(Engine::Cohort));
+    let err = "herd".parse::<Engine>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "engine: expected agent or cohort, got `herd`"
+    );
+    assert_eq!(Engine::default(), Engine::Agent);
+}
+
+#[test]
+fn a_pause_range_too_fine_to_split_is_refused_by_field() {
+    let mut s = Scenario {
+        step_ms: 1.0,
+        window_ms: 1.0,
+        horizon_s: 60.0,
+        ..Scenario::default()
+    };
+    s.retry.cap_ms = 1_000_000.0;
+    let err = Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).unwrap_err();
+    assert_eq!(err.field_name(), Some("retry.cap_ms"), "{err}");
+    assert!(err.to_string().contains("use a longer step_ms"), "{err}");
+    // Deterministic rules have one outcome whatever their pause.
+    s.retry.rules = vec![RuleName::Exponential, RuleName::Constant];
+    assert!(Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).is_ok());
+}
+
+#[test]
+fn waiting_cohorts_are_bounded_by_the_memory_limit() {
+    // Open loop under a deadline: every step's newcomers are a state of their own.
+    let mut s = scaled(1_000_000);
+    s.clients.arrivals_per_s = 1_000_000.0;
+    s.clients.deadline_s = 60.0;
+    s.horizon_s = 60.0;
+    let tight = Limits {
+        max_bytes: 64 * 1000,
+        ..Limits::default()
+    };
+    let sim = Simulation::with_engine(&s, &tight, Engine::Cohort).unwrap();
+    let err = sim.run(RuleName::Full, 1).unwrap_err();
+    assert_eq!(err.field_name(), Some("step_ms"), "{err}");
+    assert!(err.to_string().contains("more than 1000 cohorts"), "{err}");
+}
