@@ -33,9 +33,11 @@ mod engine;
 mod error;
 mod limits;
 mod metrics;
+pub mod model;
 mod plan;
 mod scenario;
 mod server;
+pub mod sweep;
 mod trace;
 
 use herd::{Rule, RuleName};
