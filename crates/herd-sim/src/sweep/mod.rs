@@ -128,6 +128,17 @@ fn label(axes: &[Axis], values: &[Value]) -> String {
         .join(", ")
 }
 
+/// The value index on each axis of cell `index`, the first axis varying slowest.
+fn picks(axes: &[Axis], index: usize) -> Vec<usize> {
+    let mut rest = index;
+    let mut picks = vec![0usize; axes.len()];
+    for (k, axis) in axes.iter().enumerate().rev() {
+        picks[k] = rest % axis.values().len();
+        rest /= axis.values().len();
+    }
+    picks
+}
+
 fn apply(tree: &mut Value, axis: &Axis, v: &Value) -> Result<(), String> {
     let value = axis.tree_value(v)?;
     match &axis.target {
@@ -211,12 +222,7 @@ impl Sweep {
             })?;
         let mut cells = Vec::with_capacity(cells_count);
         for index in 0..cells_count {
-            let mut rest = index;
-            let mut picks = vec![0usize; axes.len()];
-            for (k, axis) in axes.iter().enumerate().rev() {
-                picks[k] = rest % axis.values().len();
-                rest /= axis.values().len();
-            }
+            let picks = picks(&axes, index);
             let values: Vec<Value> = axes
                 .iter()
                 .zip(&picks)
@@ -315,6 +321,12 @@ impl Sweep {
             .iter()
             .map(|c| u128::from(c.model.clients()) * per_cell)
             .sum()
+    }
+
+    /// For each axis, the index of the cell's value among the axis's values.
+    #[must_use]
+    pub fn picks(&self, cell: usize) -> Vec<usize> {
+        picks(&self.axes, cell)
     }
 
     /// A cell's values as `field=value, …`.
