@@ -160,12 +160,16 @@ fn metrics(args: &SweepArgs, sweep: &Sweep) -> CliResult<Vec<&'static str>> {
     args.metrics
         .iter()
         .map(|m| {
-            known.iter().copied().find(|k| *k == m.trim()).ok_or_else(|| {
-                CliError::input(format!(
-                    "--metric {m}: unknown metric; the metrics are {}",
-                    known.join(", ")
-                ))
-            })
+            known
+                .iter()
+                .copied()
+                .find(|k| *k == m.trim())
+                .ok_or_else(|| {
+                    CliError::input(format!(
+                        "--metric {m}: unknown metric; the metrics are {}",
+                        known.join(", ")
+                    ))
+                })
         })
         .collect()
 }
@@ -199,7 +203,9 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         (Some(_), Some(_)) => Some(heatmap::axes(&sweep, args.x.as_deref(), args.y.as_deref())?),
         _ => {
             if args.x.is_some() || args.y.is_some() {
-                return Err(CliError::input("--x and --y choose the heat map's axes; add --heatmap FILE"));
+                return Err(CliError::input(
+                    "--x and --y choose the heat map's axes; add --heatmap FILE",
+                ));
             }
             None
         }

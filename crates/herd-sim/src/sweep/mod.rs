@@ -33,6 +33,7 @@ use herd::RuleName;
 use rayon::prelude::*;
 use toml::Value;
 
+use crate::error::ScenarioError;
 use crate::limits::Limits;
 use crate::model::{self, Metrics, Model};
 
@@ -128,6 +129,29 @@ fn label(axes: &[Axis], values: &[Value]) -> String {
         .join(", ")
 }
 
+/// Names the `--set` at fault when the field in error is swept and its value fails alone;
+/// otherwise the whole cell (values that contradict each other).
+fn blame(
+    full: &Value,
+    axes: &[Axis],
+    values: &[Value],
+    err: &ScenarioError,
+    limits: &Limits,
+) -> SweepError {
+    for (axis, v) in axes.iter().zip(values) {
+        if err.field_name() != Some(axis.path().as_str()) {
+            continue;
+        }
+        let mut tree = full.clone();
+        if apply(&mut tree, axis, v).is_ok()
+            && Model::from_value(&tree, limits).err().as_ref() == Some(err)
+        {
+            return SweepError::new(format!("--set {}={}: {err}", axis.name(), show(v)));
+        }
+    }
+    SweepError::new(format!("cell {}: {err}", label(axes, values)))
+}
+
 /// The value index on each axis of cell `index`, the first axis varying slowest.
 fn picks(axes: &[Axis], index: usize) -> Vec<usize> {
     let mut rest = index;
@@ -193,7 +217,8 @@ impl Sweep {
                 )));
             }
         }
-        // Each value on its own, so that an error names the one `--set` at fault.
+        // Each value on its own for what does not depend on the others (the path, the type),
+        // so that an error names the one `--set` at fault.
         for a in 0..axes.len() {
             for i in 0..axes[a].values().len() {
                 let v = axes[a].values()[i].clone();
@@ -202,7 +227,6 @@ impl Sweep {
                 };
                 let mut tree = full.clone();
                 apply(&mut tree, &axes[a], &v).map_err(at)?;
-                Model::from_value(&tree, limits).map_err(|e| at(e.to_string()))?;
                 // Keep the value as the tree holds it (`1e3` → `1000` for an integer field).
                 if let Target::Path(keys) = &axes[a].target {
                     if let Some(held) = held_value(&tree, keys) {
@@ -233,7 +257,7 @@ impl Sweep {
                 apply(&mut tree, axis, v).map_err(SweepError::new)?;
             }
             let model = Model::from_value(&tree, limits)
-                .map_err(|e| SweepError::new(format!("cell {}: {e}", label(&axes, &values))))?;
+                .map_err(|e| blame(&full, &axes, &values, &e, limits))?;
             cells.push(Cell { values, model });
         }
         let base_model =

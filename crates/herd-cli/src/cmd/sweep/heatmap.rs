@@ -155,7 +155,10 @@ fn is_light(c: RGBColor) -> bool {
 }
 
 fn panels<'a>(sweep: &Sweep, rows: &'a [Row], x: usize, y: usize, metric: &str) -> Vec<Panel<'a>> {
-    let (nx, ny) = (sweep.axes()[x].values().len(), sweep.axes()[y].values().len());
+    let (nx, ny) = (
+        sweep.axes()[x].values().len(),
+        sweep.axes()[y].values().len(),
+    );
     let mut panels: Vec<Panel<'a>> = Vec::new();
     for row in rows {
         let picks = sweep.picks(row.cell);
@@ -165,7 +168,11 @@ fn panels<'a>(sweep: &Sweep, rows: &'a [Row], x: usize, y: usize, metric: &str) 
             .filter(|(i, _)| *i != x && *i != y)
             .map(|(_, &p)| p)
             .collect();
-        let rule = sweep.rules().iter().position(|r| *r == row.rule).unwrap_or(0);
+        let rule = sweep
+            .rules()
+            .iter()
+            .position(|r| *r == row.rule)
+            .unwrap_or(0);
         let key = (others, rule);
         let index = match panels.iter().position(|p| p.key == key) {
             Some(i) => i,
@@ -427,7 +434,10 @@ fn draw_legend<DB: DrawingBackend>(
     for k in 0..ticks {
         let t = f64::from(k) / f64::from(ticks - 1);
         let py = by + (f64::from(bh) * (1.0 - t)).round() as i32;
-        area.draw(&PathElement::new(vec![(bx + bw, py), (bx + bw + 4, py)], BLACK))?;
+        area.draw(&PathElement::new(
+            vec![(bx + bw, py), (bx + bw + 4, py)],
+            BLACK,
+        ))?;
         area.draw_text(
             &number(scale.value(t)),
             &text.pos(Pos::new(HPos::Left, VPos::Center)),

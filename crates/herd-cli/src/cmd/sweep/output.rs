@@ -65,13 +65,22 @@ pub(crate) fn table(
         let mut line: Vec<String> = sweep.cells()[row.cell].values().iter().map(show).collect();
         line.push(row.rule.to_string());
         for m in metrics {
-            line.push(row.metric(m).map_or_else(|| "-".into(), |s| cell(s, row.runs, m)));
+            line.push(
+                row.metric(m)
+                    .map_or_else(|| "-".into(), |s| cell(s, row.runs, m)),
+            );
         }
         lines.push(line);
     }
     let columns = lines.first().map_or(0, Vec::len);
     let widths: Vec<usize> = (0..columns)
-        .map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let numeric = sweep.axes().len() + 1;
     for line in &lines {
@@ -92,9 +101,10 @@ pub(crate) fn table(
         writeln!(out, "{}", text.trim_end())?;
     }
     if rows.iter().any(|r| {
-        metrics
-            .iter()
-            .any(|m| r.metric(m).is_some_and(|s| s.defined > 0 && s.defined < r.runs))
+        metrics.iter().any(|m| {
+            r.metric(m)
+                .is_some_and(|s| s.defined > 0 && s.defined < r.runs)
+        })
     }) {
         writeln!(
             out,
