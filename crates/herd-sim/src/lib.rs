@@ -66,12 +66,6 @@ impl Simulation {
     /// makes the run larger than `limits`.
     pub fn new(scenario: &Scenario, limits: &Limits) -> Result<Self, ScenarioError> {
         let plan = Plan::new(scenario, limits)?;
-        if plan.budget_percent > 0.0 {
-            return Err(ScenarioError::field(
-                "retry.budget_percent",
-                "retry budgets are not simulated yet; set 0",
-            ));
-        }
         Ok(Self {
             plan,
             scenario: scenario.clone(),

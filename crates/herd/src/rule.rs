@@ -315,13 +315,35 @@ pub struct Rule {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     Immediate,
-    Constant { pause: u64 },
-    Exponential { base: u64, cap: u64 },
-    Full { base: u64, cap: u64 },
-    Equal { base: u64, cap: u64 },
-    Decorrelated { base: u64, cap: u64 },
-    Grpc { base: u64, cap: u64, multiplier: f64, jitter: f64 },
-    DecorrelatedV2 { base: u64, cap: u64 },
+    Constant {
+        pause: u64,
+    },
+    Exponential {
+        base: u64,
+        cap: u64,
+    },
+    Full {
+        base: u64,
+        cap: u64,
+    },
+    Equal {
+        base: u64,
+        cap: u64,
+    },
+    Decorrelated {
+        base: u64,
+        cap: u64,
+    },
+    Grpc {
+        base: u64,
+        cap: u64,
+        multiplier: f64,
+        jitter: f64,
+    },
+    DecorrelatedV2 {
+        base: u64,
+        cap: u64,
+    },
 }
 
 /// The state one client's schedule carries between failures: the number of failures so far and
