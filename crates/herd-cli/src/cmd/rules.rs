@@ -63,7 +63,8 @@ pub(crate) struct RulesArgs {
 }
 
 fn parse_rule(s: &str) -> Result<RuleName, String> {
-    s.parse().map_err(|e: herd::rule::UnknownRule| e.to_string())
+    s.parse()
+        .map_err(|e: herd::rule::UnknownRule| e.to_string())
 }
 
 impl RulesArgs {
