@@ -93,6 +93,7 @@ impl Cell {
 /// A checked sweep, ready to run.
 #[derive(Clone, Debug)]
 pub struct Sweep {
+    base: Value,
     axes: Vec<Axis>,
     cells: Vec<Cell>,
     rules: Vec<RuleName>,
@@ -293,12 +294,19 @@ impl Sweep {
             }
         }
         Ok(Self {
+            base: full,
             axes,
             cells,
             rules,
             seeds,
             metrics,
         })
+    }
+
+    /// The base scenario with every field filled in, before any `--set`.
+    #[must_use]
+    pub fn base(&self) -> &Value {
+        &self.base
     }
 
     /// The axes, in the order given.
