@@ -210,6 +210,13 @@ fn bad_input_is_one_line_naming_the_flag() {
     assert!(err.contains("--max-work"), "{err}");
     let err = fails(&with(&["--heatmap", "/no/such/dir/map.svg"]));
     assert!(err.contains("--heatmap: cannot write"), "{err}");
+    let bad = temp("bad.toml");
+    std::fs::write(&bad, "horizon_s = 60\n[server]\nrefusal_cost = 1.5\n").unwrap();
+    let err = fails(&[bad.to_str().unwrap(), "--set", "server.capacity=5"]);
+    assert!(
+        err.ends_with("server.refusal_cost (line 3): must be at least 0 and below 1, got 1.5"),
+        "{err}"
+    );
     let err = fails(&["no-such-file.toml", "--set", "server.capacity=5"]);
     assert!(err.contains("cannot read scenario"), "{err}");
 }

@@ -144,6 +144,11 @@ fn base(args: &SweepArgs) -> CliResult<(Value, String)> {
                     e.message().lines().next().unwrap_or("not TOML")
                 ))
             })?;
+            if !value.contains_key(herd_sim::model::MODEL_KEY) {
+                // A storm scenario: check it as `herd storm` would, for errors with the line.
+                herd_sim::Scenario::from_toml_str(&text)
+                    .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            }
             Ok((Value::Table(value), path.display().to_string()))
         }
     }
