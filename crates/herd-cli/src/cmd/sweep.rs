@@ -34,7 +34,8 @@ mod output;
 ///
 /// Metrics: recovered_s (time to recover: seconds from the end of the last outage to the
 /// first window from which every window serves all its arrivals; never if clients still wait
-/// at the horizon), half_served_s, all_served_s, requests_per_client, peak_after_outage,
+/// at the horizon), recovered (1 or 0: its mean is the share of runs that recovered),
+/// half_served_s, all_served_s, requests_per_client, peak_after_outage,
 /// served, gave_up, denied_by_budget.
 ///
 /// Example: herd sweep --set outage_s=5,10,20,40 --set clients.arrivals_per_s=0,100,200,300
