@@ -24,7 +24,7 @@ struct Cli {
 enum Command {
     Rules(cmd::rules::RulesArgs),
     Storm(cmd::storm::StormArgs),
-
+    Sweep(cmd::sweep::SweepArgs),
     Amplify(cmd::amplify::AmplifyArgs),
     Lab(cmd::lab::LabArgs),
 }
@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Rules(args) => cmd::rules::run(&args),
         Command::Storm(args) => cmd::storm::run(&args),
-
+        Command::Sweep(args) => cmd::sweep::run(&args),
         Command::Amplify(args) => cmd::amplify::run(&args),
         Command::Lab(args) => cmd::lab::run(&args),
     };

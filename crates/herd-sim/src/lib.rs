@@ -40,11 +40,13 @@ mod engine;
 mod error;
 mod limits;
 mod metrics;
+pub mod model;
 mod plan;
 mod record;
 mod sample;
 mod scenario;
 mod server;
+pub mod sweep;
 mod trace;
 
 use herd::{Rule, RuleName};

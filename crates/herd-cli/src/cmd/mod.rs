@@ -3,3 +3,4 @@ pub(crate) mod amplify;
 pub(crate) mod lab;
 pub(crate) mod rules;
 pub(crate) mod storm;
+pub(crate) mod sweep;

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use crate::error::{CliError, CliResult};
 
-mod chart;
+pub(crate) mod chart;
 mod output;
 mod table;
 
