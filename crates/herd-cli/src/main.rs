@@ -27,7 +27,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage_error(&err),
+    };
     let result = match cli.command {
         Command::Rules(args) => cmd::rules::run(&args),
         Command::Storm(args) => cmd::storm::run(&args),
@@ -36,6 +39,31 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => report(err),
     }
+}
+
+/// Help and version go to stdout as usual; a usage error becomes one line on stderr and exit 2.
+fn usage_error(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = err.print();
+        // 0 for --help and --version, 2 when a subcommand is missing.
+        return ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2));
+    }
+    let rendered = err.render().to_string();
+    let line = rendered
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let _ = writeln!(io::stderr(), "{line} (see --help)");
+    ExitCode::from(2)
 }
 
 /// Prints one line for the error and picks the exit code: 2 for bad input, 1 otherwise.

@@ -315,13 +315,35 @@ pub struct Rule {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     Immediate,
-    Constant { pause: u64 },
-    Exponential { base: u64, cap: u64 },
-    Full { base: u64, cap: u64 },
-    Equal { base: u64, cap: u64 },
-    Decorrelated { base: u64, cap: u64 },
-    Grpc { base: u64, cap: u64, multiplier: f64, jitter: f64 },
-    DecorrelatedV2 { base: u64, cap: u64 },
+    Constant {
+        pause: u64,
+    },
+    Exponential {
+        base: u64,
+        cap: u64,
+    },
+    Full {
+        base: u64,
+        cap: u64,
+    },
+    Equal {
+        base: u64,
+        cap: u64,
+    },
+    Decorrelated {
+        base: u64,
+        cap: u64,
+    },
+    Grpc {
+        base: u64,
+        cap: u64,
+        multiplier: f64,
+        jitter: f64,
+    },
+    DecorrelatedV2 {
+        base: u64,
+        cap: u64,
+    },
 }
 
 /// The state one client's schedule carries between failures: the number of failures so far and
@@ -495,8 +517,8 @@ impl Rule {
     /// Polly's decorrelated jitter V2 (George Polevoy's formula): smooth, jittered, with median
     /// pauses near `base`, `2·base`, `4·base`, … and no clustering; capped.
     ///
-    /// This is the only rule that uses `pow` and `tanh`, so its last bits follow the
-    /// platform's libm (the Python port calls the same libm).
+    /// This is the only rule that uses transcendental functions (`exp2`, `tanh`), so its last
+    /// bits follow the platform's libm (the Python port calls the same libm functions).
     ///
     /// # Errors
     ///
@@ -616,7 +638,9 @@ impl Rule {
                     f64::from_bits(state.memory)
                 };
                 let t = f64::from(k - 1) + rng.next_f64();
-                let next = 2f64.powf(t) * (POLLY_P * t).sqrt().tanh();
+                // exp2, not powf(2, t): LLVM may rewrite one into the other, and the Python port
+                // must call the same libm function.
+                let next = t.exp2() * (POLLY_P * t).sqrt().tanh();
                 state.memory = next.to_bits();
                 if next.is_infinite() {
                     cap

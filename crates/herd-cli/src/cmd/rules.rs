@@ -30,7 +30,7 @@ const MAX_VALUES: u64 = 1_000_000_000;
 ///   decorrelated-v2  Polly's V2: (f(t) − f(t′)) · base / 1.4 with f(t) = 2^t · tanh(√(4t)),
 ///                    t = k − 1 + uniform[0, 1), t′ the previous t; capped
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, allow_negative_numbers = true)]
 pub(crate) struct RulesArgs {
     /// The rule: immediate, constant, exponential, full, equal, decorrelated, grpc,
     /// decorrelated-v2.
@@ -63,7 +63,8 @@ pub(crate) struct RulesArgs {
 }
 
 fn parse_rule(s: &str) -> Result<RuleName, String> {
-    s.parse().map_err(|e: herd::rule::UnknownRule| e.to_string())
+    s.parse()
+        .map_err(|e: herd::rule::UnknownRule| e.to_string())
 }
 
 impl RulesArgs {
