@@ -31,7 +31,9 @@
 mod calendar;
 mod engine;
 mod error;
+mod fields;
 mod limits;
+pub mod metastable;
 mod metrics;
 mod plan;
 mod scenario;
