@@ -29,6 +29,7 @@
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
 mod calendar;
+pub mod contention;
 mod engine;
 mod error;
 mod fields;
