@@ -44,6 +44,7 @@ mod trace;
 use herd::{Rule, RuleName};
 
 pub use error::ScenarioError;
+pub use fields::model_key;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
 pub use scenario::{Clients, Retry, Scenario, Server};

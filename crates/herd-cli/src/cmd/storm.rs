@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use crate::error::{CliError, CliResult};
 
 mod chart;
+mod models;
 mod output;
 mod table;
 
@@ -52,6 +53,8 @@ pub(crate) struct StormArgs {
     /// Also draw arrivals per window, one panel per rule, to FILE.svg or FILE.png.
     #[arg(long, value_name = "FILE")]
     chart: Option<PathBuf>,
+    #[command(flatten)]
+    models: models::ModelArgs,
 }
 
 /// How results are printed.
@@ -129,6 +132,15 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
             ))
         })?),
     };
+    if let Some(path) = &args.scenario {
+        // `model = "metastable"` or `"contention"` runs another model (storm/models.rs).
+        let text = fs::read_to_string(path).map_err(|e| {
+            CliError::input(format!("cannot read scenario {}: {e}", path.display()))
+        })?;
+        if models::run(args, path, &text)? {
+            return Ok(());
+        }
+    }
     let (scenario, name) = scenario(args)?;
     let sim = Simulation::new(&scenario, &Limits::default()).map_err(|e| {
         let prefix = args

@@ -62,6 +62,7 @@ mod engine;
 mod poisson;
 mod report;
 mod scenario;
+mod sweep;
 
 use herd::RuleName;
 
@@ -70,6 +71,7 @@ use crate::limits::Limits;
 
 pub use report::{AfterOutage, MetastableReport, Window};
 pub use scenario::{MetastableRetry, MetastableScenario, OpenLoop, SlowingServer};
+pub use sweep::{OfferedPoint, OfferedSweep, sweep_offered};
 
 /// A checked metastable scenario, ready to run any rule with any seed.
 #[derive(Clone, Debug)]
