@@ -53,6 +53,7 @@ pub(crate) fn simulate(
     let mut retries_due: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
     let mut credit = 0.0_f64;
     let mut attempts_total = 0u64;
+    let mut retries_after_horizon = 0u64;
     let windows_len = plan.steps.div_ceil(plan.steps_per_window);
     let mut windows: Vec<Window> = Vec::with_capacity(windows_len as usize);
     let mut window = Window::default();
@@ -164,6 +165,8 @@ pub(crate) fn simulate(
             let at = t.saturating_add(steps);
             if at < plan.steps {
                 retries_due.entry(at).or_default().push(front.request);
+            } else {
+                retries_after_horizon += 1;
             }
         }
 
@@ -179,7 +182,8 @@ pub(crate) fn simulate(
         .iter()
         .filter(|a| !requests[a.request as usize].answered)
         .count() as u64
-        + retries_due.values().map(|v| v.len() as u64).sum::<u64>();
+        + retries_due.values().map(|v| v.len() as u64).sum::<u64>()
+        + retries_after_horizon;
     Ok(report::build(plan, name, seed, windows, pending))
 }
 
