@@ -593,3 +593,8 @@ impl fmt::Display for ContentionReport {
         Ok(())
     }
 }
+
+/// `docs/contention.md`, included so that its examples are compiled and run as doctests.
+#[doc = include_str!("../../../docs/contention.md")]
+#[cfg(doctest)]
+pub struct ContentionGuide;

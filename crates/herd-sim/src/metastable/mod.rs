@@ -130,3 +130,8 @@ impl Metastable {
         engine::simulate(&self.plan, rule, &built, seed)
     }
 }
+
+/// `docs/metastable.md`, included so that its examples are compiled and run as doctests.
+#[doc = include_str!("../../../../docs/metastable.md")]
+#[cfg(doctest)]
+pub struct MetastableGuide;
