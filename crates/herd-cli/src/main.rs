@@ -24,6 +24,7 @@ struct Cli {
 enum Command {
     Rules(cmd::rules::RulesArgs),
     Storm(cmd::storm::StormArgs),
+    Sweep(cmd::sweep::SweepArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Rules(args) => cmd::rules::run(&args),
         Command::Storm(args) => cmd::storm::run(&args),
+        Command::Sweep(args) => cmd::sweep::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -7,20 +7,30 @@
 //! shuffle choosing `s` of `A`) and then, client by client, the refused ones' pauses through
 //! [`Rule::pause`], the library's own rule code.
 //!
-//! One step, with its due clients in order (new burst clients, then new open-loop clients,
-//! then those the calendar holds for this step):
+//! One step, with its due clients in order (those the calendar holds for this step, in the
+//! order they were scheduled, then new burst clients, then new open-loop clients, by id):
 //!
 //! 1. the server gives its [verdict](crate::server) on the `A` arrivals;
 //! 2. `s` of them, chosen at random, are served;
 //! 3. every other one records a failure: it gives up after `max_attempts` attempts; otherwise
 //!    it draws a pause, rounded up to whole steps and at least one step, raised to the
 //!    `Retry-After` when the server refused it while up, and comes back at
-//!    `step + timeout + pause`, unless that is past its deadline (it gives up) or past the
-//!    horizon (it is still waiting at the end).
+//!    `step + timeout + pause`, unless that is past its deadline (it gives up), the retry
+//!    budget denies the retry (it gives up) or it is past the horizon (it is still waiting at
+//!    the end).
+//!
+//! The retry budget is `herd::budget::RetryBudget`, the library's own, driven by a
+//! `FakeClock` set to the step's time: every first attempt deposits `budget_percent / 100` of
+//! a retry, every retry withdraws one; deposits count for [`BUDGET_WINDOW`] and there is no
+//! reserve (`min_per_sec = 0`), so the budget is exactly a share of the first attempts.
+use std::time::Duration;
+
+use herd::budget::{BudgetConfig, RetryBudget};
+use herd::clock::FakeClock;
 use herd::rng::SplitMix64;
 use herd::{Rule, RuleName, RuleState};
 
-use crate::calendar::{Calendar, NONE};
+use crate::calendar::Calendar;
 use crate::error::ScenarioError;
 use crate::metrics::{Meter, RunResult};
 use crate::plan::Plan;
@@ -28,21 +38,198 @@ use crate::server::{Server, Verdict};
 use crate::trace::{GiveUp, Observer, Outcome};
 use herd::rng::Rng;
 
-/// Per-client state, one entry per client in each vector in use.
-struct Clients {
-    links: Vec<u32>,
-    failures: Vec<u32>,
-    /// The rule's memory word; empty unless the rule uses it.
-    memory: Vec<u64>,
-    /// The step of the first attempt; empty unless there is a deadline.
-    first: Vec<u32>,
+/// A waiting client as the calendar holds it: its retry state travels with it, so a served
+/// or given-up client takes no memory and a knocking one is read as a stream. Records are
+/// as small as the run allows: 4 bytes (the failure count) for rules without memory, 12 with
+/// the memory word, plus 4 for the first step under a deadline and 4 for the id when tracing.
+pub(crate) trait Record: Copy {
+    /// A client making its first attempt at step `first`.
+    fn new(id: u32, first: u32) -> Self;
+    /// The client's id (only traced records know it; others say 0).
+    fn id(&self) -> u32;
+    fn state(&self) -> RuleState;
+    fn set_state(&mut self, state: RuleState);
+    /// The step of the first attempt (only records kept under a deadline know it).
+    fn first(&self) -> u32;
+}
+
+/// The failure count alone, for rules without memory.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Plain {
+    failures: u32,
+}
+
+impl Record for Plain {
+    #[inline]
+    fn new(_: u32, _: u32) -> Self {
+        Self { failures: 0 }
+    }
+    #[inline]
+    fn id(&self) -> u32 {
+        0
+    }
+    #[inline]
+    fn state(&self) -> RuleState {
+        RuleState::from_parts(self.failures, 0)
+    }
+    #[inline]
+    fn set_state(&mut self, state: RuleState) {
+        self.failures = state.failures();
+    }
+    #[inline]
+    fn first(&self) -> u32 {
+        0
+    }
+}
+
+/// With the rule's memory word (`decorrelated`, `grpc`, `decorrelated-v2`), packed to 12 bytes.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
+pub(crate) struct Remembering {
+    failures: u32,
+    memory: u64,
+}
+
+impl Record for Remembering {
+    #[inline]
+    fn new(_: u32, _: u32) -> Self {
+        Self {
+            failures: 0,
+            memory: 0,
+        }
+    }
+    #[inline]
+    fn id(&self) -> u32 {
+        0
+    }
+    #[inline]
+    fn state(&self) -> RuleState {
+        RuleState::from_parts(self.failures, self.memory)
+    }
+    #[inline]
+    fn set_state(&mut self, state: RuleState) {
+        self.failures = state.failures();
+        self.memory = state.memory();
+    }
+    #[inline]
+    fn first(&self) -> u32 {
+        0
+    }
+}
+
+/// A record plus the step of the first attempt, under a deadline.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
+pub(crate) struct Deadlined<R> {
+    inner: R,
+    first: u32,
+}
+
+impl<R: Record> Record for Deadlined<R> {
+    #[inline]
+    fn new(id: u32, first: u32) -> Self {
+        Self {
+            inner: R::new(id, first),
+            first,
+        }
+    }
+    #[inline]
+    fn id(&self) -> u32 {
+        let inner = self.inner;
+        inner.id()
+    }
+    #[inline]
+    fn state(&self) -> RuleState {
+        let inner = self.inner;
+        inner.state()
+    }
+    #[inline]
+    fn set_state(&mut self, state: RuleState) {
+        let mut inner = self.inner;
+        inner.set_state(state);
+        self.inner = inner;
+    }
+    #[inline]
+    fn first(&self) -> u32 {
+        self.first
+    }
+}
+
+/// A record plus the client's id, for traces.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
+pub(crate) struct Identified<R> {
+    inner: R,
+    id: u32,
+}
+
+impl<R: Record> Record for Identified<R> {
+    #[inline]
+    fn new(id: u32, first: u32) -> Self {
+        Self {
+            inner: R::new(id, first),
+            id,
+        }
+    }
+    #[inline]
+    fn id(&self) -> u32 {
+        self.id
+    }
+    #[inline]
+    fn state(&self) -> RuleState {
+        let inner = self.inner;
+        inner.state()
+    }
+    #[inline]
+    fn set_state(&mut self, state: RuleState) {
+        let mut inner = self.inner;
+        inner.set_state(state);
+        self.inner = inner;
+    }
+    #[inline]
+    fn first(&self) -> u32 {
+        let inner = self.inner;
+        inner.first()
+    }
+}
+
+/// How long a first attempt's deposit in the retry budget counts (Finagle's and tower's 10 s).
+pub(crate) const BUDGET_WINDOW: Duration = Duration::from_secs(10);
+
+/// The library's retry budget on simulated time.
+struct SimBudget {
+    clock: FakeClock,
+    budget: RetryBudget<FakeClock>,
+}
+
+impl SimBudget {
+    fn new(percent: f64) -> Result<Option<Self>, ScenarioError> {
+        if percent <= 0.0 {
+            return Ok(None);
+        }
+        let clock = FakeClock::new();
+        let config = BudgetConfig {
+            percent,
+            min_per_sec: 0,
+            window: BUDGET_WINDOW,
+        };
+        let budget = RetryBudget::new(config, clock.clone())
+            .map_err(|e| ScenarioError::field("retry.budget_percent", e.to_string()))?;
+        Ok(Some(Self { clock, budget }))
+    }
+
+    fn at(&self, plan: &Plan, step: u64) {
+        self.clock
+            .set(Duration::from_nanos(step.saturating_mul(plan.step_ns)));
+    }
 }
 
 fn ceil_div(a: u64, b: u64) -> u64 {
     a / b + u64::from(a % b != 0)
 }
 
-/// Runs `rule` over `plan` with the world's generator seeded by `seed`.
+/// Runs `rule` over `plan` with the world's generator seeded by `seed`, with the smallest
+/// record that holds what the rule and the scenario need.
 pub(crate) fn simulate<O: Observer>(
     plan: &Plan,
     name: RuleName,
@@ -50,57 +237,67 @@ pub(crate) fn simulate<O: Observer>(
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
-    let total = plan.total_clients() as usize;
-    let uses_memory = rule.uses_memory();
-    let mut clients = Clients {
-        links: vec![NONE; total],
-        failures: vec![0; total],
-        memory: if uses_memory {
-            vec![0; total]
-        } else {
-            Vec::new()
-        },
-        first: if plan.deadline_steps.is_some() {
-            vec![0; total]
-        } else {
-            Vec::new()
-        },
-    };
+    match (rule.uses_memory(), plan.deadline_steps.is_some(), O::ACTIVE) {
+        (false, false, false) => run::<Plain, O>(plan, name, rule, seed, observer),
+        (true, false, false) => run::<Remembering, O>(plan, name, rule, seed, observer),
+        (false, true, false) => run::<Deadlined<Plain>, O>(plan, name, rule, seed, observer),
+        (true, true, false) => run::<Deadlined<Remembering>, O>(plan, name, rule, seed, observer),
+        (false, false, true) => run::<Identified<Plain>, O>(plan, name, rule, seed, observer),
+        (true, false, true) => run::<Identified<Remembering>, O>(plan, name, rule, seed, observer),
+        (false, true, true) => {
+            run::<Identified<Deadlined<Plain>>, O>(plan, name, rule, seed, observer)
+        }
+        (true, true, true) => {
+            run::<Identified<Deadlined<Remembering>>, O>(plan, name, rule, seed, observer)
+        }
+    }
+}
+
+fn run<R: Record, O: Observer>(
+    plan: &Plan,
+    name: RuleName,
+    rule: &Rule,
+    seed: u64,
+    observer: &mut O,
+) -> Result<RunResult, ScenarioError> {
     let step_ns = plan.step_ns;
     let max_pause_steps = ceil_div(rule.max_pause().as_nanos() as u64, step_ns).max(1);
     let max_wait = plan
         .timeout_steps
         .saturating_add(max_pause_steps.max(plan.retry_after_steps))
         .min(plan.steps);
-    let mut calendar = Calendar::new(max_wait);
+    let mut calendar = Calendar::<R>::new(max_wait);
     let mut rng = SplitMix64::new(seed);
     let mut server = Server::new(plan);
     let mut meter = Meter::new(plan);
-    let mut due: Vec<u32> = Vec::new();
     let mut gave_up = 0u64;
-    let denied_by_budget = 0u64;
+    let mut denied_by_budget = 0u64;
+    let budget = SimBudget::new(plan.budget_percent)?;
     let mut beyond_horizon = 0u64;
     let mut next_id = 0u64;
     let open_loop = plan.open_loop_total > 0;
 
     let mut step = plan.start_step;
     loop {
-        due.clear();
+        let mut due = calendar.take(step);
+        let returning = due.len();
         if step == plan.start_step {
-            due.extend(0..plan.burst as u32);
+            due.reserve_exact(plan.burst as usize);
+            due.extend((0..plan.burst as u32).map(|id| R::new(id, step as u32)));
             next_id = plan.burst;
         }
         if open_loop {
             let new = plan.open_loop_at(step);
-            due.extend(next_id as u32..(next_id + new) as u32);
+            due.extend((next_id as u32..(next_id + new) as u32).map(|id| R::new(id, step as u32)));
             next_id += new;
         }
-        if !clients.first.is_empty() {
-            for &id in &due {
-                clients.first[id as usize] = step as u32;
+
+        if let Some(b) = &budget {
+            b.at(plan, step);
+            for _ in returning..due.len() {
+                b.budget.deposit();
             }
         }
-        calendar.take(step, &mut due, &clients.links);
 
         let arrivals = due.len() as u64;
         if arrivals > 0 {
@@ -128,26 +325,22 @@ pub(crate) fn simulate<O: Observer>(
                 }
             }
             if O::ACTIVE {
-                for &id in &due[..served] {
-                    observer.attempt(id, step, Outcome::Served, None);
+                for client in &due[..served] {
+                    observer.attempt(client.id(), step, Outcome::Served, None);
                 }
             }
             let honour_retry_after = refusal != Outcome::Down;
-            for &id in &due[served..] {
-                let i = id as usize;
-                let failures = clients.failures[i];
-                if plan.max_attempts > 0 && failures.saturating_add(1) >= plan.max_attempts {
+            for client in &mut due[served..] {
+                let id = client.id();
+                let mut state = client.state();
+                if plan.max_attempts > 0 && state.failures().saturating_add(1) >= plan.max_attempts
+                {
                     gave_up += 1;
                     observer.attempt(id, step, refusal, Some(GiveUp::MaxAttempts));
                     continue;
                 }
-                let memory = if uses_memory { clients.memory[i] } else { 0 };
-                let mut state = RuleState::from_parts(failures, memory);
                 let pause = rule.pause(&mut state, &mut rng);
-                clients.failures[i] = state.failures();
-                if uses_memory {
-                    clients.memory[i] = state.memory();
-                }
+                client.set_state(state);
                 let mut wait = ceil_div(pause.as_nanos() as u64, step_ns).max(1);
                 if honour_retry_after {
                     wait = wait.max(plan.retry_after_steps);
@@ -155,21 +348,28 @@ pub(crate) fn simulate<O: Observer>(
                 let next = step + plan.timeout_steps + wait;
                 let past_deadline = plan
                     .deadline_steps
-                    .is_some_and(|d| next - u64::from(clients.first[i]) >= d);
+                    .is_some_and(|d| next - u64::from(client.first()) >= d);
                 if past_deadline {
                     gave_up += 1;
                     observer.attempt(id, step, refusal, Some(GiveUp::Deadline));
+                    continue;
+                }
+                if budget.as_ref().is_some_and(|b| !b.budget.withdraw()) {
+                    gave_up += 1;
+                    denied_by_budget += 1;
+                    observer.attempt(id, step, refusal, Some(GiveUp::Budget));
                     continue;
                 }
                 observer.attempt(id, step, refusal, None);
                 if next >= plan.steps {
                     beyond_horizon += 1;
                 } else {
-                    calendar.push(next, id, &mut clients.links);
+                    calendar.push(next, *client);
                 }
             }
         }
 
+        drop(due);
         let from_calendar = calendar.next_due();
         let from_arrivals = (open_loop && step + 1 < plan.steps).then_some(step + 1);
         let next = match (from_calendar, from_arrivals) {
@@ -188,4 +388,18 @@ pub(crate) fn simulate<O: Observer>(
     let waiting = calendar.len() + beyond_horizon;
     debug_assert_eq!(meter.served + gave_up + waiting, plan.total_clients());
     Ok(meter.finish(name, seed, gave_up, denied_by_budget, waiting))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_as_small_as_promised() {
+        use std::mem::size_of;
+        assert_eq!(size_of::<Plain>(), 4);
+        assert_eq!(size_of::<Remembering>(), 12);
+        assert_eq!(size_of::<Deadlined<Remembering>>(), 16);
+        assert_eq!(size_of::<Identified<Deadlined<Remembering>>>(), 20);
+    }
 }

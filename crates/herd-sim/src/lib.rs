@@ -36,9 +36,11 @@ mod fields;
 mod limits;
 pub mod metastable;
 mod metrics;
+pub mod model;
 mod plan;
 mod scenario;
 mod server;
+pub mod sweep;
 mod trace;
 
 use herd::{Rule, RuleName};
@@ -68,12 +70,6 @@ impl Simulation {
     /// makes the run larger than `limits`.
     pub fn new(scenario: &Scenario, limits: &Limits) -> Result<Self, ScenarioError> {
         let plan = Plan::new(scenario, limits)?;
-        if plan.budget_percent > 0.0 {
-            return Err(ScenarioError::field(
-                "retry.budget_percent",
-                "retry budgets are not simulated yet; set 0",
-            ));
-        }
         Ok(Self {
             plan,
             scenario: scenario.clone(),

@@ -101,6 +101,10 @@ pub struct Retry {
     /// The pause of `constant`, in milliseconds.
     pub pause_ms: f64,
     /// A retry budget shared by all clients, as a percentage of first attempts (0 = none).
+    ///
+    /// It is `herd::budget::RetryBudget` on simulated time: each first attempt deposits
+    /// `budget_percent / 100` of a retry, deposits count for 10 s, there is no reserve; a
+    /// retry the budget denies is a give-up (counted in `gave_up` and `denied_by_budget`).
     pub budget_percent: f64,
 }
 

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 
 use crate::error::{CliError, CliResult};
 
-mod chart;
+pub(crate) mod chart;
 mod models;
 mod output;
 mod table;
@@ -208,7 +208,7 @@ fn run_all(sim: &Simulation, rules: &[RuleName], seeds: &[u64]) -> CliResult<Vec
 
 /// Counts finished runs until the workers hang up; draws a bar on stderr, only on a terminal
 /// and only once the runs have taken half a second.
-fn progress(ticks: &mpsc::Receiver<()>, total: u64) {
+pub(crate) fn progress(ticks: &mpsc::Receiver<()>, total: u64) {
     let started = Instant::now();
     let mut done = 0;
     let mut bar: Option<ProgressBar> = None;

@@ -38,7 +38,7 @@ impl Kind {
     }
 }
 
-fn font() -> anyhow::Result<()> {
+pub(crate) fn font() -> anyhow::Result<()> {
     static REGISTERED: OnceLock<bool> = OnceLock::new();
     let ok =
         *REGISTERED.get_or_init(|| register_font("sans-serif", FontStyle::Normal, FONT).is_ok());

@@ -1,0 +1,262 @@
+//! `herd sweep`: a grid of scenario fields × rules × seeds, in parallel, as a table and a
+//! heat map.
+use std::fs;
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::sync::mpsc;
+
+use clap::{Args, ValueEnum};
+use herd::RuleName;
+use herd_sim::Limits;
+use herd_sim::sweep::{Axis, Row, Sweep};
+use toml::Value;
+
+use crate::error::{CliError, CliResult};
+
+use super::storm::chart::Kind;
+
+mod heatmap;
+mod output;
+
+/// Sweep scenario fields over a grid: every combination, every rule, many seeds, all cores.
+///
+/// Each --set PATH=V1,V2,… names a field of the scenario by its dotted path (as in the
+/// scenario file) and its values; the grid is every combination. Values are TOML
+/// (`1e3`, `0.05`, `[[0, 10]]`); `A..B:STEP` is an inclusive range. `outage_s=X,…` is a
+/// shorthand for one outage [0, X) (`server.outages = [[0, X]]`; 0 = none).
+///
+/// Every cell runs every rule with seeds S..S+K-1 (the same seeds in every cell) and reports,
+/// per metric, the mean and a 95 % interval on the mean over the seeds. A metric that did not
+/// happen in some runs (everyone served, recovery) is averaged over the runs where it did,
+/// and the count is shown.
+///
+/// Metrics: recovered_s (time to recover: seconds from the end of the last outage to the
+/// first window from which every window serves all its arrivals; never if clients still wait
+/// at the horizon), half_served_s, all_served_s, requests_per_client, peak_after_outage,
+/// served, gave_up.
+///
+/// Example: herd sweep --set outage_s=5,10,20,40 --set clients.arrivals_per_s=0,100,200,300
+/// --set horizon_s=300 --rules full --seeds 10 --heatmap phase.png
+#[derive(Debug, Args)]
+pub(crate) struct SweepArgs {
+    /// Scenario file (TOML). Without one, the embedded default scenario.
+    #[arg(value_name = "SCENARIO")]
+    scenario: Option<PathBuf>,
+    /// A field and its values: PATH=V1,V2,… or PATH=A..B:STEP (repeatable; one axis each).
+    #[arg(long = "set", value_name = "PATH=VALUES", value_parser = parse_axis)]
+    axes: Vec<Axis>,
+    /// Rules to run, comma-separated, or `all` or `classic`; defaults to the scenario's.
+    #[arg(long, value_name = "R,…", value_delimiter = ',')]
+    rules: Vec<String>,
+    /// First seed; defaults to the scenario's seed.
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// Seeds per cell and rule: S..S+K-1.
+    #[arg(long, value_name = "K", default_value_t = 10)]
+    seeds: u64,
+    /// Metrics to report, comma-separated; the heat map shows the first. Default for the
+    /// table: recovered_s, all_served_s, requests_per_client, peak_after_outage; for CSV and
+    /// JSON: all.
+    #[arg(long = "metric", value_name = "M,…", value_delimiter = ',')]
+    metrics: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Also draw a heat map of the first metric over two swept fields to FILE.svg or FILE.png,
+    /// one panel per rule (and per value of any other swept field).
+    #[arg(long, value_name = "FILE")]
+    heatmap: Option<PathBuf>,
+    /// The swept field across the heat map; defaults to the first --set.
+    #[arg(long, value_name = "PATH")]
+    x: Option<String>,
+    /// The swept field up the heat map; defaults to the second --set.
+    #[arg(long, value_name = "PATH")]
+    y: Option<String>,
+    /// The most client-runs (cells × rules × seeds × clients per run) to simulate.
+    #[arg(long, value_name = "N", default_value_t = 2_000_000_000)]
+    max_work: u64,
+}
+
+/// How results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// One row per cell and rule: mean ± half the 95 % interval.
+    Table,
+    /// One line per cell and rule: mean, interval bounds and defined runs per metric.
+    Csv,
+    /// One object: `{"grid": {…}, "cells": […]}`.
+    Json,
+}
+
+fn parse_axis(s: &str) -> Result<Axis, String> {
+    s.parse::<Axis>().map_err(|e| {
+        // clap prefixes its own "invalid value … for '--set'"; keep only the problem.
+        let msg = e.to_string();
+        msg.split_once(": ")
+            .map_or(msg.clone(), |(_, rest)| rest.to_owned())
+    })
+}
+
+const TABLE_METRICS: [&str; 4] = [
+    "recovered_s",
+    "all_served_s",
+    "requests_per_client",
+    "peak_after_outage",
+];
+
+fn rules(names: &[String]) -> CliResult<Option<Vec<RuleName>>> {
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for name in names {
+        match name.trim() {
+            "all" => out.extend(RuleName::ALL),
+            "classic" => out.extend(RuleName::CLASSIC),
+            n => out.push(
+                n.parse::<RuleName>()
+                    .map_err(|e| CliError::input(format!("--rules: {e}")))?,
+            ),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The scenario tree: the file as TOML, or an empty tree for the default scenario.
+fn base(args: &SweepArgs) -> CliResult<(Value, String)> {
+    match &args.scenario {
+        None => Ok((
+            Value::Table(toml::Table::new()),
+            "default scenario".to_owned(),
+        )),
+        Some(path) => {
+            let text = fs::read_to_string(path).map_err(|e| {
+                CliError::input(format!("cannot read scenario {}: {e}", path.display()))
+            })?;
+            let value = toml::from_str::<toml::Table>(&text).map_err(|e| {
+                CliError::input(format!(
+                    "{}: {}",
+                    path.display(),
+                    e.message().lines().next().unwrap_or("not TOML")
+                ))
+            })?;
+            Ok((Value::Table(value), path.display().to_string()))
+        }
+    }
+}
+
+/// Which metrics to report, checked against the sweep's.
+fn metrics(args: &SweepArgs, sweep: &Sweep) -> CliResult<Vec<&'static str>> {
+    let known = sweep.metric_names();
+    if args.metrics.is_empty() {
+        return Ok(match args.format {
+            Format::Table => TABLE_METRICS
+                .into_iter()
+                .filter(|m| known.contains(m))
+                .collect(),
+            Format::Csv | Format::Json => known.to_vec(),
+        });
+    }
+    args.metrics
+        .iter()
+        .map(|m| {
+            known
+                .iter()
+                .copied()
+                .find(|k| *k == m.trim())
+                .ok_or_else(|| {
+                    CliError::input(format!(
+                        "--metric {m}: unknown metric; the metrics are {}",
+                        known.join(", ")
+                    ))
+                })
+        })
+        .collect()
+}
+
+pub(crate) fn run(args: &SweepArgs) -> CliResult {
+    let heatmap = match &args.heatmap {
+        None => None,
+        Some(path) => Some(Kind::of(path).ok_or_else(|| {
+            CliError::input(format!(
+                "--heatmap: {} must end in .svg or .png",
+                path.display()
+            ))
+        })?),
+    };
+    let (base, name) = base(args)?;
+    let prefix = args
+        .scenario
+        .as_ref()
+        .map_or_else(String::new, |p| format!("{}: ", p.display()));
+    let sweep = Sweep::new(
+        &base,
+        args.axes.clone(),
+        rules(&args.rules)?.as_deref(),
+        args.seed,
+        args.seeds,
+        &Limits::default(),
+    )
+    .map_err(|e| CliError::input(format!("{prefix}{e}")))?;
+    let metrics = metrics(args, &sweep)?;
+    let axes = match (&args.heatmap, heatmap) {
+        (Some(_), Some(_)) => Some(heatmap::axes(&sweep, args.x.as_deref(), args.y.as_deref())?),
+        _ => {
+            if args.x.is_some() || args.y.is_some() {
+                return Err(CliError::input(
+                    "--x and --y choose the heat map's axes; add --heatmap FILE",
+                ));
+            }
+            None
+        }
+    };
+    let work = sweep.client_runs();
+    if work > u128::from(args.max_work) {
+        return Err(CliError::input(format!(
+            "the sweep simulates {work} client-runs ({} cells × {} rules × {} seeds × clients); --max-work allows {} (fewer --set values, --rules or --seeds, or raise --max-work)",
+            sweep.cells().len(),
+            sweep.rules().len(),
+            sweep.seeds().len(),
+            args.max_work
+        )));
+    }
+
+    let rows = run_all(&sweep)?;
+
+    if let (Some(path), Some(kind), Some((x, y))) = (&args.heatmap, heatmap, axes) {
+        let metric = metrics.first().copied().unwrap_or("recovered_s");
+        heatmap::draw(path, kind, &sweep, &rows, x, y, metric)
+            .map_err(|e| CliError::Run(e.context(format!("drawing {}", path.display()))))?;
+    }
+
+    let mut out = BufWriter::new(io::stdout().lock());
+    match args.format {
+        Format::Table => output::table(&mut out, &name, &sweep, &rows, &metrics)?,
+        Format::Csv => output::csv(&mut out, &sweep, &rows, &metrics)?,
+        Format::Json => output::json(&mut out, &name, &sweep, &rows, &metrics)?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs the sweep on all cores with a progress bar on a terminal.
+fn run_all(sweep: &Sweep) -> CliResult<Vec<Row>> {
+    let (tick, ticks) = mpsc::channel::<()>();
+    let total = sweep.runs();
+    let result = std::thread::scope(|scope| {
+        let worker = scope.spawn(move || {
+            sweep.run(&|| {
+                let _ = tick.send(());
+            })
+        });
+        super::storm::progress(&ticks, total);
+        worker.join()
+    });
+    match result {
+        Ok(Ok(rows)) => Ok(rows),
+        Ok(Err(e)) => Err(CliError::input(e)),
+        Err(_) => Err(CliError::Run(anyhow::anyhow!(
+            "a simulation thread panicked"
+        ))),
+    }
+}

@@ -1,0 +1,253 @@
+//! The sweep as a table, CSV or JSON: one row per cell and rule.
+use std::io::{self, Write};
+
+use herd_sim::sweep::{Row, Stats, Sweep, show};
+use serde_json::{Map, Value as Json, json};
+
+/// A number with about three significant digits, never in exponent form.
+pub(crate) fn number(v: f64) -> String {
+    let a = v.abs();
+    if v.fract() == 0.0 && a < 1e15 {
+        format!("{v:.0}")
+    } else if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// `mean ±half [k/n]`, `never`/`-` when it never happened.
+fn cell(stats: &Stats, runs: usize, metric: &str) -> String {
+    let Some(mean) = stats.mean else {
+        return if metric.ends_with("_s") { "never" } else { "-" }.to_owned();
+    };
+    let mut s = number(mean);
+    if let Some(h) = stats.half_width() {
+        if h > 0.0 {
+            s.push_str(&format!(" ±{}", number(h)));
+        }
+    }
+    if stats.defined < runs {
+        s.push_str(&format!(" [{}/{runs}]", stats.defined));
+    }
+    s
+}
+
+/// Aligned columns: the swept fields, the rule, then each metric.
+pub(crate) fn table(
+    out: &mut impl Write,
+    name: &str,
+    sweep: &Sweep,
+    rows: &[Row],
+    metrics: &[&str],
+) -> io::Result<()> {
+    let seeds = sweep.seeds();
+    let (first, last) = (
+        seeds.first().copied().unwrap_or(0),
+        seeds.last().copied().unwrap_or(0),
+    );
+    writeln!(
+        out,
+        "{name}: {} cells × {} rules × {} seeds ({first}..={last}); mean ±half-width of the 95 % interval",
+        sweep.cells().len(),
+        sweep.rules().len(),
+        seeds.len()
+    )?;
+    let mut header: Vec<String> = sweep.axes().iter().map(|a| a.name().to_owned()).collect();
+    header.push("rule".into());
+    header.extend(metrics.iter().map(|m| (*m).to_owned()));
+    let mut lines = vec![header];
+    for row in rows {
+        let mut line: Vec<String> = sweep.cells()[row.cell].values().iter().map(show).collect();
+        line.push(row.rule.to_string());
+        for m in metrics {
+            line.push(
+                row.metric(m)
+                    .map_or_else(|| "-".into(), |s| cell(s, row.runs, m)),
+            );
+        }
+        lines.push(line);
+    }
+    let columns = lines.first().map_or(0, Vec::len);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let numeric = sweep.axes().len() + 1;
+    for line in &lines {
+        let mut text = String::new();
+        for (c, (v, w)) in line.iter().zip(&widths).enumerate() {
+            if c > 0 {
+                text.push_str("  ");
+            }
+            let pad = w - v.chars().count();
+            if c >= numeric {
+                text.push_str(&" ".repeat(pad));
+                text.push_str(v);
+            } else {
+                text.push_str(v);
+                text.push_str(&" ".repeat(pad));
+            }
+        }
+        writeln!(out, "{}", text.trim_end())?;
+    }
+    if rows.iter().any(|r| {
+        metrics.iter().any(|m| {
+            r.metric(m)
+                .is_some_and(|s| s.defined > 0 && s.defined < r.runs)
+        })
+    }) {
+        writeln!(
+            out,
+            "[k/n]: the metric happened in k of n runs; its mean and interval are over those k."
+        )?;
+    }
+    Ok(())
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
+/// Header: the swept fields, `rule`, `runs`, then `M_mean,M_lo,M_hi,M_defined` per metric.
+/// An absent value is an empty field.
+pub(crate) fn csv(
+    out: &mut impl Write,
+    sweep: &Sweep,
+    rows: &[Row],
+    metrics: &[&str],
+) -> io::Result<()> {
+    let mut header: Vec<String> = sweep.axes().iter().map(|a| csv_field(a.name())).collect();
+    header.push("rule".into());
+    header.push("runs".into());
+    for m in metrics {
+        for part in ["mean", "lo", "hi", "defined"] {
+            header.push(format!("{m}_{part}"));
+        }
+    }
+    writeln!(out, "{}", header.join(","))?;
+    let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    for row in rows {
+        let mut line: Vec<String> = sweep.cells()[row.cell]
+            .values()
+            .iter()
+            .map(|v| csv_field(&show(v)))
+            .collect();
+        line.push(row.rule.to_string());
+        line.push(row.runs.to_string());
+        for m in metrics {
+            match row.metric(m) {
+                Some(s) => {
+                    line.extend([opt(s.mean), opt(s.lo), opt(s.hi), s.defined.to_string()]);
+                }
+                None => line.extend([String::new(), String::new(), String::new(), "0".into()]),
+            }
+        }
+        writeln!(out, "{}", line.join(","))?;
+    }
+    Ok(())
+}
+
+fn toml_to_json(v: &toml::Value) -> Json {
+    serde_json::to_value(v).unwrap_or(Json::Null)
+}
+
+/// `{"scenario": …, "grid": {"fields": […], "rules": […], "seeds": […], "metrics": […]},
+/// "cells": [{"values": {…}, "rule": …, "runs": …, "metrics": {M: {mean, lo, hi, defined}}}]}`.
+pub(crate) fn json(
+    out: &mut impl Write,
+    name: &str,
+    sweep: &Sweep,
+    rows: &[Row],
+    metrics: &[&str],
+) -> io::Result<()> {
+    let fields: Vec<Json> = sweep
+        .axes()
+        .iter()
+        .map(|a| {
+            json!({
+                "field": a.name(),
+                "path": a.path(),
+                "values": a.values().iter().map(toml_to_json).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    let cells: Vec<Json> = rows
+        .iter()
+        .map(|row| {
+            let values: Map<String, Json> = sweep
+                .axes()
+                .iter()
+                .zip(sweep.cells()[row.cell].values())
+                .map(|(a, v)| (a.name().to_owned(), toml_to_json(v)))
+                .collect();
+            let stats: Map<String, Json> = metrics
+                .iter()
+                .map(|m| {
+                    let s = row.metric(m);
+                    (
+                        (*m).to_owned(),
+                        json!({
+                            "mean": s.and_then(|s| s.mean),
+                            "lo": s.and_then(|s| s.lo),
+                            "hi": s.and_then(|s| s.hi),
+                            "defined": s.map_or(0, |s| s.defined),
+                        }),
+                    )
+                })
+                .collect();
+            json!({
+                "values": values,
+                "rule": row.rule.as_str(),
+                "runs": row.runs,
+                "metrics": stats,
+            })
+        })
+        .collect();
+    let report = json!({
+        "scenario": name,
+        "grid": {
+            "fields": fields,
+            "rules": sweep.rules().iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+            "seeds": {"first": sweep.seeds().first(), "count": sweep.seeds().len()},
+            "metrics": metrics,
+            "interval": "95 % t-interval on the mean over the runs where the metric is defined",
+        },
+        "cells": cells,
+    });
+    serde_json::to_writer(&mut *out, &report).map_err(io::Error::other)?;
+    writeln!(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(number(1000.0), "1000");
+        assert_eq!(number(12.345), "12.3");
+        assert_eq!(number(3.9), "3.90");
+        assert_eq!(number(0.1234), "0.123");
+        assert_eq!(number(785.5), "786");
+    }
+
+    #[test]
+    fn csv_quotes_arrays() {
+        assert_eq!(csv_field("[[0, 10]]"), "\"[[0, 10]]\"");
+        assert_eq!(csv_field("full"), "full");
+    }
+}

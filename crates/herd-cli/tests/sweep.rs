@@ -1,0 +1,202 @@
+//! `herd sweep` through the binary: output shapes, heat-map files and errors.
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// A quick grid: 2 × 2 cells of a 100-client, one-minute storm.
+const GRID: [&str; 6] = [
+    "--set",
+    "clients.count=50,1e2",
+    "--set",
+    "server.capacity=5,10",
+    "--set",
+    "horizon_s=60",
+];
+
+fn herd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_herd"))
+        .arg("sweep")
+        .args(args)
+        .output()
+        .expect("herd runs")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = herd(args);
+    assert!(
+        out.status.success(),
+        "herd sweep {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8")
+}
+
+fn fails(args: &[&str]) -> String {
+    let out = herd(args);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "herd sweep {args:?} should fail"
+    );
+    let err = String::from_utf8(out.stderr).expect("UTF-8");
+    // One line; clap adds its "For more information, try '--help'" to flag syntax errors.
+    let first = err.lines().next().unwrap_or("").to_owned();
+    assert!(first.starts_with("error: "), "{err}");
+    assert!(err.lines().count() == 1 || err.contains("--help"), "{err}");
+    first
+}
+
+fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+    GRID.iter().chain(extra).copied().collect()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("herd-sweep-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
+
+#[test]
+fn csv_has_one_row_per_cell_and_rule() {
+    let out = ok(&with(&[
+        "--rules",
+        "full,equal",
+        "--seeds",
+        "3",
+        "--format",
+        "csv",
+    ]));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 1 + 4 * 2, "{out}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert_eq!(
+        &header[..6],
+        [
+            "clients.count",
+            "server.capacity",
+            "horizon_s",
+            "rule",
+            "runs",
+            "recovered_s_mean"
+        ]
+    );
+    assert!(header.contains(&"all_served_s_hi"), "{}", lines[0]);
+    for line in &lines[1..] {
+        assert_eq!(line.split(',').count(), header.len(), "{line}");
+    }
+    assert!(lines[1].starts_with("50,5,60,full,3,"), "{}", lines[1]);
+    assert!(lines[8].starts_with("100,10,60,equal,3,"), "{}", lines[8]);
+}
+
+#[test]
+fn json_has_the_grid_and_the_cells() {
+    let out = ok(&with(&[
+        "--rules",
+        "full",
+        "--seeds",
+        "2",
+        "--format",
+        "json",
+        "--metric",
+        "all_served_s,requests_per_client",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON object");
+    let fields = v["grid"]["fields"].as_array().unwrap();
+    assert_eq!(fields.len(), 3);
+    assert_eq!(fields[0]["field"], "clients.count");
+    assert_eq!(fields[0]["values"], serde_json::json!([50, 100]));
+    assert_eq!(v["grid"]["rules"], serde_json::json!(["full"]));
+    assert_eq!(v["grid"]["seeds"]["count"], 2);
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 4);
+    let c = &cells[3];
+    assert_eq!(c["values"]["server.capacity"], 10);
+    assert_eq!(c["rule"], "full");
+    let m = &c["metrics"]["requests_per_client"];
+    assert!(m["lo"].as_f64().unwrap() <= m["mean"].as_f64().unwrap());
+    assert!(m["mean"].as_f64().unwrap() <= m["hi"].as_f64().unwrap());
+    assert_eq!(m["defined"], 2);
+    assert!(c["metrics"].get("peak_after_outage").is_none());
+}
+
+#[test]
+fn same_seeds_same_output() {
+    let args = with(&[
+        "--rules",
+        "full,decorrelated",
+        "--seeds",
+        "3",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(ok(&args), ok(&args));
+}
+
+#[test]
+fn table_is_the_default() {
+    let out = ok(&with(&["--rules", "full", "--seeds", "2"]));
+    assert!(
+        out.starts_with("default scenario: 4 cells × 1 rules × 2 seeds"),
+        "{out}"
+    );
+    assert!(out.contains("recovered_s"), "{out}");
+    assert_eq!(out.lines().count(), 2 + 4, "{out}");
+}
+
+#[test]
+fn heat_maps_are_written() {
+    let svg = temp("map.svg");
+    let png = temp("map.png");
+    for (path, check) in [
+        (&svg, b"<svg".as_slice()),
+        (&png, b"\x89PNG\r\n\x1a\n".as_slice()),
+    ] {
+        let path_s = path.to_str().unwrap();
+        ok(&with(&[
+            "--rules",
+            "full,exponential",
+            "--seeds",
+            "2",
+            "--heatmap",
+            path_s,
+            "--x",
+            "server.capacity",
+            "--y",
+            "clients.count",
+        ]));
+        let bytes = std::fs::read(path).expect("heat map written");
+        assert!(bytes.starts_with(check), "{}", path.display());
+    }
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("server.capacity"), "x label");
+    assert!(text.trim_end().ends_with("</svg>"));
+}
+
+#[test]
+fn bad_input_is_one_line_naming_the_flag() {
+    let err = fails(&["--set", "server.capacityy=1,2"]);
+    assert!(
+        err.contains("--set server.capacityy=1: unknown field"),
+        "{err}"
+    );
+    let err = fails(&["--set", "server.refusal_cost=0,1.5"]);
+    assert!(
+        err.contains("server.refusal_cost: must be at least 0"),
+        "{err}"
+    );
+    let err = fails(&["--set", "clients.count"]);
+    assert!(err.contains("PATH="), "{err}");
+    let err = fails(&with(&["--metric", "speed"]));
+    assert!(err.contains("--metric speed: unknown metric"), "{err}");
+    let err = fails(&with(&["--rules", "fancy"]));
+    assert!(err.contains("--rules"), "{err}");
+    let err = fails(&with(&["--heatmap", "map.gif"]));
+    assert!(err.contains(".svg or .png"), "{err}");
+    let err = fails(&["--set", "server.capacity=5,10", "--heatmap", "x.svg"]);
+    assert!(err.contains("two swept fields"), "{err}");
+    let err = fails(&with(&["--heatmap", "x.svg", "--x", "seed"]));
+    assert!(err.contains("--x seed: not a swept field"), "{err}");
+    let err = fails(&with(&["--max-work", "1000"]));
+    assert!(err.contains("--max-work"), "{err}");
+    let err = fails(&["no-such-file.toml", "--set", "server.capacity=5"]);
+    assert!(err.contains("cannot read scenario"), "{err}");
+}

@@ -1,0 +1,144 @@
+//! The summary of one cell over its seeds: mean and a 95 % interval on the mean.
+//!
+//! The interval is Student's t-interval, `mean ± t(0.975, n − 1) · s / √n`, with `s` the
+//! sample standard deviation (divisor `n − 1`). The quantile is exact (to four decimals) from
+//! a table for n − 1 ≤ 30 and the Cornish–Fisher expansion around the normal quantile 1.96
+//! beyond (error below 10⁻⁴). It assumes the runs are independent draws of the metric, which
+//! they are: each seed seeds an independent generator. With one run there is no interval.
+//!
+//! A metric that did not happen in some runs (`all_served_s` when not everyone was served)
+//! is summarised over the runs where it did; `defined` says how many those were.
+use serde::Serialize;
+
+/// `t(0.975, df)` for df = 1..=30.
+const T975: [f64; 30] = [
+    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010,
+    2.1788, 2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687,
+    2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423,
+];
+
+/// The 0.975 quantile of Student's t with `df` degrees of freedom (`df ≥ 1`).
+///
+/// # Examples
+///
+/// ```
+/// use herd_sim::sweep::t975;
+/// assert_eq!(t975(9), 2.2622);
+/// assert!((t975(120) - 1.9799).abs() < 1e-4);
+/// ```
+#[must_use]
+pub fn t975(df: u64) -> f64 {
+    match df {
+        0 => f64::NAN,
+        1..=30 => T975[(df - 1) as usize],
+        _ => {
+            // Cornish–Fisher: t ≈ z + g1(z)/ν + g2(z)/ν² with z = Φ⁻¹(0.975).
+            let z = 1.959_963_984_540_054_f64;
+            let v = df as f64;
+            let g1 = (z.powi(3) + z) / 4.0;
+            let g2 = (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / 96.0;
+            z + g1 / v + g2 / (v * v)
+        }
+    }
+}
+
+/// One metric over the runs of one cell and rule.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Stats {
+    /// Runs in which the metric had a value.
+    pub defined: usize,
+    /// The mean over those runs; `None` when there were none.
+    pub mean: Option<f64>,
+    /// The lower end of the 95 % interval on the mean; `None` with fewer than two values.
+    pub lo: Option<f64>,
+    /// The upper end of the 95 % interval on the mean.
+    pub hi: Option<f64>,
+}
+
+impl Stats {
+    /// Summarises the values of the runs, skipping those where the metric did not happen.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use herd_sim::sweep::Stats;
+    /// let s = Stats::of([Some(1.0), Some(2.0), Some(3.0), None]);
+    /// assert_eq!((s.defined, s.mean), (3, Some(2.0)));
+    /// // s = 1, t(0.975, 2) = 4.3027: 2 ± 4.3027 / √3
+    /// assert!((s.hi.unwrap() - 4.4842).abs() < 1e-4);
+    /// ```
+    pub fn of(values: impl IntoIterator<Item = Option<f64>>) -> Self {
+        let values: Vec<f64> = values.into_iter().flatten().collect();
+        let n = values.len();
+        if n == 0 {
+            return Self {
+                defined: 0,
+                mean: None,
+                lo: None,
+                hi: None,
+            };
+        }
+        let mean = values.iter().sum::<f64>() / n as f64;
+        if n == 1 {
+            return Self {
+                defined: 1,
+                mean: Some(mean),
+                lo: None,
+                hi: None,
+            };
+        }
+        let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let half = t975(n as u64 - 1) * (var / n as f64).sqrt();
+        Self {
+            defined: n,
+            mean: Some(mean),
+            lo: Some(mean - half),
+            hi: Some(mean + half),
+        }
+    }
+
+    /// Half the width of the interval, when there is one.
+    #[must_use]
+    pub fn half_width(&self) -> Option<f64> {
+        Some((self.hi? - self.lo?) / 2.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn interval_on_a_known_sample() {
+        // 10 values 1..=10: mean 5.5, s = 3.02765, t(0.975, 9) = 2.2622.
+        let s = Stats::of((1..=10).map(|v| Some(f64::from(v))));
+        assert_eq!(s.mean, Some(5.5));
+        let half = 2.2622 * 3.027_650_354_097_491_7 / 10f64.sqrt();
+        assert!((s.lo.unwrap() - (5.5 - half)).abs() < 1e-12);
+        assert!((s.hi.unwrap() - (5.5 + half)).abs() < 1e-12);
+        assert!((s.half_width().unwrap() - 2.1659).abs() < 1e-4);
+    }
+
+    #[test]
+    fn constant_sample_has_a_point_interval() {
+        let s = Stats::of([Some(4.0); 5]);
+        assert_eq!((s.lo, s.hi), (Some(4.0), Some(4.0)));
+    }
+
+    #[test]
+    fn undefined_runs_are_counted_apart() {
+        assert_eq!(Stats::of([None, None]).defined, 0);
+        assert_eq!(Stats::of([None, None]).mean, None);
+        let one = Stats::of([None, Some(3.0)]);
+        assert_eq!((one.defined, one.mean, one.lo), (1, Some(3.0), None));
+    }
+
+    #[test]
+    fn t_quantile_is_continuous_past_the_table() {
+        // Tabulated t(0.975, 40) = 2.0211, 60 → 2.0003, 120 → 1.9799.
+        assert!((t975(40) - 2.0211).abs() < 1e-4);
+        assert!((t975(60) - 2.0003).abs() < 1e-4);
+        assert!((t975(31) - 2.0395).abs() < 2e-4);
+        assert!(t975(1_000_000) > 1.9599 && t975(1_000_000) < 1.9601);
+    }
+}

@@ -1,0 +1,202 @@
+//! Sweeps: grid parsing, override errors, determinism and common random numbers.
+use herd::RuleName;
+use herd_sim::Limits;
+use herd_sim::model::{self, Metrics};
+use herd_sim::sweep::{Axis, Row, Sweep, show};
+use toml::Value;
+
+/// A small, quick scenario: 200 clients, 2 minutes.
+const SMALL: &str = "horizon_s = 120\n[clients]\ncount = 200\n[server]\ncapacity = 10\n";
+
+fn base() -> Value {
+    toml::from_str(SMALL).unwrap()
+}
+
+fn axes(args: &[&str]) -> Vec<Axis> {
+    args.iter().map(|a| a.parse().unwrap()).collect()
+}
+
+fn sweep(args: &[&str], rules: &[RuleName], seeds: u64) -> Result<Sweep, String> {
+    Sweep::new(
+        &base(),
+        axes(args),
+        Some(rules),
+        None,
+        seeds,
+        &Limits::default(),
+    )
+    .map_err(|e| e.to_string())
+}
+
+fn run(s: &Sweep) -> Vec<Row> {
+    s.run(&|| {}).unwrap()
+}
+
+#[test]
+fn grid_is_the_product_first_axis_slowest() {
+    let s = sweep(
+        &["clients.count=1e2,2e2", "server.refusal_cost=0..0.2:0.1"],
+        &[RuleName::Full, RuleName::Equal],
+        2,
+    )
+    .unwrap();
+    assert_eq!(s.cells().len(), 6);
+    let shown: Vec<String> = s
+        .cells()
+        .iter()
+        .map(|c| c.values().iter().map(show).collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        shown,
+        ["100 0", "100 0.1", "100 0.2", "200 0", "200 0.1", "200 0.2"]
+    );
+    assert_eq!(s.picks(4), [1, 1]);
+    // `1e2` is held as the integer the field is.
+    assert_eq!(s.axes()[0].values()[0], Value::Integer(100));
+    assert_eq!(s.runs(), 6 * 2 * 2);
+    let rows = run(&s);
+    assert_eq!(rows.len(), 12);
+    assert_eq!(
+        (rows[3].cell, rows[3].rule, rows[3].runs),
+        (1, RuleName::Equal, 2)
+    );
+}
+
+#[test]
+fn override_errors_name_the_flag_and_field() {
+    let err = sweep(&["server.capacityy=1,2"], &[RuleName::Full], 1).unwrap_err();
+    assert!(
+        err.starts_with("--set server.capacityy=1: unknown field `server.capacityy`"),
+        "{err}"
+    );
+    let err = sweep(&["server.refusal_cost=0,1.5"], &[RuleName::Full], 1).unwrap_err();
+    assert_eq!(
+        err,
+        "--set server.refusal_cost=1.5: server.refusal_cost: must be at least 0 and below 1, got 1.5"
+    );
+    let err = sweep(&["server.capacity=ten"], &[RuleName::Full], 1).unwrap_err();
+    assert!(
+        err.starts_with("--set server.capacity=ten: server.capacity"),
+        "{err}"
+    );
+    let err = sweep(&["clients.count=1.5e2"], &[RuleName::Full], 1);
+    assert!(err.is_ok(), "150 is whole: {err:?}");
+    let err = sweep(&["seed=1,2"], &[RuleName::Full], 1).unwrap_err();
+    assert!(err.contains("--seeds"), "{err}");
+    let err = sweep(
+        &["retry.cap_ms=1000", "retry.cap_ms=2000"],
+        &[RuleName::Full],
+        1,
+    )
+    .unwrap_err();
+    assert!(err.contains("already swept"), "{err}");
+}
+
+#[test]
+fn contradictory_cells_are_named() {
+    // Each value is fine alone; together the window is not a multiple of the step.
+    let err = sweep(&["step_ms=100,300", "window_ms=600"], &[RuleName::Full], 1);
+    assert!(
+        err.is_ok(),
+        "300 alone contradicts the base's window, not the cell: {err:?}"
+    );
+    let err = sweep(&["step_ms=100,400", "window_ms=1000"], &[RuleName::Full], 1).unwrap_err();
+    assert!(
+        err.starts_with("cell step_ms=400, window_ms=1000: window_ms: must be a positive multiple"),
+        "{err}"
+    );
+}
+
+#[test]
+fn rules_that_cannot_be_built_are_named_at_run_time() {
+    // The base lists only `full`, so the cell is valid until `constant` is built.
+    let base: Value = toml::from_str("[retry]\nrules = [\"full\"]\n").unwrap();
+    let s = Sweep::new(
+        &base,
+        axes(&["retry.pause_ms=0"]),
+        Some(&[RuleName::Constant]),
+        None,
+        1,
+        &Limits::default(),
+    )
+    .unwrap();
+    let err = s.run(&|| {}).unwrap_err().to_string();
+    assert!(
+        err.starts_with("cell retry.pause_ms=0, rule constant, seed 1: retry.pause_ms"),
+        "{err}"
+    );
+}
+
+#[test]
+fn sweep_is_deterministic_whatever_the_threads() {
+    let s = sweep(
+        &["server.capacity=5,10,20", "server.refusal_cost=0,0.1"],
+        &[RuleName::Full, RuleName::Decorrelated],
+        4,
+    )
+    .unwrap();
+    let on = |threads: usize| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| run(&s))
+    };
+    let one = on(1);
+    assert_eq!(one, on(3));
+    assert_eq!(one, run(&s));
+}
+
+#[test]
+fn common_random_numbers_and_the_model_dispatch_agree() {
+    // A cell whose value is the base's own runs exactly what the model runs directly.
+    let s = sweep(&["server.capacity=10,20"], &[RuleName::Full], 3).unwrap();
+    assert_eq!(s.seeds(), [1, 2, 3]);
+    let rows = run(&s);
+    let direct: Vec<Metrics> = (1..=3)
+        .map(|seed| model::run_value(&base(), RuleName::Full, seed, &Limits::default()).unwrap())
+        .collect();
+    let mean = direct
+        .iter()
+        .map(|m| m.get("half_served_s").unwrap().unwrap())
+        .sum::<f64>()
+        / 3.0;
+    assert_eq!(rows[0].metric("half_served_s").unwrap().mean, Some(mean));
+}
+
+#[test]
+fn never_recovered_is_counted_not_averaged() {
+    // Exponential needs far longer than 2 minutes with capacity 10: nobody recovers.
+    let s = sweep(&["server.capacity=10"], &[RuleName::Exponential], 2).unwrap();
+    let rows = run(&s);
+    let rec = rows[0].metric("recovered_s").unwrap();
+    assert_eq!((rec.defined, rec.mean), (0, None));
+    assert_eq!(rows[0].metric("served").unwrap().defined, 2);
+}
+
+#[test]
+fn outage_shorthand_sets_one_outage() {
+    let s = sweep(&["outage_s=0,5,20"], &[RuleName::Full], 2).unwrap();
+    let rows = run(&s);
+    let half = |i: usize| rows[i].metric("half_served_s").unwrap().mean.unwrap();
+    assert!(half(0) < half(1) && half(1) < half(2), "{rows:?}");
+}
+
+#[test]
+fn default_rules_and_seed_come_from_the_scenario() {
+    let base: Value = toml::from_str(
+        "seed = 7\nhorizon_s = 60\n[clients]\ncount = 50\n[retry]\nrules = [\"full\", \"equal\"]\n",
+    )
+    .unwrap();
+    let s = Sweep::new(
+        &base,
+        axes(&["server.capacity=5"]),
+        None,
+        None,
+        2,
+        &Limits::default(),
+    )
+    .unwrap();
+    assert_eq!(s.rules(), [RuleName::Full, RuleName::Equal]);
+    assert_eq!(s.seeds(), [7, 8]);
+}
