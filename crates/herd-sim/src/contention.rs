@@ -211,6 +211,24 @@ pub struct Contention {
     max_calls: u64,
 }
 
+/// The metrics of a contention run for `herd sweep`, in report order.
+pub const METRICS: &[&str] = &["calls", "calls_per_client", "completion_ms"];
+
+impl ContentionRun {
+    /// The figures `herd sweep` aggregates, named as in [`METRICS`].
+    #[must_use]
+    pub fn metrics(&self) -> crate::model::Metrics {
+        let mut m = crate::model::Metrics::new();
+        m.set("calls", Some(self.calls as f64));
+        m.set(
+            "calls_per_client",
+            Some(self.calls as f64 / self.clients as f64),
+        );
+        m.set("completion_ms", Some(self.completion_ms));
+        m
+    }
+}
+
 /// One run: one rule, one seed, one client count.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ContentionRun {

@@ -69,7 +69,7 @@ use herd::RuleName;
 use crate::error::ScenarioError;
 use crate::limits::Limits;
 
-pub use report::{AfterOutage, MetastableReport, Window};
+pub use report::{AfterOutage, METRICS, MetastableReport, Window};
 pub use scenario::{MetastableRetry, MetastableScenario, OpenLoop, SlowingServer};
 pub use sweep::{OfferedPoint, OfferedSweep, sweep_offered};
 
@@ -110,6 +110,12 @@ impl Metastable {
     #[must_use]
     pub fn scenario(&self) -> &MetastableScenario {
         &self.scenario
+    }
+
+    /// New requests expected over one run (`offered_qps · horizon_s`): a measure of its cost.
+    #[must_use]
+    pub fn expected_requests(&self) -> u64 {
+        (self.plan.arrivals_per_step * self.plan.steps as f64).ceil() as u64
     }
 
     /// The scenario's rule (one per scenario).

@@ -82,6 +82,8 @@ pub struct MetastableReport {
     pub budget_percent: f64,
     /// The reporting window, in seconds.
     pub window_s: f64,
+    /// The end of the last outage, in seconds (0 without outages).
+    pub outage_end_s: f64,
     /// New requests over the run.
     pub requests: u64,
     /// Attempts over the run.
@@ -170,6 +172,7 @@ pub(crate) fn build(
         offered_qps: plan.arrivals_per_step * 1e9 / plan.step_ns as f64,
         budget_percent: plan.budget.map_or(0.0, |b| b.percent),
         window_s,
+        outage_end_s: plan.seconds(plan.after_last_outage()),
         requests: sum(|w| w.first_attempts),
         attempts: sum(Window::attempts),
         served,
@@ -181,6 +184,42 @@ pub(crate) fn build(
         recovered_at_s,
         verdict,
         windows,
+    }
+}
+
+/// The metrics of a metastable run for `herd sweep`, in report order.
+pub const METRICS: &[&str] = &[
+    "recovered_s",
+    "attempts_per_s",
+    "goodput_per_s",
+    "throughput_per_s",
+    "queue_at_horizon",
+    "served",
+    "gave_up",
+    "denied",
+];
+
+impl MetastableReport {
+    /// The figures `herd sweep` aggregates, named as in [`METRICS`]: `recovered_s` is the
+    /// time from the end of the last outage to the recovery (`None`: still overloaded at the
+    /// horizon), the rates are those after the outage.
+    #[must_use]
+    pub fn metrics(&self) -> crate::model::Metrics {
+        let mut m = crate::model::Metrics::new();
+        let a = &self.after_outage;
+        m.set(
+            "recovered_s",
+            self.recovered_at_s
+                .map(|t| ((t - self.outage_end_s) * 1e6).round() / 1e6),
+        );
+        m.set("attempts_per_s", Some(a.attempts_per_s));
+        m.set("goodput_per_s", Some(a.goodput_per_s));
+        m.set("throughput_per_s", Some(a.throughput_per_s));
+        m.set("queue_at_horizon", Some(a.queue_at_horizon as f64));
+        m.set("served", Some(self.served as f64));
+        m.set("gave_up", Some(self.gave_up as f64));
+        m.set("denied", Some(self.denied as f64));
+        m
     }
 }
 
