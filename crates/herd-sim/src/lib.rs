@@ -29,6 +29,7 @@
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
 mod calendar;
+pub mod cohort;
 pub mod contention;
 mod engine;
 mod error;
@@ -38,6 +39,7 @@ pub mod metastable;
 mod metrics;
 pub mod model;
 mod plan;
+mod sample;
 mod scenario;
 mod server;
 pub mod sweep;
@@ -59,6 +61,28 @@ use plan::Plan;
 pub struct Simulation {
     plan: Plan,
     scenario: Scenario,
+    engine: Engine,
+}
+
+/// Which engine runs a [`Simulation`]: both run the same model and report alike.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Engine {
+    /// Every client exact, a few bytes each (the reference).
+    #[default]
+    Agent,
+    /// Clients in counts, cost independent of their number; see [`cohort`].
+    Cohort,
+}
+
+impl Engine {
+    /// The name as written on the command line.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Engine::Agent => "agent",
+            Engine::Cohort => "cohort",
+        }
+    }
 }
 
 impl Simulation {
@@ -69,11 +93,40 @@ impl Simulation {
     /// A [`ScenarioError`] naming the field that is out of range, contradicts another, or
     /// makes the run larger than `limits`.
     pub fn new(scenario: &Scenario, limits: &Limits) -> Result<Self, ScenarioError> {
-        let plan = Plan::new(scenario, limits)?;
+        Self::with_engine(scenario, limits, Engine::Agent)
+    }
+
+    /// Like [`Simulation::new`], for the given engine. The cohort engine accepts up to
+    /// [`cohort::MAX_CLIENTS`] clients whatever `limits.max_clients` and `max_bytes` say.
+    ///
+    /// # Errors
+    ///
+    /// As [`Simulation::new`]; for [`Engine::Cohort`] also a rule or feature it does not
+    /// support (`retry.rules`, `retry.budget_percent`).
+    pub fn with_engine(
+        scenario: &Scenario,
+        limits: &Limits,
+        engine: Engine,
+    ) -> Result<Self, ScenarioError> {
+        let plan = match engine {
+            Engine::Agent => Plan::new(scenario, limits)?,
+            Engine::Cohort => {
+                let plan = Plan::new(scenario, &cohort::plan_limits(limits))?;
+                cohort::check(&plan, limits)?;
+                plan
+            }
+        };
         Ok(Self {
             plan,
             scenario: scenario.clone(),
+            engine,
         })
+    }
+
+    /// The engine that runs this simulation.
+    #[must_use]
+    pub fn engine(&self) -> Engine {
+        self.engine
     }
 
     /// The scenario as given.
@@ -110,7 +163,10 @@ impl Simulation {
     /// `constant`, say), or the run exceeds [`Limits::max_attempts`].
     pub fn run(&self, rule: RuleName, seed: u64) -> Result<RunResult, ScenarioError> {
         let built = self.rule(rule)?;
-        engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent)
+        match self.engine {
+            Engine::Agent => engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent),
+            Engine::Cohort => cohort::simulate(&self.plan, rule, &built, seed),
+        }
     }
 
     /// Runs `rule` like [`Simulation::run`] and records every attempt. For small scenes:
@@ -120,6 +176,11 @@ impl Simulation {
     ///
     /// As [`Simulation::run`], and when the scene is too large to trace.
     pub fn trace(&self, rule: RuleName, seed: u64) -> Result<(RunResult, Trace), ScenarioError> {
+        if self.engine == Engine::Cohort {
+            return Err(ScenarioError::general(
+                "the cohort engine follows counts, not clients, so it cannot trace; use the agent engine",
+            ));
+        }
         if self.plan.total_clients() > MAX_TRACE_CLIENTS {
             return Err(ScenarioError::field(
                 "clients.count",

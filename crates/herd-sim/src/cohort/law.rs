@@ -1,0 +1,486 @@
+//! The law of a refused client's next wait, in whole steps, derived from the rule's own code.
+//!
+//! The agent engine asks [`Rule::pause`] for one pause per refused client and rounds it up to
+//! whole steps (at least one). For a cohort of `n` identical clients the cohort engine needs
+//! the *distribution* of that rounded pause, so that it can split `n` multinomially. A [`Law`]
+//! is that distribution: a list of outcomes `(wait in steps, next memory word)` with their
+//! probabilities. It is derived per rule, from the same [`Rule`] value the agent engine uses:
+//!
+//! - `immediate`, `constant`, `exponential`: one outcome, the pause [`Rule::pause`] returns
+//!   (these draw nothing from the generator).
+//! - `full`, `equal`: [`Rule::pause`] draws `range_inclusive(lo, g)`, an exactly uniform
+//!   integer (Lemire's unbiased method), with `g = g(k)` taken from an `exponential` rule with
+//!   the same base and cap (so the overflow-free `g` is herd's, not a copy). `full` is uniform
+//!   on `0..=g`, `equal` on `g − ⌊g/2⌋..=g`; counting the integers of each step gives the law
+//!   exactly.
+//! - `grpc`: the pause is a non-decreasing function of the one 53-bit float the rule draws
+//!   (every floating-point operation in it is monotone). The law is found by binary search over
+//!   the 2^53 possible draws, calling [`Rule::pause`] with an injected generator that returns
+//!   a chosen word: exact. Its memory (the current backoff) does not depend on the draw.
+//! - `decorrelated`: the pause is uniform on `base..=max(base, 3 · previous)`, capped, and the
+//!   next pause depends on this one *in nanoseconds*. Keeping every client's nanoseconds
+//!   would make each client its own cohort, so the memory is **quantized**: a pause below the
+//!   cap that falls in memory cell `c` (cells of a quarter step, or wider so that
+//!   `[base, cap]` spans at most 1000 cells) is remembered as one representative value of the
+//!   cell (its logarithmic-mean point, see `Laws::representative`), and a pause equal to the
+//!   cap is remembered exactly. The wait is drawn exactly given the remembered value; what is
+//!   approximated is the next pause's range `3 · previous`, off by less than three cell
+//!   widths. This is the cohort engine's one approximation; `tests/cohort_agreement.rs`
+//!   measures it against the agent engine (requests per client within 0.1 %).
+//! - `decorrelated-v2`: its memory is a continuous function value whose effect does not wash
+//!   out at any failure count; not supported (a clear error, see [`Laws::new`]).
+use std::collections::HashMap;
+
+use herd::rng::Rng;
+use herd::{Rule, RuleName, RuleParams, RuleState};
+
+use crate::error::ScenarioError;
+
+/// Memory cells per step for `decorrelated`...
+const CELLS_PER_STEP: u64 = 4;
+/// ...unless that makes more than this many cells over `[base, cap]`: then wider cells.
+const MAX_MEMORY_CELLS: u64 = 1000;
+
+/// The distribution of one cohort's next wait.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Law {
+    /// `(wait in steps ≥ 1, memory word after the failure)`, one per outcome.
+    pub(crate) outcomes: Vec<(u64, u64)>,
+    /// Probability of each outcome (summing to 1).
+    pub(crate) probs: Vec<f64>,
+    /// `tail[i] = probs[i] + probs[i+1] + …`.
+    pub(crate) tail: Vec<f64>,
+    /// `cdf[i] = probs[0] + … + probs[i]`.
+    pub(crate) cdf: Vec<f64>,
+}
+
+impl Law {
+    /// Builds a law from outcomes weighted by integer counts (or any non-negative weights).
+    fn from_weights(weighted: Vec<((u64, u64), f64)>) -> Self {
+        let total: f64 = weighted.iter().map(|(_, w)| w).sum();
+        let mut law = Law::default();
+        for (outcome, w) in weighted {
+            if w > 0.0 {
+                law.outcomes.push(outcome);
+                law.probs.push(w / total);
+            }
+        }
+        let m = law.probs.len();
+        law.tail = vec![0.0; m];
+        let mut acc = 0.0;
+        for i in (0..m).rev() {
+            acc += law.probs[i];
+            law.tail[i] = acc;
+        }
+        law.cdf = Vec::with_capacity(m);
+        let mut acc = 0.0;
+        for &p in &law.probs {
+            acc += p;
+            law.cdf.push(acc);
+        }
+        if let Some(last) = law.cdf.last_mut() {
+            *last = 1.0;
+        }
+        law
+    }
+
+    fn certain(wait: u64, memory: u64) -> Self {
+        Self::from_weights(vec![((wait, memory), 1.0)])
+    }
+}
+
+/// A generator that returns one chosen word: evaluates a rule's pause at a chosen draw.
+struct Fixed(u64);
+
+impl Rng for Fixed {
+    fn next_u64(&mut self) -> u64 {
+        self.0
+    }
+}
+
+fn ceil_div(a: u64, b: u64) -> u64 {
+    a / b + u64::from(a % b != 0)
+}
+
+/// The laws of one rule, built on demand and cached by `(failures, memory)`.
+#[derive(Debug)]
+pub(crate) struct Laws {
+    name: RuleName,
+    rule: Rule,
+    base: u64,
+    cap: u64,
+    step_ns: u64,
+    /// Memory cell width for `decorrelated`.
+    cell_ns: u64,
+    /// `exponential` with the same base and cap: the source of `g(k)` for `full` and `equal`.
+    growth: Option<Rule>,
+    /// From this failure count on, the law no longer depends on the count.
+    saturated_at: u32,
+    cache: HashMap<(u32, u64), Law>,
+    /// Outcomes held in `cache`, to bound its memory.
+    cached_outcomes: usize,
+}
+
+/// The cache of laws is dropped when it holds more outcomes than this (fine steps with a long
+/// cap and many memory cells); laws are rebuilt on demand.
+const MAX_CACHED_OUTCOMES: usize = 4_000_000;
+
+fn nanos(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Laws {
+    /// The laws of `rule` (named `name`, built from `params`) for steps of `step_ns`.
+    ///
+    /// # Errors
+    ///
+    /// `retry.rules` for a rule the cohort engine cannot run (`decorrelated-v2`).
+    pub(crate) fn new(
+        name: RuleName,
+        rule: Rule,
+        params: &RuleParams,
+        step_ns: u64,
+    ) -> Result<Self, ScenarioError> {
+        if !supports(name) {
+            return Err(unsupported(name));
+        }
+        let (base, cap) = (nanos(params.base), nanos(params.cap));
+        let growth = match name {
+            RuleName::Exponential | RuleName::Full | RuleName::Equal => {
+                Some(Rule::exponential(params.base, params.cap).map_err(|e| {
+                    ScenarioError::field("retry.base_ms", format!("{e} (rule {name})"))
+                })?)
+            }
+            _ => None,
+        };
+        let saturated_at = match (name, growth) {
+            (RuleName::Immediate | RuleName::Constant, _) => 0,
+            (_, Some(g)) => {
+                // The first k whose next pause g(k + 1) is the cap; 64 doublings always reach it.
+                let mut k = 0u32;
+                while k < 70
+                    && g.pause(&mut RuleState::from_parts(k, 0), &mut Fixed(0)) < g.max_pause()
+                {
+                    k += 1;
+                }
+                k
+            }
+            // decorrelated and grpc depend on the count only through "first failure or not".
+            _ => 1,
+        };
+        let cell_ns = (step_ns / CELLS_PER_STEP)
+            .max((cap - base).div_ceil(MAX_MEMORY_CELLS))
+            .max(1);
+        Ok(Self {
+            name,
+            rule,
+            base,
+            cap,
+            step_ns,
+            cell_ns,
+            growth,
+            saturated_at,
+            cache: HashMap::new(),
+            cached_outcomes: 0,
+        })
+    }
+
+    /// The failure count a cohort is filed under: beyond [`Laws::saturated_at`] every count
+    /// has the same law, so they merge, unless `max_attempts` needs the exact count.
+    pub(crate) fn file_failures(&self, failures: u32, max_attempts: u32) -> u32 {
+        if max_attempts > 0 {
+            failures
+        } else {
+            failures.min(self.saturated_at)
+        }
+    }
+
+    /// The law of the wait after the next failure of a client with `failures` failures so far
+    /// and memory word `memory`.
+    pub(crate) fn get(&mut self, failures: u32, memory: u64) -> &Law {
+        let key = (failures.min(self.saturated_at.max(1)), memory);
+        if !self.cache.contains_key(&key) {
+            let law = self.derive(failures, memory);
+            if self.cached_outcomes + law.outcomes.len() > MAX_CACHED_OUTCOMES {
+                self.cache.clear();
+                self.cached_outcomes = 0;
+            }
+            self.cached_outcomes += law.outcomes.len();
+            self.cache.insert(key, law);
+        }
+        &self.cache[&key]
+    }
+
+    fn wait_of(&self, pause_ns: u64) -> u64 {
+        ceil_div(pause_ns, self.step_ns).max(1)
+    }
+
+    fn derive(&self, failures: u32, memory: u64) -> Law {
+        let mut state = RuleState::from_parts(failures, memory);
+        match self.name {
+            RuleName::Immediate | RuleName::Constant | RuleName::Exponential => {
+                let pause = nanos(self.rule.pause(&mut state, &mut Fixed(0)));
+                Law::certain(self.wait_of(pause), 0)
+            }
+            RuleName::Full | RuleName::Equal => {
+                let g = self.growth.map_or(self.cap, |r| {
+                    nanos(r.pause(&mut RuleState::from_parts(failures, 0), &mut Fixed(0)))
+                });
+                let lo = if self.name == RuleName::Full {
+                    0
+                } else {
+                    g - g / 2
+                };
+                Law::from_weights(self.uniform_waits(lo, g))
+            }
+            RuleName::Grpc => self.grpc(failures, memory),
+            RuleName::Decorrelated => self.decorrelated(failures, memory),
+            RuleName::DecorrelatedV2 => Law::certain(1, 0), // refused in `new`
+        }
+    }
+
+    /// Integers uniform on `lo..=hi`, grouped by wait: `(wait, count)` as weights.
+    fn uniform_waits(&self, lo: u64, hi: u64) -> Vec<((u64, u64), f64)> {
+        let s = self.step_ns;
+        let mut out = Vec::new();
+        let mut j = self.wait_of(lo);
+        loop {
+            // Pauses with wait j: 0..=s for j = 1, else (j−1)·s + 1 ..= j·s.
+            let from = if j == 1 { 0 } else { (j - 1) * s + 1 };
+            let to = j.saturating_mul(s);
+            let (a, b) = (from.max(lo), to.min(hi));
+            if a <= b {
+                out.push(((j, 0), (b - a) as f64 + 1.0));
+            }
+            if to >= hi {
+                break;
+            }
+            j += 1;
+        }
+        out
+    }
+
+    fn grpc(&self, failures: u32, memory: u64) -> Law {
+        const WORDS: u64 = 1 << 53;
+        let eval = |m: u64| {
+            let mut state = RuleState::from_parts(failures, memory);
+            let pause = nanos(self.rule.pause(&mut state, &mut Fixed(m << 11)));
+            (self.wait_of(pause), state.memory())
+        };
+        let (first_wait, next_memory) = eval(0);
+        let (last_wait, _) = eval(WORDS - 1);
+        let mut weighted = Vec::new();
+        // `start` = the first draw whose wait is at least j.
+        let mut start = 0u64;
+        for j in first_wait..=last_wait {
+            let end = if j == last_wait {
+                WORDS
+            } else {
+                // The first draw with wait > j.
+                let (mut lo, mut hi) = (start, WORDS - 1);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if eval(mid).0 > j {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
+                }
+                lo
+            };
+            weighted.push(((j, next_memory), (end - start) as f64));
+            start = end;
+        }
+        Law::from_weights(weighted)
+    }
+
+    /// The memory cell of a pause below the cap: `c` covers `((c − 1)·cell, c·cell]`.
+    fn cell_of(&self, pause: u64) -> u64 {
+        ceil_div(pause, self.cell_ns)
+    }
+
+    /// What a pause in cell `c` is remembered as: the `p` within the cell's part of
+    /// `[base, cap)` whose next range `3p − base` is the *logarithmic mean* of the cell's
+    /// extremes. If the previous pause were uniform on the cell, the next pause's probability
+    /// of falling below any `x < 3 · from` would then be exactly right, since it is
+    /// proportional to the mean of `1 / (3p − base)`; the plain midpoint would bias every next
+    /// pause upwards (Jensen), by about a quarter of a percent of requests at one cell per step.
+    fn representative(&self, c: u64) -> u64 {
+        let from = ((c - 1) * self.cell_ns + 1).max(self.base);
+        let to = (c * self.cell_ns).min(self.cap - 1).max(from);
+        let base = self.base as f64;
+        let (l1, l2) = (3.0 * from as f64 - base, 3.0 * to as f64 - base);
+        if to == from || l1 <= 0.0 {
+            return from + (to - from) / 2;
+        }
+        let log_mean = (l2 - l1) / (l2 / l1).ln();
+        (((log_mean + base) / 3.0).round() as u64).clamp(from, to)
+    }
+
+    fn decorrelated(&self, failures: u32, memory: u64) -> Law {
+        let previous = if failures == 0 { self.base } else { memory };
+        let (lo, hi) = (self.base, previous.saturating_mul(3).max(self.base));
+        let mut weighted = Vec::new();
+        if lo < self.cap {
+            // Pieces of `lo..=top` that share both a memory cell and a wait.
+            let top = hi.min(self.cap - 1);
+            let mut from = lo;
+            while from <= top {
+                let c = self.cell_of(from);
+                let wait = self.wait_of(from);
+                let to = (c * self.cell_ns)
+                    .min(wait.saturating_mul(self.step_ns))
+                    .min(top);
+                weighted.push(((wait, self.representative(c)), (to - from) as f64 + 1.0));
+                from = to + 1;
+            }
+        }
+        if hi >= self.cap {
+            weighted.push((
+                (self.wait_of(self.cap), self.cap),
+                (hi - self.cap) as f64 + 1.0,
+            ));
+        }
+        Law::from_weights(weighted)
+    }
+}
+
+/// Whether the cohort engine can run `rule`.
+pub(crate) fn supports(rule: RuleName) -> bool {
+    rule != RuleName::DecorrelatedV2
+}
+
+/// The error for a rule the cohort engine cannot run.
+pub(crate) fn unsupported(rule: RuleName) -> ScenarioError {
+    ScenarioError::field(
+        "retry.rules",
+        format!(
+            "rule {rule} is not supported by the cohort engine (its memory is a continuous value that never washes out); use the agent engine"
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd::rng::SplitMix64;
+    use std::time::Duration;
+
+    const STEP: u64 = 100_000_000;
+
+    fn laws(name: RuleName, params: &RuleParams) -> Laws {
+        let rule = name.build(params).unwrap();
+        Laws::new(name, rule, params, STEP).unwrap()
+    }
+
+    /// Empirical law of (wait, memory) from `Rule::pause` itself, from one state.
+    fn empirical(l: &Laws, failures: u32, memory: u64, draws: u32) -> HashMap<(u64, u64), u32> {
+        let mut rng = SplitMix64::new(u64::from(failures) * 7919 + memory);
+        let mut seen = HashMap::new();
+        for _ in 0..draws {
+            let mut state = RuleState::from_parts(failures, memory);
+            let pause = nanos(l.rule.pause(&mut state, &mut rng));
+            let wait = l.wait_of(pause);
+            let mem = match l.name {
+                RuleName::Decorrelated if pause >= l.cap => l.cap,
+                RuleName::Decorrelated => l.representative(l.cell_of(pause)),
+                RuleName::Grpc => state.memory(),
+                _ => 0,
+            };
+            *seen.entry((wait, mem)).or_insert(0) += 1;
+        }
+        seen
+    }
+
+    /// The derived law against 200 000 draws of `Rule::pause`: every outcome's frequency within
+    /// 5 standard errors (plus a hair), and no outcome the law says is impossible.
+    fn agrees(name: RuleName, params: &RuleParams, states: &[(u32, u64)]) {
+        let mut l = laws(name, params);
+        for &(failures, memory) in states {
+            let draws = 200_000;
+            let seen = empirical(&l, failures, memory, draws);
+            let law = l.get(failures, memory).clone();
+            for (outcome, count) in &seen {
+                assert!(
+                    law.outcomes.contains(outcome),
+                    "{name} {failures}: {outcome:?} drawn but not in the law"
+                );
+                let _ = count;
+            }
+            for (o, p) in law.outcomes.iter().zip(&law.probs) {
+                let f = f64::from(seen.get(o).copied().unwrap_or(0)) / f64::from(draws);
+                let se = (p * (1.0 - p) / f64::from(draws)).sqrt();
+                assert!(
+                    (f - p).abs() <= 5.0 * se + 1e-6,
+                    "{name} k={failures} {o:?}: {f} vs {p}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn derived_laws_match_the_rules_own_draws() {
+        let d = RuleParams::default();
+        agrees(RuleName::Immediate, &d, &[(0, 0), (5, 0)]);
+        agrees(RuleName::Constant, &d, &[(0, 0), (3, 0)]);
+        agrees(RuleName::Exponential, &d, &[(0, 0), (4, 0), (40, 0)]);
+        agrees(
+            RuleName::Full,
+            &d,
+            &[(0, 0), (1, 0), (3, 0), (8, 0), (1000, 0)],
+        );
+        agrees(RuleName::Equal, &d, &[(0, 0), (2, 0), (7, 0), (9, 0)]);
+        agrees(
+            RuleName::Grpc,
+            &d,
+            &[
+                (0, 0),
+                (1, 160_000_000),
+                (6, 1_677_721_600),
+                (30, 20_000_000_000),
+            ],
+        );
+        agrees(
+            RuleName::Decorrelated,
+            &d,
+            &[
+                (0, 0),
+                (1, 150_000_000),
+                (1, 2_050_000_000),
+                (3, 9_000_000_000),
+                (9, 20_000_000_000),
+            ],
+        );
+        let odd = RuleParams {
+            base: Duration::from_millis(37),
+            cap: Duration::from_millis(1234),
+            ..RuleParams::default()
+        };
+        agrees(RuleName::Full, &odd, &[(0, 0), (4, 0), (9, 0)]);
+        agrees(RuleName::Equal, &odd, &[(1, 0), (5, 0)]);
+        agrees(RuleName::Decorrelated, &odd, &[(0, 0), (1, 400_000_000)]);
+    }
+
+    #[test]
+    fn counts_saturate_where_the_law_stops_changing() {
+        let d = RuleParams::default();
+        // 100 ms · 2^8 = 25.6 s > 20 s: the 9th failure's pause is the cap, from 8 failures on.
+        assert_eq!(laws(RuleName::Full, &d).saturated_at, 8);
+        assert_eq!(laws(RuleName::Constant, &d).saturated_at, 0);
+        assert_eq!(laws(RuleName::Decorrelated, &d).file_failures(12, 0), 1);
+        assert_eq!(laws(RuleName::Full, &d).file_failures(12, 20), 12);
+    }
+
+    #[test]
+    fn decorrelated_v2_is_refused_by_name() {
+        let d = RuleParams::default();
+        let rule = RuleName::DecorrelatedV2.build(&d).unwrap();
+        let err = Laws::new(RuleName::DecorrelatedV2, rule, &d, STEP).unwrap_err();
+        assert_eq!(err.field_name(), Some("retry.rules"));
+        assert!(
+            err.to_string()
+                .contains("not supported by the cohort engine"),
+            "{err}"
+        );
+    }
+}

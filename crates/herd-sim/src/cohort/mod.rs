@@ -1,0 +1,256 @@
+//! The cohort engine: the agent engine's model, exact in distribution, without per-client state.
+//!
+//! # Why
+//!
+//! The agent engine keeps a few bytes per client, so a billion clients need gigabytes and
+//! billions of pause draws. But clients in the same state — due at the same step, with the same
+//! failure count, memory word and (under a deadline) first step — are interchangeable: the
+//! model treats them alike, so only *how many* of them do each thing matters. The cohort
+//! engine keeps those counts. Its cost depends on the number of distinct states, which is
+//! bounded by the rule (pause range / step, failure counts until the pause saturates), not on
+//! the number of clients: 10^9 clients cost what 10^4 do.
+//!
+//! # One step
+//!
+//! The same events as the agent engine (see [`Simulation::run`](crate::Simulation::run)), with
+//! counts:
+//!
+//! 1. the due cohorts (burst, open-loop, calendar) are merged by state and sorted (so the
+//!    draws below happen in a fixed order and a run is reproducible from its seed);
+//! 2. the server (`server.rs`) gives the same verdict on the `A` arrivals, and the same
+//!    meter (`metrics.rs`) records them;
+//! 3. the agent serves a uniformly random `s`-subset of the arrivals; here, how many of each
+//!    cohort are served is one multivariate hypergeometric draw (exact: the counts of a
+//!    uniform subset are multivariate hypergeometric);
+//! 4. every refused client of a cohort fails: the whole cohort gives up at `max_attempts`;
+//!    otherwise each client's wait is an independent draw of the rule, so the cohort's counts
+//!    per outcome are one multinomial draw from the law of the wait (exact; see `law.rs`), and
+//!    each outcome's count gives up at its deadline, passes the horizon, or is filed in the
+//!    calendar at `step + timeout + max(wait, Retry-After)`.
+//!
+//! Samplers: `sample.rs` (binomial, hypergeometric), drawing only from the world's SplitMix64.
+//!
+//! # Exactness
+//!
+//! Exact in distribution (not draw for draw: the agent and the cohort engines consume the
+//! generator differently) for `immediate`, `constant`, `exponential`, `full`, `equal` and
+//! `grpc`, with every server and client feature of the model. Deterministic rules in a burst
+//! give the agent engine's results exactly. `decorrelated` quantizes its memory (see
+//! `cohort/law.rs`); `decorrelated-v2` and retry budgets are refused with an error.
+use herd::RuleName;
+use herd::rng::SplitMix64;
+
+use crate::error::ScenarioError;
+use crate::limits::Limits;
+use crate::metrics::{Meter, RunResult};
+use crate::plan::Plan;
+use crate::sample;
+use crate::server::{Server, Verdict};
+
+mod calendar;
+pub(crate) mod law;
+
+use calendar::{Calendar, State};
+use law::Laws;
+
+/// The most clients (burst plus open-loop) the cohort engine accepts: counts are `u64` and the
+/// server's accounting is `f64`, exact far beyond this.
+pub const MAX_CLIENTS: u64 = 1_000_000_000_000;
+/// The most cohorts that may wait at once; a run that needs more stops with an error.
+pub const MAX_COHORTS: u64 = 20_000_000;
+
+/// The limits the cohort engine builds its [`Plan`] under: the caller's, except that clients
+/// cost no memory and may number up to [`MAX_CLIENTS`].
+pub(crate) fn plan_limits(limits: &Limits) -> Limits {
+    Limits {
+        max_clients: MAX_CLIENTS,
+        max_bytes: u64::MAX,
+        ..*limits
+    }
+}
+
+/// Checks what the cohort engine cannot run, after the plan is built.
+pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
+    if plan.budget_percent > 0.0 {
+        return Err(ScenarioError::field(
+            "retry.budget_percent",
+            "retry budgets are not supported by the cohort engine; set 0 or use the agent engine",
+        ));
+    }
+    for (name, _) in &plan.rules {
+        if !law::supports(*name) {
+            return Err(law::unsupported(*name));
+        }
+    }
+    // The per-window series are the only memory that grows with the run (16 bytes a window).
+    let series = u128::from(plan.windows) * 16;
+    if series > u128::from(limits.max_bytes) {
+        return Err(ScenarioError::field(
+            "horizon_s",
+            format!(
+                "{} windows need {} MiB for the series; only {} MiB available (use a longer window_ms or a shorter horizon)",
+                plan.windows,
+                series >> 20,
+                limits.max_bytes >> 20
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Runs `rule` over `plan` with the world's generator seeded by `seed`, in cohorts.
+///
+/// `plan.max_attempts_total` bounds the cohort updates (one per cohort per step it knocks),
+/// the cohort engine's unit of work.
+pub(crate) fn simulate(
+    plan: &Plan,
+    name: RuleName,
+    rule: &herd::Rule,
+    seed: u64,
+) -> Result<RunResult, ScenarioError> {
+    let mut laws = Laws::new(name, *rule, &plan.params, plan.step_ns)?;
+    let mut rng = SplitMix64::new(seed);
+    let mut server = Server::new(plan);
+    let mut meter = Meter::new(plan);
+    let mut calendar = Calendar::default();
+    let mut due: Vec<(State, u64)> = Vec::new();
+    let mut sizes: Vec<u64> = Vec::new();
+    let mut served_of: Vec<u64> = Vec::new();
+    let mut gave_up = 0u64;
+    let mut beyond_horizon = 0u64;
+    let mut work = 0u64;
+    let open_loop = plan.open_loop_total > 0;
+    let first_of = |step: u64| {
+        if plan.deadline_steps.is_some() {
+            step as u32
+        } else {
+            0
+        }
+    };
+    let new_clients = |step: u64| State {
+        failures: 0,
+        memory: 0,
+        first: first_of(step),
+    };
+
+    let mut step = plan.start_step;
+    loop {
+        due.clear();
+        calendar.take(step, &mut due);
+        if step == plan.start_step && plan.burst > 0 {
+            due.push((new_clients(step), plan.burst));
+        }
+        if open_loop {
+            let new = plan.open_loop_at(step);
+            if new > 0 {
+                due.push((new_clients(step), new));
+            }
+        }
+        merge_sorted(&mut due);
+
+        let arrivals: u64 = due.iter().map(|(_, n)| n).sum();
+        if arrivals > 0 {
+            let (served, honour_retry_after) = match server.arrive(step, arrivals) {
+                Verdict::Down => (0, false),
+                Verdict::Collapsed => (0, true),
+                Verdict::Serve(s) => (s, true),
+            };
+            meter.record(step, arrivals, served);
+            work += due.len() as u64;
+            if work > plan.max_attempts_total {
+                return Err(ScenarioError::field(
+                    "clients.count",
+                    format!(
+                        "the run needs more than {} cohort updates, the most allowed here",
+                        plan.max_attempts_total
+                    ),
+                ));
+            }
+            sizes.clear();
+            sizes.extend(due.iter().map(|(_, n)| *n));
+            sample::multivariate_hypergeometric(&mut rng, &sizes, served, &mut served_of);
+
+            for (&(state, count), &taken) in due.iter().zip(&served_of) {
+                let refused = count - taken;
+                if refused == 0 {
+                    continue;
+                }
+                if plan.max_attempts > 0 && state.failures.saturating_add(1) >= plan.max_attempts {
+                    gave_up += refused;
+                    continue;
+                }
+                let failures =
+                    laws.file_failures(state.failures.saturating_add(1), plan.max_attempts);
+                let law = laws.get(state.failures, state.memory);
+                sample::multinomial(
+                    &mut rng,
+                    refused,
+                    &law.probs,
+                    &law.tail,
+                    &law.cdf,
+                    |i, n| {
+                        let (mut wait, memory) = law.outcomes[i];
+                        if honour_retry_after {
+                            wait = wait.max(plan.retry_after_steps);
+                        }
+                        let next = step + plan.timeout_steps + wait;
+                        let past_deadline = plan
+                            .deadline_steps
+                            .is_some_and(|d| next - u64::from(state.first) >= d);
+                        if past_deadline {
+                            gave_up += n;
+                        } else if next >= plan.steps {
+                            beyond_horizon += n;
+                        } else {
+                            let next_state = State {
+                                failures,
+                                memory,
+                                first: state.first,
+                            };
+                            calendar.add(next, next_state, n);
+                        }
+                    },
+                );
+            }
+            if calendar.cohorts() > MAX_COHORTS {
+                return Err(ScenarioError::field(
+                    "step_ms",
+                    format!(
+                        "the run needs more than {MAX_COHORTS} cohorts waiting at once (use a longer step_ms)"
+                    ),
+                ));
+            }
+        }
+
+        let from_calendar = calendar.next_due();
+        let from_arrivals = (open_loop && step + 1 < plan.steps).then_some(step + 1);
+        let next = match (from_calendar, from_arrivals) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(n) => n,
+                None => break,
+            },
+        };
+        if next >= plan.steps {
+            break;
+        }
+        step = next;
+    }
+
+    let waiting = calendar.clients() + beyond_horizon;
+    debug_assert_eq!(meter.served + gave_up + waiting, plan.total_clients());
+    Ok(meter.finish(name, seed, gave_up, 0, waiting))
+}
+
+/// Sorts cohorts by state and merges equal states, so draws happen in a fixed order.
+fn merge_sorted(due: &mut Vec<(State, u64)>) {
+    due.sort_unstable_by_key(|(s, _)| *s);
+    due.dedup_by(|later, earlier| {
+        if later.0 == earlier.0 {
+            earlier.1 += later.1;
+            true
+        } else {
+            false
+        }
+    });
+}

@@ -1,0 +1,698 @@
+//! Exact samplers for counts: binomial, hypergeometric and their multivariate forms.
+//!
+//! The cohort engine moves clients in counts, not one by one, so where the agent engine draws
+//! a coin per client it draws one *count*: how many of `n` clients land on a given pause
+//! (binomial), and how many of a cohort are among the `s` served of `A` arrivals
+//! (hypergeometric). These must be exact in distribution for any `n` up to 10^12, and every
+//! draw must come from the world's [`Rng`] (SplitMix64, SPEC §3), so they are written here
+//! rather than taken from a crate whose algorithm may change between versions.
+//!
+//! Two algorithms, chosen by the variance `σ²` of the distribution:
+//!
+//! - **Inversion** (`σ² < 10`): one uniform `u`, then walk the probability mass function from
+//!   its lower end with the ratio recurrence `f(k+1)/f(k)` until the cumulative sum passes
+//!   `u`. Exact; expected cost O(1 + mean), and the mean is below 40 on this branch.
+//! - **Ratio of uniforms** (`σ² ≥ 10`): Stadlober's method for log-concave discrete
+//!   distributions ("The ratio of uniforms approach for generating discrete random variates",
+//!   J. Comput. Appl. Math. 31, 1990; the method behind numpy's HRUA). Draw `U ∈ (0, 1]`,
+//!   `V ∈ [0, 1)`, let `X = a + h (V − ½) / U` with `a = μ + ½` and
+//!   `h = 2√(2/e) · √(σ² + ½) + 3 − 2√(3/e)`, and accept `k = ⌊X⌋` when
+//!   `U² ≤ f(k) / f(mode)`. Accepted `k` follow `f` exactly as long as the rectangle encloses
+//!   the acceptance region, `|x − a| · √(f(⌊x⌋)/f(mode)) ≤ h/2` for all `x`; a unit test
+//!   checks that bound over a grid of parameters. Expected cost O(1) (acceptance ≈ 0.7 or
+//!   better) for any `n`.
+//!
+//! The acceptance test needs `ln f(k) − ln f(mode)`, a difference of log-factorials of numbers
+//! up to 10^12 (about 2.7·10^13 each). Subtracting two Stirling series would lose about
+//! 10^-3 of absolute precision; [`ln_factorial_ratio`] instead computes `ln(a!/b!)` directly
+//! from a rearranged Stirling series, accurate to about 10^-12 relative, so the sampled
+//! probabilities are those of the distribution to floating-point accuracy.
+//!
+//! The multivariate forms (conditional method): a multinomial split of `n` over probabilities
+//! `p₁ … p_m` is `c₁ ~ B(n, p₁)`, then `c₂ ~ B(n − c₁, p₂ / (1 − p₁))`, …; a multivariate
+//! hypergeometric draw of `s` of `A = n₁ + … + n_m` is `x₁ ~ H(A, n₁, s)`, then
+//! `x₂ ~ H(A − n₁, n₂, s − x₁)`, …. Both are exact factorisations of the joint law.
+use herd::rng::Rng;
+
+/// `2·√(2/e)`, Stadlober's constant for the width of the ratio-of-uniforms rectangle.
+const ROU_D1: f64 = 1.715_527_769_921_413_5;
+/// `3 − 2·√(3/e)`, Stadlober's additive constant.
+const ROU_D2: f64 = 0.898_916_162_058_898_8;
+/// Below this variance, inversion; at or above it, the ratio of uniforms.
+const INVERSION_BELOW_VARIANCE: f64 = 10.0;
+/// `ln k!` is tabulated below this `k`.
+const TABLE: usize = 256;
+
+/// `ln k!` for `k < TABLE`, summed exactly once.
+fn ln_factorial_table() -> &'static [f64; TABLE] {
+    use std::sync::OnceLock;
+    static T: OnceLock<[f64; TABLE]> = OnceLock::new();
+    T.get_or_init(|| {
+        let mut t = [0.0; TABLE];
+        for k in 1..TABLE {
+            t[k] = t[k - 1] + (k as f64).ln();
+        }
+        t
+    })
+}
+
+/// The Stirling series' correction `ln Γ(x) − ((x − ½) ln x − x + ½ ln 2π)`, for `x ≥ TABLE`.
+fn stirling_correction(x: f64) -> f64 {
+    let r = 1.0 / x;
+    let r2 = r * r;
+    r * (1.0 / 12.0 - r2 * (1.0 / 360.0 - r2 * (1.0 / 1260.0 - r2 / 1680.0)))
+}
+
+/// `ln k!`.
+pub(crate) fn ln_factorial(k: u64) -> f64 {
+    if k < TABLE as u64 {
+        return ln_factorial_table()[k as usize];
+    }
+    let x = k as f64 + 1.0;
+    (x - 0.5) * x.ln() - x + 0.5 * (2.0 * std::f64::consts::PI).ln() + stirling_correction(x)
+}
+
+/// `ln(a! / b!)`, without the cancellation of subtracting two large log-factorials.
+///
+/// With `x = a + 1`, `y = b + 1` and Stirling's series,
+/// `ln Γ(x) − ln Γ(y) = (x − y)(ln x − 1) + (y − ½) · ln(1 + (x − y)/y) + c(x) − c(y)`,
+/// every term of which is computed to full relative precision.
+pub(crate) fn ln_factorial_ratio(a: u64, b: u64) -> f64 {
+    if a == b {
+        return 0.0;
+    }
+    if a < TABLE as u64 || b < TABLE as u64 {
+        // One side is small, so the result is not a difference of two huge numbers... unless
+        // the other side is huge, where the small side's value is negligible in comparison.
+        return ln_factorial(a) - ln_factorial(b);
+    }
+    let (x, y) = (a as f64 + 1.0, b as f64 + 1.0);
+    let d = a as f64 - b as f64; // exact: both below 2^53 in any run we allow
+    d * (x.ln() - 1.0) + (y - 0.5) * (d / y).ln_1p() + stirling_correction(x)
+        - stirling_correction(y)
+}
+
+/// A uniform float in `(0, 1]`: one minus the documented `[0, 1)` float.
+fn open_unit<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    1.0 - rng.next_f64()
+}
+
+/// A log-concave discrete distribution on `lo..=hi`, as the ratio-of-uniforms sampler sees it.
+trait LogConcave {
+    fn support(&self) -> (u64, u64);
+    fn mean(&self) -> f64;
+    fn variance(&self) -> f64;
+    fn mode(&self) -> u64;
+    /// `ln f(k) − ln f(mode)` (≤ 0).
+    fn ln_ratio_to_mode(&self, k: u64) -> f64;
+}
+
+/// Half-width parameters of the ratio-of-uniforms rectangle: `(a, h)`.
+fn rou_box<D: LogConcave>(d: &D) -> (f64, f64) {
+    let a = d.mean() + 0.5;
+    let h = ROU_D1 * (d.variance() + 0.5).sqrt() + ROU_D2;
+    (a, h)
+}
+
+/// Stadlober's ratio of uniforms, with the two squeezes `ln u ≤ …` of numpy's HRUA:
+/// `2 ln U ≤ U(4 − U) − 3` (so `U(4 − U) − 3 ≤ T` accepts) and `2 ln U > U − 1/U` for
+/// `U < 1` (so `U(U − T) ≥ 1` rejects).
+fn ratio_of_uniforms<D: LogConcave, R: Rng + ?Sized>(d: &D, rng: &mut R) -> u64 {
+    let (a, h) = rou_box(d);
+    let (lo, hi) = d.support();
+    let (lo_f, end_f) = (lo as f64, hi as f64 + 1.0);
+    loop {
+        let u = open_unit(rng);
+        let v = rng.next_f64();
+        let x = a + h * (v - 0.5) / u;
+        if !(x >= lo_f && x < end_f) {
+            continue;
+        }
+        let k = (x.floor() as u64).clamp(lo, hi);
+        let t = d.ln_ratio_to_mode(k);
+        if u * (4.0 - u) - 3.0 <= t {
+            return k;
+        }
+        if u * (u - t) >= 1.0 {
+            continue;
+        }
+        if 2.0 * u.ln() <= t {
+            return k;
+        }
+    }
+}
+
+/// Inversion from the lower end of the support: `f(lo)` is given, `ratio(k)` is
+/// `f(k + 1) / f(k)`. Restarts on the (rounding-only) event of running off the top.
+fn invert<R: Rng + ?Sized>(
+    rng: &mut R,
+    lo: u64,
+    hi: u64,
+    f_lo: f64,
+    ratio: impl Fn(u64) -> f64,
+) -> u64 {
+    loop {
+        let mut u = rng.next_f64();
+        let mut f = f_lo;
+        let mut k = lo;
+        loop {
+            if u < f {
+                return k;
+            }
+            u -= f;
+            if k >= hi {
+                break;
+            }
+            f *= ratio(k);
+            k += 1;
+        }
+    }
+}
+
+/// The binomial distribution `B(n, p)` with `0 < p ≤ ½` (the caller reflects).
+struct Binomial {
+    n: u64,
+    p: f64,
+    ln_odds: f64,
+}
+
+impl LogConcave for Binomial {
+    fn support(&self) -> (u64, u64) {
+        (0, self.n)
+    }
+    fn mean(&self) -> f64 {
+        self.n as f64 * self.p
+    }
+    fn variance(&self) -> f64 {
+        self.n as f64 * self.p * (1.0 - self.p)
+    }
+    fn mode(&self) -> u64 {
+        (((self.n as f64 + 1.0) * self.p).floor() as u64).min(self.n)
+    }
+    fn ln_ratio_to_mode(&self, k: u64) -> f64 {
+        let m = self.mode();
+        // f(k)/f(m) = m! (n−m)! / (k! (n−k)!) · (p/q)^(k−m)
+        ln_factorial_ratio(m, k)
+            + ln_factorial_ratio(self.n - m, self.n - k)
+            + (k as f64 - m as f64) * self.ln_odds
+    }
+}
+
+/// A draw from the binomial distribution: successes in `n` independent trials of probability
+/// `p`. Exact in distribution (see the module docs) for any `n`; `p` outside `[0, 1]` (or NaN)
+/// is clamped, so the call never panics.
+pub(crate) fn binomial<R: Rng + ?Sized>(rng: &mut R, n: u64, p: f64) -> u64 {
+    if n == 0 || p.is_nan() || p <= 0.0 {
+        return 0;
+    }
+    if p >= 1.0 {
+        return n;
+    }
+    if p > 0.5 {
+        return n - binomial_low(rng, n, 1.0 - p);
+    }
+    binomial_low(rng, n, p)
+}
+
+fn binomial_low<R: Rng + ?Sized>(rng: &mut R, n: u64, p: f64) -> u64 {
+    let q = 1.0 - p;
+    let d = Binomial {
+        n,
+        p,
+        ln_odds: (p / q).ln(),
+    };
+    if d.variance() < INVERSION_BELOW_VARIANCE {
+        // f(0) = q^n; f(k+1)/f(k) = (n − k)/(k + 1) · p/q.
+        let f0 = (n as f64 * (-p).ln_1p()).exp();
+        let odds = p / q;
+        invert(rng, 0, n, f0, |k| (n - k) as f64 / (k + 1) as f64 * odds)
+    } else {
+        ratio_of_uniforms(&d, rng)
+    }
+}
+
+/// The hypergeometric distribution with `successes ≤ total/2` and `draws ≤ total/2` (the
+/// caller reflects): successes among `draws` taken without replacement from `total` items.
+struct Hypergeometric {
+    total: u64,
+    successes: u64,
+    draws: u64,
+}
+
+impl LogConcave for Hypergeometric {
+    fn support(&self) -> (u64, u64) {
+        // With both at most total/2, the lower end is 0.
+        (0, self.successes.min(self.draws))
+    }
+    fn mean(&self) -> f64 {
+        self.draws as f64 * self.successes as f64 / self.total as f64
+    }
+    fn variance(&self) -> f64 {
+        let (n, k, d) = (self.total as f64, self.successes as f64, self.draws as f64);
+        if self.total <= 1 {
+            return 0.0;
+        }
+        d * (k / n) * (1.0 - k / n) * (n - d) / (n - 1.0)
+    }
+    fn mode(&self) -> u64 {
+        let m = (u128::from(self.draws) + 1) * (u128::from(self.successes) + 1)
+            / (u128::from(self.total) + 2);
+        (m as u64).min(self.successes.min(self.draws))
+    }
+    fn ln_ratio_to_mode(&self, k: u64) -> f64 {
+        let m = self.mode();
+        let (s, d) = (self.successes, self.draws);
+        let rest = self.total - s - d; // ≥ 0 since s, d ≤ total/2
+        // f(k) ∝ 1 / (k! (s−k)! (d−k)! (rest+k)!)
+        ln_factorial_ratio(m, k)
+            + ln_factorial_ratio(s - m, s - k)
+            + ln_factorial_ratio(d - m, d - k)
+            + ln_factorial_ratio(rest + m, rest + k)
+    }
+}
+
+/// A draw from the hypergeometric distribution: how many of `successes` marked items are
+/// among `draws` items taken at random, without replacement, from `total`. Exact in
+/// distribution for any sizes. Arguments out of range are clamped (`successes` and `draws`
+/// to `total`), so the call never panics.
+pub(crate) fn hypergeometric<R: Rng + ?Sized>(
+    rng: &mut R,
+    total: u64,
+    successes: u64,
+    draws: u64,
+) -> u64 {
+    let successes = successes.min(total);
+    let draws = draws.min(total);
+    if draws == 0 || successes == 0 {
+        return 0;
+    }
+    if successes == total {
+        return draws;
+    }
+    if draws == total {
+        return successes;
+    }
+    // Reflect so that both are at most half the total (as numpy does): count the unmarked
+    // items if they are fewer, and the items left behind if they are fewer.
+    let flip_marked = successes > total - successes;
+    let flip_drawn = draws > total - draws;
+    let s = if flip_marked {
+        total - successes
+    } else {
+        successes
+    };
+    let d = if flip_drawn { total - draws } else { draws };
+    let dist = Hypergeometric {
+        total,
+        successes: s,
+        draws: d,
+    };
+    let mut x = if dist.variance() < INVERSION_BELOW_VARIANCE {
+        let hi = s.min(d);
+        let rest = total - s - d;
+        // f(0) = C(total − s, d) / C(total, d); f(k+1)/f(k) = (s−k)(d−k) / ((k+1)(rest+k+1)).
+        let ln_f0 = ln_factorial_ratio(total - s, rest) - ln_factorial_ratio(total, total - d);
+        invert(rng, 0, hi, ln_f0.exp(), |k| {
+            (s - k) as f64 * (d - k) as f64 / ((k + 1) as f64 * (rest + k + 1) as f64)
+        })
+    } else {
+        ratio_of_uniforms(&dist, rng)
+    };
+    if flip_marked {
+        x = d - x;
+    }
+    if flip_drawn {
+        x = successes - x;
+    }
+    x
+}
+
+/// Splits `n` items over outcomes with probabilities `probs` (summing to 1) by the conditional
+/// binomial method, calling `emit(outcome, count)` for every non-zero count, in outcome order.
+///
+/// `tail[i]` must be `probs[i] + probs[i+1] + …` (precomputed, so no rounding drifts in). For
+/// small `n` against many outcomes it draws each item's outcome by inversion of the cumulative
+/// distribution `cdf` instead (same law, less work).
+pub(crate) fn multinomial<R: Rng + ?Sized>(
+    rng: &mut R,
+    n: u64,
+    probs: &[f64],
+    tail: &[f64],
+    cdf: &[f64],
+    mut emit: impl FnMut(usize, u64),
+) {
+    let m = probs.len();
+    if n == 0 || m == 0 {
+        return;
+    }
+    if m == 1 {
+        emit(0, n);
+        return;
+    }
+    if n.saturating_mul(8) < m as u64 {
+        // One inversion per item, then counted in outcome order.
+        let mut picks: Vec<usize> = (0..n)
+            .map(|_| {
+                let u = rng.next_f64();
+                cdf.partition_point(|&c| c <= u).min(m - 1)
+            })
+            .collect();
+        picks.sort_unstable();
+        let mut i = 0;
+        while i < picks.len() {
+            let j = picks[i..].partition_point(|&x| x == picks[i]) + i;
+            emit(picks[i], (j - i) as u64);
+            i = j;
+        }
+        return;
+    }
+    let mut left = n;
+    for i in 0..m - 1 {
+        let p = if tail[i] > 0.0 {
+            probs[i] / tail[i]
+        } else {
+            0.0
+        };
+        let c = binomial(rng, left, p);
+        if c > 0 {
+            emit(i, c);
+            left -= c;
+        }
+        if left == 0 {
+            return;
+        }
+    }
+    emit(m - 1, left);
+}
+
+/// Draws how many of each group are among `draws` taken without replacement from the union of
+/// `groups` (a multivariate hypergeometric draw, by the conditional method); writes them to
+/// `out` (cleared first), in group order.
+pub(crate) fn multivariate_hypergeometric<R: Rng + ?Sized>(
+    rng: &mut R,
+    groups: &[u64],
+    draws: u64,
+    out: &mut Vec<u64>,
+) {
+    out.clear();
+    let mut total: u64 = groups.iter().sum();
+    let mut left = draws.min(total);
+    for &g in groups {
+        let x = if left == 0 {
+            0
+        } else if left == total {
+            g
+        } else {
+            hypergeometric(rng, total, g, left)
+        };
+        out.push(x);
+        left -= x;
+        total -= g;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd::rng::SplitMix64;
+
+    fn ln_choose(n: u64, k: u64) -> f64 {
+        ln_factorial(n) - ln_factorial(k) - ln_factorial(n - k)
+    }
+
+    fn binomial_pmf(n: u64, p: f64, k: u64) -> f64 {
+        (ln_choose(n, k) + k as f64 * p.ln() + (n - k) as f64 * (1.0 - p).ln()).exp()
+    }
+
+    fn hyper_pmf(total: u64, succ: u64, draws: u64, k: u64) -> f64 {
+        if k > succ || k > draws || draws - k > total - succ {
+            return 0.0;
+        }
+        (ln_choose(succ, k) + ln_choose(total - succ, draws - k) - ln_choose(total, draws)).exp()
+    }
+
+    /// Pearson's chi-square over `samples` draws against `pmf`, pooling cells with expected
+    /// counts below 5; returns (statistic, degrees of freedom).
+    fn chi_square(counts: &[u64], pmf: &[f64], samples: u64) -> (f64, usize) {
+        let mut stat = 0.0;
+        let mut cells = 0usize;
+        let (mut obs, mut exp) = (0.0, 0.0);
+        for (c, p) in counts.iter().zip(pmf) {
+            obs += *c as f64;
+            exp += p * samples as f64;
+            if exp >= 5.0 {
+                stat += (obs - exp) * (obs - exp) / exp;
+                cells += 1;
+                obs = 0.0;
+                exp = 0.0;
+            }
+        }
+        if exp > 0.0 {
+            stat += (obs - exp) * (obs - exp) / exp.max(1e-9);
+            cells += 1;
+        }
+        (stat, cells.saturating_sub(1))
+    }
+
+    /// The 99.99 % point of chi-square with `df` degrees of freedom (Wilson–Hilferty), so
+    /// a correct sampler fails one check in 10 000.
+    fn chi_square_limit(df: usize) -> f64 {
+        let k = df.max(1) as f64;
+        let z = 3.719;
+        k * (1.0 - 2.0 / (9.0 * k) + z * (2.0 / (9.0 * k)).sqrt()).powi(3)
+    }
+
+    #[test]
+    fn ln_factorial_ratio_matches_direct_sums() {
+        for (a, b) in [
+            (300u64, 260u64),
+            (1000, 999),
+            (5000, 10_000),
+            (255, 256),
+            (7, 300),
+        ] {
+            let direct: f64 = if a >= b {
+                ((b + 1)..=a).map(|i| (i as f64).ln()).sum()
+            } else {
+                -((a + 1)..=b).map(|i| (i as f64).ln()).sum::<f64>()
+            };
+            let got = ln_factorial_ratio(a, b);
+            assert!(
+                (got - direct).abs() < 1e-9 * direct.abs().max(1.0),
+                "{a} {b}"
+            );
+        }
+        // Huge arguments: ln((n+1)!/n!) = ln(n+1).
+        let n = 999_999_999_999u64;
+        assert!((ln_factorial_ratio(n + 1, n) - ((n + 1) as f64).ln()).abs() < 1e-9);
+    }
+
+    #[test]
+    fn rou_rectangle_encloses_the_acceptance_region() {
+        // sup over x of |x − a|·√(f(⌊x⌋)/f(mode)) must not exceed h/2.
+        fn check<D: LogConcave>(d: &D, what: &str) {
+            let (a, h) = rou_box(d);
+            let (lo, hi) = d.support();
+            let sd = d.variance().sqrt();
+            let from = (d.mean() - 40.0 * sd).max(lo as f64) as u64;
+            let to = ((d.mean() + 40.0 * sd) as u64).min(hi);
+            for k in from..=to {
+                let s = (0.5 * d.ln_ratio_to_mode(k)).exp();
+                let reach = (k as f64 - a).abs().max((k as f64 + 1.0 - a).abs());
+                assert!(
+                    reach * s <= h / 2.0 + 1e-9,
+                    "{what}: k {k}: {} > {}",
+                    reach * s,
+                    h / 2.0
+                );
+            }
+        }
+        for n in [20u64, 41, 100, 1000, 12_345, 1_000_000] {
+            for p in [0.5, 0.3, 0.1, 0.02, 0.011] {
+                let d = Binomial {
+                    n,
+                    p,
+                    ln_odds: (p / (1.0 - p)).ln(),
+                };
+                if d.variance() >= INVERSION_BELOW_VARIANCE {
+                    check(&d, &format!("B({n}, {p})"));
+                }
+            }
+        }
+        for (total, s, d) in [
+            (100u64, 50u64, 50u64),
+            (200, 30, 100),
+            (10_000, 120, 5000),
+            (10_000, 5000, 5000),
+            (1_000_000, 400_000, 300),
+            (1_000_000, 100, 500_000),
+        ] {
+            let h = Hypergeometric {
+                total,
+                successes: s,
+                draws: d,
+            };
+            if h.variance() >= INVERSION_BELOW_VARIANCE {
+                check(&h, &format!("H({total}, {s}, {d})"));
+            }
+        }
+    }
+
+    #[test]
+    fn binomial_chi_square_small_and_large() {
+        let mut rng = SplitMix64::new(11);
+        for (n, p) in [
+            (10u64, 0.3),
+            (50, 0.5),
+            (200, 0.9),
+            (1000, 0.07),
+            (3, 0.99),
+            (400, 0.02),
+        ] {
+            let samples = 40_000u64;
+            let mut counts = vec![0u64; n as usize + 1];
+            for _ in 0..samples {
+                counts[binomial(&mut rng, n, p) as usize] += 1;
+            }
+            let pmf: Vec<f64> = (0..=n).map(|k| binomial_pmf(n, p, k)).collect();
+            let (stat, df) = chi_square(&counts, &pmf, samples);
+            assert!(
+                stat < chi_square_limit(df),
+                "B({n}, {p}): chi² {stat} on {df} df"
+            );
+        }
+    }
+
+    #[test]
+    fn hypergeometric_chi_square_small_and_large() {
+        let mut rng = SplitMix64::new(12);
+        for (total, s, d) in [
+            (20u64, 7u64, 9u64),
+            (100, 60, 30),
+            (500, 100, 400),
+            (1000, 500, 500),
+            (10_000, 9_000, 300),
+            (2000, 3, 1000),
+        ] {
+            let samples = 40_000u64;
+            let hi = s.min(d) as usize;
+            let mut counts = vec![0u64; hi + 1];
+            for _ in 0..samples {
+                counts[hypergeometric(&mut rng, total, s, d) as usize] += 1;
+            }
+            let pmf: Vec<f64> = (0..=hi as u64).map(|k| hyper_pmf(total, s, d, k)).collect();
+            let (stat, df) = chi_square(&counts, &pmf, samples);
+            assert!(
+                stat < chi_square_limit(df),
+                "H({total}, {s}, {d}): chi² {stat} on {df} df"
+            );
+        }
+    }
+
+    /// Mean and variance over `samples` draws within 5 standard errors of the exact moments.
+    fn moments_agree(draws: impl Fn(&mut SplitMix64) -> u64, mean: f64, var: f64, what: &str) {
+        let mut rng = SplitMix64::new(13);
+        let samples = 20_000;
+        let xs: Vec<f64> = (0..samples).map(|_| draws(&mut rng) as f64).collect();
+        let m = xs.iter().sum::<f64>() / samples as f64;
+        let v = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (samples - 1) as f64;
+        let se_mean = (var / samples as f64).sqrt();
+        // The sample variance's standard error is about var·√(2/samples) for near-normal laws.
+        let se_var = var * (2.0 / samples as f64).sqrt();
+        assert!(
+            (m - mean).abs() < 5.0 * se_mean + 1e-9,
+            "{what}: mean {m} vs {mean}"
+        );
+        assert!(
+            (v - var).abs() < 5.0 * se_var + 1e-9,
+            "{what}: variance {v} vs {var}"
+        );
+    }
+
+    #[test]
+    fn binomial_moments_for_huge_n() {
+        for (n, p) in [
+            (1_000_000_000u64, 0.5),
+            (1_000_000_000_000, 0.013),
+            (123_456_789, 0.999),
+        ] {
+            let (mean, var) = (n as f64 * p, n as f64 * p * (1.0 - p));
+            moments_agree(|r| binomial(r, n, p), mean, var, &format!("B({n}, {p})"));
+        }
+    }
+
+    #[test]
+    fn hypergeometric_moments_for_huge_populations() {
+        for (total, s, d) in [
+            (1_000_000_000u64, 300_000_000u64, 25_000_000u64),
+            (1_000_000_000_000, 999_000_000_000, 400_000_000_000),
+            (2_000_000_000, 40, 1_000_000_000),
+        ] {
+            let (n, k, dd) = (total as f64, s as f64, d as f64);
+            let mean = dd * k / n;
+            let var = dd * (k / n) * (1.0 - k / n) * (n - dd) / (n - 1.0);
+            moments_agree(
+                |r| hypergeometric(r, total, s, d),
+                mean,
+                var,
+                &format!("H({total}, {s}, {d})"),
+            );
+        }
+    }
+
+    #[test]
+    fn edges_never_panic() {
+        let mut rng = SplitMix64::new(1);
+        assert_eq!(binomial(&mut rng, 0, 0.5), 0);
+        assert_eq!(binomial(&mut rng, 10, 0.0), 0);
+        assert_eq!(binomial(&mut rng, 10, 1.0), 10);
+        assert_eq!(binomial(&mut rng, 10, f64::NAN), 0);
+        assert_eq!(binomial(&mut rng, u64::MAX >> 12, 1.5), u64::MAX >> 12);
+        assert_eq!(hypergeometric(&mut rng, 0, 0, 0), 0);
+        assert_eq!(hypergeometric(&mut rng, 10, 10, 4), 4);
+        assert_eq!(hypergeometric(&mut rng, 10, 3, 10), 3);
+        assert_eq!(hypergeometric(&mut rng, 10, 30, 40), 10);
+        let mut out = Vec::new();
+        multivariate_hypergeometric(&mut rng, &[5, 0, 7], 12, &mut out);
+        assert_eq!(out, vec![5, 0, 7]);
+        multivariate_hypergeometric(&mut rng, &[5, 0, 7], 3, &mut out);
+        assert_eq!(out.iter().sum::<u64>(), 3);
+    }
+
+    #[test]
+    fn multinomial_conserves_and_matches_means() {
+        let probs = [0.1, 0.0, 0.25, 0.4, 0.25];
+        let mut tail = [0.0; 5];
+        let mut acc = 0.0;
+        for i in (0..5).rev() {
+            acc += probs[i];
+            tail[i] = acc;
+        }
+        let mut cdf = [0.0; 5];
+        let mut c = 0.0;
+        for i in 0..5 {
+            c += probs[i];
+            cdf[i] = c;
+        }
+        let mut rng = SplitMix64::new(5);
+        for n in [0u64, 1, 3, 1000, 1_000_000_000] {
+            let mut sums = [0.0f64; 5];
+            let reps = 2000;
+            for _ in 0..reps {
+                let mut got = [0u64; 5];
+                multinomial(&mut rng, n, &probs, &tail, &cdf, |i, c| got[i] += c);
+                assert_eq!(got.iter().sum::<u64>(), n);
+                assert_eq!(got[1], 0);
+                for i in 0..5 {
+                    sums[i] += got[i] as f64;
+                }
+            }
+            for i in 0..5 {
+                let mean = sums[i] / reps as f64;
+                let want = n as f64 * probs[i];
+                let se = (n as f64 * probs[i] * (1.0 - probs[i]) / reps as f64).sqrt();
+                assert!((mean - want).abs() <= 5.0 * se + 1e-9, "n {n} outcome {i}");
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The cohort engine on its own: SPEC §4's deterministic figures, scale, reproducibility and
+//! the errors for what it does not run. (Agreement with the agent engine over many seeds is
+//! `cohort_agreement.rs`.)
+use herd::RuleName;
+use herd_sim::{Engine, Limits, RunResult, Scenario, Simulation, cohort};
+
+fn cohort_sim(scenario: &Scenario) -> Simulation {
+    Simulation::with_engine(scenario, &Limits::default(), Engine::Cohort).expect("valid")
+}
+
+fn scene(text: &str) -> Simulation {
+    cohort_sim(&Scenario::from_toml_str(text).expect("shipped scenario parses"))
+}
+
+fn run(sim: &Simulation, rule: RuleName, seed: u64) -> RunResult {
+    let r = sim.run(rule, seed).expect("runs");
+    assert_eq!(
+        r.served + r.gave_up + r.waiting,
+        r.clients,
+        "{rule} seed {seed}"
+    );
+    r
+}
+
+/// The default scenario with `clients` clients and capacity scaled to match (50 per 2000).
+fn scaled(clients: u64) -> Scenario {
+    let mut s = Scenario::default();
+    s.clients.count = clients;
+    s.server.capacity = clients / 40;
+    s
+}
+
+#[test]
+fn default_scenario_deterministic_rows() {
+    let sim = scene(include_str!("../../../scenarios/default.toml"));
+    assert_eq!(sim.engine(), Engine::Cohort);
+    for (rule, half, all, per_client) in [
+        (RuleName::Immediate, 12.0, 13.9, 120.5),
+        (RuleName::Constant, 30.0, 49.0, 30.5),
+        (RuleName::Exponential, 405.5, 785.5, 27.5),
+    ] {
+        let r = run(&sim, rule, 1);
+        assert_eq!(
+            (r.half_served_s, r.all_served_s, r.requests_per_client),
+            (Some(half), Some(all), per_client),
+            "{rule}"
+        );
+    }
+}
+
+#[test]
+fn a_billion_clients_give_the_same_deterministic_rows_and_finish() {
+    let sim = cohort_sim(&scaled(1_000_000_000));
+    for (rule, half, all, per_client) in [
+        (RuleName::Immediate, 12.0, 13.9, 120.5),
+        (RuleName::Constant, 30.0, 49.0, 30.5),
+        (RuleName::Exponential, 405.5, 785.5, 27.5),
+    ] {
+        let r = run(&sim, rule, 1);
+        assert_eq!(r.clients, 1_000_000_000);
+        assert_eq!(
+            (r.half_served_s, r.all_served_s, r.requests_per_client),
+            (Some(half), Some(all), per_client),
+            "{rule}"
+        );
+    }
+    // Jittered rules: everyone served, and the figures of the 2000-client runs (about 15 s
+    // half served for full, 9.2 requests per client) hold at scale.
+    let full = run(&sim, RuleName::Full, 1);
+    assert_eq!(full.served, 1_000_000_000);
+    assert!(
+        (14.0..16.0).contains(&full.half_served_s.unwrap()),
+        "{full:?}"
+    );
+    assert!(
+        (9.0..9.5).contains(&full.requests_per_client),
+        "{}",
+        full.requests_per_client
+    );
+}
+
+#[test]
+fn the_same_seed_gives_the_same_run() {
+    let sim = cohort_sim(&scaled(100_000));
+    for rule in [RuleName::Full, RuleName::Decorrelated, RuleName::Grpc] {
+        assert_eq!(run(&sim, rule, 7), run(&sim, rule, 7), "{rule}");
+        assert_ne!(
+            run(&sim, rule, 7).series,
+            run(&sim, rule, 8).series,
+            "{rule}"
+        );
+    }
+}
+
+#[test]
+fn six_and_sixty_client_scenes() {
+    let six = scene(include_str!("../../../scenarios/six-clients.toml"));
+    for (rule, last_call) in [(RuleName::Immediate, 4.0), (RuleName::Exponential, 15.0)] {
+        let r = run(&six, rule, 1);
+        assert_eq!((r.served, r.gave_up, r.requests), (0, 6, 24), "{rule}");
+        assert_eq!(r.last_attempt_s, Some(last_call), "{rule}");
+    }
+    let sixty = scene(include_str!("../../../scenarios/sixty-consoles.toml"));
+    let r = run(&sixty, RuleName::Exponential, 1);
+    assert_eq!(
+        r.series.arrivals[..16],
+        [60, 60, 0, 60, 0, 0, 0, 60, 0, 0, 0, 0, 0, 0, 0, 45]
+    );
+    assert_eq!(
+        (r.all_served_s, r.requests, r.served),
+        (Some(61.0), 330, 60)
+    );
+}
+
+#[test]
+fn clients_up_to_the_cohort_limit() {
+    let sim = cohort_sim(&scaled(cohort::MAX_CLIENTS));
+    let r = run(&sim, RuleName::Equal, 3);
+    assert_eq!(r.served, cohort::MAX_CLIENTS);
+    let err = Simulation::with_engine(
+        &scaled(cohort::MAX_CLIENTS + 1),
+        &Limits::default(),
+        Engine::Cohort,
+    )
+    .unwrap_err();
+    assert_eq!(err.field_name(), Some("clients.count"), "{err}");
+    // The agent engine keeps its own limit.
+    let err = Simulation::new(&scaled(cohort::MAX_CLIENTS), &Limits::default()).unwrap_err();
+    assert_eq!(err.field_name(), Some("clients.count"), "{err}");
+}
+
+#[test]
+fn what_the_cohort_engine_does_not_run_is_a_clear_error() {
+    let mut s = Scenario::default();
+    s.retry.rules = vec![RuleName::Full, RuleName::DecorrelatedV2];
+    let err = Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).unwrap_err();
+    assert_eq!(err.field_name(), Some("retry.rules"));
+    assert!(
+        err.to_string()
+            .contains("decorrelated-v2 is not supported by the cohort engine"),
+        "{err}"
+    );
+
+    let sim = cohort_sim(&Scenario::default());
+    let err = sim.run(RuleName::DecorrelatedV2, 1).unwrap_err();
+    assert_eq!(err.field_name(), Some("retry.rules"), "{err}");
+    assert!(sim.trace(RuleName::Full, 1).is_err());
+
+    let mut s = Scenario::default();
+    s.retry.budget_percent = 10.0;
+    let err = Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).unwrap_err();
+    assert_eq!(err.field_name(), Some("retry.budget_percent"), "{err}");
+}
+
+#[test]
+fn work_is_bounded_by_limits() {
+    let limits = Limits {
+        max_attempts: 50,
+        ..Limits::default()
+    };
+    let sim = Simulation::with_engine(&Scenario::default(), &limits, Engine::Cohort).unwrap();
+    let err = sim.run(RuleName::Full, 1).unwrap_err();
+    assert_eq!(err.field_name(), Some("clients.count"), "{err}");
+    assert!(err.to_string().contains("cohort updates"), "{err}");
+}
