@@ -3,8 +3,9 @@
 //! For each of the six rules of the design brief, on the default scenario (2000 clients) and
 //! scaled up (100 000 clients, capacity scaled in proportion), this runs
 //! `tools/reference_storm.py` once (an event heap in Python; it reports its own compute time,
-//! interpreter start-up excluded) and herd's agent engine several times (the median), and
-//! prints a Markdown table with the ratio.
+//! interpreter start-up excluded) and herd's agent and cohort engines several times each (the
+//! median), and prints a Markdown table with the ratios. A second table times the cohort
+//! engine alone from 2000 to 10^9 clients: its cost should not grow with the clients.
 //!
 //!     cargo bench -p herd-sim --bench reference
 //!     HERD_REFERENCE_CLIENTS=2000 cargo bench -p herd-sim --bench reference   # quicker
@@ -15,7 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use herd::RuleName;
-use herd_sim::{Limits, Scenario, Simulation};
+use herd_sim::{Engine, Limits, Scenario, Simulation};
 
 /// The reference's figures for one run.
 struct Reference {
@@ -68,6 +69,26 @@ fn median(mut run: impl FnMut()) -> Duration {
     times[times.len() / 2]
 }
 
+/// Times `engine` on `scenario`, or says why it cannot run it.
+fn time_engine(
+    scenario: &Scenario,
+    engine: Engine,
+    rule: RuleName,
+) -> Result<(Duration, u64), String> {
+    let sim =
+        Simulation::with_engine(scenario, &Limits::default(), engine).map_err(|e| e.to_string())?;
+    sim.run(rule, 1).map_err(|e| e.to_string())?;
+    let mut requests = 0;
+    let time = median(|| {
+        requests = sim.run(rule, 1).map(|r| r.requests).unwrap_or(0);
+    });
+    Ok((time, requests))
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; this binary takes no arguments of its own.
     let sizes: Vec<u64> = std::env::var("HERD_REFERENCE_CLIENTS")
@@ -83,41 +104,61 @@ fn main() {
     ]
     .iter()
     .collect();
-    println!("| clients | rule | requests | Python reference | herd agent engine | ratio |");
-    println!("|---:|---|---:|---:|---:|---:|");
+    println!(
+        "| clients | rule | requests | Python reference | agent engine | ratio | cohort engine | ratio |"
+    );
+    println!("|---:|---|---:|---:|---:|---:|---:|---:|");
     for &clients in &sizes {
-        let sim = match Simulation::new(&scenario(clients), &Limits::default()) {
-            Ok(sim) => sim,
-            Err(e) => {
-                eprintln!("{clients} clients: {e}");
-                continue;
-            }
-        };
         for rule in RuleName::CLASSIC {
-            let mut requests = 0;
-            let engine = median(|| {
-                let r = sim.run(rule, 1).expect("the default scenario runs");
-                requests = r.requests;
-            });
-            let (python, ratio, agree) = match reference(&script, rule, clients) {
-                Ok(p) => (
-                    format!("{:.3} s", p.compute_s),
-                    format!("{:.0}×", p.compute_s / engine.as_secs_f64()),
-                    if p.requests == requests {
-                        ""
-                    } else {
-                        " (reference differs)"
-                    },
-                ),
+            let (agent, requests) = match time_engine(&scenario(clients), Engine::Agent, rule) {
+                Ok(x) => x,
                 Err(e) => {
-                    eprintln!("reference, {rule}, {clients} clients: {e}");
-                    ("-".to_owned(), "-".to_owned(), "")
+                    eprintln!("agent engine, {rule}, {clients} clients: {e}");
+                    continue;
                 }
             };
+            let cohort = time_engine(&scenario(clients), Engine::Cohort, rule);
+            let python = reference(&script, rule, clients);
+            if let Err(e) = &python {
+                eprintln!("reference, {rule}, {clients} clients: {e}");
+            }
+            let ratio = |d: Duration| match &python {
+                Ok(p) => format!("{:.0}×", p.compute_s / d.as_secs_f64()),
+                Err(_) => "-".to_owned(),
+            };
+            let agree = match &python {
+                Ok(p) if p.requests != requests => " (reference differs)",
+                _ => "",
+            };
+            let (cohort_time, cohort_ratio) = match &cohort {
+                Ok((d, _)) => (ms(*d), ratio(*d)),
+                Err(_) => ("not supported".to_owned(), "-".to_owned()),
+            };
             println!(
-                "| {clients} | {rule} | {requests}{agree} | {python} | {:.3} ms | {ratio} |",
-                engine.as_secs_f64() * 1e3
+                "| {clients} | {rule} | {requests}{agree} | {} | {} | {} | {cohort_time} | {cohort_ratio} |",
+                python
+                    .as_ref()
+                    .map_or_else(|_| "-".to_owned(), |p| format!("{:.3} s", p.compute_s)),
+                ms(agent),
+                ratio(agent),
             );
         }
+    }
+
+    println!();
+    println!("| cohort engine | 2000 clients | 10^5 | 10^7 | 10^9 |");
+    println!("|---|---:|---:|---:|---:|");
+    for rule in RuleName::CLASSIC {
+        let mut row = format!("| {rule} |");
+        for clients in [2000, 100_000, 10_000_000, 1_000_000_000] {
+            match time_engine(&scenario(clients), Engine::Cohort, rule) {
+                Ok((d, _)) => row.push_str(&format!(" {} |", ms(d))),
+                Err(e) => {
+                    eprintln!("cohort engine, {rule}, {clients} clients: {e}");
+                    row.push_str(" - |");
+                }
+            }
+        }
+        println!("{row}");
     }
 }
