@@ -186,7 +186,7 @@ pub const MAX_CLIENTS: u64 = 1_000_000;
 /// The most runs averaged per point.
 pub const MAX_RUNS: u32 = 100_000;
 /// A run that makes more write calls than this is stopped with an error.
-pub const MAX_CALLS: u64 = 200_000_000;
+pub const MAX_CALLS: u64 = 50_000_000;
 
 impl ContentionScenario {
     /// Parses a scenario file (`model = "contention"` may be present) and checks it.

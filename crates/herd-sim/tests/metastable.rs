@@ -204,3 +204,14 @@ fn bad_values_name_their_field() {
     let err = MetastableScenario::from_toml_str("[server]\nknee = 3\n").expect_err("unknown");
     assert!(err.to_string().contains("unknown field `knee`"), "{err}");
 }
+
+#[test]
+fn a_run_that_cannot_fit_in_memory_is_refused_up_front() {
+    let small = Limits {
+        max_bytes: 1 << 20,
+        ..Limits::default()
+    };
+    let err = Metastable::new(&no_budget(), &small).expect_err("1.6 MB of requests in 1 MiB");
+    assert_eq!(err.field_name(), Some("clients.offered_qps"));
+    assert!(err.to_string().contains("GiB"), "{err}");
+}

@@ -169,7 +169,7 @@ pub(crate) fn build(
     MetastableReport {
         rule,
         seed,
-        offered_qps: plan.arrivals_per_step * 1e9 / plan.step_ns as f64,
+        offered_qps: plan.offered_qps,
         budget_percent: plan.budget.map_or(0.0, |b| b.percent),
         window_s,
         outage_end_s: plan.seconds(plan.after_last_outage()),

@@ -156,6 +156,8 @@ fn serialize_rule<S: Serializer>(rule: &RuleName, s: S) -> Result<S::Ok, S::Erro
 
 /// The most simulated steps one run may take (the step loop visits every step).
 const MAX_STEPS: u64 = 1_000_000_000;
+/// Memory a run needs per request, for refusing runs that cannot fit.
+const BYTES_PER_REQUEST: f64 = 48.0;
 
 /// The scenario in steps, checked: what the engine runs.
 #[derive(Clone, Debug)]
@@ -163,6 +165,8 @@ pub(crate) struct Plan {
     pub(crate) step_ns: u64,
     pub(crate) steps: u64,
     pub(crate) steps_per_window: u64,
+    /// New requests per second, as given.
+    pub(crate) offered_qps: f64,
     /// Mean new requests per step.
     pub(crate) arrivals_per_step: f64,
     pub(crate) timeout_steps: u64,
@@ -223,6 +227,19 @@ impl Plan {
                 ),
             ));
         }
+        // Each request keeps its retry state; each attempt sits in the queue and in the
+        // timeout line: about 48 bytes per request.
+        if expected * BYTES_PER_REQUEST > limits.max_bytes as f64 {
+            return Err(ScenarioError::field(
+                "clients.offered_qps",
+                format!(
+                    "{offered} per second over {horizon_s} s needs about {:.1} GiB, more than \
+                     the {:.1} GiB available",
+                    expected * BYTES_PER_REQUEST / f64::from(1u32 << 30),
+                    limits.max_bytes as f64 / f64::from(1u32 << 30)
+                ),
+            ));
+        }
         let timeout_s = fields::seconds("clients.timeout_s", c.timeout_s, false)?;
         let timeout_steps = ((timeout_s * 1e9 / step_ns as f64).ceil() as u64).max(1);
 
@@ -266,6 +283,7 @@ impl Plan {
             step_ns,
             steps,
             steps_per_window,
+            offered_qps: offered,
             arrivals_per_step: offered * step_ns as f64 / 1e9,
             timeout_steps,
             max_attempts: c.max_attempts,
