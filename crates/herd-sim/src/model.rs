@@ -13,7 +13,8 @@
 //!
 //! - `half_served_s`, `all_served_s`, `requests_per_client`, `peak_after_outage`: SPEC §4's
 //!   definitions (see [`RunResult`]); `all_served_s` is `None` unless every client was served.
-//! - `served`, `gave_up`: clients.
+//! - `served`, `gave_up`, `denied_by_budget`: clients (the last are the give-ups whose retry
+//!   the retry budget denied).
 //! - `recovered_s`, *time to recover*: seconds from the end of the last outage (from t = 0
 //!   without outages) to the start of the first window, at or after that end, from which every
 //!   window up to the horizon serves all the attempts that arrive in it; `None` ("never
@@ -27,7 +28,7 @@
 //! `model = "metastable"` ([`crate::metastable`]): `recovered_s` (seconds from the end of the
 //! last outage to the report's "recovered at"; `None` when still overloaded at the horizon),
 //! then `attempts_per_s`, `goodput_per_s`, `throughput_per_s` after the outage,
-//! `queue_at_horizon`, `served`, `gave_up`, `denied`. `model = "contention"`
+//! `queue_at_horizon`, `served`, `gave_up`, `denied_by_budget`. `model = "contention"`
 //! ([`crate::contention`]; one run is one seed at `clients.count`): `calls`,
 //! `calls_per_client`, `completion_ms`.
 //!
@@ -70,6 +71,7 @@ pub const STORM_METRICS: &[&str] = &[
     "peak_after_outage",
     "served",
     "gave_up",
+    "denied_by_budget",
 ];
 
 /// Named figures of one run, in a fixed order; `None` where the figure did not happen.
@@ -311,6 +313,7 @@ fn storm_metrics(r: &RunResult, recovered: Option<f64>) -> Metrics {
     m.set("peak_after_outage", Some(r.peak_after_outage as f64));
     m.set("served", Some(r.served as f64));
     m.set("gave_up", Some(r.gave_up as f64));
+    m.set("denied_by_budget", Some(r.denied_by_budget as f64));
     m
 }
 

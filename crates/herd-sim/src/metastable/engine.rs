@@ -155,7 +155,7 @@ pub(crate) fn simulate(
             }
             if let Some(b) = &budget {
                 if !b.withdraw() {
-                    window.denied += 1;
+                    window.denied_by_budget += 1;
                     continue;
                 }
             }

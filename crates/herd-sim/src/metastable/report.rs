@@ -26,7 +26,7 @@ pub struct Window {
     /// Requests that gave up in the window after `max_attempts` attempts.
     pub gave_up: u64,
     /// Requests that failed in the window because the retry budget denied a retry.
-    pub denied: u64,
+    pub denied_by_budget: u64,
     /// Requests waiting at the server (in service included) at the end of the window.
     pub queue: u64,
 }
@@ -95,7 +95,7 @@ pub struct MetastableReport {
     /// Requests that gave up after `max_attempts` attempts.
     pub gave_up: u64,
     /// Requests failed because the retry budget denied a retry.
-    pub denied: u64,
+    pub denied_by_budget: u64,
     /// Requests still waiting for an answer or a retry at the horizon.
     pub pending: u64,
     /// Rates after the outage.
@@ -178,7 +178,7 @@ pub(crate) fn build(
         served,
         wasted: throughput - served,
         gave_up: sum(|w| w.gave_up),
-        denied: sum(|w| w.denied),
+        denied_by_budget: sum(|w| w.denied_by_budget),
         pending,
         after_outage,
         recovered_at_s,
@@ -196,7 +196,7 @@ pub const METRICS: &[&str] = &[
     "queue_at_horizon",
     "served",
     "gave_up",
-    "denied",
+    "denied_by_budget",
 ];
 
 impl MetastableReport {
@@ -218,7 +218,7 @@ impl MetastableReport {
         m.set("queue_at_horizon", Some(a.queue_at_horizon as f64));
         m.set("served", Some(self.served as f64));
         m.set("gave_up", Some(self.gave_up as f64));
-        m.set("denied", Some(self.denied as f64));
+        m.set("denied_by_budget", Some(self.denied_by_budget as f64));
         m
     }
 }
@@ -275,7 +275,12 @@ impl fmt::Display for MetastableReport {
         writeln!(
             f,
             "requests {}, served {}, gave up {}, denied by the budget {}, pending {}, wasted work {}",
-            self.requests, self.served, self.gave_up, self.denied, self.pending, self.wasted
+            self.requests,
+            self.served,
+            self.gave_up,
+            self.denied_by_budget,
+            self.pending,
+            self.wasted
         )?;
         writeln!(f, "verdict: {}", self.verdict)
     }

@@ -222,7 +222,8 @@ fn range(text: &str) -> Result<Option<Vec<Value>>, String> {
     let (Some(fa), Some(fb), Some(fs)) = (fa, fb, fs) else {
         return Err(format!("range {text}: bounds and step must be numbers"));
     };
-    if !(fs > 0.0) || fb < fa || !fa.is_finite() || !fb.is_finite() || !fs.is_finite() {
+    let finite = fa.is_finite() && fb.is_finite() && fs.is_finite();
+    if !finite || fs <= 0.0 || fb < fa {
         return Err(format!("range {text}: needs A <= B and a step > 0"));
     }
     let n = ((fb - fa) / fs + 1e-9).floor() + 1.0;

@@ -219,21 +219,21 @@ impl Sweep {
         }
         // Each value on its own for what does not depend on the others (the path, the type),
         // so that an error names the one `--set` at fault.
-        for a in 0..axes.len() {
-            for i in 0..axes[a].values().len() {
-                let v = axes[a].values()[i].clone();
+        for axis in &mut axes {
+            let mut held = Vec::with_capacity(axis.values().len());
+            for v in axis.values() {
                 let at = |msg: String| {
-                    SweepError::new(format!("--set {}={}: {msg}", axes[a].name(), show(&v)))
+                    SweepError::new(format!("--set {}={}: {msg}", axis.name(), show(v)))
                 };
                 let mut tree = full.clone();
-                apply(&mut tree, &axes[a], &v).map_err(at)?;
+                apply(&mut tree, axis, v).map_err(at)?;
                 // Keep the value as the tree holds it (`1e3` → `1000` for an integer field).
-                if let Target::Path(keys) = &axes[a].target {
-                    if let Some(held) = held_value(&tree, keys) {
-                        axes[a].values_mut()[i] = held;
-                    }
-                }
+                held.push(match &axis.target {
+                    Target::Path(keys) => held_value(&tree, keys).unwrap_or_else(|| v.clone()),
+                    Target::OutageLength => v.clone(),
+                });
             }
+            *axis.values_mut() = held;
         }
         let cells_count = axes
             .iter()

@@ -191,7 +191,7 @@ fn run_metastable(args: &StormArgs, mut scenario: MetastableScenario) -> CliResu
         Format::Csv => {
             writeln!(
                 out,
-                "rule,seed,start_s,first_attempts,retries,lost,throughput,goodput,timeouts,gave_up,denied,queue"
+                "rule,seed,start_s,first_attempts,retries,lost,throughput,goodput,timeouts,gave_up,denied_by_budget,queue"
             )?;
             for r in &reports {
                 for w in &r.windows {
@@ -208,7 +208,7 @@ fn run_metastable(args: &StormArgs, mut scenario: MetastableScenario) -> CliResu
                         w.goodput,
                         w.timeouts,
                         w.gave_up,
-                        w.denied,
+                        w.denied_by_budget,
                         w.queue
                     )?;
                 }

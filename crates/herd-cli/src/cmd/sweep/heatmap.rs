@@ -221,7 +221,11 @@ pub(crate) fn draw(
     }
     font()?;
     let n = panels.len().max(1);
-    let cols = (n as f64).sqrt().ceil() as usize;
+    let cols = if n <= 3 {
+        n
+    } else {
+        (n as f64).sqrt().ceil() as usize
+    };
     let grid_rows = n.div_ceil(cols);
     let (pw, ph) = if n == 1 { (640, 500) } else { (430, 350) };
     let width = cols as u32 * pw + LEGEND_WIDTH;
@@ -291,17 +295,36 @@ where
     );
     let seeds = sweep.seeds().len();
     let (title, rest) = root.split_vertically(TITLE_HEIGHT);
+    let centred = |size| {
+        TextStyle::from(("sans-serif", size).into_font())
+            .color(&BLACK)
+            .pos(Pos::new(HPos::Center, VPos::Top))
+    };
+    let middle = title.dim_in_pixel().0 as i32 / 2;
     title
-        .titled(
+        .draw_text(
             &format!(
                 "{metric}: mean over {seeds} seed{} per cell, by {} and {}",
                 if seeds == 1 { "" } else { "s" },
                 xa.name(),
                 ya.name()
             ),
-            ("sans-serif", 20),
+            &centred(20),
+            (middle, 6),
         )
         .map_err(err)?;
+    // The fields a --set fixed to one value, so the map says what it is of.
+    let fixed: Vec<String> = sweep
+        .axes()
+        .iter()
+        .filter(|a| a.values().len() == 1)
+        .map(|a| format!("{}={}", a.name(), show(&a.values()[0])))
+        .collect();
+    if !fixed.is_empty() {
+        title
+            .draw_text(&fixed.join(", "), &centred(13), (middle, 32))
+            .map_err(err)?;
+    }
     let (body, legend) = rest.split_horizontally(rest.dim_in_pixel().0 - LEGEND_WIDTH);
     let areas = body.split_evenly((grid_rows, cols));
     let label_style = TextStyle::from(("sans-serif", 12).into_font()).color(&BLACK);

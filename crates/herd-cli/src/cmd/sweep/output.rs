@@ -4,20 +4,31 @@ use std::io::{self, Write};
 use herd_sim::sweep::{Row, Stats, Sweep, show};
 use serde_json::{Map, Value as Json, json};
 
+/// Decimals to show `v` with about three significant digits.
+fn decimals(v: f64) -> usize {
+    let a = v.abs();
+    if v.fract() == 0.0 || a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else if a >= 1.0 {
+        2
+    } else {
+        3
+    }
+}
+
 /// A number with about three significant digits, never in exponent form.
 pub(crate) fn number(v: f64) -> String {
-    let a = v.abs();
-    if v.fract() == 0.0 && a < 1e15 {
-        format!("{v:.0}")
-    } else if a >= 100.0 {
-        format!("{v:.0}")
-    } else if a >= 10.0 {
-        format!("{v:.1}")
-    } else if a >= 1.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.3}")
-    }
+    format!("{v:.*}", decimals(v))
+}
+
+/// The half-width of an interval, with as many decimals as its mean; `None` when that
+/// rounds to zero (a point interval).
+fn half_width(h: f64, mean: f64) -> Option<String> {
+    let d = decimals(mean).max(usize::from(mean.fract() == 0.0 && mean.abs() < 100.0));
+    let text = format!("{h:.d$}");
+    text.chars().any(|c| matches!(c, '1'..='9')).then_some(text)
 }
 
 /// `mean ±half [k/n]`, `never`/`-` when it never happened.
@@ -26,10 +37,8 @@ fn cell(stats: &Stats, runs: usize, metric: &str) -> String {
         return if metric.ends_with("_s") { "never" } else { "-" }.to_owned();
     };
     let mut s = number(mean);
-    if let Some(h) = stats.half_width() {
-        if h > 0.0 {
-            s.push_str(&format!(" ±{}", number(h)));
-        }
+    if let Some(h) = stats.half_width().and_then(|h| half_width(h, mean)) {
+        s.push_str(&format!(" ±{h}"));
     }
     if stats.defined < runs {
         s.push_str(&format!(" [{}/{runs}]", stats.defined));
@@ -243,6 +252,10 @@ mod tests {
         assert_eq!(number(3.9), "3.90");
         assert_eq!(number(0.1234), "0.123");
         assert_eq!(number(785.5), "786");
+        assert_eq!(half_width(1e-12, 600.0), None);
+        assert_eq!(half_width(0.3, 31.8).as_deref(), Some("0.3"));
+        assert_eq!(half_width(0.3, 30.0).as_deref(), Some("0.3"));
+        assert_eq!(half_width(1.6, 2.82).as_deref(), Some("1.60"));
     }
 
     #[test]
