@@ -175,8 +175,10 @@ fn default_scenario_every_rule_agrees() {
 /// Every feature of the model at once: refusal cost, collapse, warm-up, Retry-After, a
 /// timeout, an attempt limit, a deadline and an open-loop stream on top of the burst.
 fn everything() -> Scenario {
-    let mut s = Scenario::default();
-    s.horizon_s = 300.0;
+    let mut s = Scenario {
+        horizon_s: 300.0,
+        ..Scenario::default()
+    };
     s.clients.count = 1500;
     s.clients.arrivals_per_s = 40.0;
     s.clients.max_attempts = 12;
