@@ -218,3 +218,22 @@ fn a_run_that_cannot_fit_in_memory_is_refused_up_front() {
     assert_eq!(err.field_name(), Some("clients.offered_qps"));
     assert!(err.to_string().contains("GiB"), "{err}");
 }
+
+/// Retries without an attempt limit or a budget grow without bound while the server is stuck;
+/// the run stops with an error naming the field instead of exhausting the machine.
+#[test]
+fn unlimited_retries_stop_at_the_attempt_cap_with_an_error() {
+    let mut s = no_budget();
+    s.clients.max_attempts = 0;
+    s.retry.rule = RuleName::Immediate;
+    let small = Limits {
+        max_attempts: 50_000,
+        ..Limits::default()
+    };
+    let err = Metastable::new(&s, &small)
+        .expect("valid")
+        .run(s.retry.rule, 1)
+        .expect_err("more than 50 000 attempts");
+    assert_eq!(err.field_name(), Some("clients.max_attempts"), "{err}");
+    assert!(err.to_string().contains("50000 attempts"), "{err}");
+}

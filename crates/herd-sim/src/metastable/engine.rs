@@ -105,8 +105,12 @@ pub(crate) fn simulate(
         }
         if attempts_total > plan.max_attempts_total {
             return Err(ScenarioError::field(
-                "clients.offered_qps",
-                format!("the run exceeds {} attempts", plan.max_attempts_total),
+                "clients.max_attempts",
+                format!(
+                    "the run exceeds {} attempts (retries without a limit pile up in the \
+                     server's queue); set an attempt limit, a budget or a shorter horizon",
+                    plan.max_attempts_total
+                ),
             ));
         }
 

@@ -158,6 +158,19 @@ fn serialize_rule<S: Serializer>(rule: &RuleName, s: S) -> Result<S::Ok, S::Erro
 const MAX_STEPS: u64 = 1_000_000_000;
 /// Memory a run needs per request, for refusing runs that cannot fit.
 const BYTES_PER_REQUEST: f64 = 48.0;
+/// Memory an attempt needs while it waits in the queue and for its timeout.
+const BYTES_PER_ATTEMPT: f64 = 16.0;
+/// The most attempts one run may simulate (about ten seconds of work in a release build).
+const MAX_ATTEMPTS: u64 = 200_000_000;
+
+/// The attempts a run may make: the hard cap, the limits', and what memory left after the
+/// requests can hold if every attempt were still queued.
+fn max_attempts_total(expected_requests: f64, limits: &Limits) -> u64 {
+    let spare = (limits.max_bytes as f64 - expected_requests * BYTES_PER_REQUEST).max(0.0);
+    MAX_ATTEMPTS
+        .min(limits.max_attempts)
+        .min((spare / BYTES_PER_ATTEMPT) as u64)
+}
 
 /// The scenario in steps, checked: what the engine runs.
 #[derive(Clone, Debug)]
@@ -294,7 +307,7 @@ impl Plan {
             params,
             budget,
             recovered_goodput,
-            max_attempts_total: limits.max_attempts,
+            max_attempts_total: max_attempts_total(expected, limits),
         })
     }
 
