@@ -57,129 +57,20 @@
 //! ```
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::fmt;
 
 use herd::rng::{Rng, SplitMix64};
 use herd::{Rule, RuleName, RuleParams, RuleState};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Serialize, Serializer};
 
 use crate::error::ScenarioError;
 use crate::fields;
 use crate::limits::Limits;
 
-/// A contention scenario (`model = "contention"`). Every field is optional; the defaults are
-/// the article's: 100 clients, delays N(10 ms, 2 ms), `base` 5 ms, `cap` 2 s, its five rules,
-/// and results averaged over 100 seeds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ContentionScenario {
-    /// `"contention"` (optional when the scenario is read by this model directly).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model: Option<String>,
-    /// The first seed; a point averages seeds `seed .. seed + runs`.
-    pub seed: u64,
-    /// Runs (seeds) averaged per rule and client count.
-    pub runs: u32,
-    /// The clients.
-    pub clients: ContentionClients,
-    /// The network.
-    pub network: Network,
-    /// The rules to compare and their parameters.
-    pub retry: ContentionRetry,
-}
+mod report;
+mod scenario;
 
-/// `[clients]`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ContentionClients {
-    /// Clients, each updating the row once.
-    pub count: u64,
-}
-
-/// `[network]`: the delay of one hop.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Network {
-    /// Mean delay of one hop, in milliseconds.
-    pub delay_mean_ms: f64,
-    /// Standard deviation of the delay, in milliseconds.
-    pub delay_sd_ms: f64,
-}
-
-/// `[retry]`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ContentionRetry {
-    /// The rules to compare (`immediate` is the article's "no backoff").
-    #[serde(
-        deserialize_with = "deserialize_rules",
-        serialize_with = "serialize_rules"
-    )]
-    pub rules: Vec<RuleName>,
-    /// `base` of the exponential family, in milliseconds.
-    pub base_ms: f64,
-    /// `cap`, the largest pause, in milliseconds.
-    pub cap_ms: f64,
-    /// The pause of `constant`, in milliseconds.
-    pub pause_ms: f64,
-}
-
-impl Default for ContentionScenario {
-    fn default() -> Self {
-        Self {
-            model: None,
-            seed: 1,
-            runs: 100,
-            clients: ContentionClients { count: 100 },
-            network: Network {
-                delay_mean_ms: 10.0,
-                delay_sd_ms: 2.0,
-            },
-            retry: ContentionRetry::default(),
-        }
-    }
-}
-
-impl Default for ContentionClients {
-    fn default() -> Self {
-        ContentionScenario::default().clients
-    }
-}
-
-impl Default for Network {
-    fn default() -> Self {
-        ContentionScenario::default().network
-    }
-}
-
-impl Default for ContentionRetry {
-    fn default() -> Self {
-        Self {
-            rules: vec![
-                RuleName::Immediate,
-                RuleName::Exponential,
-                RuleName::Equal,
-                RuleName::Full,
-                RuleName::Decorrelated,
-            ],
-            base_ms: 5.0,
-            cap_ms: 2000.0,
-            pause_ms: 10.0,
-        }
-    }
-}
-
-fn deserialize_rules<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RuleName>, D::Error> {
-    let names = Vec::<String>::deserialize(d)?;
-    names
-        .iter()
-        .map(|n| n.parse::<RuleName>().map_err(serde::de::Error::custom))
-        .collect()
-}
-
-fn serialize_rules<S: Serializer>(rules: &[RuleName], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(rules.iter().map(|r| r.as_str()))
-}
+pub use report::ContentionReport;
+pub use scenario::{ContentionClients, ContentionRetry, ContentionScenario, Network};
 
 /// The most clients one run may have.
 pub const MAX_CLIENTS: u64 = 1_000_000;
@@ -187,19 +78,6 @@ pub const MAX_CLIENTS: u64 = 1_000_000;
 pub const MAX_RUNS: u32 = 100_000;
 /// A run that makes more write calls than this is stopped with an error.
 pub const MAX_CALLS: u64 = 50_000_000;
-
-impl ContentionScenario {
-    /// Parses a scenario file (`model = "contention"` may be present) and checks it.
-    ///
-    /// # Errors
-    ///
-    /// A [`ScenarioError`] naming the field and the line.
-    pub fn from_toml_str(text: &str) -> Result<Self, ScenarioError> {
-        fields::parse(text, |s: &Self| {
-            Contention::new(s, &Limits::default()).map(|_| ())
-        })
-    }
-}
 
 /// A checked contention scenario, ready to run any rule with any seed and client count.
 #[derive(Clone, Debug)]
@@ -472,144 +350,6 @@ fn check_clients(field: &str, clients: u64, limits: &Limits) -> Result<(), Scena
         ));
     }
     Ok(())
-}
-
-/// The comparison at one or more client counts: one point per rule and count.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ContentionReport {
-    /// Network delay of one hop: mean and standard deviation, in milliseconds.
-    pub delay_ms: [f64; 2],
-    /// `base` and `cap` in milliseconds.
-    pub base_cap_ms: [f64; 2],
-    /// The first seed; each point averages `runs` seeds from it.
-    pub seed: u64,
-    /// Runs per point.
-    pub runs: u32,
-    /// The rules, in column order.
-    #[serde(serialize_with = "serialize_rules")]
-    pub rules: Vec<RuleName>,
-    /// The points, client-count-major, rule-minor.
-    pub points: Vec<ContentionPoint>,
-}
-
-impl ContentionReport {
-    /// Collects `points` (any order) for the scenario of `model`.
-    #[must_use]
-    pub fn new(model: &Contention, rules: &[RuleName], mut points: Vec<ContentionPoint>) -> Self {
-        points.sort_by_key(|p| {
-            (
-                p.clients,
-                rules
-                    .iter()
-                    .position(|r| *r == p.rule)
-                    .unwrap_or(usize::MAX),
-            )
-        });
-        let s = &model.scenario;
-        Self {
-            delay_ms: [s.network.delay_mean_ms, s.network.delay_sd_ms],
-            base_cap_ms: [s.retry.base_ms, s.retry.cap_ms],
-            seed: s.seed,
-            runs: s.runs,
-            rules: rules.to_vec(),
-            points,
-        }
-    }
-
-    /// The point for `rule` at `clients`.
-    #[must_use]
-    pub fn point(&self, rule: RuleName, clients: u64) -> Option<&ContentionPoint> {
-        self.points
-            .iter()
-            .find(|p| p.rule == rule && p.clients == clients)
-    }
-
-    fn client_counts(&self) -> Vec<u64> {
-        let mut counts: Vec<u64> = self.points.iter().map(|p| p.clients).collect();
-        counts.dedup();
-        counts
-    }
-}
-
-/// The column heading of a rule: `immediate` is the article's "no backoff".
-fn heading(rule: RuleName) -> String {
-    match rule {
-        RuleName::Immediate => "immediate (no backoff)".to_owned(),
-        other => other.as_str().to_owned(),
-    }
-}
-
-impl fmt::Display for ContentionReport {
-    /// With one client count: one row per rule. With several: two tables (write calls, then
-    /// completion time), one row per client count and one column per rule.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(
-            f,
-            "optimistic concurrency on one row: delay N({} ms, {} ms) per hop, base {} ms, \
-             cap {} ms, mean of {} runs from seed {}",
-            self.delay_ms[0],
-            self.delay_ms[1],
-            self.base_cap_ms[0],
-            self.base_cap_ms[1],
-            self.runs,
-            self.seed
-        )?;
-        let counts = self.client_counts();
-        if counts.len() == 1 {
-            writeln!(
-                f,
-                "{:<24} {:>8} {:>12} {:>12} {:>16}",
-                "rule", "clients", "write calls", "per client", "completion (ms)"
-            )?;
-            for p in &self.points {
-                writeln!(
-                    f,
-                    "{:<24} {:>8} {:>12.1} {:>12.2} {:>16.1}",
-                    heading(p.rule),
-                    p.clients,
-                    p.calls,
-                    p.calls_per_client,
-                    p.completion_ms
-                )?;
-            }
-            return Ok(());
-        }
-        for (title, value) in [
-            (
-                "write calls (work)",
-                (|p: &ContentionPoint| p.calls) as fn(&ContentionPoint) -> f64,
-            ),
-            ("completion time (ms)", |p: &ContentionPoint| {
-                p.completion_ms
-            }),
-        ] {
-            writeln!(f, "\n{title}")?;
-            write!(f, "{:>8}", "clients")?;
-            for r in &self.rules {
-                write!(
-                    f,
-                    " {:>13}",
-                    if *r == RuleName::Immediate {
-                        "no backoff"
-                    } else {
-                        r.as_str()
-                    }
-                )?;
-            }
-            writeln!(f)?;
-            for &n in &counts {
-                write!(f, "{n:>8}")?;
-                for &r in &self.rules {
-                    match self.point(r, n) {
-                        Some(p) => write!(f, " {:>13.1}", value(p))?,
-                        None => write!(f, " {:>13}", "-")?,
-                    }
-                }
-                writeln!(f)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// `docs/contention.md`, included so that its examples are compiled and run as doctests.
