@@ -285,3 +285,90 @@ impl fmt::Display for MetastableReport {
         writeln!(f, "verdict: {}", self.verdict)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+    use crate::metastable::MetastableScenario;
+
+    /// A plan with 1 s windows and an outage over [2 s, 4 s).
+    fn plan() -> Plan {
+        let s = MetastableScenario {
+            horizon_s: 8.0,
+            step_ms: 100.0,
+            server: crate::metastable::SlowingServer {
+                outages: vec![[2.0, 4.0]],
+                knee_queue: 10,
+                ..Default::default()
+            },
+            ..MetastableScenario::default()
+        };
+        Plan::new(&s, &Limits::default()).unwrap()
+    }
+
+    fn window(start_s: f64, goodput: u64, timeouts: u64, queue: u64) -> Window {
+        Window {
+            start_s,
+            first_attempts: 10,
+            goodput,
+            throughput: goodput,
+            timeouts,
+            queue,
+            ..Window::default()
+        }
+    }
+
+    fn verdict(shape: &[(u64, u64, u64)]) -> Option<f64> {
+        let windows = shape
+            .iter()
+            .enumerate()
+            .map(|(i, &(g, t, q))| window(i as f64, g, t, q))
+            .collect();
+        build(&plan(), RuleName::Constant, 1, windows, 0).recovered_at_s
+    }
+
+    #[test]
+    fn recovery_is_the_start_of_the_healthy_tail_after_the_outage() {
+        // Windows 0–1 before the outage do not count, even when unhealthy.
+        let bad = (0, 10, 0);
+        let good = (10, 0, 0);
+        assert_eq!(
+            verdict(&[bad, bad, bad, bad, good, good, good, good]),
+            Some(4.0)
+        );
+        // A relapse at 5 s moves the recovery after it.
+        assert_eq!(
+            verdict(&[good, good, bad, bad, good, bad, good, good]),
+            Some(6.0)
+        );
+        // A bad last window: still overloaded at the horizon.
+        assert_eq!(
+            verdict(&[good, good, bad, bad, good, good, good, bad]),
+            None
+        );
+    }
+
+    #[test]
+    fn a_healthy_window_answers_ninety_percent_and_keeps_the_queue_below_the_knee() {
+        let (bad, good) = ((0, 10, 0), (10, 0, 0));
+        // 9 answered, 1 timed out: exactly 90 %.
+        assert_eq!(
+            verdict(&[bad, bad, bad, bad, (9, 1, 0), good, good, good]),
+            Some(4.0)
+        );
+        assert_eq!(
+            verdict(&[bad, bad, bad, bad, (8, 2, 0), good, good, good]),
+            Some(5.0)
+        );
+        // The queue at the knee is fine, above it is not.
+        assert_eq!(
+            verdict(&[bad, bad, bad, bad, (10, 0, 10), good, good, good]),
+            Some(4.0)
+        );
+        assert_eq!(
+            verdict(&[bad, bad, bad, bad, (10, 0, 11), good, good, good]),
+            Some(5.0)
+        );
+    }
+}
