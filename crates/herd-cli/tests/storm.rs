@@ -208,6 +208,10 @@ fn bad_input_gets_one_line_and_exit_two() {
     fails_with_input_error(&["storm", "--refusal-cost", "1"], "--refusal-cost");
     fails_with_input_error(&["storm", "--runs", "0"], "--runs");
     fails_with_input_error(&["storm", "--chart", "out.gif"], "--chart");
+    fails_with_input_error(
+        &["storm", "--chart", "no/such/dir/x.png"],
+        "--chart: cannot write",
+    );
     fails_with_input_error(&["storm", "no/such/file.toml"], "cannot read scenario");
 }
 

@@ -195,8 +195,19 @@ fn bad_input_is_one_line_naming_the_flag() {
     assert!(err.contains("two swept fields"), "{err}");
     let err = fails(&with(&["--heatmap", "x.svg", "--x", "seed"]));
     assert!(err.contains("--x seed: not a swept field"), "{err}");
+    let err = fails(&with(&[
+        "--heatmap",
+        "x.svg",
+        "--rules",
+        "all",
+        "--set",
+        "retry.base_ms=1..10",
+    ]));
+    assert!(err.contains("--heatmap: 80 panels"), "{err}");
     let err = fails(&with(&["--max-work", "1000"]));
     assert!(err.contains("--max-work"), "{err}");
+    let err = fails(&with(&["--heatmap", "/no/such/dir/map.svg"]));
+    assert!(err.contains("--heatmap: cannot write"), "{err}");
     let err = fails(&["no-such-file.toml", "--set", "server.capacity=5"]);
     assert!(err.contains("cannot read scenario"), "{err}");
 }

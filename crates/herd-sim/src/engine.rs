@@ -28,170 +28,16 @@ use std::time::Duration;
 use herd::budget::{BudgetConfig, RetryBudget};
 use herd::clock::FakeClock;
 use herd::rng::SplitMix64;
-use herd::{Rule, RuleName, RuleState};
+use herd::{Rule, RuleName};
 
 use crate::calendar::Calendar;
 use crate::error::ScenarioError;
 use crate::metrics::{Meter, RunResult};
 use crate::plan::Plan;
+use crate::record::{Deadlined, Identified, Plain, Record, Remembering};
 use crate::server::{Server, Verdict};
 use crate::trace::{GiveUp, Observer, Outcome};
 use herd::rng::Rng;
-
-/// A waiting client as the calendar holds it: its retry state travels with it, so a served
-/// or given-up client takes no memory and a knocking one is read as a stream. Records are
-/// as small as the run allows: 4 bytes (the failure count) for rules without memory, 12 with
-/// the memory word, plus 4 for the first step under a deadline and 4 for the id when tracing.
-pub(crate) trait Record: Copy {
-    /// A client making its first attempt at step `first`.
-    fn new(id: u32, first: u32) -> Self;
-    /// The client's id (only traced records know it; others say 0).
-    fn id(&self) -> u32;
-    fn state(&self) -> RuleState;
-    fn set_state(&mut self, state: RuleState);
-    /// The step of the first attempt (only records kept under a deadline know it).
-    fn first(&self) -> u32;
-}
-
-/// The failure count alone, for rules without memory.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Plain {
-    failures: u32,
-}
-
-impl Record for Plain {
-    #[inline]
-    fn new(_: u32, _: u32) -> Self {
-        Self { failures: 0 }
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        0
-    }
-    #[inline]
-    fn state(&self) -> RuleState {
-        RuleState::from_parts(self.failures, 0)
-    }
-    #[inline]
-    fn set_state(&mut self, state: RuleState) {
-        self.failures = state.failures();
-    }
-    #[inline]
-    fn first(&self) -> u32 {
-        0
-    }
-}
-
-/// With the rule's memory word (`decorrelated`, `grpc`, `decorrelated-v2`), packed to 12 bytes.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, packed(4))]
-pub(crate) struct Remembering {
-    failures: u32,
-    memory: u64,
-}
-
-impl Record for Remembering {
-    #[inline]
-    fn new(_: u32, _: u32) -> Self {
-        Self {
-            failures: 0,
-            memory: 0,
-        }
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        0
-    }
-    #[inline]
-    fn state(&self) -> RuleState {
-        RuleState::from_parts(self.failures, self.memory)
-    }
-    #[inline]
-    fn set_state(&mut self, state: RuleState) {
-        self.failures = state.failures();
-        self.memory = state.memory();
-    }
-    #[inline]
-    fn first(&self) -> u32 {
-        0
-    }
-}
-
-/// A record plus the step of the first attempt, under a deadline.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, packed(4))]
-pub(crate) struct Deadlined<R> {
-    inner: R,
-    first: u32,
-}
-
-impl<R: Record> Record for Deadlined<R> {
-    #[inline]
-    fn new(id: u32, first: u32) -> Self {
-        Self {
-            inner: R::new(id, first),
-            first,
-        }
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        let inner = self.inner;
-        inner.id()
-    }
-    #[inline]
-    fn state(&self) -> RuleState {
-        let inner = self.inner;
-        inner.state()
-    }
-    #[inline]
-    fn set_state(&mut self, state: RuleState) {
-        let mut inner = self.inner;
-        inner.set_state(state);
-        self.inner = inner;
-    }
-    #[inline]
-    fn first(&self) -> u32 {
-        self.first
-    }
-}
-
-/// A record plus the client's id, for traces.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, packed(4))]
-pub(crate) struct Identified<R> {
-    inner: R,
-    id: u32,
-}
-
-impl<R: Record> Record for Identified<R> {
-    #[inline]
-    fn new(id: u32, first: u32) -> Self {
-        Self {
-            inner: R::new(id, first),
-            id,
-        }
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        self.id
-    }
-    #[inline]
-    fn state(&self) -> RuleState {
-        let inner = self.inner;
-        inner.state()
-    }
-    #[inline]
-    fn set_state(&mut self, state: RuleState) {
-        let mut inner = self.inner;
-        inner.set_state(state);
-        self.inner = inner;
-    }
-    #[inline]
-    fn first(&self) -> u32 {
-        let inner = self.inner;
-        inner.first()
-    }
-}
 
 /// How long a first attempt's deposit in the retry budget counts (Finagle's and tower's 10 s).
 pub(crate) const BUDGET_WINDOW: Duration = Duration::from_secs(10);
@@ -311,7 +157,7 @@ fn run<R: Record, O: Observer>(
                 return Err(ScenarioError::field(
                     "clients.count",
                     format!(
-                        "the run needs more than {} attempts, the most allowed here",
+                        "the run needs more than {} attempts, the most allowed here (fewer clients or a shorter horizon_s)",
                         plan.max_attempts_total
                     ),
                 ));
@@ -388,18 +234,4 @@ fn run<R: Record, O: Observer>(
     let waiting = calendar.len() + beyond_horizon;
     debug_assert_eq!(meter.served + gave_up + waiting, plan.total_clients());
     Ok(meter.finish(name, seed, gave_up, denied_by_budget, waiting))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn records_are_as_small_as_promised() {
-        use std::mem::size_of;
-        assert_eq!(size_of::<Plain>(), 4);
-        assert_eq!(size_of::<Remembering>(), 12);
-        assert_eq!(size_of::<Deadlined<Remembering>>(), 16);
-        assert_eq!(size_of::<Identified<Deadlined<Remembering>>>(), 20);
-    }
 }

@@ -7,9 +7,10 @@
 //! run's seed, so a run is reproducible bit for bit on any machine.
 //!
 //! The engine tracks every client exactly and costs O(attempts + steps): waiting clients sit
-//! in a calendar keyed by the step at which they next knock, and time jumps over empty steps.
-//! A client takes 8 to 24 bytes. See [`engine`](crate::Simulation) for the order of events
-//! within a step, and [`server`](crate::Simulation) for the server's accounting.
+//! in a calendar keyed by the step at which they next knock, carrying their retry state with
+//! them (4 bytes for rules without memory, 12 with it), and time jumps over empty steps.
+//! `docs/storm.md` sets out the order of events within a step, the server's accounting and
+//! every rounding.
 //!
 //! # Examples
 //!
@@ -39,6 +40,7 @@ pub mod metastable;
 mod metrics;
 pub mod model;
 mod plan;
+mod record;
 mod sample;
 mod scenario;
 mod server;

@@ -160,7 +160,7 @@ fn storm_scenario(value: &Value) -> Result<Scenario, ScenarioError> {
 }
 
 /// The scenario tree with every field the model knows filled in (defaults for the missing
-/// ones) and checked: the set of paths a sweep may set.
+/// ones, and `model` itself) and checked: the set of paths a sweep may set.
 ///
 /// # Errors
 ///
@@ -172,8 +172,8 @@ pub fn complete(value: &Value) -> Result<Value, ScenarioError> {
             let mut full = Value::try_from(&scenario).map_err(|e| {
                 ScenarioError::general(format!("cannot write the scenario as TOML: {e}"))
             })?;
-            if let (Value::Table(t), Some(m)) = (&mut full, value.get(MODEL_KEY)) {
-                t.insert(MODEL_KEY.to_owned(), m.clone());
+            if let Value::Table(t) = &mut full {
+                t.insert(MODEL_KEY.to_owned(), Value::String("storm".to_owned()));
             }
             Ok(full)
         }
@@ -400,6 +400,7 @@ mod tests {
         let full = complete(&tree("[server]\ncapacity = 7\n")).unwrap();
         assert_eq!(full["server"]["capacity"].as_integer(), Some(7));
         assert_eq!(full["clients"]["count"].as_integer(), Some(2000));
+        assert_eq!(full["model"].as_str(), Some("storm"));
         let err = complete(&tree("[server]\nrefusal_cost = 1.5\n")).unwrap_err();
         assert_eq!(
             err.to_string(),

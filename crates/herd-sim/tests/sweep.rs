@@ -183,6 +183,17 @@ fn outage_shorthand_sets_one_outage() {
 }
 
 #[test]
+fn the_model_is_a_field_like_any_other() {
+    let s = sweep(&["model=storm"], &[RuleName::Full], 1).unwrap();
+    assert_eq!(run(&s).len(), 1);
+    let err = sweep(&["model=storm,nope"], &[RuleName::Full], 1).unwrap_err();
+    assert!(
+        err.starts_with("--set model=nope: model: must be one of storm"),
+        "{err}"
+    );
+}
+
+#[test]
 fn default_rules_and_seed_come_from_the_scenario() {
     let base: Value = toml::from_str(
         "seed = 7\nhorizon_s = 60\n[clients]\ncount = 50\n[retry]\nrules = [\"full\", \"equal\"]\n",

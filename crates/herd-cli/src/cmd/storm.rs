@@ -80,6 +80,10 @@ fn parse_rule(s: &str) -> Result<RuleName, String> {
 
 /// The most runs one invocation may ask for.
 const MAX_RUNS: u32 = 100_000;
+/// The most attempts one run may simulate: a minute or two of work, so that a scenario whose
+/// storm never ends (ten million clients retrying at once for an hour) stops with an error
+/// instead of seeming to hang.
+const MAX_ATTEMPTS_PER_RUN: u64 = 10_000_000_000;
 
 /// The scenario to run, with the command-line overrides applied.
 fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
@@ -147,7 +151,11 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         }
     }
     let (scenario, name) = scenario(args)?;
-    let sim = Simulation::new(&scenario, &Limits::default()).map_err(|e| {
+    let limits = Limits {
+        max_attempts: MAX_ATTEMPTS_PER_RUN,
+        ..Limits::default()
+    };
+    let sim = Simulation::new(&scenario, &limits).map_err(|e| {
         let prefix = args
             .scenario
             .as_ref()
@@ -155,6 +163,12 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         CliError::input(format!("{prefix}{e}"))
     })?;
 
+    if let Some(path) = &args.chart {
+        // Fail before simulating if the chart cannot be written.
+        fs::File::create(path).map_err(|e| {
+            CliError::input(format!("--chart: cannot write {}: {e}", path.display()))
+        })?;
+    }
     let rules = sim.rules();
     let seeds: Vec<u64> = (0..u64::from(args.runs))
         .map(|k| scenario.seed.wrapping_add(k))
@@ -166,8 +180,7 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
             .iter()
             .filter_map(|r| results.iter().find(|x| x.rule == *r))
             .collect();
-        chart::draw(path, kind, &scenario, &first)
-            .map_err(|e| CliError::Run(e.context(format!("drawing {}", path.display()))))?;
+        chart::draw(path, kind, &scenario, &first).map_err(CliError::Run)?;
     }
 
     let mut out = BufWriter::new(io::stdout().lock());

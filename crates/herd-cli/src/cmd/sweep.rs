@@ -100,6 +100,10 @@ fn parse_axis(s: &str) -> Result<Axis, String> {
     })
 }
 
+/// The most attempts one run of a sweep may simulate (a few seconds of work), so that a cell
+/// whose storm never ends stops the sweep with an error naming it instead of seeming to hang.
+const MAX_ATTEMPTS_PER_RUN: u64 = 1_000_000_000;
+
 const TABLE_METRICS: [&str; 4] = [
     "recovered_s",
     "all_served_s",
@@ -200,7 +204,10 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         rules(&args.rules)?.as_deref(),
         args.seed,
         args.seeds,
-        &Limits::default(),
+        &Limits {
+            max_attempts: MAX_ATTEMPTS_PER_RUN,
+            ..Limits::default()
+        },
     )
     .map_err(|e| CliError::input(format!("{prefix}{e}")))?;
     let metrics = metrics(args, &sweep)?;
@@ -226,12 +233,17 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         )));
     }
 
+    if let Some(path) = &args.heatmap {
+        // Fail before simulating if the heat map cannot be written.
+        fs::File::create(path).map_err(|e| {
+            CliError::input(format!("--heatmap: cannot write {}: {e}", path.display()))
+        })?;
+    }
     let rows = run_all(&sweep)?;
 
     if let (Some(path), Some(kind), Some((x, y))) = (&args.heatmap, heatmap, axes) {
         let metric = metrics.first().copied().unwrap_or("recovered_s");
-        heatmap::draw(path, kind, &sweep, &rows, x, y, metric)
-            .map_err(|e| CliError::Run(e.context(format!("drawing {}", path.display()))))?;
+        heatmap::draw(path, kind, &sweep, &rows, x, y, metric).map_err(CliError::Run)?;
     }
 
     let mut out = BufWriter::new(io::stdout().lock());

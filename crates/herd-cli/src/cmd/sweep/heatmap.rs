@@ -72,6 +72,19 @@ pub(crate) fn axes(sweep: &Sweep, x: Option<&str>, y: Option<&str>) -> CliResult
             names[x]
         )));
     }
+    let panels = sweep
+        .axes()
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != x && *i != y)
+        .fold(sweep.rules().len(), |n, (_, a)| {
+            n.saturating_mul(a.values().len())
+        });
+    if panels > MAX_PANELS {
+        return Err(CliError::input(format!(
+            "--heatmap: {panels} panels (one per rule and per value of the fields other than --x and --y); at most {MAX_PANELS}: use fewer --rules or sweep fewer fields"
+        )));
+    }
     Ok((x, y))
 }
 
