@@ -119,3 +119,32 @@ fn a_zero_client_count_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn herd_sweep_sweeps_the_client_count() {
+    let o = herd(&[
+        "sweep",
+        &contention(),
+        "--set",
+        "clients.count=10,40",
+        "--rules",
+        "immediate,full",
+        "--seeds",
+        "4",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let cells = v["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 4);
+    let calls = |n: u64, rule: &str| {
+        cells
+            .iter()
+            .find(|c| c["values"]["clients.count"] == n && c["rule"] == rule)
+            .and_then(|c| c["metrics"]["calls"]["mean"].as_f64())
+            .expect("cell")
+    };
+    assert!(calls(40, "immediate") > calls(40, "full"));
+    assert!(calls(40, "full") >= 40.0 && calls(10, "full") >= 10.0);
+}

@@ -130,3 +130,33 @@ fn a_bad_model_or_field_names_it() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn herd_sweep_sweeps_the_offered_load() {
+    let o = herd(&[
+        "sweep",
+        &scenario("metastable.toml"),
+        "--set",
+        "clients.offered_qps=150,280",
+        "--seeds",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let cells = v["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 2);
+    // 150 per second recovers in both runs, 1 s after the outage; 280 in neither.
+    assert_eq!(cells[0]["values"]["clients.offered_qps"], 150.0);
+    assert_eq!(cells[0]["metrics"]["recovered_s"]["defined"], 2);
+    assert_eq!(cells[0]["metrics"]["recovered_s"]["mean"], 1.0);
+    assert_eq!(cells[1]["metrics"]["recovered_s"]["defined"], 0);
+    let attempts = cells[1]["metrics"]["attempts_per_s"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (1.6 * 280.0..=2.2 * 280.0).contains(&attempts),
+        "{attempts}"
+    );
+}
