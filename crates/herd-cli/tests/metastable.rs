@@ -27,7 +27,7 @@ fn stderr(o: &Output) -> String {
 
 #[test]
 fn without_a_budget_the_table_ends_still_overloaded() {
-    let o = herd(&["storm", &scenario("metastable.toml")]);
+    let o = herd(&["storm", &scenario("metastable-retry.toml")]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = stdout(&o);
     assert!(text.contains("no retry budget"), "{text}");
@@ -55,7 +55,7 @@ fn without_a_budget_the_table_ends_still_overloaded() {
 fn with_a_budget_json_reports_the_recovery() {
     let o = herd(&[
         "storm",
-        &scenario("metastable-budget.toml"),
+        &scenario("metastable-retry-budget.toml"),
         "--format",
         "json",
     ]);
@@ -76,7 +76,7 @@ fn with_a_budget_json_reports_the_recovery() {
 fn sweeping_the_offered_load_finds_the_threshold() {
     let o = herd(&[
         "storm",
-        &scenario("metastable.toml"),
+        &scenario("metastable-retry.toml"),
         "--sweep-offered",
         "150..280:130",
         "--runs",
@@ -100,7 +100,7 @@ fn storm_only_flags_are_refused_with_exit_2() {
         vec!["--sweep-clients", "10..20:10"],
         vec!["--sweep-offered", "300..100:10"],
     ] {
-        let mut args = vec!["storm".to_owned(), scenario("metastable.toml")];
+        let mut args = vec!["storm".to_owned(), scenario("metastable-retry.toml")];
         args.extend(flags.iter().map(|s| (*s).to_owned()));
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let o = herd(&args);
@@ -135,7 +135,7 @@ fn a_bad_model_or_field_names_it() {
 fn herd_sweep_sweeps_the_offered_load() {
     let o = herd(&[
         "sweep",
-        &scenario("metastable.toml"),
+        &scenario("metastable-retry.toml"),
         "--set",
         "clients.offered_qps=150,280",
         "--seeds",

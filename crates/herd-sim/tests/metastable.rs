@@ -11,11 +11,13 @@ fn shipped(text: &str) -> MetastableScenario {
 }
 
 fn no_budget() -> MetastableScenario {
-    shipped(include_str!("../../../scenarios/metastable.toml"))
+    shipped(include_str!("../../../scenarios/metastable-retry.toml"))
 }
 
 fn with_budget() -> MetastableScenario {
-    shipped(include_str!("../../../scenarios/metastable-budget.toml"))
+    shipped(include_str!(
+        "../../../scenarios/metastable-retry-budget.toml"
+    ))
 }
 
 fn run(s: &MetastableScenario, seed: u64) -> MetastableReport {

@@ -28,8 +28,8 @@ mod table;
 /// A scenario is a TOML file (see scenarios/default.toml); every field is optional. Runs are
 /// exact and reproducible: the same seed gives the same output on every machine.
 ///
-/// A scenario with `model = "metastable"` (scenarios/metastable.toml: open-loop traffic that
-/// keeps a slowed server overloaded after an outage) or `model = "contention"`
+/// A scenario with `model = "metastable"` (scenarios/metastable-retry.toml: open-loop
+/// traffic that keeps a slowed server overloaded after an outage) or `model = "contention"`
 /// (scenarios/contention.toml: Brooker's optimistic-concurrency experiment) runs that model
 /// instead and prints its own report; see docs/metastable.md and docs/contention.md.
 #[derive(Debug, Args)]
