@@ -222,6 +222,7 @@ fn shipped_scenarios_all_run() {
         "scenarios/refusal-cost.toml",
         "scenarios/six-clients.toml",
         "scenarios/sixty-consoles.toml",
+        "scenarios/metastable.toml",
     ] {
         let text = stdout(&herd(&["storm", scene]));
         assert!(text.contains("half served"), "{scene}: {text}");

@@ -100,6 +100,8 @@ fn json_has_the_grid_and_the_cells() {
         "all_served_s,requests_per_client",
     ]));
     let v: serde_json::Value = serde_json::from_str(&out).expect("one JSON object");
+    assert_eq!(v["base"]["server"]["capacity"], 50, "the base before --set");
+    assert_eq!(v["base"]["model"], "storm");
     let fields = v["grid"]["fields"].as_array().unwrap();
     assert_eq!(fields.len(), 3);
     assert_eq!(fields[0]["field"], "clients.count");
@@ -168,6 +170,8 @@ fn heat_maps_are_written() {
     }
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("server.capacity"), "x label");
+    // `exponential` serves few of a hundred clients within a minute: never recovered.
+    assert!(text.contains("never, in all 2 runs"), "legend of undefined cells");
     assert!(text.trim_end().ends_with("</svg>"));
 }
 
@@ -208,6 +212,49 @@ fn bad_input_is_one_line_naming_the_flag() {
     assert!(err.contains("--max-work"), "{err}");
     let err = fails(&with(&["--heatmap", "/no/such/dir/map.svg"]));
     assert!(err.contains("--heatmap: cannot write"), "{err}");
+    let bad = temp("bad.toml");
+    std::fs::write(&bad, "horizon_s = 60\n[server]\nrefusal_cost = 1.5\n").unwrap();
+    let err = fails(&[bad.to_str().unwrap(), "--set", "server.capacity=5"]);
+    assert!(
+        err.ends_with("server.refusal_cost (line 3): must be at least 0 and below 1, got 1.5"),
+        "{err}"
+    );
     let err = fails(&["no-such-file.toml", "--set", "server.capacity=5"]);
     assert!(err.contains("cannot read scenario"), "{err}");
+}
+
+#[test]
+fn a_scenario_file_is_the_base() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/six-clients.toml"
+    );
+    let out = ok(&[
+        file,
+        "--set",
+        "server.capacity=2,6",
+        "--set",
+        "clients.max_attempts=4,8",
+        "--seeds",
+        "5",
+        "--format",
+        "csv",
+        "--metric",
+        "served,gave_up",
+    ]);
+    let lines: Vec<&str> = out.lines().collect();
+    // 4 cells × the file's three rules.
+    assert_eq!(lines.len(), 1 + 4 * 3, "{out}");
+    // SPEC §4: `immediate` serves none of the six with capacity 2 and four attempts.
+    assert!(
+        lines[1].starts_with("2,4,immediate,5,0,0,0,5,6,6,6,5"),
+        "{}",
+        lines[1]
+    );
+    // More capacity does not help: six together are above `collapse_above = 4`.
+    assert!(
+        lines[7].starts_with("6,4,immediate,5,0,0,0,5,6,6,6,5"),
+        "{}",
+        lines[7]
+    );
 }

@@ -1,11 +1,11 @@
 //! The agent engine: every client exact, time jumping to the next occupied step.
 //!
-//! Each client is a few bytes in parallel vectors (structure of arrays): its failure count,
-//! the rule's memory word only when the rule keeps one, its first step only under a deadline,
-//! and its link in the [`Calendar`]. The world owns one [`SplitMix64`] seeded by the run's
-//! seed; it draws, in this order at each step, the served arrivals (a partial Fisher–Yates
-//! shuffle choosing `s` of `A`) and then, client by client, the refused ones' pauses through
-//! [`Rule::pause`], the library's own rule code.
+//! A waiting client is a small [record](crate::record) in the [`Calendar`] bucket of the step
+//! at which it next knocks: its failure count, the rule's memory word only when the rule keeps
+//! one, its first step only under a deadline. The world owns one [`SplitMix64`] seeded by the
+//! run's seed; it draws, in this order at each step, the served arrivals (a partial
+//! Fisher–Yates shuffle choosing `s` of `A`) and then, client by client, the refused ones'
+//! pauses through [`Rule::pause`], the library's own rule code.
 //!
 //! One step, with its due clients in order (those the calendar holds for this step, in the
 //! order they were scheduled, then new burst clients, then new open-loop clients, by id):
@@ -19,17 +19,11 @@
 //!    budget denies the retry (it gives up) or it is past the horizon (it is still waiting at
 //!    the end).
 //!
-//! The retry budget is `herd::budget::RetryBudget`, the library's own, driven by a
-//! `FakeClock` set to the step's time: every first attempt deposits `budget_percent / 100` of
-//! a retry, every retry withdraws one; deposits count for [`BUDGET_WINDOW`] and there is no
-//! reserve (`min_per_sec = 0`), so the budget is exactly a share of the first attempts.
-use std::time::Duration;
-
-use herd::budget::{BudgetConfig, RetryBudget};
-use herd::clock::FakeClock;
+//! The retry budget is in [`budget`](crate::budget).
 use herd::rng::SplitMix64;
 use herd::{Rule, RuleName};
 
+use crate::budget::SimBudget;
 use crate::calendar::Calendar;
 use crate::error::ScenarioError;
 use crate::metrics::{Meter, RunResult};
@@ -39,36 +33,8 @@ use crate::server::{Server, Verdict};
 use crate::trace::{GiveUp, Observer, Outcome};
 use herd::rng::Rng;
 
-/// How long a first attempt's deposit in the retry budget counts (Finagle's and tower's 10 s).
-pub(crate) const BUDGET_WINDOW: Duration = Duration::from_secs(10);
-
-/// The library's retry budget on simulated time.
-struct SimBudget {
-    clock: FakeClock,
-    budget: RetryBudget<FakeClock>,
-}
-
-impl SimBudget {
-    fn new(percent: f64) -> Result<Option<Self>, ScenarioError> {
-        if percent <= 0.0 {
-            return Ok(None);
-        }
-        let clock = FakeClock::new();
-        let config = BudgetConfig {
-            percent,
-            min_per_sec: 0,
-            window: BUDGET_WINDOW,
-        };
-        let budget = RetryBudget::new(config, clock.clone())
-            .map_err(|e| ScenarioError::field("retry.budget_percent", e.to_string()))?;
-        Ok(Some(Self { clock, budget }))
-    }
-
-    fn at(&self, plan: &Plan, step: u64) {
-        self.clock
-            .set(Duration::from_nanos(step.saturating_mul(plan.step_ns)));
-    }
-}
+/// Attempts between two progress reports.
+const PROGRESS_EVERY: u64 = 1 << 20;
 
 fn ceil_div(a: u64, b: u64) -> u64 {
     a / b + u64::from(a % b != 0)
@@ -122,6 +88,8 @@ fn run<R: Record, O: Observer>(
     let mut beyond_horizon = 0u64;
     let mut next_id = 0u64;
     let open_loop = plan.open_loop_total > 0;
+    // Report progress about every million attempts.
+    let mut report_at = PROGRESS_EVERY;
 
     let mut step = plan.start_step;
     loop {
@@ -141,7 +109,7 @@ fn run<R: Record, O: Observer>(
         if let Some(b) = &budget {
             b.at(plan, step);
             for _ in returning..due.len() {
-                b.budget.deposit();
+                b.deposit();
             }
         }
 
@@ -153,6 +121,10 @@ fn run<R: Record, O: Observer>(
                 Verdict::Serve(s) => (s, Outcome::Refused),
             };
             meter.record(step, arrivals, served);
+            if meter.requests >= report_at {
+                report_at = meter.requests + PROGRESS_EVERY;
+                observer.progress(step as f64 / plan.steps as f64);
+            }
             if meter.requests > plan.max_attempts_total {
                 return Err(ScenarioError::field(
                     "clients.count",
@@ -200,7 +172,7 @@ fn run<R: Record, O: Observer>(
                     observer.attempt(id, step, refusal, Some(GiveUp::Deadline));
                     continue;
                 }
-                if budget.as_ref().is_some_and(|b| !b.budget.withdraw()) {
+                if budget.as_ref().is_some_and(|b| !b.withdraw()) {
                     gave_up += 1;
                     denied_by_budget += 1;
                     observer.attempt(id, step, refusal, Some(GiveUp::Budget));
@@ -231,6 +203,7 @@ fn run<R: Record, O: Observer>(
         step = next;
     }
 
+    observer.progress(1.0);
     let waiting = calendar.len() + beyond_horizon;
     debug_assert_eq!(meter.served + gave_up + waiting, plan.total_clients());
     Ok(meter.finish(name, seed, gave_up, denied_by_budget, waiting))

@@ -29,6 +29,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
+mod budget;
 mod calendar;
 pub mod cohort;
 pub mod contention;
@@ -48,6 +49,11 @@ pub mod sweep;
 mod trace;
 
 use herd::{Rule, RuleName};
+
+/// The storm guide, `docs/storm.md`: every choice the model leaves open (compiled and tested
+/// with the crate's docs).
+#[doc = include_str!("../../../docs/storm.md")]
+pub mod guide {}
 
 pub use error::ScenarioError;
 pub use fields::model_key;
@@ -169,6 +175,29 @@ impl Simulation {
             Engine::Agent => engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent),
             Engine::Cohort => cohort::simulate(&self.plan, rule, &built, seed),
         }
+    }
+
+    /// Runs `rule` like [`Simulation::run`], calling `progress` now and then (about every
+    /// million attempts) with the share of the horizon simulated so far, and with 1.0 at the
+    /// end. The result is the same as [`Simulation::run`]'s.
+    ///
+    /// # Errors
+    ///
+    /// As [`Simulation::run`].
+    pub fn run_with_progress(
+        &self,
+        rule: RuleName,
+        seed: u64,
+        progress: impl FnMut(f64),
+    ) -> Result<RunResult, ScenarioError> {
+        let built = self.rule(rule)?;
+        engine::simulate(
+            &self.plan,
+            rule,
+            &built,
+            seed,
+            &mut trace::Progress(progress),
+        )
     }
 
     /// Runs `rule` like [`Simulation::run`] and records every attempt. For small scenes:

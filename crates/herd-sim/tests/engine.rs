@@ -51,6 +51,22 @@ fn same_seed_same_result_and_trace_matches_run() {
 }
 
 #[test]
+fn progress_is_reported_and_changes_nothing() {
+    let mut s = Scenario::default();
+    s.clients.count = 20_000;
+    s.server.capacity = 500;
+    let sim = sim(&s);
+    let mut seen = Vec::new();
+    let r = sim
+        .run_with_progress(RuleName::Immediate, 1, |done| seen.push(done))
+        .unwrap();
+    assert_eq!(r, sim.run(RuleName::Immediate, 1).unwrap());
+    assert!(seen.len() >= 2, "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert_eq!(seen.last(), Some(&1.0));
+}
+
+#[test]
 fn open_loop_arrivals_are_clients_too() {
     let mut s = Scenario::default();
     s.clients.arrivals_per_s = 10.0;

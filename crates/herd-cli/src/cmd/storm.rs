@@ -2,7 +2,7 @@
 use std::fs;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
@@ -200,57 +200,58 @@ fn run_all(sim: &Simulation, rules: &[RuleName], seeds: &[u64]) -> CliResult<Vec
         .iter()
         .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
         .collect();
-    let total = jobs.len() as u64;
-    let (tick, ticks) = mpsc::channel::<()>();
+    // Each run's share of its horizon simulated, in thousandths.
+    let done: Vec<AtomicU32> = jobs.iter().map(|_| AtomicU32::new(0)).collect();
+    let finished = AtomicBool::new(false);
     let results = std::thread::scope(|scope| {
-        let worker = scope.spawn(move || {
-            jobs.par_iter()
-                .map(|&(rule, seed)| {
-                    let r = sim.run(rule, seed);
-                    let _ = tick.send(());
-                    r
+        let bar = scope.spawn(|| progress(&done, &finished));
+        let results = jobs
+            .par_iter()
+            .zip(&done)
+            .map(|(&(rule, seed), share)| {
+                sim.run_with_progress(rule, seed, |f| {
+                    share.store((f * 1000.0) as u32, Ordering::Relaxed);
                 })
-                .collect::<Result<Vec<_>, _>>()
-        });
-        progress(&ticks, total);
-        worker.join()
+            })
+            .collect::<Result<Vec<_>, _>>();
+        finished.store(true, Ordering::Release);
+        bar.thread().unpark();
+        let _ = bar.join();
+        results
     });
-    match results {
-        Ok(Ok(results)) => Ok(results),
-        Ok(Err(e)) => Err(CliError::input(e)),
-        Err(_) => Err(CliError::Run(anyhow::anyhow!(
-            "a simulation thread panicked"
-        ))),
-    }
+    results.map_err(CliError::input)
 }
 
-/// Counts finished runs until the workers hang up; draws a bar on stderr, only on a terminal
-/// and only once the runs have taken half a second.
-pub(crate) fn progress(ticks: &mpsc::Receiver<()>, total: u64) {
+/// Draws a bar on stderr until `finished`: only on a terminal, and only once the runs have
+/// taken half a second.
+fn progress(done: &[AtomicU32], finished: &AtomicBool) {
     let started = Instant::now();
-    let mut done = 0;
     let mut bar: Option<ProgressBar> = None;
-    loop {
-        match ticks.recv_timeout(Duration::from_millis(100)) {
-            Ok(()) => done += 1,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
+    while !finished.load(Ordering::Acquire) {
+        std::thread::park_timeout(Duration::from_millis(100));
         if bar.is_none()
             && started.elapsed() > Duration::from_millis(500)
             && io::stderr().is_terminal()
         {
-            let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let b = ProgressBar::with_draw_target(
+                Some(done.len() as u64 * 1000),
+                ProgressDrawTarget::stderr(),
+            );
             if let Ok(style) =
-                ProgressStyle::with_template("{spinner} {elapsed} [{bar:30}] {pos}/{len} runs")
+                ProgressStyle::with_template("{spinner} {elapsed} [{bar:30}] {percent}% {msg}")
             {
                 b.set_style(style.progress_chars("=> "));
             }
             bar = Some(b);
         }
         if let Some(b) = &bar {
-            b.set_position(done);
-            b.tick();
+            let shares: Vec<u64> = done
+                .iter()
+                .map(|d| u64::from(d.load(Ordering::Relaxed).min(1000)))
+                .collect();
+            let complete = shares.iter().filter(|&&d| d == 1000).count();
+            b.set_position(shares.iter().sum());
+            b.set_message(format!("{complete}/{} runs", done.len()));
         }
     }
     if let Some(b) = bar {

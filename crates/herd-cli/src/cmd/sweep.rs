@@ -1,14 +1,16 @@
 //! `herd sweep`: a grid of scenario fields × rules × seeds, in parallel, as a table and a
 //! heat map.
 use std::fs;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use herd::RuleName;
 use herd_sim::Limits;
 use herd_sim::sweep::{Axis, Row, Sweep};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use toml::Value;
 
 use crate::error::{CliError, CliResult};
@@ -147,6 +149,11 @@ fn base(args: &SweepArgs) -> CliResult<(Value, String)> {
                     e.message().lines().next().unwrap_or("not TOML")
                 ))
             })?;
+            if !value.contains_key(herd_sim::model::MODEL_KEY) {
+                // A storm scenario: check it as `herd storm` would, for errors with the line.
+                herd_sim::Scenario::from_toml_str(&text)
+                    .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            }
             Ok((Value::Table(value), path.display().to_string()))
         }
     }
@@ -258,22 +265,45 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
 
 /// Runs the sweep on all cores with a progress bar on a terminal.
 fn run_all(sweep: &Sweep) -> CliResult<Vec<Row>> {
-    let (tick, ticks) = mpsc::channel::<()>();
-    let total = sweep.runs();
+    let done = AtomicU64::new(0);
+    let finished = AtomicBool::new(false);
     let result = std::thread::scope(|scope| {
-        let worker = scope.spawn(move || {
-            sweep.run(&|| {
-                let _ = tick.send(());
-            })
+        let bar = scope.spawn(|| progress(&done, sweep.runs(), &finished));
+        let rows = sweep.run(&|| {
+            done.fetch_add(1, Ordering::Relaxed);
         });
-        super::storm::progress(&ticks, total);
-        worker.join()
+        finished.store(true, Ordering::Release);
+        bar.thread().unpark();
+        let _ = bar.join();
+        rows
     });
-    match result {
-        Ok(Ok(rows)) => Ok(rows),
-        Ok(Err(e)) => Err(CliError::input(e)),
-        Err(_) => Err(CliError::Run(anyhow::anyhow!(
-            "a simulation thread panicked"
-        ))),
+    result.map_err(CliError::input)
+}
+
+/// Draws a bar on stderr until `finished`: only on a terminal, and only once the sweep has
+/// taken half a second.
+fn progress(done: &AtomicU64, total: u64, finished: &AtomicBool) {
+    let started = Instant::now();
+    let mut bar: Option<ProgressBar> = None;
+    while !finished.load(Ordering::Acquire) {
+        std::thread::park_timeout(Duration::from_millis(100));
+        if bar.is_none()
+            && started.elapsed() > Duration::from_millis(500)
+            && io::stderr().is_terminal()
+        {
+            let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template(
+                "{spinner} {elapsed} [{bar:30}] {pos}/{len} runs, {eta} to go",
+            ) {
+                b.set_style(style.progress_chars("=> "));
+            }
+            bar = Some(b);
+        }
+        if let Some(b) = &bar {
+            b.set_position(done.load(Ordering::Relaxed));
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
     }
 }

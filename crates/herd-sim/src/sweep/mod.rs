@@ -93,6 +93,7 @@ impl Cell {
 /// A checked sweep, ready to run.
 #[derive(Clone, Debug)]
 pub struct Sweep {
+    base: Value,
     axes: Vec<Axis>,
     cells: Vec<Cell>,
     rules: Vec<RuleName>,
@@ -194,6 +195,9 @@ impl Sweep {
         seeds: u64,
         limits: &Limits,
     ) -> Result<Self, SweepError> {
+        if seeds == 0 {
+            return Err(SweepError::new("--seeds must be at least 1"));
+        }
         let full = model::complete(base).map_err(|e| SweepError::new(e.to_string()))?;
         for (i, axis) in axes.iter().enumerate() {
             let path = axis.path();
@@ -260,11 +264,11 @@ impl Sweep {
                 .map_err(|e| blame(&full, &axes, &values, &e, limits))?;
             cells.push(Cell { values, model });
         }
-        let base_model =
-            Model::from_value(&full, limits).map_err(|e| SweepError::new(e.to_string()))?;
+        // The scenario's rules, from the first cell: the base itself may be too large to
+        // run before the --set values make it smaller.
         let rules = match rules {
             Some(r) if !r.is_empty() => dedup(r),
-            _ => base_model.rules(),
+            _ => cells.first().map(|c| c.model.rules()).unwrap_or_default(),
         };
         let first = first_seed.unwrap_or_else(|| {
             full.get("seed")
@@ -272,9 +276,6 @@ impl Sweep {
                 .and_then(|s| u64::try_from(s).ok())
                 .unwrap_or(1)
         });
-        if seeds == 0 {
-            return Err(SweepError::new("--seeds must be at least 1"));
-        }
         let runs = (cells.len() as u128) * (rules.len() as u128) * u128::from(seeds);
         if runs > u128::from(MAX_RUNS) {
             return Err(SweepError::new(format!(
@@ -293,12 +294,19 @@ impl Sweep {
             }
         }
         Ok(Self {
+            base: full,
             axes,
             cells,
             rules,
             seeds,
             metrics,
         })
+    }
+
+    /// The base scenario with every field filled in, before any `--set`.
+    #[must_use]
+    pub fn base(&self) -> &Value {
+        &self.base
     }
 
     /// The axes, in the order given.

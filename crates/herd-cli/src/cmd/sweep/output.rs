@@ -174,7 +174,7 @@ fn toml_to_json(v: &toml::Value) -> Json {
     serde_json::to_value(v).unwrap_or(Json::Null)
 }
 
-/// `{"scenario": …, "grid": {"fields": […], "rules": […], "seeds": […], "metrics": […]},
+/// `{"scenario": …, "base": {the scenario with every field}, "grid": {"fields": […], "rules": […], "seeds": […], "metrics": […]},
 /// "cells": [{"values": {…}, "rule": …, "runs": …, "metrics": {M: {mean, lo, hi, defined}}}]}`.
 pub(crate) fn json(
     out: &mut impl Write,
@@ -228,6 +228,7 @@ pub(crate) fn json(
         .collect();
     let report = json!({
         "scenario": name,
+        "base": toml_to_json(sweep.base()),
         "grid": {
             "fields": fields,
             "rules": sweep.rules().iter().map(|r| r.as_str()).collect::<Vec<_>>(),
