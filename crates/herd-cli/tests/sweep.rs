@@ -171,7 +171,10 @@ fn heat_maps_are_written() {
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("server.capacity"), "x label");
     // `exponential` serves few of a hundred clients within a minute: never recovered.
-    assert!(text.contains("never, in all 2 runs"), "legend of undefined cells");
+    assert!(
+        text.contains("never, in all 2 runs"),
+        "legend of undefined cells"
+    );
     assert!(text.trim_end().ends_with("</svg>"));
 }
 
