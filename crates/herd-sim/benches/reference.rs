@@ -2,9 +2,10 @@
 //!
 //! For each of the six rules of the design brief, on the default scenario (2000 clients) and
 //! scaled up (100 000 clients, capacity scaled in proportion), this runs
-//! `tools/reference_storm.py` once (an event heap in Python; it reports its own compute time,
-//! interpreter start-up excluded) and herd's agent and cohort engines several times each (the
-//! median), and prints a Markdown table with the ratios. A second table times the cohort
+//! `tools/reference_storm.py` (an event heap in Python; it reports its own compute time,
+//! interpreter start-up excluded; the median of three runs when a run is shorter than 2 s,
+//! else one run) and herd's agent and cohort engines several times each (the median), and
+//! prints a Markdown table with the ratios. A second table times the cohort
 //! engine alone from 2000 to 10^9 clients: its cost should not grow with the clients.
 //!
 //!     cargo bench -p herd-sim --bench reference
@@ -24,7 +25,23 @@ struct Reference {
     requests: u64,
 }
 
+/// The reference's median over three runs when one run is short (under 2 s), else one run:
+/// a single short Python run moves by up to 2× on a shared machine.
 fn reference(script: &PathBuf, rule: RuleName, clients: u64) -> Result<Reference, String> {
+    let first = reference_once(script, rule, clients)?;
+    if first.compute_s >= 2.0 {
+        return Ok(first);
+    }
+    let mut runs = vec![
+        first,
+        reference_once(script, rule, clients)?,
+        reference_once(script, rule, clients)?,
+    ];
+    runs.sort_by(|a, b| a.compute_s.total_cmp(&b.compute_s));
+    Ok(runs.swap_remove(1))
+}
+
+fn reference_once(script: &PathBuf, rule: RuleName, clients: u64) -> Result<Reference, String> {
     let out = Command::new("python3")
         .arg(script)
         .args([
