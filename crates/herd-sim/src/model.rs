@@ -22,6 +22,8 @@
 //!   arrivals still refuses some. With a burst alone it is close to `all_served_s` minus the
 //!   outage; with open-loop arrivals it tells a server that catches up from one held in a
 //!   storm by its own clients' retries (metastable failure).
+//! - `recovered`: 1 when `recovered_s` is defined, else 0; over seeds, its mean is the share
+//!   of runs that recovered (the sharpest view of a phase boundary).
 //!
 //! # Metastable and contention metrics
 //!
@@ -65,6 +67,7 @@ pub const MODELS: &[&str] = &["storm", "metastable", "contention"];
 /// The storm model's metrics, in report order.
 pub const STORM_METRICS: &[&str] = &[
     "recovered_s",
+    "recovered",
     "half_served_s",
     "all_served_s",
     "requests_per_client",
@@ -307,6 +310,10 @@ pub fn run_value(
 fn storm_metrics(r: &RunResult, recovered: Option<f64>) -> Metrics {
     let mut m = Metrics::new();
     m.set("recovered_s", recovered);
+    m.set(
+        "recovered",
+        Some(if recovered.is_some() { 1.0 } else { 0.0 }),
+    );
     m.set("half_served_s", r.half_served_s);
     m.set("all_served_s", r.all_served_s);
     m.set("requests_per_client", Some(r.requests_per_client));

@@ -1,7 +1,8 @@
 //! `--heatmap`: one metric over two swept fields, the phase maps of the metastability papers.
 //!
 //! One panel per rule (and per value of any further swept field), shared colour scale: the
-//! mean over the seeds, dark for high values (slow recovery, many requests), light for low.
+//! mean over the seeds, dark for worse (slow recovery, many requests; few served or
+//! recovered), light for better.
 //! The scale is logarithmic when the values span more than a factor of 50. Cells where the
 //! metric never happened (never recovered in any run) are black with grey hatching; cells
 //! where it happened in only some runs say how many. SVG or PNG by the file's extension,
@@ -96,12 +97,17 @@ struct Panel<'a> {
     cells: Vec<Option<(&'a Stats, usize)>>,
 }
 
+/// Metrics where more is better: drawn light when high, so that dark always means worse.
+const HIGHER_IS_BETTER: [&str; 2] = ["recovered", "served"];
+
 /// The colour scale from the smallest to the largest mean.
 #[derive(Clone, Copy)]
 struct Scale {
     lo: f64,
     hi: f64,
     log: bool,
+    /// Light for high values instead of dark.
+    invert: bool,
 }
 
 impl Scale {
@@ -116,10 +122,21 @@ impl Scale {
                 lo: 0.0,
                 hi: 1.0,
                 log: false,
+                invert: false,
             };
         }
         let log = lo > 0.0 && hi / lo > 50.0;
-        Self { lo, hi, log }
+        Self {
+            lo,
+            hi,
+            log,
+            invert: false,
+        }
+    }
+
+    /// The colour at position `t` of the scale.
+    fn colour(&self, t: f64) -> RGBColor {
+        colour(if self.invert { 1.0 - t } else { t })
     }
 
     /// Position of `v` on the scale, 0 to 1.
@@ -301,11 +318,14 @@ where
     root.fill(&WHITE).map_err(err)?;
     let (xa, ya) = (&sweep.axes()[x], &sweep.axes()[y]);
     let (nx, ny) = (xa.values().len(), ya.values().len());
-    let scale = Scale::of(
-        panels
-            .iter()
-            .flat_map(|p| p.cells.iter().flatten().filter_map(|(s, _)| s.mean)),
-    );
+    let scale = Scale {
+        invert: HIGHER_IS_BETTER.contains(&metric),
+        ..Scale::of(
+            panels
+                .iter()
+                .flat_map(|p| p.cells.iter().flatten().filter_map(|(s, _)| s.mean)),
+        )
+    };
     let seeds = sweep.seeds().len();
     let (title, rest) = root.split_vertically(TITLE_HEIGHT);
     let centred = |size| {
@@ -377,7 +397,7 @@ where
                     hatch(root, a, b).map_err(err)?;
                     continue;
                 };
-                let fill = colour(scale.t(mean));
+                let fill = scale.colour(scale.t(mean));
                 root.draw(&Rectangle::new([a, b], fill.filled()))
                     .map_err(err)?;
                 let (w, h) = (b.0 - a.0, b.1 - a.1);
@@ -462,7 +482,7 @@ fn draw_legend<DB: DrawingBackend>(
         let y1 = by + bh * (i + 1) / steps;
         area.draw(&Rectangle::new(
             [(bx, y0), (bx + bw, y1.max(y0 + 1))],
-            colour(t0).filled(),
+            scale.colour(t0).filled(),
         ))?;
     }
     area.draw(&Rectangle::new([(bx, by), (bx + bw, by + bh)], BLACK))?;
