@@ -191,13 +191,22 @@ impl Simulation {
         progress: impl FnMut(f64),
     ) -> Result<RunResult, ScenarioError> {
         let built = self.rule(rule)?;
-        engine::simulate(
-            &self.plan,
-            rule,
-            &built,
-            seed,
-            &mut trace::Progress(progress),
-        )
+        match self.engine {
+            Engine::Agent => engine::simulate(
+                &self.plan,
+                rule,
+                &built,
+                seed,
+                &mut trace::Progress(progress),
+            ),
+            Engine::Cohort => {
+                // Cohort runs take milliseconds: report only the end.
+                let mut progress = progress;
+                let result = cohort::simulate(&self.plan, rule, &built, seed)?;
+                progress(1.0);
+                Ok(result)
+            }
+        }
     }
 
     /// Runs `rule` like [`Simulation::run`] and records every attempt. For small scenes:

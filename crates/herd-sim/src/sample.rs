@@ -695,4 +695,26 @@ mod tests {
             }
         }
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+        /// Any sizes up to 10^12, any probability: a draw stays in its support.
+        #[test]
+        fn draws_stay_in_their_support(
+            n in 0u64..=1_000_000_000_000,
+            p in -0.5f64..1.5,
+            total in 0u64..=1_000_000_000_000,
+            marked in 0u64..=1_000_000_000_000,
+            drawn in 0u64..=1_000_000_000_000,
+            seed: u64,
+        ) {
+            let mut rng = SplitMix64::new(seed);
+            proptest::prop_assert!(binomial(&mut rng, n, p) <= n);
+            let (marked, drawn) = (marked.min(total), drawn.min(total));
+            let x = hypergeometric(&mut rng, total, marked, drawn);
+            proptest::prop_assert!(x <= marked.min(drawn));
+            proptest::prop_assert!(drawn - x <= total - marked);
+        }
+    }
 }

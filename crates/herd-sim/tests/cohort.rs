@@ -2,7 +2,7 @@
 //! the errors for what it does not run. (Agreement with the agent engine over many seeds is
 //! `cohort_agreement.rs`.)
 use herd::RuleName;
-use herd_sim::{Engine, Limits, RunResult, Scenario, Simulation, cohort};
+use herd_sim::{Clients, Engine, Limits, RunResult, Scenario, Server, Simulation, cohort};
 
 fn cohort_sim(scenario: &Scenario) -> Simulation {
     Simulation::with_engine(scenario, &Limits::default(), Engine::Cohort).expect("valid")
@@ -162,4 +162,53 @@ fn work_is_bounded_by_limits() {
     let err = sim.run(RuleName::Full, 1).unwrap_err();
     assert_eq!(err.field_name(), Some("clients.count"), "{err}");
     assert!(err.to_string().contains("cohort updates"), "{err}");
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// Whatever the scenario, every client ends served, given up or waiting, the series add
+    /// up to the totals, and the run never panics.
+    #[test]
+    fn every_client_is_accounted_for(
+        count in 0u64..5_000_000_000,
+        capacity_share in 1u64..200,
+        arrivals_per_s in 0.0f64..50.0,
+        max_attempts in 0u32..6,
+        deadline_s in 0.0f64..40.0,
+        refusal_cost in 0.0f64..0.5,
+        collapse_share in 0u64..4,
+        retry_after_s in 0.0f64..1.0,
+        timeout_s in 0.0f64..0.5,
+        warmup_s in 0.0f64..5.0,
+        rule_index in 0usize..7,
+        seed: u64,
+    ) {
+        let d = Scenario::default();
+        let s = Scenario {
+            horizon_s: 120.0,
+            clients: Clients {
+                count,
+                arrivals_per_s,
+                max_attempts,
+                deadline_s,
+                ..d.clients
+            },
+            server: Server {
+                capacity: count / capacity_share + 1,
+                refusal_cost,
+                collapse_above: count / 4 * collapse_share,
+                retry_after_s,
+                timeout_s,
+                warmup_s,
+                ..d.server
+            },
+            ..d
+        };
+        let rule = RuleName::ALL[rule_index];
+        let r = run(&cohort_sim(&s), rule, seed);
+        proptest::prop_assert_eq!(r.series.arrivals.iter().sum::<u64>(), r.requests);
+        proptest::prop_assert_eq!(r.series.served.iter().sum::<u64>(), r.served);
+        proptest::prop_assert!(r.requests >= r.served + r.gave_up);
+    }
 }

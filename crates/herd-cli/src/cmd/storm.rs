@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use herd::RuleName;
-use herd_sim::{Limits, RunResult, Scenario, Simulation};
+use herd_sim::{Engine, Limits, RunResult, Scenario, Simulation};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
@@ -46,9 +46,20 @@ pub(crate) struct StormArgs {
     /// Run seeds S..S+K-1 in parallel and report mean, min and max.
     #[arg(long, value_name = "K", default_value_t = 1)]
     runs: u32,
-    /// Clients in the burst (overrides `clients.count`; capacity is not scaled).
+    /// Clients in the burst (overrides `clients.count`; capacity is not scaled unless
+    /// --scale-capacity is given).
     #[arg(long, value_name = "N")]
     clients: Option<u64>,
+    /// With --clients N: scale `server.capacity` and `server.collapse_above` by N / the
+    /// scenario's `clients.count`, so the storm keeps its shape at any size (the default
+    /// scenario's 50 per 2000 clients becomes 25 000 000 per 10^9).
+    #[arg(long, requires = "clients")]
+    scale_capacity: bool,
+    /// The engine: `agent` follows every client (the reference); `cohort` moves clients in
+    /// counts, so 10^9 clients take seconds (exact in distribution; `decorrelated` memory is
+    /// quantized; no `decorrelated-v2`, no budgets).
+    #[arg(long, value_enum, default_value_t = EngineArg::Agent)]
+    engine: EngineArg,
     /// A refusal's share of an answer's work, 0 <= R < 1 (overrides `server.refusal_cost`).
     #[arg(long, value_name = "R")]
     refusal_cost: Option<f64>,
@@ -60,6 +71,24 @@ pub(crate) struct StormArgs {
     chart: Option<PathBuf>,
     #[command(flatten)]
     models: models::ModelArgs,
+}
+
+/// Which engine runs the storm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum EngineArg {
+    /// Every client exact, a few bytes each.
+    Agent,
+    /// Clients in counts: cost independent of their number.
+    Cohort,
+}
+
+impl From<EngineArg> for Engine {
+    fn from(e: EngineArg) -> Self {
+        match e {
+            EngineArg::Agent => Engine::Agent,
+            EngineArg::Cohort => Engine::Cohort,
+        }
+    }
 }
 
 /// How results are printed.
@@ -107,6 +136,19 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
         scenario.server.refusal_cost = r;
     }
     if let Some(n) = args.clients {
+        if args.scale_capacity {
+            let from = scenario.clients.count;
+            if from == 0 {
+                return Err(CliError::input(
+                    "--scale-capacity: the scenario's clients.count is 0, nothing to scale from",
+                ));
+            }
+            let scale = |x: u64| {
+                u64::try_from(u128::from(x) * u128::from(n) / u128::from(from)).unwrap_or(u64::MAX)
+            };
+            scenario.server.capacity = scale(scenario.server.capacity);
+            scenario.server.collapse_above = scale(scenario.server.collapse_above);
+        }
         scenario.clients.count = n;
     }
     if let Some(seed) = args.seed {
@@ -151,11 +193,12 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         }
     }
     let (scenario, name) = scenario(args)?;
+    // For the cohort engine, `max_attempts` bounds cohort updates instead (its unit of work).
     let limits = Limits {
         max_attempts: MAX_ATTEMPTS_PER_RUN,
         ..Limits::default()
     };
-    let sim = Simulation::new(&scenario, &limits).map_err(|e| {
+    let sim = Simulation::with_engine(&scenario, &limits, args.engine.into()).map_err(|e| {
         let prefix = args
             .scenario
             .as_ref()

@@ -56,7 +56,7 @@ pub(crate) struct Law {
 
 impl Law {
     /// Builds a law from outcomes weighted by integer counts (or any non-negative weights).
-    fn from_weights(weighted: Vec<((u64, u64), f64)>) -> Self {
+    pub(crate) fn from_weights(weighted: Vec<((u64, u64), f64)>) -> Self {
         let total: f64 = weighted.iter().map(|(_, w)| w).sum();
         let mut law = Law::default();
         for (outcome, w) in weighted {
@@ -318,30 +318,51 @@ impl Laws {
     }
 
     fn decorrelated(&self, failures: u32, memory: u64) -> Law {
-        let previous = if failures == 0 { self.base } else { memory };
-        let (lo, hi) = (self.base, previous.saturating_mul(3).max(self.base));
+        let top = self.nested_top(failures, memory).unwrap_or(self.base);
+        Law::from_weights(self.nested_pieces(self.base - 1, top))
+    }
+
+    /// For rules whose pause is uniform on `base..=top` (then capped), `top`; `None` for the
+    /// others. Such laws are *nested*: given that a pause on `base..=top` fell at or below
+    /// some `t < top`, it is uniform on `base..=t`, the law of a client whose top is `t`. The
+    /// engine uses this to split all cohorts due at a step at once (`split_nested`), at a cost
+    /// of O(pieces + cohorts) instead of O(pieces × cohorts). Only `decorrelated` today.
+    pub(crate) fn nested_top(&self, failures: u32, memory: u64) -> Option<u64> {
+        (self.name == RuleName::Decorrelated).then(|| {
+            let previous = if failures == 0 { self.base } else { memory };
+            previous.saturating_mul(3).max(self.base)
+        })
+    }
+
+    /// The lowest pause of a nested law (`base`).
+    pub(crate) fn nested_bottom(&self) -> u64 {
+        self.base
+    }
+
+    /// The outcomes of a pause uniform on `above + 1..=top` (then capped), weighted by the
+    /// number of integers leading to each: pieces that share both a wait and a memory cell,
+    /// and the cap.
+    pub(crate) fn nested_pieces(&self, above: u64, top: u64) -> Vec<((u64, u64), f64)> {
         let mut weighted = Vec::new();
-        if lo < self.cap {
-            // Pieces of `lo..=top` that share both a memory cell and a wait.
-            let top = hi.min(self.cap - 1);
-            let mut from = lo;
-            while from <= top {
-                let c = self.cell_of(from);
-                let wait = self.wait_of(from);
-                let to = (c * self.cell_ns)
-                    .min(wait.saturating_mul(self.step_ns))
-                    .min(top);
-                weighted.push(((wait, self.representative(c)), (to - from) as f64 + 1.0));
-                from = to + 1;
-            }
+        let below_cap = top.min(self.cap - 1);
+        let mut from = above + 1;
+        while from <= below_cap {
+            let c = self.cell_of(from);
+            let wait = self.wait_of(from);
+            let to = (c * self.cell_ns)
+                .min(wait.saturating_mul(self.step_ns))
+                .min(below_cap);
+            weighted.push(((wait, self.representative(c)), (to - from) as f64 + 1.0));
+            from = to + 1;
         }
-        if hi >= self.cap {
+        if top >= self.cap {
+            let from = (above + 1).max(self.cap);
             weighted.push((
                 (self.wait_of(self.cap), self.cap),
-                (hi - self.cap) as f64 + 1.0,
+                (top - from) as f64 + 1.0,
             ));
         }
-        Law::from_weights(weighted)
+        weighted
     }
 }
 

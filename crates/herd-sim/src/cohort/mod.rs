@@ -34,9 +34,31 @@
 //!
 //! Exact in distribution (not draw for draw: the agent and the cohort engines consume the
 //! generator differently) for `immediate`, `constant`, `exponential`, `full`, `equal` and
-//! `grpc`, with every server and client feature of the model. Deterministic rules in a burst
-//! give the agent engine's results exactly. `decorrelated` quantizes its memory (see
-//! `cohort/law.rs`); `decorrelated-v2` and retry budgets are refused with an error.
+//! `grpc`, with every server and client feature of the model: refusal cost, collapse,
+//! warm-up, `Retry-After`, timeouts, attempt limits, deadlines, open-loop arrivals.
+//! Deterministic rules in a lone burst give the agent engine's results exactly, run for run.
+//! `decorrelated` quantizes its memory (see `cohort/law.rs`): the one approximation, measured
+//! by `tests/cohort_agreement.rs`. Refused with an error naming the field:
+//!
+//! - `decorrelated-v2` (`retry.rules`): its memory is a continuous value whose effect never
+//!   washes out, and its failure count never saturates, so it has no small state space;
+//! - retry budgets (`retry.budget_percent`): the agent engine lets the budget's retries go to
+//!   the first refused clients in its processing order, which depends on calendar order, not
+//!   on anything a count records;
+//! - traces: there are no clients to follow.
+//!
+//! A run is reproducible from its seed, bit for bit, on a given platform. The samplers'
+//! acceptance tests call `ln`, `exp` and `ln_1p`, whose last bit may differ between libm
+//! implementations, so on another platform a rare draw may differ.
+//!
+//! # Cost
+//!
+//! Per step, O(cohorts due × outcomes of their laws), plus O(cells + cohorts) for
+//! `decorrelated`, whose nested laws are split all at once; the number of cohorts is bounded
+//! by the states (failure counts until the pause reaches the cap, memory cells) times the
+//! pause range in steps, not by the clients. Fine steps under a long cap are the expensive
+//! case (1 ms steps with a 30 s cap: 30 000 outcomes a law). Benchmarks:
+//! `docs/BENCHMARKS.md`, "Cohort engine".
 use herd::RuleName;
 use herd::rng::SplitMix64;
 
@@ -51,7 +73,7 @@ mod calendar;
 pub(crate) mod law;
 
 use calendar::{Calendar, State};
-use law::Laws;
+use law::{Law, Laws};
 
 /// The most clients (burst plus open-loop) the cohort engine accepts: counts are `u64` and the
 /// server's accounting is `f64`, exact far beyond this.
@@ -116,6 +138,7 @@ pub(crate) fn simulate(
     let mut due: Vec<(State, u64)> = Vec::new();
     let mut sizes: Vec<u64> = Vec::new();
     let mut served_of: Vec<u64> = Vec::new();
+    let mut nested: Vec<Nested> = Vec::new();
     let mut gave_up = 0u64;
     let mut beyond_horizon = 0u64;
     let mut work = 0u64;
@@ -170,17 +193,51 @@ pub(crate) fn simulate(
             sizes.extend(due.iter().map(|(_, n)| *n));
             sample::multivariate_hypergeometric(&mut rng, &sizes, served, &mut served_of);
 
+            // Files `n` refused clients of a cohort: given up (`None`), or due again after
+            // drawing `Some((wait, memory))`.
+            let mut file = |n: u64, drawn: Option<(u64, u64)>, failures: u32, first: u32| {
+                let Some((wait, memory)) = drawn else {
+                    gave_up += n;
+                    return;
+                };
+                let wait = if honour_retry_after {
+                    wait.max(plan.retry_after_steps)
+                } else {
+                    wait
+                };
+                let next = step + plan.timeout_steps + wait;
+                let past_deadline = plan
+                    .deadline_steps
+                    .is_some_and(|d| next - u64::from(first) >= d);
+                if past_deadline {
+                    gave_up += n;
+                } else if next >= plan.steps {
+                    beyond_horizon += n;
+                } else {
+                    let state = State {
+                        failures,
+                        memory,
+                        first,
+                    };
+                    calendar.add(next, state, n);
+                }
+            };
+            nested.clear();
             for (&(state, count), &taken) in due.iter().zip(&served_of) {
                 let refused = count - taken;
                 if refused == 0 {
                     continue;
                 }
                 if plan.max_attempts > 0 && state.failures.saturating_add(1) >= plan.max_attempts {
-                    gave_up += refused;
+                    file(refused, None, state.failures, state.first);
                     continue;
                 }
                 let failures =
                     laws.file_failures(state.failures.saturating_add(1), plan.max_attempts);
+                if let Some(top) = laws.nested_top(state.failures, state.memory) {
+                    nested.push((failures, state.first, top, refused));
+                    continue;
+                }
                 let law = laws.get(state.failures, state.memory);
                 sample::multinomial(
                     &mut rng,
@@ -189,29 +246,13 @@ pub(crate) fn simulate(
                     &law.tail,
                     &law.cdf,
                     |i, n| {
-                        let (mut wait, memory) = law.outcomes[i];
-                        if honour_retry_after {
-                            wait = wait.max(plan.retry_after_steps);
-                        }
-                        let next = step + plan.timeout_steps + wait;
-                        let past_deadline = plan
-                            .deadline_steps
-                            .is_some_and(|d| next - u64::from(state.first) >= d);
-                        if past_deadline {
-                            gave_up += n;
-                        } else if next >= plan.steps {
-                            beyond_horizon += n;
-                        } else {
-                            let next_state = State {
-                                failures,
-                                memory,
-                                first: state.first,
-                            };
-                            calendar.add(next, next_state, n);
-                        }
+                        file(n, Some(law.outcomes[i]), failures, state.first);
                     },
                 );
             }
+            split_nested(&mut rng, &laws, &mut nested, |n, drawn, failures, first| {
+                file(n, Some(drawn), failures, first);
+            });
             if calendar.cohorts() > MAX_COHORTS {
                 return Err(ScenarioError::field(
                     "step_ms",
@@ -242,6 +283,58 @@ pub(crate) fn simulate(
     Ok(meter.finish(name, seed, gave_up, 0, waiting))
 }
 
+/// A refused cohort of a rule with nested laws: `(failures as filed next, first step, top of
+/// the uniform pause range, count)`.
+type Nested = (u32, u32, u64, u64);
+
+/// Splits every refused cohort of a nested-law rule at once (see `Laws::nested_top`), calling
+/// `emit(count, (wait, memory), failures, first)`.
+///
+/// Within a group (same next failures and first step), with tops `t₁ > t₂ > …`: the pool of
+/// clients whose pause is uniform on `base..=tᵢ` (cohort `i` plus everyone from higher cohorts
+/// who fell below `tᵢ`) sends a binomial share `(tᵢ − tᵢ₊₁) / (tᵢ − base + 1)` into
+/// `tᵢ₊₁ + 1..=tᵢ`, spread over its pieces multinomially by length; the rest are uniform on
+/// `base..=tᵢ₊₁` and join cohort `i + 1`. Exact: the same joint law as splitting each cohort
+/// on its own, for O(pieces + cohorts) draws.
+fn split_nested(
+    rng: &mut SplitMix64,
+    laws: &Laws,
+    nested: &mut [Nested],
+    mut emit: impl FnMut(u64, (u64, u64), u32, u32),
+) {
+    nested.sort_unstable_by(|a, b| (a.0, a.1, b.2).cmp(&(b.0, b.1, a.2)));
+    let bottom = laws.nested_bottom();
+    let mut start = 0;
+    while start < nested.len() {
+        let (failures, first) = (nested[start].0, nested[start].1);
+        let end = start + nested[start..].partition_point(|c| (c.0, c.1) == (failures, first));
+        let group = &nested[start..end];
+        let mut pool = 0u64;
+        for (i, &(_, _, top, n)) in group.iter().enumerate() {
+            pool += n;
+            // The next lower top (tops may repeat: an empty interval then).
+            let above = group.get(i + 1).map_or(bottom - 1, |c| c.2);
+            if pool == 0 || above == top {
+                continue;
+            }
+            let here = if i + 1 == group.len() {
+                pool
+            } else {
+                let p = (top - above) as f64 / (top - bottom + 1) as f64;
+                sample::binomial(rng, pool, p)
+            };
+            pool -= here;
+            if here > 0 {
+                let law = Law::from_weights(laws.nested_pieces(above, top));
+                sample::multinomial(rng, here, &law.probs, &law.tail, &law.cdf, |k, c| {
+                    emit(c, law.outcomes[k], failures, first);
+                });
+            }
+        }
+        start = end;
+    }
+}
+
 /// Sorts cohorts by state and merges equal states, so draws happen in a fixed order.
 fn merge_sorted(due: &mut Vec<(State, u64)>) {
     due.sort_unstable_by_key(|(s, _)| *s);
@@ -253,4 +346,60 @@ fn merge_sorted(due: &mut Vec<(State, u64)>) {
             false
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd::RuleParams;
+    use std::collections::HashMap;
+
+    /// Splitting decorrelated's cohorts together gives each outcome the expected count of
+    /// splitting them one by one: the sum over cohorts of count × the cohort's law.
+    #[test]
+    fn nested_split_has_the_per_cohort_means() {
+        let params = RuleParams::default();
+        let rule = RuleName::Decorrelated.build(&params).unwrap();
+        let mut laws = Laws::new(RuleName::Decorrelated, rule, &params, 100_000_000).unwrap();
+        // (failures, memory, count): a first failure, short and long memories, the cap.
+        let cohorts = [
+            (0u32, 0u64, 5_000u64),
+            (1, 180_000_000, 300),
+            (1, 1_212_000_000, 40_000),
+            (1, 6_000_000_000, 7),
+            (1, 20_000_000_000, 2_000),
+        ];
+        let mut expected: HashMap<(u64, u64), f64> = HashMap::new();
+        for &(f, m, n) in &cohorts {
+            let law = laws.get(f, m).clone();
+            for (o, p) in law.outcomes.iter().zip(&law.probs) {
+                *expected.entry(*o).or_default() += n as f64 * p;
+            }
+        }
+        let reps = 400;
+        let mut got: HashMap<(u64, u64), f64> = HashMap::new();
+        let mut rng = SplitMix64::new(3);
+        for _ in 0..reps {
+            let mut nested: Vec<Nested> = cohorts
+                .iter()
+                .map(|&(f, m, n)| (1, 0, laws.nested_top(f, m).unwrap(), n))
+                .collect();
+            let mut total = 0;
+            split_nested(&mut rng, &laws, &mut nested, |n, o, _, _| {
+                *got.entry(o).or_default() += n as f64;
+                total += n;
+            });
+            assert_eq!(total, cohorts.iter().map(|c| c.2).sum::<u64>());
+        }
+        for (o, want) in &expected {
+            let mean = got.get(o).copied().unwrap_or(0.0) / f64::from(reps);
+            // Poisson-like bound on the standard error of a count's mean.
+            let se = (want / f64::from(reps)).sqrt();
+            assert!(
+                (mean - want).abs() <= 5.0 * se + 1e-9,
+                "{o:?}: {mean} vs {want}"
+            );
+        }
+        assert!(got.keys().all(|o| expected.contains_key(o)));
+    }
 }

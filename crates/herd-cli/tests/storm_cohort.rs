@@ -1,0 +1,69 @@
+//! `herd storm --engine cohort`: a billion clients from the command line, and its errors.
+use std::process::Command;
+
+fn herd(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(args)
+        .output()
+        .expect("herd runs");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_billion_clients_with_capacity_scaled() {
+    let (ok, stdout, stderr) = herd(&[
+        "storm",
+        "--engine",
+        "cohort",
+        "--clients",
+        "1000000000",
+        "--scale-capacity",
+        "--rule",
+        "immediate",
+        "--rule",
+        "full",
+        "--format",
+        "json",
+    ]);
+    assert!(ok, "{stderr}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).expect("one JSON object");
+    assert_eq!(v["scenario"]["server"]["capacity"], 25_000_000);
+    let results = v["results"].as_array().expect("results");
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0]["rule"], "immediate");
+    assert_eq!(results[0]["clients"], 1_000_000_000u64);
+    assert_eq!(results[0]["half_served_s"], 12.0);
+    assert_eq!(results[0]["all_served_s"], 13.9);
+    assert_eq!(results[0]["requests_per_client"], 120.5);
+    assert_eq!(results[1]["served"], 1_000_000_000u64);
+}
+
+#[test]
+fn errors_are_one_line_and_name_the_field() {
+    let (ok, _, stderr) = herd(&["storm", "--engine", "cohort", "--rule", "decorrelated-v2"]);
+    assert!(!ok);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("retry.rules"), "{stderr}");
+    assert!(
+        stderr.contains("not supported by the cohort engine"),
+        "{stderr}"
+    );
+
+    let (ok, _, stderr) = herd(&["storm", "--engine", "cohort", "--clients", "2000000000000"]);
+    assert!(!ok);
+    assert!(stderr.contains("clients.count"), "{stderr}");
+
+    let (ok, _, stderr) = herd(&["storm", "--scale-capacity"]);
+    assert!(!ok, "--scale-capacity needs --clients: {stderr}");
+
+    let (ok, _, stderr) = herd(&["storm", "--engine", "herd"]);
+    assert!(!ok);
+    assert!(
+        stderr.contains("agent") && stderr.contains("cohort"),
+        "{stderr}"
+    );
+}
