@@ -98,6 +98,7 @@ fn storm_only_flags_are_refused_with_exit_2() {
         vec!["--clients", "10"],
         vec!["--refusal-cost", "0.1"],
         vec!["--sweep-clients", "10..20:10"],
+        vec!["--engine", "cohort"],
         vec!["--sweep-offered", "300..100:10"],
     ] {
         let mut args = vec!["storm".to_owned(), scenario("metastable-retry.toml")];

@@ -10,7 +10,7 @@ use herd_sim::contention::{Contention, ContentionReport, ContentionScenario};
 use herd_sim::metastable::{self, Metastable, MetastableScenario};
 use rayon::prelude::*;
 
-use super::{Format, StormArgs};
+use super::{EngineArg, Format, StormArgs};
 use crate::error::{CliError, CliResult};
 
 /// Flags for the metastable and contention models.
@@ -55,6 +55,8 @@ fn parse_range(flag: &str, text: &str) -> CliResult<Vec<f64>> {
 fn refuse(args: &StormArgs, model: &str, allowed: &[&str]) -> CliResult {
     let given = [
         ("--clients", args.clients.is_some()),
+        ("--scale-capacity", args.scale_capacity),
+        ("--engine", !matches!(args.engine, EngineArg::Agent)),
         ("--refusal-cost", args.refusal_cost.is_some()),
         ("--chart", args.chart.is_some()),
         ("--sweep-offered", args.models.sweep_offered.is_some()),
