@@ -29,10 +29,10 @@
 //!
 //! `model = "metastable"` ([`crate::metastable`]): `recovered_s` (seconds from the end of the
 //! last outage to the report's "recovered at"; `None` when still overloaded at the horizon),
-//! then `attempts_per_s`, `goodput_per_s`, `throughput_per_s` after the outage,
-//! `queue_at_horizon`, `served`, `gave_up`, `denied_by_budget`. `model = "contention"`
-//! ([`crate::contention`]; one run is one seed at `clients.count`): `calls`,
-//! `calls_per_client`, `completion_ms`.
+//! `recovered` (1 or 0), then `attempts_per_s`, `goodput_per_s`, `throughput_per_s` after the
+//! outage, `queue_at_horizon`, `served`, `gave_up`, `denied_by_budget`.
+//! `model = "contention"` ([`crate::contention`]; one run is one seed at `clients.count`):
+//! `calls`, `calls_per_client`, `completion_ms`.
 //!
 //! # Examples
 //!

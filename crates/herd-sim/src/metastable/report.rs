@@ -190,6 +190,7 @@ pub(crate) fn build(
 /// The metrics of a metastable run for `herd sweep`, in report order.
 pub const METRICS: &[&str] = &[
     "recovered_s",
+    "recovered",
     "attempts_per_s",
     "goodput_per_s",
     "throughput_per_s",
@@ -202,7 +203,8 @@ pub const METRICS: &[&str] = &[
 impl MetastableReport {
     /// The figures `herd sweep` aggregates, named as in [`METRICS`]: `recovered_s` is the
     /// time from the end of the last outage to the recovery (`None`: still overloaded at the
-    /// horizon), the rates are those after the outage.
+    /// horizon), `recovered` is 1 or 0 (its mean over seeds is the share of runs that
+    /// recovered), the rates are those after the outage.
     #[must_use]
     pub fn metrics(&self) -> crate::model::Metrics {
         let mut m = crate::model::Metrics::new();
@@ -212,6 +214,12 @@ impl MetastableReport {
             self.recovered_at_s
                 .map(|t| ((t - self.outage_end_s) * 1e6).round() / 1e6),
         );
+        let recovered = if self.recovered_at_s.is_some() {
+            1.0
+        } else {
+            0.0
+        };
+        m.set("recovered", Some(recovered));
         m.set("attempts_per_s", Some(a.attempts_per_s));
         m.set("goodput_per_s", Some(a.goodput_per_s));
         m.set("throughput_per_s", Some(a.throughput_per_s));
