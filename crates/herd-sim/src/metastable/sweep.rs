@@ -17,7 +17,7 @@ pub struct OfferedPoint {
     pub runs: u32,
     /// Runs that recovered before the horizon.
     pub recovered: u32,
-    /// Mean over runs of the latest recovery time, in seconds, over the runs that recovered.
+    /// Mean recovery time (`recovered_at_s`) over the runs that recovered, in seconds.
     pub recovered_at_s: Option<f64>,
     /// Mean attempts per second after the outage.
     pub attempts_per_s: f64,
