@@ -49,7 +49,10 @@ fn parse_range(flag: &str, text: &str) -> CliResult<Vec<f64>> {
             "{flag}: {count} points is too many (at most {MAX_POINTS})"
         )));
     }
-    Ok((0..count as usize).map(|i| lo + step * i as f64).collect())
+    // Rounded to 10^-9 so that 0.1 steps print as 0.3, not 0.30000000000000004.
+    Ok((0..count as usize)
+        .map(|i| ((lo + step * i as f64) * 1e9).round() / 1e9)
+        .collect())
 }
 
 fn refuse(args: &StormArgs, model: &str, allowed: &[&str]) -> CliResult {
@@ -294,6 +297,10 @@ mod tests {
             vec![10.0, 30.0, 50.0]
         );
         assert_eq!(parse_range("--x", "5..5:1").unwrap(), vec![5.0]);
+        assert_eq!(
+            parse_range("--x", "0.1..0.3:0.1").unwrap(),
+            vec![0.1, 0.2, 0.3]
+        );
         for bad in [
             "10..5:1",
             "1..2",
