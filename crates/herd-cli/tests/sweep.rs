@@ -137,7 +137,7 @@ fn same_seeds_same_output() {
 fn table_is_the_default() {
     let out = ok(&with(&["--rules", "full", "--seeds", "2"]));
     assert!(
-        out.starts_with("default scenario: 4 cells × 1 rules × 2 seeds"),
+        out.starts_with("default scenario: 4 cells × 1 rule × 2 seeds"),
         "{out}"
     );
     assert!(out.contains("recovered_s"), "{out}");

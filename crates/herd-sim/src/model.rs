@@ -7,7 +7,10 @@
 //! figure that did not happen in this run (nobody served half the clients, say) is `None`.
 //!
 //! Adding a model means adding one arm to each `match` below ([`complete`],
-//! [`Model::from_value`] and the methods of [`Model`]) and a variant to [`Model`].
+//! [`Model::from_value`] and the methods of [`Model`]) and a variant to [`Model`]. A model
+//! whose struct rejects unknown fields gets the tree without `model` (see `without_model`);
+//! any other top-level choice (an engine, say) can be a key handled the same way, and
+//! [`complete`] should then fill it in, so that `--set key=a,b` compares the choices.
 //!
 //! # Storm metrics
 //!

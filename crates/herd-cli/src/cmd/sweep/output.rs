@@ -4,6 +4,15 @@ use std::io::{self, Write};
 use herd_sim::sweep::{Row, Stats, Sweep, show};
 use serde_json::{Map, Value as Json, json};
 
+/// `1 rule`, `3 rules`.
+fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Decimals to show `v` with about three significant digits.
 fn decimals(v: f64) -> usize {
     let a = v.abs();
@@ -61,10 +70,10 @@ pub(crate) fn table(
     );
     writeln!(
         out,
-        "{name}: {} cells × {} rules × {} seeds ({first}..={last}); mean ±half-width of the 95 % interval",
-        sweep.cells().len(),
-        sweep.rules().len(),
-        seeds.len()
+        "{name}: {} × {} × {} ({first}..={last}); mean ±half-width of the 95 % interval",
+        count(sweep.cells().len(), "cell"),
+        count(sweep.rules().len(), "rule"),
+        count(seeds.len(), "seed"),
     )?;
     let mut header: Vec<String> = sweep.axes().iter().map(|a| a.name().to_owned()).collect();
     header.push("rule".into());
