@@ -44,10 +44,14 @@ fn a_billion_clients_with_capacity_scaled() {
 
 #[test]
 fn errors_are_one_line_and_name_the_field() {
-    let (ok, _, stderr) = herd(&["storm", "--engine", "cohort", "--rule", "decorrelated-v2"]);
+    let file = std::env::temp_dir().join(format!("herd-cohort-budget-{}.toml", std::process::id()));
+    std::fs::write(&file, "[retry]\nbudget_percent = 10\n").expect("temp file");
+    let path = file.to_string_lossy().into_owned();
+    let (ok, _, stderr) = herd(&["storm", &path, "--engine", "cohort"]);
+    let _ = std::fs::remove_file(&file);
     assert!(!ok);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
-    assert!(stderr.contains("retry.rules"), "{stderr}");
+    assert!(stderr.contains("retry.budget_percent"), "{stderr}");
     assert!(
         stderr.contains("not supported by the cohort engine"),
         "{stderr}"
@@ -66,4 +70,29 @@ fn errors_are_one_line_and_name_the_field() {
         stderr.contains("agent") && stderr.contains("cohort"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_scenario_file_with_a_trillion_clients_is_checked_against_the_engine() {
+    let file = std::env::temp_dir().join(format!("herd-cohort-big-{}.toml", std::process::id()));
+    std::fs::write(
+        &file,
+        "[clients]\ncount = 1000000000000\n[server]\ncapacity = 25000000000\n",
+    )
+    .expect("temp file");
+    let path = file.to_string_lossy().into_owned();
+    let cohort = herd(&[
+        "storm", &path, "--engine", "cohort", "--rule", "equal", "--format", "csv",
+    ]);
+    let agent = herd(&["storm", &path, "--rule", "equal", "--format", "csv"]);
+    let _ = std::fs::remove_file(&file);
+    let (ok, stdout, stderr) = cohort;
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("equal,1,1000000000000,1000000000000,0,0,"),
+        "{stdout}"
+    );
+    let (ok, _, stderr) = agent;
+    assert!(!ok);
+    assert!(stderr.contains("clients.count (line 2)"), "{stderr}");
 }

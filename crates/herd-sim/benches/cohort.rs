@@ -3,7 +3,7 @@
 //! SPEC §4's default scenario with `clients` clients and capacity scaled to match (50 per
 //! 2000, so the storm keeps its shape), one rule per run, seed 1. The cohort engine's time
 //! should not grow with the clients; the agent engine's grows linearly (and stops at 10^6
-//! here, since 10^9 agents need about 16 GB).
+//! here, since 10^9 agents need over 12 GB).
 //!
 //! `cargo bench -p herd-sim --bench cohort`
 use std::hint::black_box;

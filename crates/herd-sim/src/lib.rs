@@ -12,6 +12,10 @@
 //! `docs/storm.md` sets out the order of events within a step, the server's accounting and
 //! every rounding.
 //!
+//! A second engine, [`cohort`] ([`Engine::Cohort`]), runs the same model with clients that
+//! share a state moved as one count, so its cost does not grow with the number of clients
+//! (10^9 in milliseconds); it is exact in distribution rather than draw for draw.
+//!
 //! # Examples
 //!
 //! ```
@@ -70,6 +74,8 @@ pub struct Simulation {
     plan: Plan,
     scenario: Scenario,
     engine: Engine,
+    /// For the cohort engine: the most cohorts that may wait at once.
+    max_cohorts: u64,
 }
 
 /// Which engine runs a [`Simulation`]: both run the same model and report alike.
@@ -83,6 +89,9 @@ pub enum Engine {
 }
 
 impl Engine {
+    /// Both engines, the reference first.
+    pub const ALL: [Engine; 2] = [Engine::Agent, Engine::Cohort];
+
     /// The name as written on the command line.
     #[must_use]
     pub const fn as_str(self) -> &'static str {
@@ -90,6 +99,49 @@ impl Engine {
             Engine::Agent => "agent",
             Engine::Cohort => "cohort",
         }
+    }
+
+    /// The limits a scenario meets when this engine runs it, given the caller's: the same
+    /// for the agent engine; for the cohort engine, clients cost no memory and may number up
+    /// to [`cohort::MAX_CLIENTS`]. Check a file against them with
+    /// [`Scenario::from_toml_str_within`] before choosing the engine's [`Simulation`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use herd_sim::{Engine, Limits, Scenario};
+    ///
+    /// let text = "[clients]\ncount = 1000000000000\n[server]\ncapacity = 25000000000\n";
+    /// let machine = Limits::default();
+    /// assert!(Scenario::from_toml_str_within(text, &Engine::Agent.limits(&machine)).is_err());
+    /// assert!(Scenario::from_toml_str_within(text, &Engine::Cohort.limits(&machine)).is_ok());
+    /// ```
+    #[must_use]
+    pub fn limits(self, limits: &Limits) -> Limits {
+        match self {
+            Engine::Agent => *limits,
+            Engine::Cohort => cohort::plan_limits(limits),
+        }
+    }
+}
+
+impl std::fmt::Display for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Engine {
+    type Err = ScenarioError;
+
+    /// `agent` or `cohort` (any case); anything else is an error naming `engine`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Engine::ALL
+            .into_iter()
+            .find(|e| e.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                ScenarioError::field("engine", format!("expected agent or cohort, got `{s}`"))
+            })
     }
 }
 
@@ -119,7 +171,7 @@ impl Simulation {
         let plan = match engine {
             Engine::Agent => Plan::new(scenario, limits)?,
             Engine::Cohort => {
-                let plan = Plan::new(scenario, &cohort::plan_limits(limits))?;
+                let plan = Plan::new(scenario, &engine.limits(limits))?;
                 cohort::check(&plan, limits)?;
                 plan
             }
@@ -128,6 +180,7 @@ impl Simulation {
             plan,
             scenario: scenario.clone(),
             engine,
+            max_cohorts: cohort::max_cohorts(limits),
         })
     }
 
@@ -173,7 +226,7 @@ impl Simulation {
         let built = self.rule(rule)?;
         match self.engine {
             Engine::Agent => engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent),
-            Engine::Cohort => cohort::simulate(&self.plan, rule, &built, seed),
+            Engine::Cohort => cohort::simulate(&self.plan, rule, &built, seed, self.max_cohorts),
         }
     }
 
@@ -202,7 +255,7 @@ impl Simulation {
             Engine::Cohort => {
                 // Cohort runs take milliseconds: report only the end.
                 let mut progress = progress;
-                let result = cohort::simulate(&self.plan, rule, &built, seed)?;
+                let result = cohort::simulate(&self.plan, rule, &built, seed, self.max_cohorts)?;
                 progress(1.0);
                 Ok(result)
             }

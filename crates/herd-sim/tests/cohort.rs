@@ -131,19 +131,7 @@ fn clients_up_to_the_cohort_limit() {
 
 #[test]
 fn what_the_cohort_engine_does_not_run_is_a_clear_error() {
-    let mut s = Scenario::default();
-    s.retry.rules = vec![RuleName::Full, RuleName::DecorrelatedV2];
-    let err = Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).unwrap_err();
-    assert_eq!(err.field_name(), Some("retry.rules"));
-    assert!(
-        err.to_string()
-            .contains("decorrelated-v2 is not supported by the cohort engine"),
-        "{err}"
-    );
-
     let sim = cohort_sim(&Scenario::default());
-    let err = sim.run(RuleName::DecorrelatedV2, 1).unwrap_err();
-    assert_eq!(err.field_name(), Some("retry.rules"), "{err}");
     assert!(sim.trace(RuleName::Full, 1).is_err());
 
     let mut s = Scenario::default();
@@ -181,7 +169,7 @@ proptest::proptest! {
         retry_after_s in 0.0f64..1.0,
         timeout_s in 0.0f64..0.5,
         warmup_s in 0.0f64..5.0,
-        rule_index in 0usize..7,
+        rule_index in 0usize..8,
         seed: u64,
     ) {
         let d = Scenario::default();
@@ -211,4 +199,52 @@ proptest::proptest! {
         proptest::prop_assert_eq!(r.series.served.iter().sum::<u64>(), r.served);
         proptest::prop_assert!(r.requests >= r.served + r.gave_up);
     }
+}
+
+#[test]
+fn engine_names_round_trip() {
+    for engine in Engine::ALL {
+        assert_eq!(engine.to_string().parse::<Engine>(), Ok(engine));
+    }
+    assert_eq!("Cohort".parse::<Engine>(), Ok(Engine::Cohort));
+    let err = "herd".parse::<Engine>().unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "engine: expected agent or cohort, got `herd`"
+    );
+    assert_eq!(Engine::default(), Engine::Agent);
+}
+
+#[test]
+fn a_pause_range_too_fine_to_split_is_refused_by_field() {
+    let mut s = Scenario {
+        step_ms: 1.0,
+        window_ms: 1.0,
+        horizon_s: 60.0,
+        ..Scenario::default()
+    };
+    s.retry.cap_ms = 1_000_000.0;
+    let err = Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).unwrap_err();
+    assert_eq!(err.field_name(), Some("retry.cap_ms"), "{err}");
+    assert!(err.to_string().contains("use a longer step_ms"), "{err}");
+    // Deterministic rules have one outcome whatever their pause.
+    s.retry.rules = vec![RuleName::Exponential, RuleName::Constant];
+    assert!(Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).is_ok());
+}
+
+#[test]
+fn waiting_cohorts_are_bounded_by_the_memory_limit() {
+    // Open loop under a deadline: every step's newcomers are a state of their own.
+    let mut s = scaled(1_000_000);
+    s.clients.arrivals_per_s = 1_000_000.0;
+    s.clients.deadline_s = 60.0;
+    s.horizon_s = 60.0;
+    let tight = Limits {
+        max_bytes: 64 * 1000,
+        ..Limits::default()
+    };
+    let sim = Simulation::with_engine(&s, &tight, Engine::Cohort).unwrap();
+    let err = sim.run(RuleName::Full, 1).unwrap_err();
+    assert_eq!(err.field_name(), Some("step_ms"), "{err}");
+    assert!(err.to_string().contains("more than 1000 cohorts"), "{err}");
 }

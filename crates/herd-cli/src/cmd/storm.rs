@@ -56,8 +56,8 @@ pub(crate) struct StormArgs {
     #[arg(long, requires = "clients")]
     scale_capacity: bool,
     /// The engine: `agent` follows every client (the reference); `cohort` moves clients in
-    /// counts, so 10^9 clients take seconds (exact in distribution; `decorrelated` memory is
-    /// quantized; no `decorrelated-v2`, no budgets).
+    /// counts, so 10^9 clients take well under a second (exact in distribution, except that
+    /// the `decorrelated` rules' memory is quantized; no retry budgets).
     #[arg(long, value_enum, default_value_t = EngineArg::Agent)]
     engine: EngineArg,
     /// A refusal's share of an answer's work, 0 <= R < 1 (overrides `server.refusal_cost`).
@@ -122,8 +122,10 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
             let text = fs::read_to_string(path).map_err(|e| {
                 CliError::input(format!("cannot read scenario {}: {e}", path.display()))
             })?;
-            let scenario = Scenario::from_toml_str(&text)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            let engine = Engine::from(args.engine);
+            let scenario =
+                Scenario::from_toml_str_within(&text, &engine.limits(&Limits::default()))
+                    .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             (scenario, path.display().to_string())
         }
     };

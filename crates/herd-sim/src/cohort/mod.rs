@@ -8,7 +8,27 @@
 //! model treats them alike, so only *how many* of them do each thing matters. The cohort
 //! engine keeps those counts. Its cost depends on the number of distinct states, which is
 //! bounded by the rule (pause range / step, failure counts until the pause saturates), not on
-//! the number of clients: 10^9 clients cost what 10^4 do.
+//! the number of clients: 10^9 clients cost what 10^6 do.
+//!
+//! # Examples
+//!
+//! ```
+//! use herd::RuleName;
+//! use herd_sim::{Engine, Limits, Scenario, Simulation};
+//!
+//! // SPEC §4's default storm with a billion clients, capacity scaled alike (50 per 2000).
+//! let mut scenario = Scenario::default();
+//! scenario.clients.count = 1_000_000_000;
+//! scenario.server.capacity = 25_000_000;
+//! let sim = Simulation::with_engine(&scenario, &Limits::default(), Engine::Cohort)?;
+//! let r = sim.run(RuleName::Immediate, 1)?;
+//! assert_eq!(r.clients, 1_000_000_000);
+//! assert_eq!((r.half_served_s, r.all_served_s), (Some(12.0), Some(13.9)));
+//! assert_eq!(r.requests_per_client, 120.5);
+//! let full = sim.run(RuleName::Full, 1)?;
+//! assert_eq!(full.served, 1_000_000_000);
+//! # Ok::<(), herd_sim::ScenarioError>(())
+//! ```
 //!
 //! # One step
 //!
@@ -37,11 +57,10 @@
 //! `grpc`, with every server and client feature of the model: refusal cost, collapse,
 //! warm-up, `Retry-After`, timeouts, attempt limits, deadlines, open-loop arrivals.
 //! Deterministic rules in a lone burst give the agent engine's results exactly, run for run.
-//! `decorrelated` quantizes its memory (see `cohort/law.rs`): the one approximation, measured
-//! by `tests/cohort_agreement.rs`. Refused with an error naming the field:
+//! `decorrelated` and `decorrelated-v2` keep a continuous memory, which the cohort engine
+//! quantizes (see `cohort/law.rs`): the one approximation, measured by
+//! `tests/cohort_agreement.rs`. Refused with an error naming the field:
 //!
-//! - `decorrelated-v2` (`retry.rules`): its memory is a continuous value whose effect never
-//!   washes out, and its failure count never saturates, so it has no small state space;
 //! - retry budgets (`retry.budget_percent`): the agent engine lets the budget's retries go to
 //!   the first refused clients in its processing order, which depends on calendar order, not
 //!   on anything a count records;
@@ -80,6 +99,14 @@ use law::{Law, Laws};
 pub const MAX_CLIENTS: u64 = 1_000_000_000_000;
 /// The most cohorts that may wait at once; a run that needs more stops with an error.
 pub const MAX_COHORTS: u64 = 20_000_000;
+/// Bytes a waiting cohort takes in the calendar at worst (state, count, hash-table slack).
+const BYTES_PER_COHORT: u64 = 64;
+
+/// The most cohorts that may wait at once under `limits`: [`MAX_COHORTS`], or fewer if
+/// `limits.max_bytes` cannot hold them.
+pub(crate) fn max_cohorts(limits: &Limits) -> u64 {
+    MAX_COHORTS.min(limits.max_bytes / BYTES_PER_COHORT)
+}
 
 /// The limits the cohort engine builds its [`Plan`] under: the caller's, except that clients
 /// cost no memory and may number up to [`MAX_CLIENTS`].
@@ -99,10 +126,8 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
             "retry budgets are not supported by the cohort engine; set 0 or use the agent engine",
         ));
     }
-    for (name, _) in &plan.rules {
-        if !law::supports(*name) {
-            return Err(law::unsupported(*name));
-        }
+    for (name, rule) in &plan.rules {
+        Laws::new(*name, *rule, &plan.params, plan.step_ns)?;
     }
     // The per-window series are the only memory that grows with the run (16 bytes a window).
     let series = u128::from(plan.windows) * 16;
@@ -123,12 +148,13 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
 /// Runs `rule` over `plan` with the world's generator seeded by `seed`, in cohorts.
 ///
 /// `plan.max_attempts_total` bounds the cohort updates (one per cohort per step it knocks),
-/// the cohort engine's unit of work.
+/// the cohort engine's unit of work, and `max_cohorts` the cohorts waiting at once.
 pub(crate) fn simulate(
     plan: &Plan,
     name: RuleName,
     rule: &herd::Rule,
     seed: u64,
+    max_cohorts: u64,
 ) -> Result<RunResult, ScenarioError> {
     let mut laws = Laws::new(name, *rule, &plan.params, plan.step_ns)?;
     let mut rng = SplitMix64::new(seed);
@@ -238,6 +264,17 @@ pub(crate) fn simulate(
                     nested.push((failures, state.first, top, refused));
                     continue;
                 }
+                let drop_memory = laws.file_memory(failures);
+                if refused <= law::DRAW_EACH_UP_TO && laws.draws_each(state.failures, state.memory)
+                {
+                    // A few clients of a rule whose law is costly to build: draw each one.
+                    for _ in 0..refused {
+                        let (wait, memory) = laws.draw_one(state.failures, state.memory, &mut rng);
+                        let memory = drop_memory.unwrap_or(memory);
+                        file(1, Some((wait, memory)), failures, state.first);
+                    }
+                    continue;
+                }
                 let law = laws.get(state.failures, state.memory);
                 sample::multinomial(
                     &mut rng,
@@ -246,18 +283,20 @@ pub(crate) fn simulate(
                     &law.tail,
                     &law.cdf,
                     |i, n| {
-                        file(n, Some(law.outcomes[i]), failures, state.first);
+                        let (wait, memory) = law.outcomes[i];
+                        let memory = drop_memory.unwrap_or(memory);
+                        file(n, Some((wait, memory)), failures, state.first);
                     },
                 );
             }
             split_nested(&mut rng, &laws, &mut nested, |n, drawn, failures, first| {
                 file(n, Some(drawn), failures, first);
             });
-            if calendar.cohorts() > MAX_COHORTS {
+            if calendar.cohorts() > max_cohorts {
                 return Err(ScenarioError::field(
                     "step_ms",
                     format!(
-                        "the run needs more than {MAX_COHORTS} cohorts waiting at once (use a longer step_ms)"
+                        "the run needs more than {max_cohorts} cohorts waiting at once, the most allowed here (use a longer step_ms)"
                     ),
                 ));
             }
