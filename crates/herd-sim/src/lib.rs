@@ -36,9 +36,12 @@
 mod budget;
 mod calendar;
 pub mod cohort;
+pub mod contention;
 mod engine;
 mod error;
+mod fields;
 mod limits;
+pub mod metastable;
 mod metrics;
 pub mod model;
 mod plan;
@@ -57,6 +60,7 @@ use herd::{Rule, RuleName};
 pub mod guide {}
 
 pub use error::ScenarioError;
+pub use fields::model_key;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
 pub use scenario::{Clients, Retry, Scenario, Server};

@@ -28,6 +28,15 @@
 //! - `recovered`: 1 when `recovered_s` is defined, else 0; over seeds, its mean is the share
 //!   of runs that recovered (the sharpest view of a phase boundary).
 //!
+//! # Metastable and contention metrics
+//!
+//! `model = "metastable"` ([`crate::metastable`]): `recovered_s` (seconds from the end of the
+//! last outage to the report's "recovered at"; `None` when still overloaded at the horizon),
+//! `recovered` (1 or 0), then `attempts_per_s`, `goodput_per_s`, `throughput_per_s` after the
+//! outage, `queue_at_horizon`, `served`, `gave_up`, `denied_by_budget`.
+//! `model = "contention"` ([`crate::contention`]; one run is one seed at `clients.count`):
+//! `calls`, `calls_per_client`, `completion_ms`.
+//!
 //! # Examples
 //!
 //! ```
@@ -44,8 +53,10 @@ use herd::RuleName;
 use toml::Value;
 
 use crate::Simulation;
+use crate::contention::{Contention, ContentionScenario};
 use crate::error::ScenarioError;
 use crate::limits::Limits;
+use crate::metastable::{Metastable, MetastableScenario};
 use crate::metrics::RunResult;
 use crate::scenario::Scenario;
 
@@ -54,7 +65,7 @@ pub const MODEL_KEY: &str = "model";
 /// The model of a scenario without a `model` key.
 pub const DEFAULT_MODEL: &str = "storm";
 /// The models this build can run.
-pub const MODELS: &[&str] = &["storm"];
+pub const MODELS: &[&str] = &["storm", "metastable", "contention"];
 
 /// The storm model's metrics, in report order.
 pub const STORM_METRICS: &[&str] = &[
@@ -172,8 +183,28 @@ pub fn complete(value: &Value) -> Result<Value, ScenarioError> {
             }
             Ok(full)
         }
+        "metastable" => to_value(&other_scenario(value, MetastableScenario::from_toml_str)?),
+        "contention" => to_value(&other_scenario(value, ContentionScenario::from_toml_str)?),
         other => Err(unknown_model(other)),
     }
+}
+
+/// Parses `value` as a scenario of a model whose struct reads its own `model` key.
+fn other_scenario<T>(
+    value: &Value,
+    parse: fn(&str) -> Result<T, ScenarioError>,
+) -> Result<T, ScenarioError> {
+    let text = toml::to_string(value)
+        .map_err(|e| ScenarioError::general(format!("cannot write the scenario as TOML: {e}")))?;
+    parse(&text).map_err(|e| match e.field_name() {
+        Some(f) => ScenarioError::field(f, e.message()),
+        None => ScenarioError::general(e.message()),
+    })
+}
+
+fn to_value<T: serde::Serialize>(scenario: &T) -> Result<Value, ScenarioError> {
+    Value::try_from(scenario)
+        .map_err(|e| ScenarioError::general(format!("cannot write the scenario as TOML: {e}")))
 }
 
 fn unknown_model(name: &str) -> ScenarioError {
@@ -188,6 +219,10 @@ fn unknown_model(name: &str) -> ScenarioError {
 pub enum Model {
     /// SPEC §4's retry storm.
     Storm(Simulation),
+    /// Metastable failures: open-loop traffic, timeouts, a server that slows past its knee.
+    Metastable(Metastable),
+    /// Brooker's optimistic-concurrency contention; one run is one seed at `clients.count`.
+    Contention(Contention),
 }
 
 impl Model {
@@ -202,6 +237,14 @@ impl Model {
                 &storm_scenario(value)?,
                 limits,
             )?)),
+            "metastable" => Ok(Model::Metastable(Metastable::new(
+                &other_scenario(value, MetastableScenario::from_toml_str)?,
+                limits,
+            )?)),
+            "contention" => Ok(Model::Contention(Contention::new(
+                &other_scenario(value, ContentionScenario::from_toml_str)?,
+                limits,
+            )?)),
             other => Err(unknown_model(other)),
         }
     }
@@ -211,6 +254,8 @@ impl Model {
     pub fn metric_names(&self) -> &'static [&'static str] {
         match self {
             Model::Storm(_) => STORM_METRICS,
+            Model::Metastable(_) => crate::metastable::METRICS,
+            Model::Contention(_) => crate::contention::METRICS,
         }
     }
 
@@ -219,6 +264,8 @@ impl Model {
     pub fn rules(&self) -> Vec<RuleName> {
         match self {
             Model::Storm(sim) => sim.rules(),
+            Model::Metastable(m) => m.rules(),
+            Model::Contention(c) => c.rules(),
         }
     }
 
@@ -227,6 +274,8 @@ impl Model {
     pub fn clients(&self) -> u64 {
         match self {
             Model::Storm(sim) => sim.clients(),
+            Model::Metastable(m) => m.expected_requests(),
+            Model::Contention(c) => c.scenario().clients.count,
         }
     }
 
@@ -241,6 +290,8 @@ impl Model {
                 let result = sim.run(rule, seed)?;
                 Ok(storm_metrics(&result, recovered_s(sim, &result)))
             }
+            Model::Metastable(m) => Ok(m.run(rule, seed)?.metrics()),
+            Model::Contention(c) => Ok(c.run(rule, seed, c.scenario().clients.count)?.metrics()),
         }
     }
 }
@@ -333,6 +384,25 @@ mod tests {
         assert_eq!(m.len(), STORM_METRICS.len());
         let names: Vec<_> = m.iter().map(|(n, _)| n).collect();
         assert_eq!(names, STORM_METRICS);
+    }
+
+    #[test]
+    fn metastable_and_contention_scenarios_run_through_the_dispatch() {
+        let meta = tree("model = \"metastable\"\nhorizon_s = 40\n[retry]\nbudget_percent = 10\n");
+        let m = run_value(&meta, RuleName::Constant, 1, &Limits::default()).unwrap();
+        assert_eq!(m.get("recovered_s"), Some(Some(1.0)));
+        assert_eq!(m.len(), crate::metastable::METRICS.len());
+        let full = complete(&tree("model = \"metastable\"\n")).unwrap();
+        assert_eq!(full["clients"]["offered_qps"].as_float(), Some(280.0));
+        assert_eq!(full["model"].as_str(), Some("metastable"));
+
+        let contention =
+            tree("model = \"contention\"\n[clients]\ncount = 2\n[network]\ndelay_sd_ms = 0\n");
+        let c = run_value(&contention, RuleName::Immediate, 1, &Limits::default()).unwrap();
+        assert_eq!(c.get("calls"), Some(Some(3.0)));
+        assert_eq!(c.get("completion_ms"), Some(Some(80.0)));
+        let err = complete(&tree("model = \"contention\"\n[clients]\ncount = 0\n")).unwrap_err();
+        assert_eq!(err.field_name(), Some("clients.count"));
     }
 
     #[test]

@@ -228,7 +228,7 @@ impl Scenario {
 }
 
 /// Turns a TOML parser error into one line naming the field and the line.
-fn toml_error(text: &str, err: &toml::de::Error) -> ScenarioError {
+pub(crate) fn toml_error(text: &str, err: &toml::de::Error) -> ScenarioError {
     let line = err.span().map(|span| line_of(text, span.start));
     let message = err.message().to_owned();
     // serde names an unknown field itself; for type errors, recover the key from the line.
@@ -271,7 +271,7 @@ fn key_at_line(text: &str, line: usize) -> Option<String> {
 }
 
 /// Adds the line on which a field is set to a validation error, when the file sets it.
-fn locate(text: &str, err: ScenarioError) -> ScenarioError {
+pub(crate) fn locate(text: &str, err: ScenarioError) -> ScenarioError {
     let Some(field) = err.field_name() else {
         return err;
     };

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use crate::error::{CliError, CliResult};
 
 pub(crate) mod chart;
+mod models;
 mod output;
 mod table;
 
@@ -26,6 +27,11 @@ mod table;
 ///
 /// A scenario is a TOML file (see scenarios/default.toml); every field is optional. Runs are
 /// exact and reproducible: the same seed gives the same output on every machine.
+///
+/// A scenario with `model = "metastable"` (scenarios/metastable-retry.toml: open-loop
+/// traffic that keeps a slowed server overloaded after an outage) or `model = "contention"`
+/// (scenarios/contention.toml: Brooker's optimistic-concurrency experiment) runs that model
+/// instead and prints its own report; see docs/metastable.md and docs/contention.md.
 #[derive(Debug, Args)]
 pub(crate) struct StormArgs {
     /// Scenario file (TOML). Without one, the embedded default scenario.
@@ -63,6 +69,8 @@ pub(crate) struct StormArgs {
     /// Also draw arrivals per window, one panel per rule, to FILE.svg or FILE.png.
     #[arg(long, value_name = "FILE")]
     chart: Option<PathBuf>,
+    #[command(flatten)]
+    models: models::ModelArgs,
 }
 
 /// Which engine runs the storm.
@@ -177,6 +185,15 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
             ))
         })?),
     };
+    if let Some(path) = &args.scenario {
+        // `model = "metastable"` or `"contention"` runs another model (storm/models.rs).
+        let text = fs::read_to_string(path).map_err(|e| {
+            CliError::input(format!("cannot read scenario {}: {e}", path.display()))
+        })?;
+        if models::run(args, path, &text)? {
+            return Ok(());
+        }
+    }
     let (scenario, name) = scenario(args)?;
     // For the cohort engine, `max_attempts` bounds cohort updates instead (its unit of work).
     let limits = Limits {

@@ -36,7 +36,10 @@ mod output;
 /// first window from which every window serves all its arrivals; never if clients still wait
 /// at the horizon), recovered (1 or 0: its mean is the share of runs that recovered),
 /// half_served_s, all_served_s, requests_per_client, peak_after_outage,
-/// served, gave_up, denied_by_budget.
+/// served, gave_up, denied_by_budget. A `model = "metastable"` scenario reports
+/// recovered_s, recovered, attempts_per_s, goodput_per_s, throughput_per_s, queue_at_horizon,
+/// served, gave_up, denied_by_budget (docs/metastable.md); `model = "contention"` reports
+/// calls, calls_per_client, completion_ms (docs/contention.md).
 ///
 /// Example: herd sweep --set outage_s=5,10,20,40 --set clients.arrivals_per_s=0,100,200,300
 /// --set horizon_s=300 --rules full --seeds 10 --heatmap phase.png
@@ -162,10 +165,12 @@ fn metrics(args: &SweepArgs, sweep: &Sweep) -> CliResult<Vec<&'static str>> {
     let known = sweep.metric_names();
     if args.metrics.is_empty() {
         return Ok(match args.format {
-            Format::Table => TABLE_METRICS
+            // The storm's four headline metrics; another model's first four.
+            Format::Table if known.contains(&"half_served_s") => TABLE_METRICS
                 .into_iter()
                 .filter(|m| known.contains(m))
                 .collect(),
+            Format::Table => known.iter().copied().take(4).collect(),
             Format::Csv | Format::Json => known.to_vec(),
         });
     }

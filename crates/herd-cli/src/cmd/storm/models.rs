@@ -1,0 +1,315 @@
+//! `herd storm` for scenarios of the other models: `model = "metastable"` and
+//! `model = "contention"` (SPEC §4's storm is the default model).
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use clap::Args;
+use herd::RuleName;
+use herd_sim::Limits;
+use herd_sim::contention::{Contention, ContentionReport, ContentionScenario};
+use herd_sim::metastable::{self, Metastable, MetastableScenario};
+use rayon::prelude::*;
+
+use super::{EngineArg, Format, StormArgs};
+use crate::error::{CliError, CliResult};
+
+/// Flags for the metastable and contention models.
+#[derive(Debug, Args)]
+pub(crate) struct ModelArgs {
+    /// model = "metastable": run each new-request rate LO, LO+STEP, …, HI (per second) and
+    /// report which recover by themselves after the outage.
+    #[arg(long, value_name = "LO..HI:STEP")]
+    sweep_offered: Option<String>,
+    /// model = "contention": compare the rules at N = LO, LO+STEP, …, HI clients.
+    #[arg(long, value_name = "LO..HI:STEP")]
+    sweep_clients: Option<String>,
+}
+
+/// The largest number of points one sweep flag may ask for.
+const MAX_POINTS: usize = 10_000;
+
+/// `LO..HI:STEP` as the values LO, LO+STEP, … up to HI (inclusive).
+fn parse_range(flag: &str, text: &str) -> CliResult<Vec<f64>> {
+    let bad = || {
+        CliError::input(format!(
+            "{flag} must be LO..HI:STEP with 0 <= LO <= HI and STEP > 0 (e.g. 150..300:10), got {text}"
+        ))
+    };
+    let (range, step) = text.split_once(':').ok_or_else(bad)?;
+    let (lo, hi) = range.split_once("..").ok_or_else(bad)?;
+    let parse = |s: &str| s.trim().parse::<f64>().map_err(|_| bad());
+    let (lo, hi, step) = (parse(lo)?, parse(hi)?, parse(step)?);
+    if !(lo.is_finite() && hi.is_finite() && step.is_finite()) || lo < 0.0 || hi < lo || step <= 0.0
+    {
+        return Err(bad());
+    }
+    let count = ((hi - lo) / step + 1e-9).floor() + 1.0;
+    if count > MAX_POINTS as f64 {
+        return Err(CliError::input(format!(
+            "{flag}: {count} points is too many (at most {MAX_POINTS})"
+        )));
+    }
+    // Rounded to 10^-9 so that 0.1 steps print as 0.3, not 0.30000000000000004.
+    Ok((0..count as usize)
+        .map(|i| ((lo + step * i as f64) * 1e9).round() / 1e9)
+        .collect())
+}
+
+fn refuse(args: &StormArgs, model: &str, allowed: &[&str]) -> CliResult {
+    let given = [
+        ("--clients", args.clients.is_some()),
+        ("--scale-capacity", args.scale_capacity),
+        ("--engine", !matches!(args.engine, EngineArg::Agent)),
+        ("--refusal-cost", args.refusal_cost.is_some()),
+        ("--chart", args.chart.is_some()),
+        ("--sweep-offered", args.models.sweep_offered.is_some()),
+        ("--sweep-clients", args.models.sweep_clients.is_some()),
+    ];
+    for (flag, set) in given {
+        if set && !allowed.contains(&flag) {
+            return Err(CliError::input(format!(
+                "{flag} does not apply to model = \"{model}\""
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Runs a scenario file whose `model` is not the storm; `Ok(false)` when it is the storm.
+pub(crate) fn run(args: &StormArgs, path: &Path, text: &str) -> CliResult<bool> {
+    let named = |e: herd_sim::ScenarioError| CliError::input(format!("{}: {e}", path.display()));
+    match herd_sim::model_key(text).map_err(named)?.as_deref() {
+        None | Some("storm") => {
+            if args.models.sweep_offered.is_some() || args.models.sweep_clients.is_some() {
+                return Err(CliError::input(
+                    "--sweep-offered and --sweep-clients apply to model = \"metastable\" and \
+                     \"contention\"; use `herd sweep` for the storm",
+                ));
+            }
+            Ok(false)
+        }
+        Some("metastable") => {
+            refuse(args, "metastable", &["--sweep-offered"])?;
+            let scenario = MetastableScenario::from_toml_str(text).map_err(named)?;
+            run_metastable(args, scenario)?;
+            Ok(true)
+        }
+        Some("contention") => {
+            refuse(args, "contention", &["--clients", "--sweep-clients"])?;
+            let scenario = ContentionScenario::from_toml_str(text).map_err(named)?;
+            run_contention(args, scenario)?;
+            Ok(true)
+        }
+        Some(other) => Err(CliError::input(format!(
+            "{}: model: must be \"storm\", \"metastable\" or \"contention\", got \"{other}\"",
+            path.display()
+        ))),
+    }
+}
+
+fn seeds(args: &StormArgs, first: u64) -> Vec<u64> {
+    (0..u64::from(args.runs))
+        .map(|k| first.wrapping_add(k))
+        .collect()
+}
+
+fn run_metastable(args: &StormArgs, mut scenario: MetastableScenario) -> CliResult {
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    let rules = if args.rules.is_empty() {
+        vec![scenario.retry.rule]
+    } else {
+        args.rules.clone()
+    };
+    let limits = Limits::default();
+    let seeds = seeds(args, scenario.seed);
+    let mut out = BufWriter::new(io::stdout().lock());
+    if let Some(range) = &args.models.sweep_offered {
+        let offered = parse_range("--sweep-offered", range)?;
+        let sweeps = rules
+            .par_iter()
+            .map(|&rule| metastable::sweep_offered(&scenario, &limits, rule, &offered, &seeds))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(CliError::input)?;
+        match args.format {
+            Format::Json => {
+                serde_json::to_writer(&mut out, &serde_json::json!({ "sweeps": sweeps }))
+                    .map_err(anyhow::Error::from)?;
+                writeln!(out)?;
+            }
+            Format::Table => {
+                for sweep in &sweeps {
+                    write!(out, "{sweep}")?;
+                }
+            }
+            Format::Csv => {
+                writeln!(
+                    out,
+                    "rule,budget_percent,offered_qps,runs,recovered,recovered_at_s,attempts_per_s,goodput_per_s"
+                )?;
+                for s in &sweeps {
+                    for p in &s.points {
+                        let at = p.recovered_at_s.map_or_else(String::new, |t| t.to_string());
+                        writeln!(
+                            out,
+                            "{},{},{},{},{},{at},{},{}",
+                            s.rule,
+                            s.budget_percent,
+                            p.offered_qps,
+                            p.runs,
+                            p.recovered,
+                            p.attempts_per_s,
+                            p.goodput_per_s
+                        )?;
+                    }
+                }
+            }
+        }
+        out.flush()?;
+        return Ok(());
+    }
+    let model = Metastable::new(&scenario, &limits).map_err(CliError::input)?;
+    let jobs: Vec<(RuleName, u64)> = rules
+        .iter()
+        .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
+        .collect();
+    let reports = jobs
+        .par_iter()
+        .map(|&(rule, seed)| model.run(rule, seed))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::input)?;
+    match args.format {
+        Format::Json => {
+            let value = serde_json::json!({ "scenario": scenario, "results": reports });
+            serde_json::to_writer(&mut out, &value).map_err(anyhow::Error::from)?;
+            writeln!(out)?;
+        }
+        Format::Table => {
+            for (i, r) in reports.iter().enumerate() {
+                if i > 0 {
+                    writeln!(out)?;
+                }
+                write!(out, "{r}")?;
+            }
+        }
+        Format::Csv => {
+            writeln!(
+                out,
+                "rule,seed,start_s,first_attempts,retries,lost,throughput,goodput,timeouts,gave_up,denied_by_budget,queue"
+            )?;
+            for r in &reports {
+                for w in &r.windows {
+                    writeln!(
+                        out,
+                        "{},{},{},{},{},{},{},{},{},{},{},{}",
+                        r.rule,
+                        r.seed,
+                        w.start_s,
+                        w.first_attempts,
+                        w.retries,
+                        w.lost,
+                        w.throughput,
+                        w.goodput,
+                        w.timeouts,
+                        w.gave_up,
+                        w.denied_by_budget,
+                        w.queue
+                    )?;
+                }
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+fn run_contention(args: &StormArgs, mut scenario: ContentionScenario) -> CliResult {
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    if let Some(n) = args.clients {
+        scenario.clients.count = n;
+    }
+    if args.runs > 1 {
+        scenario.runs = args.runs;
+    }
+    if !args.rules.is_empty() {
+        scenario.retry.rules = args.rules.clone();
+    }
+    let model = Contention::new(&scenario, &Limits::default()).map_err(CliError::input)?;
+    let counts: Vec<u64> = match &args.models.sweep_clients {
+        None => vec![scenario.clients.count],
+        Some(range) => {
+            let values = parse_range("--sweep-clients", range)?;
+            if values.iter().any(|v| v.fract() != 0.0 || *v < 1.0) {
+                return Err(CliError::input(format!(
+                    "--sweep-clients must give whole numbers of clients, at least 1, got {range}"
+                )));
+            }
+            values.into_iter().map(|v| v as u64).collect()
+        }
+    };
+    let rules = model.rules();
+    let jobs: Vec<(u64, RuleName)> = counts
+        .iter()
+        .flat_map(|&n| rules.iter().map(move |&r| (n, r)))
+        .collect();
+    let points = jobs
+        .par_iter()
+        .map(|&(n, rule)| model.average(rule, n))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::input)?;
+    let report = ContentionReport::new(&model, &rules, points);
+    let mut out = BufWriter::new(io::stdout().lock());
+    match args.format {
+        Format::Json => {
+            serde_json::to_writer(&mut out, &report).map_err(anyhow::Error::from)?;
+            writeln!(out)?;
+        }
+        Format::Table => write!(out, "{report}")?,
+        Format::Csv => {
+            writeln!(
+                out,
+                "rule,clients,runs,calls,calls_per_client,completion_ms"
+            )?;
+            for p in &report.points {
+                writeln!(
+                    out,
+                    "{},{},{},{},{},{}",
+                    p.rule, p.clients, p.runs, p.calls, p.calls_per_client, p.completion_ms
+                )?;
+            }
+        }
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_parse_inclusively() {
+        assert_eq!(
+            parse_range("--sweep-clients", "10..50:20").unwrap(),
+            vec![10.0, 30.0, 50.0]
+        );
+        assert_eq!(parse_range("--x", "5..5:1").unwrap(), vec![5.0]);
+        assert_eq!(
+            parse_range("--x", "0.1..0.3:0.1").unwrap(),
+            vec![0.1, 0.2, 0.3]
+        );
+        for bad in [
+            "10..5:1",
+            "1..2",
+            "a..b:1",
+            "1..2:0",
+            "-1..2:1",
+            "0..1e9:1e-3",
+        ] {
+            assert!(parse_range("--x", bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! `herd storm` on the `model = "contention"` scenario: the per-rule table, JSON, and the
+//! client-count sweep.
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn contention() -> String {
+    let path: PathBuf = [
+        env!("CARGO_MANIFEST_DIR"),
+        "..",
+        "..",
+        "scenarios",
+        "contention.toml",
+    ]
+    .iter()
+    .collect();
+    path.display().to_string()
+}
+
+fn herd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(args)
+        .output()
+        .expect("run herd")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[test]
+fn prints_one_row_per_rule() {
+    let o = herd(&["storm", &contention(), "--runs", "5", "--clients", "40"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = stdout(&o);
+    assert!(text.contains("mean of 5 runs"), "{text}");
+    for rule in [
+        "immediate (no backoff)",
+        "exponential",
+        "equal",
+        "full",
+        "decorrelated",
+    ] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(rule) && l.contains(" 40 ")),
+            "{rule}: {text}"
+        );
+    }
+}
+
+#[test]
+fn sweeps_the_client_count_as_json() {
+    let o = herd(&[
+        "storm",
+        &contention(),
+        "--runs",
+        "3",
+        "--sweep-clients",
+        "10..30:10",
+        "--rule",
+        "full",
+        "--rule",
+        "immediate",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let points = v["points"].as_array().expect("points");
+    assert_eq!(points.len(), 6);
+    let order: Vec<(u64, &str)> = points
+        .iter()
+        .map(|p| (p["clients"].as_u64().unwrap(), p["rule"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (10, "full"),
+            (10, "immediate"),
+            (20, "full"),
+            (20, "immediate"),
+            (30, "full"),
+            (30, "immediate")
+        ]
+    );
+    for p in points {
+        assert!(p["calls"].as_f64().unwrap() >= p["clients"].as_f64().unwrap());
+        assert_eq!(p["runs"], 3);
+    }
+}
+
+#[test]
+fn the_table_of_a_sweep_has_one_row_per_count() {
+    let o = herd(&[
+        "storm",
+        &contention(),
+        "--runs",
+        "2",
+        "--sweep-clients",
+        "10..40:10",
+    ]);
+    assert!(o.status.success());
+    let text = stdout(&o);
+    assert!(text.contains("write calls (work)") && text.contains("completion time (ms)"));
+    let rows = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("10 "))
+        .count();
+    assert_eq!(rows, 2, "{text}");
+}
+
+#[test]
+fn a_zero_client_count_is_refused() {
+    let o = herd(&["storm", &contention(), "--clients", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("clients.count: must be between 1 and"),
+        "{err}"
+    );
+}
+
+#[test]
+fn herd_sweep_sweeps_the_client_count() {
+    let o = herd(&[
+        "sweep",
+        &contention(),
+        "--set",
+        "clients.count=10,40",
+        "--rules",
+        "immediate,full",
+        "--seeds",
+        "4",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let cells = v["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 4);
+    let calls = |n: u64, rule: &str| {
+        cells
+            .iter()
+            .find(|c| c["values"]["clients.count"] == n && c["rule"] == rule)
+            .and_then(|c| c["metrics"]["calls"]["mean"].as_f64())
+            .expect("cell")
+    };
+    assert!(calls(40, "immediate") > calls(40, "full"));
+    assert!(calls(40, "full") >= 40.0 && calls(10, "full") >= 10.0);
+}

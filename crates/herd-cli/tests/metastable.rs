@@ -1,0 +1,163 @@
+//! `herd storm` on `model = "metastable"` scenarios: the verdicts, JSON, the offered-load
+//! sweep, and flags that do not apply.
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn scenario(name: &str) -> String {
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "scenarios", name]
+        .iter()
+        .collect();
+    path.display().to_string()
+}
+
+fn herd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(args)
+        .output()
+        .expect("run herd")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn without_a_budget_the_table_ends_still_overloaded() {
+    let o = herd(&["storm", &scenario("metastable-retry.toml")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("no retry budget"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("after the outage (from 20 s)")),
+        "{text}"
+    );
+    assert!(
+        text.trim_end()
+            .ends_with("verdict: still overloaded at the horizon"),
+        "{text}"
+    );
+    // one row per one-second window over 120 s
+    let rows = text
+        .lines()
+        .filter(|l| {
+            l.split_whitespace().count() == 8 && l.trim_start().starts_with(char::is_numeric)
+        })
+        .count();
+    assert_eq!(rows, 120, "{text}");
+}
+
+#[test]
+fn with_a_budget_json_reports_the_recovery() {
+    let o = herd(&[
+        "storm",
+        &scenario("metastable-retry-budget.toml"),
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    assert_eq!(v["scenario"]["model"], "metastable");
+    let r = &v["results"][0];
+    assert_eq!(r["rule"], "constant");
+    assert_eq!(r["budget_percent"], 10.0);
+    let at = r["recovered_at_s"].as_f64().expect("recovered");
+    assert!((20.0..=25.0).contains(&at), "{at}");
+    assert_eq!(r["verdict"], format!("recovered at {at} s"));
+    assert_eq!(r["windows"].as_array().map(Vec::len), Some(120));
+    assert!(r["windows"][30]["goodput"].as_u64().unwrap() > 200);
+}
+
+#[test]
+fn sweeping_the_offered_load_finds_the_threshold() {
+    let o = herd(&[
+        "storm",
+        &scenario("metastable-retry.toml"),
+        "--sweep-offered",
+        "150..280:130",
+        "--runs",
+        "2",
+        "--format",
+        "csv",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(lines[1].starts_with("constant,0,150,2,2,"), "{text}");
+    assert!(lines[2].starts_with("constant,0,280,2,0,,"), "{text}");
+}
+
+#[test]
+fn storm_only_flags_are_refused_with_exit_2() {
+    for flags in [
+        vec!["--clients", "10"],
+        vec!["--refusal-cost", "0.1"],
+        vec!["--sweep-clients", "10..20:10"],
+        vec!["--engine", "cohort"],
+        vec!["--sweep-offered", "300..100:10"],
+    ] {
+        let mut args = vec!["storm".to_owned(), scenario("metastable-retry.toml")];
+        args.extend(flags.iter().map(|s| (*s).to_owned()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = herd(&args);
+        assert_eq!(o.status.code(), Some(2), "{flags:?}");
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("error: --"), "{err}");
+    }
+}
+
+#[test]
+fn a_bad_model_or_field_names_it() {
+    let dir = std::env::temp_dir().join(format!("herd-meta-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (text, expected) in [
+        ("model = \"metastabel\"\n", "model: must be"),
+        (
+            "model = \"metastable\"\n[server]\nslow_factor = 0\n",
+            "server.slow_factor (line 3)",
+        ),
+    ] {
+        let file = dir.join("s.toml");
+        std::fs::write(&file, text).unwrap();
+        let o = herd(&["storm", file.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        assert!(stderr(&o).contains(expected), "{}", stderr(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn herd_sweep_sweeps_the_offered_load() {
+    let o = herd(&[
+        "sweep",
+        &scenario("metastable-retry.toml"),
+        "--set",
+        "clients.offered_qps=150,280",
+        "--seeds",
+        "2",
+        "--format",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    let cells = v["cells"].as_array().expect("cells");
+    assert_eq!(cells.len(), 2);
+    // 150 per second recovers in both runs, 1 s after the outage; 280 in neither.
+    assert_eq!(cells[0]["values"]["clients.offered_qps"], 150.0);
+    assert_eq!(cells[0]["metrics"]["recovered_s"]["defined"], 2);
+    assert_eq!(cells[0]["metrics"]["recovered_s"]["mean"], 1.0);
+    assert_eq!(cells[1]["metrics"]["recovered_s"]["defined"], 0);
+    let attempts = cells[1]["metrics"]["attempts_per_s"]["mean"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (1.6 * 280.0..=2.2 * 280.0).contains(&attempts),
+        "{attempts}"
+    );
+}

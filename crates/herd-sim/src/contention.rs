@@ -1,0 +1,358 @@
+//! The contention model of Marc Brooker's "Exponential Backoff And Jitter" (AWS Architecture
+//! Blog, 2015): N clients each update one row once with optimistic concurrency.
+//!
+//! # Why
+//!
+//! The storm model asks what retries do to a server's *capacity*; this one asks what they do
+//! to *contention*. Every client that loses a race must read and write again, so clients that
+//! retry together keep colliding: the work (write calls) grows with the square of N when they
+//! retry at once, and jitter is what spreads them out. The article's figures compare the
+//! rules by total calls and by completion time for N = 10 to 190; this model reproduces that
+//! experiment with herd's own rules ([`herd::Rule::pause`]) and generator.
+//!
+//! # The model, event by event
+//!
+//! Continuous time in nanoseconds; every network hop takes a delay `max(0, N(mean, sd))`
+//! (10 ms and 2 ms by default) drawn afresh. One row holds a version number, starting at 0.
+//! Each of the N clients, at t = 0:
+//!
+//! 1. sends a **read**; it reaches the row after one delay, and the row's version *at that
+//!    moment* is the client's read version;
+//! 2. the answer takes one delay back; the client then sends its **write** ("set the row if
+//!    its version is still the one I read"), which takes one delay to arrive;
+//! 3. at the write's arrival the database counts a **write call**; the write commits (the
+//!    version goes up by one) if no other write committed since this client's read arrived,
+//!    otherwise it is rejected;
+//! 4. the answer takes one delay back. On success the client is done; on rejection it draws
+//!    a pause with the rule and sends a new read after one more delay plus the pause (1).
+//!
+//! Events at the same nanosecond are handled in the order they were scheduled. The run's
+//! **completion time** is the time the last client learns that its write committed; its
+//! **work** is the number of write calls. Pauses are not rounded (there are no steps here).
+//!
+//! The random draws, all from one [`SplitMix64`] seeded by the run's seed: one delay per hop
+//! as it is scheduled (a rejected client draws the delay, then the pause). A delay is
+//! Box–Muller on two uniforms `u1 = 1 − next_f64()`, `u2 = next_f64()`:
+//! `z = sqrt(−2 ln u1) · cos(2π u2)`, `delay = max(0, mean + sd · z)`, rounded to the
+//! nanosecond.
+//!
+//! One difference from the article's simulator: its exponential pause after the k-th
+//! rejection is `base · 2^k` (first pause 2 · base); herd's rules use `base · 2^(k−1)` (first
+//! pause = base), as everywhere in herd. With `base` 5 ms the curves keep their order and
+//! shape; set `base_ms = 10` to start where the article does.
+//!
+//! # Examples
+//!
+//! ```
+//! use herd::RuleName;
+//! use herd_sim::Limits;
+//! use herd_sim::contention::{Contention, ContentionScenario};
+//!
+//! let scenario = ContentionScenario { runs: 5, ..ContentionScenario::default() };
+//! let model = Contention::new(&scenario, &Limits::default())?;
+//! let full = model.average(RuleName::Full, 50)?;
+//! let none = model.average(RuleName::Immediate, 50)?;
+//! assert!(full.calls < none.calls, "jitter saves work");
+//! # Ok::<(), herd_sim::ScenarioError>(())
+//! ```
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use herd::rng::{Rng, SplitMix64};
+use herd::{Rule, RuleName, RuleParams, RuleState};
+use serde::{Serialize, Serializer};
+
+use crate::error::ScenarioError;
+use crate::fields;
+use crate::limits::Limits;
+
+mod report;
+mod scenario;
+
+pub use report::ContentionReport;
+pub use scenario::{ContentionClients, ContentionRetry, ContentionScenario, Network};
+
+/// The most clients one run may have.
+pub const MAX_CLIENTS: u64 = 1_000_000;
+/// The most runs averaged per point.
+pub const MAX_RUNS: u32 = 100_000;
+/// A run that makes more write calls than this is stopped with an error.
+pub const MAX_CALLS: u64 = 50_000_000;
+
+/// A checked contention scenario, ready to run any rule with any seed and client count.
+#[derive(Clone, Debug)]
+pub struct Contention {
+    scenario: ContentionScenario,
+    params: RuleParams,
+    mean_ms: f64,
+    sd_ms: f64,
+    max_calls: u64,
+}
+
+/// The metrics of a contention run for `herd sweep`, in report order.
+pub const METRICS: &[&str] = &["calls", "calls_per_client", "completion_ms"];
+
+impl ContentionRun {
+    /// The figures `herd sweep` aggregates, named as in [`METRICS`].
+    #[must_use]
+    pub fn metrics(&self) -> crate::model::Metrics {
+        let mut m = crate::model::Metrics::new();
+        m.set("calls", Some(self.calls as f64));
+        m.set(
+            "calls_per_client",
+            Some(self.calls as f64 / self.clients as f64),
+        );
+        m.set("completion_ms", Some(self.completion_ms));
+        m
+    }
+}
+
+/// One run: one rule, one seed, one client count.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ContentionRun {
+    /// The rule.
+    #[serde(serialize_with = "rule_str")]
+    pub rule: RuleName,
+    /// The seed.
+    pub seed: u64,
+    /// Clients.
+    pub clients: u64,
+    /// Write calls (the work).
+    pub calls: u64,
+    /// When the last client learned that its write committed, in milliseconds.
+    pub completion_ms: f64,
+}
+
+/// A rule at one client count, averaged over the scenario's runs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ContentionPoint {
+    /// The rule.
+    #[serde(serialize_with = "rule_str")]
+    pub rule: RuleName,
+    /// Clients.
+    pub clients: u64,
+    /// Runs averaged.
+    pub runs: u32,
+    /// Mean write calls per run.
+    pub calls: f64,
+    /// Mean write calls per client.
+    pub calls_per_client: f64,
+    /// Mean completion time, in milliseconds.
+    pub completion_ms: f64,
+}
+
+fn rule_str<S: Serializer>(rule: &RuleName, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(rule.as_str())
+}
+
+/// What one hop of the protocol is doing when its event fires.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Hop {
+    /// The read reaches the row.
+    ReadArrives,
+    /// The read's answer reaches the client, which sends its write.
+    ReadAnswered,
+    /// The write reaches the row.
+    WriteArrives,
+    /// The write's answer (committed or rejected) reaches the client.
+    WriteAnswered { committed: bool },
+}
+
+impl Contention {
+    /// Checks `scenario`.
+    ///
+    /// # Errors
+    ///
+    /// A [`ScenarioError`] naming the field that is out of range.
+    pub fn new(scenario: &ContentionScenario, limits: &Limits) -> Result<Self, ScenarioError> {
+        fields::model(scenario.model.as_deref(), "contention")?;
+        check_clients("clients.count", scenario.clients.count, limits)?;
+        if scenario.runs == 0 || scenario.runs > MAX_RUNS {
+            return Err(ScenarioError::field(
+                "runs",
+                format!("must be between 1 and {MAX_RUNS}, got {}", scenario.runs),
+            ));
+        }
+        let n = &scenario.network;
+        let mean_ms = fields::number_in("network.delay_mean_ms", n.delay_mean_ms, 0.0, 1e9)?;
+        let sd_ms = fields::number_in("network.delay_sd_ms", n.delay_sd_ms, 0.0, 1e9)?;
+        let r = &scenario.retry;
+        if r.rules.is_empty() {
+            return Err(ScenarioError::field(
+                "retry.rules",
+                "must name at least one rule",
+            ));
+        }
+        let params = RuleParams {
+            base: fields::millis("retry.base_ms", r.base_ms)?,
+            cap: fields::millis("retry.cap_ms", r.cap_ms)?,
+            pause: fields::millis("retry.pause_ms", r.pause_ms)?,
+            ..RuleParams::default()
+        };
+        for &rule in &r.rules {
+            fields::rule(rule, &params)?;
+        }
+        Ok(Self {
+            scenario: scenario.clone(),
+            params,
+            mean_ms,
+            sd_ms,
+            max_calls: MAX_CALLS.min(limits.max_attempts),
+        })
+    }
+
+    /// The scenario as given.
+    #[must_use]
+    pub fn scenario(&self) -> &ContentionScenario {
+        &self.scenario
+    }
+
+    /// The scenario's rules, in its order.
+    #[must_use]
+    pub fn rules(&self) -> Vec<RuleName> {
+        self.scenario.retry.rules.clone()
+    }
+
+    /// Runs `rule` with `clients` clients and the generator seeded by `seed`.
+    ///
+    /// # Errors
+    ///
+    /// The rule cannot be built, `clients` is out of range, or the run makes more than
+    /// [`MAX_CALLS`] write calls.
+    pub fn run(
+        &self,
+        rule: RuleName,
+        seed: u64,
+        clients: u64,
+    ) -> Result<ContentionRun, ScenarioError> {
+        check_clients("clients.count", clients, &Limits::unlimited())?;
+        let built = fields::rule(rule, &self.params)?;
+        let (calls, completion_ns) = self.simulate(&built, seed, clients as usize)?;
+        Ok(ContentionRun {
+            rule,
+            seed,
+            clients,
+            calls,
+            completion_ms: completion_ns as f64 / 1e6,
+        })
+    }
+
+    /// Runs `rule` with `clients` clients over seeds `seed .. seed + runs` and averages.
+    ///
+    /// # Errors
+    ///
+    /// As [`Contention::run`].
+    pub fn average(&self, rule: RuleName, clients: u64) -> Result<ContentionPoint, ScenarioError> {
+        let runs = self.scenario.runs;
+        let (mut calls, mut completion) = (0.0, 0.0);
+        for k in 0..u64::from(runs) {
+            let run = self.run(rule, self.scenario.seed.wrapping_add(k), clients)?;
+            calls += run.calls as f64;
+            completion += run.completion_ms;
+        }
+        let calls = calls / f64::from(runs);
+        Ok(ContentionPoint {
+            rule,
+            clients,
+            runs,
+            calls,
+            calls_per_client: if clients == 0 {
+                0.0
+            } else {
+                calls / clients as f64
+            },
+            completion_ms: completion / f64::from(runs),
+        })
+    }
+
+    /// One hop's delay in nanoseconds (Box–Muller, see the module docs).
+    fn delay(&self, rng: &mut SplitMix64) -> u64 {
+        let u1 = 1.0 - rng.next_f64();
+        let u2 = rng.next_f64();
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        let ms = (self.mean_ms + self.sd_ms * z).max(0.0);
+        (ms * 1e6).round() as u64
+    }
+
+    /// The event loop; returns (write calls, completion time in ns).
+    fn simulate(
+        &self,
+        rule: &Rule,
+        seed: u64,
+        clients: usize,
+    ) -> Result<(u64, u64), ScenarioError> {
+        let mut rng = SplitMix64::new(seed);
+        // (time, order of scheduling, client, hop): a min-heap by time, then by order.
+        let mut events: BinaryHeap<Reverse<(u64, u64, u32, Hop)>> =
+            BinaryHeap::with_capacity(clients);
+        let mut order = 0u64;
+        let mut schedule = |events: &mut BinaryHeap<_>, at: u64, client: u32, hop: Hop| {
+            events.push(Reverse((at, order, client, hop)));
+            order += 1;
+        };
+        for c in 0..clients {
+            let at = self.delay(&mut rng);
+            schedule(&mut events, at, c as u32, Hop::ReadArrives);
+        }
+        let mut version = 0u64;
+        let mut read_version = vec![0u64; clients];
+        let mut states = vec![RuleState::default(); clients];
+        let mut calls = 0u64;
+        let mut last = 0u64;
+        while let Some(Reverse((now, _, c, hop))) = events.pop() {
+            last = now;
+            let ci = c as usize;
+            match hop {
+                Hop::ReadArrives => {
+                    read_version[ci] = version;
+                    let at = now.saturating_add(self.delay(&mut rng));
+                    schedule(&mut events, at, c, Hop::ReadAnswered);
+                }
+                Hop::ReadAnswered => {
+                    let at = now.saturating_add(self.delay(&mut rng));
+                    schedule(&mut events, at, c, Hop::WriteArrives);
+                }
+                Hop::WriteArrives => {
+                    calls += 1;
+                    if calls > self.max_calls {
+                        return Err(ScenarioError::field(
+                            "clients.count",
+                            format!("the run exceeds {} write calls", self.max_calls),
+                        ));
+                    }
+                    let committed = read_version[ci] == version;
+                    if committed {
+                        version += 1;
+                    }
+                    let at = now.saturating_add(self.delay(&mut rng));
+                    schedule(&mut events, at, c, Hop::WriteAnswered { committed });
+                }
+                Hop::WriteAnswered { committed: true } => {}
+                Hop::WriteAnswered { committed: false } => {
+                    let delay = self.delay(&mut rng);
+                    let pause = rule.pause(&mut states[ci], &mut rng);
+                    let pause_ns = u64::try_from(pause.as_nanos()).unwrap_or(u64::MAX);
+                    let at = now.saturating_add(delay).saturating_add(pause_ns);
+                    schedule(&mut events, at, c, Hop::ReadArrives);
+                }
+            }
+        }
+        Ok((calls, last))
+    }
+}
+
+fn check_clients(field: &str, clients: u64, limits: &Limits) -> Result<(), ScenarioError> {
+    let max = MAX_CLIENTS.min(limits.max_clients);
+    if clients == 0 || clients > max {
+        return Err(ScenarioError::field(
+            field,
+            format!("must be between 1 and {max}, got {clients}"),
+        ));
+    }
+    Ok(())
+}
+
+/// `docs/contention.md`, included so that its examples are compiled and run as doctests.
+#[doc = include_str!("../../../docs/contention.md")]
+#[cfg(doctest)]
+pub struct ContentionGuide;

@@ -1,0 +1,143 @@
+//! Metastable failures: retries that keep an overloaded server overloaded after the trigger
+//! is gone (Bronson, Aghayev, Charapko and Zhu, "Metastable Failures in Distributed Systems",
+//! HotOS 2021).
+//!
+//! # Why a separate model
+//!
+//! SPEC §4's storm is about a *burst*: a herd that fails together and comes back. A metastable
+//! failure needs three things that model does not have: *open-loop* traffic (new requests keep
+//! arriving whatever happened to earlier ones), *timeouts* (a client gives up on an attempt it
+//! is still queued for, and retries), and a server that gets *slower* when overloaded, so that
+//! it spends its time on requests whose clients have already left. Then the retries of one
+//! bad moment double the load, the doubled load pushes the server past its knee, the slow
+//! server times everyone out, and everyone retries: the load stays doubled with the trigger
+//! long gone. A retry budget breaks the loop by capping retries to a fraction of new requests.
+//!
+//! # The model (`docs/metastable.md` has the details and the numbers)
+//!
+//! Time runs in steps of `step_ms` (1 ms by default). In each step, in this order:
+//!
+//! 1. **New requests** arrive: a Poisson number with mean `offered_qps · step`, drawn from the
+//!    run's one [`SplitMix64`](herd::rng::SplitMix64). Each deposits in the retry budget and
+//!    sends its first attempt.
+//! 2. **Retries** due at this step are sent.
+//! 3. An attempt sent while the server is down (an outage) is **lost**; otherwise it joins the
+//!    server's FIFO **queue**.
+//! 4. The **server** works for one step: it completes requests from the head of the queue while
+//!    its credit of server time allows. A request costs `1 / capacity_qps` seconds, or
+//!    `slow_factor` times that when more than `knee_queue` requests are waiting (lock
+//!    contention, cache thrash). A completion within the attempt's timeout answers the request
+//!    (**goodput**); a later one is **wasted** work (it counts in **throughput** only). An idle
+//!    or down server banks no credit.
+//! 5. **Timeouts**: an attempt sent `timeout_s` ago and not answered has failed. The request
+//!    gives up after `max_attempts` attempts; otherwise it asks the retry budget (a denial
+//!    fails the request) and draws its pause with [`herd::Rule::pause`], rounded up to whole
+//!    steps and at least one step.
+//!
+//! The budget is herd's own [`RetryBudget`](herd::budget::RetryBudget), driven by a
+//! [`FakeClock`](herd::clock::FakeClock) set to the simulated time. A run costs O(steps +
+//! attempts).
+//!
+//! # Examples
+//!
+//! ```
+//! use herd_sim::Limits;
+//! use herd_sim::metastable::{Metastable, MetastableScenario};
+//!
+//! // The Bronson example over 60 s: no budget, and the retries keep the server down.
+//! let mut scenario = MetastableScenario::default();
+//! scenario.horizon_s = 60.0;
+//! let model = Metastable::new(&scenario, &Limits::default())?;
+//! let report = model.run(scenario.retry.rule, 1)?;
+//! assert_eq!(report.recovered_at_s, None);
+//! assert!(report.after_outage.attempts_per_s > 1.6 * scenario.clients.offered_qps);
+//!
+//! // A 10 % retry budget: the server recovers a few seconds after the outage.
+//! scenario.retry.budget_percent = 10.0;
+//! let report = Metastable::new(&scenario, &Limits::default())?.run(scenario.retry.rule, 1)?;
+//! assert!(report.recovered_at_s.is_some_and(|t| t < 30.0), "{}", report.verdict);
+//! # Ok::<(), herd_sim::ScenarioError>(())
+//! ```
+mod engine;
+mod poisson;
+mod report;
+mod scenario;
+mod sweep;
+
+use herd::RuleName;
+
+use crate::error::ScenarioError;
+use crate::limits::Limits;
+
+pub use report::{AfterOutage, METRICS, MetastableReport, Window};
+pub use scenario::{MetastableRetry, MetastableScenario, OpenLoop, SlowingServer};
+pub use sweep::{OfferedPoint, OfferedSweep, sweep_offered};
+
+/// A checked metastable scenario, ready to run any rule with any seed.
+#[derive(Clone, Debug)]
+pub struct Metastable {
+    plan: scenario::Plan,
+    scenario: MetastableScenario,
+}
+
+impl MetastableScenario {
+    /// Parses a scenario file (`model = "metastable"` may be present) and checks it.
+    ///
+    /// # Errors
+    ///
+    /// A [`ScenarioError`] naming the field and the line.
+    pub fn from_toml_str(text: &str) -> Result<Self, ScenarioError> {
+        crate::fields::parse(text, |s: &Self| {
+            scenario::Plan::new(s, &Limits::default()).map(|_| ())
+        })
+    }
+}
+
+impl Metastable {
+    /// Checks `scenario` against `limits` and converts it to steps.
+    ///
+    /// # Errors
+    ///
+    /// A [`ScenarioError`] naming the field that is out of range.
+    pub fn new(scenario: &MetastableScenario, limits: &Limits) -> Result<Self, ScenarioError> {
+        Ok(Self {
+            plan: scenario::Plan::new(scenario, limits)?,
+            scenario: scenario.clone(),
+        })
+    }
+
+    /// The scenario as given.
+    #[must_use]
+    pub fn scenario(&self) -> &MetastableScenario {
+        &self.scenario
+    }
+
+    /// New requests expected over one run (`offered_qps · horizon_s`): a measure of its cost.
+    #[must_use]
+    pub fn expected_requests(&self) -> u64 {
+        (self.plan.arrivals_per_step * self.plan.steps as f64).ceil() as u64
+    }
+
+    /// The scenario's rule (one per scenario).
+    #[must_use]
+    pub fn rules(&self) -> Vec<RuleName> {
+        vec![self.scenario.retry.rule]
+    }
+
+    /// Runs with `rule` (the scenario's or any other) and the world's generator seeded by
+    /// `seed`. The same inputs give the same report, bit for bit.
+    ///
+    /// # Errors
+    ///
+    /// The rule cannot be built from the scenario's parameters, or the run exceeds
+    /// [`Limits::max_attempts`].
+    pub fn run(&self, rule: RuleName, seed: u64) -> Result<MetastableReport, ScenarioError> {
+        let built = self.plan.rule(rule)?;
+        engine::simulate(&self.plan, rule, &built, seed)
+    }
+}
+
+/// `docs/metastable.md`, included so that its examples are compiled and run as doctests.
+#[doc = include_str!("../../../../docs/metastable.md")]
+#[cfg(doctest)]
+pub struct MetastableGuide;

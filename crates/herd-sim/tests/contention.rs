@@ -1,0 +1,128 @@
+//! Brooker's contention experiment (issue 5, part 4): exact small cases, and the ordering of
+//! the rules that the article's figures show.
+use herd::RuleName;
+use herd_sim::Limits;
+use herd_sim::contention::{Contention, ContentionScenario};
+
+fn model(edit: impl FnOnce(&mut ContentionScenario)) -> Contention {
+    let mut s = ContentionScenario::default();
+    edit(&mut s);
+    Contention::new(&s, &Limits::default()).expect("valid")
+}
+
+#[test]
+fn the_shipped_file_is_the_default() {
+    let mut s =
+        ContentionScenario::from_toml_str(include_str!("../../../scenarios/contention.toml"))
+            .expect("parses");
+    assert_eq!(s.model.as_deref(), Some("contention"));
+    s.model = None;
+    assert_eq!(s, ContentionScenario::default());
+}
+
+/// With a fixed 10 ms delay the protocol is plain arithmetic: both clients read version 0 at
+/// 10 ms, both writes arrive at 30 ms, the first commits; the second learns of its rejection
+/// at 40 ms, pauses, and needs four more hops.
+#[test]
+fn two_clients_without_jitter_in_the_network() {
+    let fixed = model(|s| s.network.delay_sd_ms = 0.0);
+    let none = fixed.run(RuleName::Immediate, 1, 2).unwrap();
+    assert_eq!((none.calls, none.completion_ms), (3, 80.0));
+    let exponential = fixed.run(RuleName::Exponential, 1, 2).unwrap();
+    // The first pause is base = 5 ms.
+    assert_eq!((exponential.calls, exponential.completion_ms), (3, 85.0));
+    let alone = fixed.run(RuleName::Full, 1, 1).unwrap();
+    assert_eq!((alone.calls, alone.completion_ms), (1, 40.0));
+}
+
+#[test]
+fn every_client_writes_at_least_once() {
+    let m = model(|s| s.runs = 3);
+    for rule in m.rules() {
+        for seed in 1..4 {
+            let r = m.run(rule, seed, 30).unwrap();
+            assert!(r.calls >= 30, "{rule} seed {seed}: {} calls", r.calls);
+            assert!(
+                r.completion_ms >= 4.0 * 30.0 * 0.5,
+                "{rule}: {}",
+                r.completion_ms
+            );
+        }
+    }
+}
+
+#[test]
+fn runs_are_reproducible_from_the_seed() {
+    let m = model(|_| {});
+    assert_eq!(
+        m.run(RuleName::Full, 9, 40).unwrap(),
+        m.run(RuleName::Full, 9, 40).unwrap()
+    );
+    assert_ne!(
+        m.run(RuleName::Full, 9, 40).unwrap(),
+        m.run(RuleName::Full, 10, 40).unwrap()
+    );
+}
+
+/// The article's ordering at 100 clients, averaged over 20 seeds: no backoff does the most
+/// work, exponential without jitter the most of the backoff rules (and takes by far the
+/// longest), and full jitter the least (equal jitter is within a few percent of it).
+#[test]
+fn the_rules_keep_the_articles_order_at_100_clients() {
+    let m = model(|s| s.runs = 20);
+    let calls = |r| m.average(r, 100).unwrap().calls;
+    let time = |r| m.average(r, 100).unwrap().completion_ms;
+    let (none, exponential) = (calls(RuleName::Immediate), calls(RuleName::Exponential));
+    let (equal, full, decorrelated) = (
+        calls(RuleName::Equal),
+        calls(RuleName::Full),
+        calls(RuleName::Decorrelated),
+    );
+    assert!(none > exponential, "{none} vs {exponential}");
+    for jittered in [equal, full, decorrelated] {
+        assert!(exponential > 1.5 * jittered, "{exponential} vs {jittered}");
+    }
+    assert!(
+        full <= equal.min(decorrelated) * 1.05,
+        "{full} {equal} {decorrelated}"
+    );
+    assert!(full < decorrelated, "{full} vs {decorrelated}");
+    let exponential_time = time(RuleName::Exponential);
+    for r in [
+        RuleName::Immediate,
+        RuleName::Equal,
+        RuleName::Full,
+        RuleName::Decorrelated,
+    ] {
+        assert!(exponential_time > 3.0 * time(r), "{r}");
+    }
+}
+
+#[test]
+fn work_grows_faster_than_the_clients_without_jitter() {
+    let m = model(|s| s.runs = 10);
+    let per_client = |r, n| m.average(r, n).unwrap().calls_per_client;
+    // No backoff: calls per client grow about linearly in N (total work ~ N²).
+    assert!(per_client(RuleName::Immediate, 80) > 1.7 * per_client(RuleName::Immediate, 40));
+    // Full jitter: calls per client grow much more slowly.
+    assert!(per_client(RuleName::Full, 80) < 1.5 * per_client(RuleName::Full, 40));
+}
+
+#[test]
+fn bad_values_name_their_field() {
+    let cases = [
+        ("runs = 0\n", "runs", 1),
+        ("[clients]\ncount = 0\n", "clients.count", 2),
+        ("[network]\ndelay_sd_ms = -1\n", "network.delay_sd_ms", 2),
+        ("[retry]\ncap_ms = 1\n", "retry.cap_ms", 2),
+        ("[retry]\nrules = []\n", "retry.rules", 2),
+        ("model = \"metastable\"\n", "model", 1),
+    ];
+    for (text, field, line) in cases {
+        let err = ContentionScenario::from_toml_str(text).expect_err(text);
+        assert_eq!(err.field_name(), Some(field), "{text}: {err}");
+        assert_eq!(err.line(), Some(line), "{text}: {err}");
+    }
+    let err = ContentionScenario::from_toml_str("[retry]\nrules = [\"nope\"]\n").expect_err("rule");
+    assert!(err.to_string().contains("unknown rule `nope`"), "{err}");
+}
