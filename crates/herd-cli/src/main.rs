@@ -23,6 +23,7 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Rules(cmd::rules::RulesArgs),
+    Serve(cmd::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Rules(args) => cmd::rules::run(&args),
+        Command::Serve(args) => cmd::serve::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,3 +1,8 @@
 //! Real HTTP services on loopback for the lab and the interactive page.
+//!
+//! - [`serve`]: the interactive page (`herd serve`): one embedded page and a JSON API whose
+//!   every number comes from `herd-sim` and `herd`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
+
+pub mod serve;

@@ -1,2 +1,3 @@
 //! One module per subcommand.
 pub(crate) mod rules;
+pub(crate) mod serve;
