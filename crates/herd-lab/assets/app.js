@@ -6,20 +6,28 @@ const $ = (sel) => document.querySelector(sel);
 const SVG_NS = "http://www.w3.org/2000/svg";
 
 // ---------------------------------------------------------------- API
+// A busy server answers 503 with Retry-After; come back after it, with full jitter, a few times.
 async function api(path, body) {
-  const res = await fetch("/api/" + path, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify(body),
-  });
-  let data;
-  try {
-    data = await res.json();
-  } catch (_) {
-    data = { error: "HTTP " + res.status };
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch("/api/" + path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    let data;
+    try {
+      data = await res.json();
+    } catch (_) {
+      data = { error: "HTTP " + res.status };
+    }
+    if (res.ok) return data;
+    if (res.status === 503 && attempt < 5) {
+      const after = Number(res.headers.get("retry-after")) || 1;
+      await new Promise((r) => setTimeout(r, Math.random() * after * 1000 * attempt));
+      continue;
+    }
+    throw new Error(data.error || "HTTP " + res.status);
   }
-  if (!res.ok) throw new Error(data.error || "HTTP " + res.status);
-  return data;
 }
 
 function status(text) {
@@ -387,6 +395,7 @@ function loadDots() {
   dotsLatest(api("dots", { rule: dots.rule, clients: 100, failures: 6 }), (data) => {
     dots.data = data;
     drawDots();
+    document.body.dataset.dotsRule = data.rule;
     document.body.dataset.dotsState = "ready";
   });
 }

@@ -186,6 +186,12 @@ mod tests {
         let mut r = request("full");
         r.cap_ms = Some(10.0);
         assert!(r.compute().unwrap_err().message.starts_with("cap_ms"));
-        assert!(request("bogus").compute().unwrap_err().message.starts_with("rule"));
+        assert!(
+            request("bogus")
+                .compute()
+                .unwrap_err()
+                .message
+                .starts_with("rule")
+        );
     }
 }

@@ -92,7 +92,12 @@ where
 }
 
 fn from_rejection(rejection: &JsonRejection) -> ApiError {
-    let status = rejection.status();
+    // axum says 422 for well-formed JSON of the wrong shape; to a caller both are a bad
+    // request, and one status is simpler to handle.
+    let status = match rejection.status() {
+        StatusCode::UNPROCESSABLE_ENTITY => StatusCode::BAD_REQUEST,
+        other => other,
+    };
     let message = match status {
         StatusCode::PAYLOAD_TOO_LARGE => "request body too large".to_owned(),
         // axum's text starts with a generic sentence; serde's part names the field.

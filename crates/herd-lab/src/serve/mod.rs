@@ -34,8 +34,8 @@ mod rules;
 
 pub use error::{ApiError, ApiJson};
 pub use limits::{
-    MAX_CAPACITY, MAX_DOT_CLIENTS, MAX_DOT_FAILURES, MAX_LAYER_ATTEMPTS, MAX_LAYERS,
-    MAX_OUTAGE_S, MAX_STORM_CLIENTS, ServeLimits,
+    MAX_CAPACITY, MAX_DOT_CLIENTS, MAX_DOT_FAILURES, MAX_LAYER_ATTEMPTS, MAX_LAYERS, MAX_OUTAGE_S,
+    MAX_STORM_CLIENTS, ServeLimits,
 };
 
 use limits::Gate;
