@@ -24,6 +24,7 @@ struct Cli {
 enum Command {
     Rules(cmd::rules::RulesArgs),
     Serve(cmd::serve::ServeArgs),
+    Storm(cmd::storm::StormArgs),
 }
 
 fn main() -> ExitCode {
@@ -34,6 +35,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Rules(args) => cmd::rules::run(&args),
         Command::Serve(args) => cmd::serve::run(&args),
+        Command::Storm(args) => cmd::storm::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

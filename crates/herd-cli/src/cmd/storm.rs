@@ -1,0 +1,229 @@
+//! `herd storm`: what each retry rule does to a recovering server.
+use std::fs;
+use std::io::{self, BufWriter, IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use herd::RuleName;
+use herd_sim::{Limits, RunResult, Scenario, Simulation};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use crate::error::{CliError, CliResult};
+
+mod chart;
+mod output;
+mod table;
+
+/// Simulate a retry storm: clients that fail together during an outage, retrying by each rule.
+///
+/// With no SCENARIO it runs the default scenario of the design brief (2000 clients, an outage
+/// over the first 10 s, then 50 answers per 100 ms) for the six classic rules and prints one
+/// row per rule: when half and all of the clients were served, the requests each client sent,
+/// the peak load after the outage, and a sparkline of arrivals per window against capacity.
+///
+/// A scenario is a TOML file (see scenarios/default.toml); every field is optional. Runs are
+/// exact and reproducible: the same seed gives the same output on every machine.
+#[derive(Debug, Args)]
+pub(crate) struct StormArgs {
+    /// Scenario file (TOML). Without one, the embedded default scenario.
+    #[arg(value_name = "SCENARIO")]
+    scenario: Option<PathBuf>,
+    /// Rule to run (repeatable); defaults to the scenario's rules.
+    #[arg(long = "rule", value_name = "R", value_parser = parse_rule)]
+    rules: Vec<RuleName>,
+    /// Seed of the first run; defaults to the scenario's seed.
+    #[arg(long, value_name = "S")]
+    seed: Option<u64>,
+    /// Run seeds S..S+K-1 in parallel and report mean, min and max.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    runs: u32,
+    /// Clients in the burst (overrides `clients.count`; capacity is not scaled).
+    #[arg(long, value_name = "N")]
+    clients: Option<u64>,
+    /// A refusal's share of an answer's work, 0 <= R < 1 (overrides `server.refusal_cost`).
+    #[arg(long, value_name = "R")]
+    refusal_cost: Option<f64>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Also draw arrivals per window, one panel per rule, to FILE.svg or FILE.png.
+    #[arg(long, value_name = "FILE")]
+    chart: Option<PathBuf>,
+}
+
+/// How results are printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Format {
+    /// One row per rule, with a sparkline.
+    Table,
+    /// One object: `{"scenario": {…}, "results": […]}`.
+    Json,
+    /// One line per run.
+    Csv,
+}
+
+fn parse_rule(s: &str) -> Result<RuleName, String> {
+    s.parse()
+        .map_err(|e: herd::rule::UnknownRule| e.to_string())
+}
+
+/// The most runs one invocation may ask for.
+const MAX_RUNS: u32 = 100_000;
+
+/// The scenario to run, with the command-line overrides applied.
+fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
+    let (mut scenario, name) = match &args.scenario {
+        None => (Scenario::default(), "default scenario".to_owned()),
+        Some(path) => {
+            let text = fs::read_to_string(path).map_err(|e| {
+                CliError::input(format!("cannot read scenario {}: {e}", path.display()))
+            })?;
+            let scenario = Scenario::from_toml_str(&text)
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            (scenario, path.display().to_string())
+        }
+    };
+    if let Some(r) = args.refusal_cost {
+        if !r.is_finite() || !(0.0..1.0).contains(&r) {
+            return Err(CliError::input(format!(
+                "--refusal-cost must be at least 0 and below 1, got {r}"
+            )));
+        }
+        scenario.server.refusal_cost = r;
+    }
+    if let Some(n) = args.clients {
+        scenario.clients.count = n;
+    }
+    if let Some(seed) = args.seed {
+        scenario.seed = seed;
+    }
+    if !args.rules.is_empty() {
+        let mut rules = args.rules.clone();
+        let mut seen = Vec::new();
+        rules.retain(|r| {
+            let new = !seen.contains(r);
+            seen.push(*r);
+            new
+        });
+        scenario.retry.rules = rules;
+    }
+    Ok((scenario, name))
+}
+
+pub(crate) fn run(args: &StormArgs) -> CliResult {
+    if args.runs == 0 || args.runs > MAX_RUNS {
+        return Err(CliError::input(format!(
+            "--runs must be between 1 and {MAX_RUNS}, got {}",
+            args.runs
+        )));
+    }
+    let chart_kind = match &args.chart {
+        None => None,
+        Some(path) => Some(chart::Kind::of(path).ok_or_else(|| {
+            CliError::input(format!(
+                "--chart: {} must end in .svg or .png",
+                path.display()
+            ))
+        })?),
+    };
+    let (scenario, name) = scenario(args)?;
+    let sim = Simulation::new(&scenario, &Limits::default()).map_err(|e| {
+        let prefix = args
+            .scenario
+            .as_ref()
+            .map_or_else(String::new, |p| format!("{}: ", p.display()));
+        CliError::input(format!("{prefix}{e}"))
+    })?;
+
+    let rules = sim.rules();
+    let seeds: Vec<u64> = (0..u64::from(args.runs))
+        .map(|k| scenario.seed.wrapping_add(k))
+        .collect();
+    let results = run_all(&sim, &rules, &seeds)?;
+
+    if let (Some(path), Some(kind)) = (&args.chart, chart_kind) {
+        let first: Vec<&RunResult> = rules
+            .iter()
+            .filter_map(|r| results.iter().find(|x| x.rule == *r))
+            .collect();
+        chart::draw(path, kind, &scenario, &first)
+            .map_err(|e| CliError::Run(e.context(format!("drawing {}", path.display()))))?;
+    }
+
+    let mut out = BufWriter::new(io::stdout().lock());
+    match args.format {
+        Format::Table => table::write(&mut out, &name, &scenario, &rules, &results)?,
+        Format::Json => output::json(&mut out, &scenario, &rules, &results)?,
+        Format::Csv => output::csv(&mut out, &results)?,
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// Runs every rule with every seed in parallel, in the order rule-major, seed-minor.
+/// Shows a progress bar on a terminal when the runs take more than a moment.
+fn run_all(sim: &Simulation, rules: &[RuleName], seeds: &[u64]) -> CliResult<Vec<RunResult>> {
+    let jobs: Vec<(RuleName, u64)> = rules
+        .iter()
+        .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
+        .collect();
+    let total = jobs.len() as u64;
+    let (tick, ticks) = mpsc::channel::<()>();
+    let results = std::thread::scope(|scope| {
+        let worker = scope.spawn(move || {
+            jobs.par_iter()
+                .map(|&(rule, seed)| {
+                    let r = sim.run(rule, seed);
+                    let _ = tick.send(());
+                    r
+                })
+                .collect::<Result<Vec<_>, _>>()
+        });
+        progress(&ticks, total);
+        worker.join()
+    });
+    match results {
+        Ok(Ok(results)) => Ok(results),
+        Ok(Err(e)) => Err(CliError::input(e)),
+        Err(_) => Err(CliError::Run(anyhow::anyhow!(
+            "a simulation thread panicked"
+        ))),
+    }
+}
+
+/// Counts finished runs until the workers hang up; draws a bar on stderr, only on a terminal
+/// and only once the runs have taken half a second.
+fn progress(ticks: &mpsc::Receiver<()>, total: u64) {
+    let started = Instant::now();
+    let mut done = 0;
+    let mut bar: Option<ProgressBar> = None;
+    loop {
+        match ticks.recv_timeout(Duration::from_millis(100)) {
+            Ok(()) => done += 1,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+        if bar.is_none()
+            && started.elapsed() > Duration::from_millis(500)
+            && io::stderr().is_terminal()
+        {
+            let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            if let Ok(style) =
+                ProgressStyle::with_template("{spinner} {elapsed} [{bar:30}] {pos}/{len} runs")
+            {
+                b.set_style(style.progress_chars("=> "));
+            }
+            bar = Some(b);
+        }
+        if let Some(b) = &bar {
+            b.set_position(done);
+            b.tick();
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+}

@@ -1,0 +1,187 @@
+//! `--chart`: arrivals per window as small multiples, one panel per rule, with shared axes,
+//! the capacity line and the outages shaded. SVG or PNG by the file's extension.
+//!
+//! Text is drawn with a small DejaVu Sans subset bundled in the binary (see
+//! `crates/herd-cli/assets/README.md`), so PNG charts work on a machine without fonts.
+use std::path::Path;
+use std::sync::OnceLock;
+
+use anyhow::{Context, anyhow};
+use herd_sim::{RunResult, Scenario};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::{FontStyle, register_font};
+
+const FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans-subset.ttf");
+const WIDTH: u32 = 960;
+const PANEL_HEIGHT: u32 = 170;
+const TITLE_HEIGHT: u32 = 40;
+/// Points per panel at most; windows are merged (keeping the busiest) beyond that.
+const MAX_POINTS: usize = 1200;
+
+/// The file formats `--chart` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Svg,
+    Png,
+}
+
+impl Kind {
+    /// The format named by the file's extension, if it is one we write.
+    pub(crate) fn of(path: &Path) -> Option<Self> {
+        let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+        match ext.as_str() {
+            "svg" => Some(Kind::Svg),
+            "png" => Some(Kind::Png),
+            _ => None,
+        }
+    }
+}
+
+fn font() -> anyhow::Result<()> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok =
+        *REGISTERED.get_or_init(|| register_font("sans-serif", FontStyle::Normal, FONT).is_ok());
+    if ok {
+        Ok(())
+    } else {
+        Err(anyhow!("the bundled font could not be loaded"))
+    }
+}
+
+/// Draws one panel per result to `path`.
+pub(crate) fn draw(
+    path: &Path,
+    kind: Kind,
+    scenario: &Scenario,
+    results: &[&RunResult],
+) -> anyhow::Result<()> {
+    font()?;
+    let height = TITLE_HEIGHT + PANEL_HEIGHT * results.len().max(1) as u32;
+    match kind {
+        Kind::Svg => {
+            let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
+            panels(&root, scenario, results)?;
+            root.present().map_err(|e| anyhow!("{e}"))
+        }
+        Kind::Png => {
+            let root = BitMapBackend::new(path, (WIDTH, height)).into_drawing_area();
+            panels(&root, scenario, results)?;
+            root.present().map_err(|e| anyhow!("{e}"))
+        }
+    }
+    .with_context(|| format!("writing {}", path.display()))
+}
+
+fn caption(result: &RunResult, shown: usize) -> String {
+    let active = result.series.arrivals.len();
+    if active > shown {
+        format!(
+            "{} (goes on to {} s)",
+            result.rule,
+            active as f64 * result.series.window_s
+        )
+    } else {
+        result.rule.to_string()
+    }
+}
+
+/// The busiest window of each of at most `MAX_POINTS` groups, as (start time, arrivals).
+fn points(result: &RunResult, shown: usize) -> Vec<(f64, f64)> {
+    let arrivals = &result.series.arrivals[..shown.min(result.series.arrivals.len())];
+    let w = result.series.window_s;
+    let group = arrivals.len().div_ceil(MAX_POINTS).max(1);
+    let mut pts = Vec::with_capacity(2 * arrivals.len() / group + 2);
+    for (g, chunk) in arrivals.chunks(group).enumerate() {
+        let peak = chunk.iter().copied().max().unwrap_or(0) as f64;
+        let t0 = (g * group) as f64 * w;
+        let t1 = ((g * group + chunk.len()) as f64) * w;
+        // A step shape: flat over the group.
+        pts.push((t0, peak));
+        pts.push((t1, peak));
+    }
+    pts
+}
+
+fn panels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    scenario: &Scenario,
+    results: &[&RunResult],
+) -> anyhow::Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
+    root.fill(&WHITE).map_err(err)?;
+    let (title, body) = root.split_vertically(TITLE_HEIGHT);
+    let clients = results
+        .first()
+        .map_or(scenario.clients.count, |r| r.clients);
+    title
+        .titled(
+            &format!(
+                "Arrivals per {} ms window: {} clients, capacity {} (red line), outages shaded, seed {}",
+                scenario.window_ms, clients, scenario.server.capacity, scenario.seed
+            ),
+            ("sans-serif", 18),
+        )
+        .map_err(err)?;
+    // The same time span as the table's sparklines: quick rules are not squeezed into a
+    // corner by a slow one; a slow one's panel says how long it goes on.
+    let windows = super::table::shown_windows(results);
+    let window_s = results.first().map_or(1.0, |r| r.series.window_s);
+    let span = (windows as f64 * window_s).max(1e-3);
+    let capacity = scenario.server.capacity as f64;
+    let peak = results
+        .iter()
+        .flat_map(|r| r.series.arrivals.iter().take(windows).copied())
+        .max()
+        .unwrap_or(0) as f64;
+    let y_max = peak.max(capacity).max(1.0) * 1.08;
+    let areas = body.split_evenly((results.len().max(1), 1));
+    for (area, result) in areas.iter().zip(results) {
+        let mut chart = ChartBuilder::on(area)
+            .caption(caption(result, windows), ("sans-serif", 15))
+            .margin(6)
+            .x_label_area_size(24)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0.0..span, 0.0..y_max)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .light_line_style(WHITE)
+            .y_labels(5)
+            .x_labels(12)
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .x_label_formatter(&|v| format!("{v}"))
+            .x_desc("time (s)")
+            .label_style(("sans-serif", 11))
+            .axis_desc_style(("sans-serif", 11))
+            .draw()
+            .map_err(err)?;
+        let shade = RGBColor(235, 120, 120).mix(0.18).filled();
+        chart
+            .draw_series(
+                scenario
+                    .server
+                    .outages
+                    .iter()
+                    .filter(|o| o[0] < span)
+                    .map(|o| Rectangle::new([(o[0], 0.0), (o[1].min(span), y_max)], shade)),
+            )
+            .map_err(err)?;
+        chart
+            .draw_series(
+                AreaSeries::new(points(result, windows), 0.0, BLUE.mix(0.25)).border_style(BLUE),
+            )
+            .map_err(err)?;
+        chart
+            .draw_series(LineSeries::new(
+                [(0.0, capacity), (span, capacity)],
+                RED.stroke_width(2),
+            ))
+            .map_err(err)?;
+    }
+    Ok(())
+}

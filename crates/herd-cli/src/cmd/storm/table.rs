@@ -1,0 +1,233 @@
+//! The table: one row per rule, with a sparkline of arrivals per window against capacity.
+use std::io::{self, Write};
+
+use herd::RuleName;
+use herd_sim::{RunResult, Scenario, Series};
+
+use super::output::{Spread, summarise};
+
+/// Columns of the sparkline at most.
+const SPARK_COLUMNS: usize = 48;
+/// Glyphs for arrivals up to 1/4, 1/2, 3/4 and 1 × capacity, then up to 2×, 4×, 8× and beyond.
+const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// A time in seconds: one decimal when that is exact, otherwise three.
+pub(crate) fn seconds(s: f64) -> String {
+    if (s * 10.0).fract() == 0.0 {
+        format!("{s:.1} s")
+    } else {
+        let text = format!("{s:.3}");
+        format!("{} s", text.trim_end_matches('0'))
+    }
+}
+
+fn number(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+/// The glyph for `arrivals` in a window of `capacity`.
+fn glyph(arrivals: u64, capacity: f64) -> char {
+    if arrivals == 0 {
+        return ' ';
+    }
+    let x = arrivals as f64 / capacity.max(f64::MIN_POSITIVE);
+    let bounds = [0.25, 0.5, 0.75, 1.0, 2.0, 4.0, 8.0];
+    let i = bounds
+        .iter()
+        .position(|&b| x <= b)
+        .unwrap_or(LEVELS.len() - 1);
+    LEVELS[i]
+}
+
+/// Arrivals per window squeezed into `columns` columns over `windows` windows: each column
+/// shows the busiest window it covers.
+pub(crate) fn sparkline(series: &Series, windows: usize, columns: usize) -> String {
+    if windows == 0 || columns == 0 {
+        return String::new();
+    }
+    (0..columns)
+        .map(|c| {
+            let lo = c * windows / columns;
+            let hi = ((c + 1) * windows / columns).max(lo + 1);
+            let busiest = series
+                .arrivals
+                .get(lo..hi.min(series.arrivals.len()))
+                .and_then(|s| s.iter().copied().max())
+                .unwrap_or(0);
+            glyph(busiest, series.capacity)
+        })
+        .collect()
+}
+
+fn outages(scenario: &Scenario) -> String {
+    if scenario.server.outages.is_empty() {
+        return "no outage".to_owned();
+    }
+    let list: Vec<String> = scenario
+        .server
+        .outages
+        .iter()
+        .map(|[a, b]| format!("{a}–{b} s"))
+        .collect();
+    format!(
+        "outage{} {}",
+        if list.len() > 1 { "s" } else { "" },
+        list.join(", ")
+    )
+}
+
+/// A cell: the value of one run, or `mean [min–max]` over several, noting how many runs had
+/// a value when some had none.
+fn cell(spread: Option<Spread>, runs: usize, fmt: fn(f64) -> String) -> String {
+    let Some(s) = spread else {
+        return "—".to_owned();
+    };
+    let mut text = if s.min == s.max {
+        fmt(s.mean)
+    } else {
+        format!("{} [{}–{}]", fmt(s.mean), fmt(s.min), fmt(s.max))
+    };
+    if s.runs < runs {
+        text.push_str(&format!(" ({}/{runs} runs)", s.runs));
+    }
+    text
+}
+
+/// Windows shown by the sparklines: twice the median rule's active span (so that quick rules
+/// are not squeezed into one column by a slow one), at most the longest.
+pub(crate) fn shown_windows(results: &[&RunResult]) -> usize {
+    let mut spans: Vec<usize> = results.iter().map(|r| r.series.arrivals.len()).collect();
+    spans.sort_unstable();
+    let longest = spans.last().copied().unwrap_or(0);
+    let median = spans.get(spans.len() / 2).copied().unwrap_or(0);
+    median.saturating_mul(2).min(longest)
+}
+
+pub(crate) fn write(
+    out: &mut impl Write,
+    name: &str,
+    scenario: &Scenario,
+    rules: &[RuleName],
+    results: &[RunResult],
+) -> io::Result<()> {
+    let several = results.len() > rules.len();
+    let runs = results.len() / rules.len().max(1);
+    let first: Vec<&RunResult> = rules
+        .iter()
+        .filter_map(|r| results.iter().find(|x| x.rule == *r))
+        .collect();
+    let clients = first.first().map_or(scenario.clients.count, |r| r.clients);
+    let seeds = if several {
+        format!(
+            "seeds {}..{} ({runs} runs, mean [min–max])",
+            scenario.seed,
+            scenario.seed.wrapping_add(runs as u64 - 1)
+        )
+    } else {
+        format!("seed {}", scenario.seed)
+    };
+    writeln!(
+        out,
+        "herd storm: {name}, {seeds}\n{clients} clients, capacity {} per {} ms window, refusal cost {}, {}",
+        scenario.server.capacity,
+        scenario.window_ms,
+        scenario.server.refusal_cost,
+        outages(scenario)
+    )?;
+    writeln!(out)?;
+
+    let windows = shown_windows(&first);
+    let columns = windows.min(SPARK_COLUMNS);
+    let window_s = first.first().map_or(0.0, |r| r.series.window_s);
+    let span = windows as f64 * window_s;
+    let mut rows: Vec<Vec<String>> = vec![vec![
+        "rule".into(),
+        "served".into(),
+        "gave up".into(),
+        "half served".into(),
+        "all served".into(),
+        "req/client".into(),
+        "peak after outage".into(),
+        format!("arrivals per window, 0–{}", seconds(span)),
+    ]];
+    for (rule, one) in rules.iter().zip(&first) {
+        let s = summarise(*rule, results);
+        rows.push(vec![
+            rule.to_string(),
+            cell(s.served, runs, number),
+            cell(s.gave_up, runs, number),
+            cell(s.half_served_s, runs, seconds),
+            cell(s.all_served_s, runs, seconds),
+            cell(s.requests_per_client, runs, |v| format!("{v:.1}")),
+            cell(s.peak_after_outage, runs, number),
+            {
+                let mut line = sparkline(&one.series, windows, columns);
+                if one.series.arrivals.len() > windows {
+                    line.push('→');
+                }
+                line
+            },
+        ]);
+    }
+    let cols = rows[0].len();
+    let widths: Vec<usize> = (0..cols)
+        .map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0))
+        .collect();
+    for row in &rows {
+        let mut line = String::new();
+        for (c, text) in row.iter().enumerate() {
+            let pad = widths[c] - text.chars().count();
+            if c == 0 || c == cols - 1 {
+                line.push_str(text);
+                if c < cols - 1 {
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            } else {
+                line.extend(std::iter::repeat_n(' ', pad));
+                line.push_str(text);
+            }
+            if c < cols - 1 {
+                line.push_str("  ");
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    if columns > 0 {
+        writeln!(out)?;
+        let per_column = span / columns as f64;
+        writeln!(
+            out,
+            "sparkline: one column = {} (its busiest window); ▁▂▃▄ up to capacity, ▅▆▇█ up to 2×, 4×, 8× capacity and beyond; → activity goes on{}",
+            seconds(per_column),
+            if several { "; first seed" } else { "" }
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn glyphs_split_at_capacity() {
+        assert_eq!(glyph(0, 50.0), ' ');
+        assert_eq!(glyph(1, 50.0), '▁');
+        assert_eq!(glyph(50, 50.0), '▄');
+        assert_eq!(glyph(51, 50.0), '▅');
+        assert_eq!(glyph(2000, 50.0), '█');
+        assert_eq!(glyph(3, 0.0), '█');
+    }
+
+    #[test]
+    fn seconds_keep_one_decimal_when_exact() {
+        assert_eq!(seconds(12.0), "12.0 s");
+        assert_eq!(seconds(785.5), "785.5 s");
+        assert_eq!(seconds(0.125), "0.125 s");
+        assert_eq!(seconds(5.25), "5.25 s");
+    }
+}

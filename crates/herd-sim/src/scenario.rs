@@ -1,0 +1,318 @@
+//! Scenario files: what the user writes, every field optional, unknown fields rejected.
+//!
+//! A [`Scenario`] is plain data as read from TOML (or built in code). It is checked once, when a
+//! [`Simulation`](crate::Simulation) is built from it; [`Scenario::from_toml_str`] parses *and*
+//! checks, so a bad file is reported with the field and the line.
+//!
+//! The default scenario is SPEC §4's: 2000 clients in a burst at t = 0, an outage over
+//! [0 s, 10 s), step = window = 100 ms, capacity 50 per window, refusal cost 0, base 100 ms,
+//! cap 20 s, constant pause 1 s, horizon 3600 s, seed 1, the six classic rules.
+//!
+//! # Examples
+//!
+//! ```
+//! use herd_sim::Scenario;
+//!
+//! let scenario = Scenario::from_toml_str("[server]\nrefusal_cost = 0.1\n")?;
+//! assert_eq!(scenario.server.refusal_cost, 0.1);
+//! assert_eq!(scenario.clients.count, 2000); // everything else is the default
+//!
+//! let err = Scenario::from_toml_str("[server]\nrefusal_cost = 1.5\n").unwrap_err();
+//! assert_eq!(err.to_string(), "server.refusal_cost (line 2): must be at least 0 and below 1, got 1.5");
+//! # Ok::<(), herd_sim::ScenarioError>(())
+//! ```
+use herd::RuleName;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::error::ScenarioError;
+use crate::limits::Limits;
+use crate::plan::Plan;
+
+/// A storm scenario: the clients, the server and the retry rules to compare.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Scenario {
+    /// Seed of the world's generator (every random draw of a run comes from it).
+    pub seed: u64,
+    /// How long to simulate, in seconds.
+    pub horizon_s: f64,
+    /// The time step in milliseconds; pauses are rounded up to whole steps, at least one.
+    pub step_ms: f64,
+    /// The server's accounting window in milliseconds, a multiple of `step_ms`.
+    pub window_ms: f64,
+    /// The clients.
+    pub clients: Clients,
+    /// The server.
+    pub server: Server,
+    /// The retry rules and their parameters.
+    pub retry: Retry,
+}
+
+/// `[clients]`: who calls, when, and when they give up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Clients {
+    /// Clients in the burst.
+    pub count: u64,
+    /// The time of the burst's first attempt, in seconds.
+    pub start_s: f64,
+    /// Open-loop new requests per second on top of the burst, from `start_s` on (0 = none).
+    pub arrivals_per_s: f64,
+    /// Give up after this many attempts (0 = no limit).
+    pub max_attempts: u32,
+    /// Give up this long after the first attempt, in seconds (0 = never).
+    pub deadline_s: f64,
+}
+
+/// `[server]`: what the server can do and when it is down.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Server {
+    /// Answers per window.
+    pub capacity: u64,
+    /// A refusal's share of an answer's work, `0 <= r < 1`.
+    pub refusal_cost: f64,
+    /// A step with more arrivals than this serves none of them (0 = off).
+    pub collapse_above: u64,
+    /// `[start_s, end_s)` intervals in which every attempt fails.
+    pub outages: Vec<[f64; 2]>,
+    /// After an outage, capacity ramps linearly from 0 over this many seconds (0 = at once).
+    pub warmup_s: f64,
+    /// Refusals carry this `Retry-After` in seconds (0 = none); clients honour it.
+    pub retry_after_s: f64,
+    /// A failed attempt is known only this long after it was sent, in seconds.
+    pub timeout_s: f64,
+}
+
+/// `[retry]`: the rules to compare and their parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Retry {
+    /// The rules to run, one result each.
+    #[serde(
+        deserialize_with = "deserialize_rules",
+        serialize_with = "serialize_rules"
+    )]
+    pub rules: Vec<RuleName>,
+    /// `base` of the exponential family, in milliseconds.
+    pub base_ms: f64,
+    /// `cap`, the largest pause, in milliseconds.
+    pub cap_ms: f64,
+    /// The pause of `constant`, in milliseconds.
+    pub pause_ms: f64,
+    /// A retry budget shared by all clients, as a percentage of first attempts (0 = none).
+    pub budget_percent: f64,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Self {
+            seed: 1,
+            horizon_s: 3600.0,
+            step_ms: 100.0,
+            window_ms: 100.0,
+            clients: Clients::default(),
+            server: Server::default(),
+            retry: Retry::default(),
+        }
+    }
+}
+
+impl Default for Clients {
+    fn default() -> Self {
+        Self {
+            count: 2000,
+            start_s: 0.0,
+            arrivals_per_s: 0.0,
+            max_attempts: 0,
+            deadline_s: 0.0,
+        }
+    }
+}
+
+impl Default for Server {
+    fn default() -> Self {
+        Self {
+            capacity: 50,
+            refusal_cost: 0.0,
+            collapse_above: 0,
+            outages: vec![[0.0, 10.0]],
+            warmup_s: 0.0,
+            retry_after_s: 0.0,
+            timeout_s: 0.0,
+        }
+    }
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Self {
+            rules: RuleName::CLASSIC.to_vec(),
+            base_ms: 100.0,
+            cap_ms: 20_000.0,
+            pause_ms: 1000.0,
+            budget_percent: 0.0,
+        }
+    }
+}
+
+fn deserialize_rules<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RuleName>, D::Error> {
+    let names = Vec::<String>::deserialize(d)?;
+    names
+        .iter()
+        .map(|n| n.parse::<RuleName>().map_err(serde::de::Error::custom))
+        .collect()
+}
+
+fn serialize_rules<S: Serializer>(rules: &[RuleName], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(rules.iter().map(|r| r.as_str()))
+}
+
+impl Scenario {
+    /// Parses a scenario file and checks it against the machine's [`Limits`].
+    ///
+    /// # Errors
+    ///
+    /// A [`ScenarioError`] naming the field (and the line) for a TOML syntax error, an unknown
+    /// field, a value of the wrong type, or a value out of range or contradicting another.
+    pub fn from_toml_str(text: &str) -> Result<Self, ScenarioError> {
+        let scenario: Scenario = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        scenario
+            .validate(&Limits::default())
+            .map_err(|e| locate(text, e))?;
+        Ok(scenario)
+    }
+
+    /// Checks every value, and that a run fits in `limits`.
+    ///
+    /// # Errors
+    ///
+    /// The first problem found, naming the field.
+    pub fn validate(&self, limits: &Limits) -> Result<(), ScenarioError> {
+        Plan::new(self, limits).map(|_| ())
+    }
+
+    /// Total clients over a run: the burst plus the open-loop arrivals before the horizon.
+    ///
+    /// Meaningful for a valid scenario; see [`Scenario::validate`].
+    #[must_use]
+    pub fn total_clients(&self) -> u64 {
+        match Plan::new(self, &Limits::unlimited()) {
+            Ok(plan) => plan.total_clients(),
+            Err(_) => self.clients.count,
+        }
+    }
+}
+
+/// Turns a TOML parser error into one line naming the field and the line.
+fn toml_error(text: &str, err: &toml::de::Error) -> ScenarioError {
+    let line = err.span().map(|span| line_of(text, span.start));
+    let message = err.message().to_owned();
+    // serde names an unknown field itself; for type errors, recover the key from the line.
+    let field = line.and_then(|l| key_at_line(text, l));
+    let error = match field {
+        Some(field) if !message.contains("unknown field") => ScenarioError::field(field, message),
+        _ => ScenarioError::general(message),
+    };
+    error.at_line(line)
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    let offset = offset.min(text.len());
+    text.as_bytes()[..offset]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// The dotted key assigned on a line (`server.capacity`), from the nearest table header above.
+fn key_at_line(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let here = lines.get(line.checked_sub(1)?)?.trim();
+    let (key, _) = here.split_once('=')?;
+    let key = key.trim().trim_matches('"');
+    if key.is_empty() {
+        return None;
+    }
+    let table = lines[..line - 1].iter().rev().find_map(|l| {
+        let l = l.trim();
+        l.strip_prefix('[')
+            .and_then(|rest| rest.strip_suffix(']'))
+            .map(|t| t.trim().to_owned())
+    });
+    Some(match table {
+        Some(table) => format!("{table}.{key}"),
+        None => key.to_owned(),
+    })
+}
+
+/// Adds the line on which a field is set to a validation error, when the file sets it.
+fn locate(text: &str, err: ScenarioError) -> ScenarioError {
+    let Some(field) = err.field_name() else {
+        return err;
+    };
+    let (table, key) = match field.split_once('.') {
+        Some((t, k)) => (Some(t), k),
+        None => (None, field),
+    };
+    let mut current: Option<String> = None;
+    let mut found = None;
+    for (i, raw) in text.lines().enumerate() {
+        let l = raw.trim();
+        if let Some(t) = l.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            current = Some(t.trim().to_owned());
+            continue;
+        }
+        let Some((k, _)) = l.split_once('=') else {
+            continue;
+        };
+        if k.trim().trim_matches('"') == key && current.as_deref() == table {
+            found = Some(i + 1);
+            break;
+        }
+    }
+    err.at_line(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_the_default() {
+        assert_eq!(Scenario::from_toml_str("").unwrap(), Scenario::default());
+    }
+
+    #[test]
+    fn unknown_field_is_rejected_with_its_line() {
+        let err = Scenario::from_toml_str("seed = 2\n[server]\ncapacityy = 3\n").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("line 3: unknown field `capacityy`"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn type_error_names_the_field() {
+        let err = Scenario::from_toml_str("[server]\ncapacity = -5\n").unwrap_err();
+        assert_eq!(err.field_name(), Some("server.capacity"));
+        assert_eq!(err.line(), Some(2));
+        assert!(!err.to_string().contains('\n'));
+    }
+
+    #[test]
+    fn unknown_rule_is_named() {
+        let err = Scenario::from_toml_str("[retry]\nrules = [\"full\", \"fancy\"]\n").unwrap_err();
+        assert!(err.to_string().contains("unknown rule `fancy`"), "{err}");
+        assert_eq!(err.line(), Some(2));
+    }
+
+    #[test]
+    fn integers_are_accepted_for_seconds() {
+        let s = Scenario::from_toml_str("horizon_s = 60\n[server]\noutages = [[0, 5]]\n").unwrap();
+        assert_eq!(s.horizon_s, 60.0);
+        assert_eq!(s.server.outages, vec![[0.0, 5.0]]);
+    }
+}

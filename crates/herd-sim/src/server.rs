@@ -1,0 +1,142 @@
+//! The server of SPEC §4: down during outages, otherwise a work budget per window.
+//!
+//! At a step with `A` arrivals and `B` of the window's budget left, the server first pays for
+//! accepting them all, then serves `s = clamp(floor((B − r·A) / (1 − r)), 0, A)` of them, and
+//! the budget drops by `s + r·(A − s)` (an answer costs 1, a refusal `r`). Arrivals at earlier
+//! steps of a window meet a fuller budget, so they come first. With `collapse_above = T` a
+//! step with more than `T` arrivals serves none of them (the refusals are still paid for).
+//!
+//! Warm-up: after an outage ends at step `e`, window `w` (ending at step `e_w`) gets
+//! `capacity · min(1, (e_w − e) · step / warmup)`: the ramp sampled at the window's end, so
+//! the first window after the outage already serves a little.
+use crate::plan::Plan;
+
+/// What the server does with one step's arrivals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Inside an outage: every attempt fails.
+    Down,
+    /// More arrivals than `collapse_above`: none is served.
+    Collapsed,
+    /// Up: serves this many, refuses the rest.
+    Serve(u64),
+}
+
+#[derive(Debug)]
+pub(crate) struct Server<'p> {
+    plan: &'p Plan,
+    window: u64,
+    budget: f64,
+    /// The first outage that has not ended by the current step.
+    outage: usize,
+}
+
+impl<'p> Server<'p> {
+    pub(crate) fn new(plan: &'p Plan) -> Self {
+        Self {
+            plan,
+            window: u64::MAX,
+            budget: 0.0,
+            outage: 0,
+        }
+    }
+
+    /// Whether step `step` is inside an outage. Steps must not go backwards.
+    pub(crate) fn is_down(&mut self, step: u64) -> bool {
+        let outages = &self.plan.outages;
+        while self.outage < outages.len() && outages[self.outage].1 <= step {
+            self.outage += 1;
+        }
+        self.outage < outages.len() && outages[self.outage].0 <= step
+    }
+
+    /// The work budget of window `w`.
+    pub(crate) fn capacity_of(&self, w: u64) -> f64 {
+        let plan = self.plan;
+        if plan.warmup_ns == 0 {
+            return plan.capacity;
+        }
+        let end = w.saturating_add(1).saturating_mul(plan.steps_per_window);
+        let ended = plan.outages.partition_point(|o| o.1 <= end);
+        if ended == 0 {
+            return plan.capacity;
+        }
+        let since = (end - plan.outages[ended - 1].1) as f64 * plan.step_ns as f64;
+        plan.capacity * (since / plan.warmup_ns as f64).min(1.0)
+    }
+
+    /// `arrivals` knock at `step`: the verdict, and the budget paid.
+    pub(crate) fn arrive(&mut self, step: u64, arrivals: u64) -> Verdict {
+        if self.is_down(step) {
+            return Verdict::Down;
+        }
+        let w = step / self.plan.steps_per_window;
+        if w != self.window {
+            self.window = w;
+            self.budget = self.capacity_of(w);
+        }
+        let r = self.plan.refusal_cost;
+        let a = arrivals as f64;
+        if self.plan.collapse_above.is_some_and(|t| arrivals > t) {
+            self.budget -= r * a;
+            return Verdict::Collapsed;
+        }
+        let s = ((self.budget - r * a) / (1.0 - r)).floor().clamp(0.0, a);
+        self.budget -= s + r * (a - s);
+        Verdict::Serve(s as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::Limits;
+    use crate::scenario::Scenario;
+
+    fn plan(edit: impl FnOnce(&mut Scenario)) -> Plan {
+        let mut s = Scenario::default();
+        edit(&mut s);
+        Plan::new(&s, &Limits::unlimited()).unwrap()
+    }
+
+    #[test]
+    fn serves_min_of_arrivals_and_budget_without_refusal_cost() {
+        let p = plan(|s| s.window_ms = 300.0);
+        let mut server = Server::new(&p);
+        assert_eq!(server.arrive(99, 10), Verdict::Down);
+        // window 34 = steps 102..105
+        assert_eq!(server.arrive(102, 30), Verdict::Serve(30));
+        assert_eq!(server.arrive(103, 30), Verdict::Serve(20));
+        assert_eq!(server.arrive(104, 30), Verdict::Serve(0));
+        assert_eq!(server.arrive(105, 70), Verdict::Serve(50));
+    }
+
+    #[test]
+    fn refusals_eat_the_budget() {
+        let p = plan(|s| s.server.refusal_cost = 0.1);
+        let mut server = Server::new(&p);
+        // (50 − 0.1·2000) / 0.9 < 0
+        assert_eq!(server.arrive(100, 2000), Verdict::Serve(0));
+        // (50 − 0.1·100) / 0.9 = 44.4 → 44, budget 50 − 44 − 5.6 = 0.4
+        assert_eq!(server.arrive(101, 100), Verdict::Serve(44));
+    }
+
+    #[test]
+    fn collapse_serves_none() {
+        let p = plan(|s| s.server.collapse_above = 10);
+        let mut server = Server::new(&p);
+        assert_eq!(server.arrive(100, 11), Verdict::Collapsed);
+        assert_eq!(server.arrive(101, 10), Verdict::Serve(10));
+    }
+
+    #[test]
+    fn warmup_ramps_linearly() {
+        let p = plan(|s| s.server.warmup_s = 1.0);
+        let server = Server::new(&p);
+        assert_eq!(server.capacity_of(5), 50.0); // before the outage ends... no outage ended yet
+        assert_eq!(server.capacity_of(100), 5.0); // window ending 0.1 s after the end
+        assert_eq!(server.capacity_of(104), 25.0);
+        assert_eq!(server.capacity_of(109), 50.0);
+        assert_eq!(server.capacity_of(500), 50.0);
+    }
+}
