@@ -25,6 +25,8 @@ enum Command {
     Rules(cmd::rules::RulesArgs),
     Serve(cmd::serve::ServeArgs),
     Storm(cmd::storm::StormArgs),
+    Amplify(cmd::amplify::AmplifyArgs),
+    Lab(cmd::lab::LabArgs),
 }
 
 fn main() -> ExitCode {
@@ -36,6 +38,8 @@ fn main() -> ExitCode {
         Command::Rules(args) => cmd::rules::run(&args),
         Command::Serve(args) => cmd::serve::run(&args),
         Command::Storm(args) => cmd::storm::run(&args),
+        Command::Amplify(args) => cmd::amplify::run(&args),
+        Command::Lab(args) => cmd::lab::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

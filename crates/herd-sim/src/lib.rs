@@ -149,3 +149,5 @@ impl Simulation {
 pub fn run(scenario: &Scenario, rule: RuleName, seed: u64) -> Result<RunResult, ScenarioError> {
     Simulation::new(scenario, &Limits::default())?.run(rule, seed)
 }
+#[doc = include_str!("../../../docs/amplify.md")]
+pub mod graph;

@@ -1,4 +1,6 @@
 //! One module per subcommand.
+pub(crate) mod amplify;
+pub(crate) mod lab;
 pub(crate) mod rules;
 pub(crate) mod serve;
 pub(crate) mod storm;

@@ -1,0 +1,174 @@
+//! `herd amplify` end to end: JSON counts for the shipped graphs, layer-aware, the Monte
+//! Carlo check, and one-line errors with exit code 2.
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn herd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("herd runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = herd(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+fn receives(v: &Value) -> Vec<(String, f64)> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().expect("name").to_owned(),
+                s["receives"].as_f64().expect("receives"),
+            )
+        })
+        .collect()
+}
+
+fn named(pairs: &[(&str, f64)]) -> Vec<(String, f64)> {
+    pairs.iter().map(|&(n, r)| (n.to_owned(), r)).collect()
+}
+
+#[test]
+fn chain_json_gives_1_3_9_27_and_advice() {
+    let v = json(&["amplify", "scenarios/graphs/chain.toml", "--format", "json"]);
+    assert_eq!(
+        receives(&v["services"]),
+        named(&[
+            ("bff", 1.0),
+            ("search", 3.0),
+            ("inventory", 9.0),
+            ("stock-db", 27.0)
+        ])
+    );
+    assert_eq!(v["amplification"][0]["service"], "stock-db");
+    assert_eq!(v["amplification"][0]["factor"], 27.0);
+    assert_eq!(v["advice"]["retry_only"][0]["from"], "inventory");
+    assert_eq!(v["advice"]["retry_only"][0]["to"], "stock-db");
+    let advised = named(&[
+        ("bff", 1.0),
+        ("search", 1.0),
+        ("inventory", 1.0),
+        ("stock-db", 3.0),
+    ]);
+    assert_eq!(receives(&v["advice"]["services"]), advised);
+    assert_eq!(receives(&v["advice"]["layer_aware_services"]), advised);
+}
+
+#[test]
+fn layer_aware_json_gives_1_1_1_3() {
+    let v = json(&[
+        "amplify",
+        "scenarios/graphs/chain.toml",
+        "--format",
+        "json",
+        "--layer-aware",
+    ]);
+    assert_eq!(v["layer_aware"], true);
+    assert_eq!(
+        receives(&v["services"]),
+        named(&[
+            ("bff", 1.0),
+            ("search", 1.0),
+            ("inventory", 1.0),
+            ("stock-db", 3.0)
+        ])
+    );
+}
+
+#[test]
+fn monte_carlo_check_agrees_on_the_partial_failure_graph() {
+    let v = json(&[
+        "amplify",
+        "scenarios/graphs/partial-failure.toml",
+        "--format",
+        "json",
+        "--simulate",
+        "20000",
+        "--seed",
+        "5",
+    ]);
+    assert_eq!(v["simulation"]["agrees"], true);
+    assert_eq!(v["simulation"]["requests"], 20000);
+}
+
+#[test]
+fn table_names_the_amplification_and_the_advice() {
+    let out = herd(&["amplify", "scenarios/graphs/diamond.toml"]);
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("stock-db: 30 requests, 15× the 2"), "{text}");
+    assert!(
+        text.contains("advice: retry only at inventory → stock-db (3 attempts)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_graphs_exit_2_with_one_line() {
+    let dir = std::env::temp_dir().join(format!("herd-amplify-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let cycle = dir.join("cycle.toml");
+    std::fs::write(
+        &cycle,
+        "entry = \"a\"\n[[service]]\nname = \"a\"\ncalls = [{ to = \"b\", attempts = 2 }]\n\
+         [[service]]\nname = \"b\"\ncalls = [{ to = \"a\", attempts = 2 }]\n",
+    )
+    .expect("write");
+    let missing = dir.join("missing.toml");
+    for (path, want) in [
+        (&cycle, "the graph has a cycle: a → b → a"),
+        (&missing, "missing.toml: "),
+    ] {
+        let out = herd(&["amplify", path.to_str().expect("utf-8 path")]);
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `herd lab chain` on real loopback servers measures what `herd amplify` predicts.
+#[test]
+fn lab_chain_measures_what_amplify_predicts() {
+    for (extra, want) in [
+        (None, [1.0, 3.0, 9.0, 27.0]),
+        (Some("--layer-aware"), [1.0, 1.0, 1.0, 3.0]),
+    ] {
+        let mut args = vec!["lab", "chain", "--views", "2", "--format", "json"];
+        args.extend(extra);
+        let lab = json(&args);
+        assert_eq!(lab["agrees"], true);
+        assert_eq!(lab["deterministic"], true);
+        let measured: Vec<f64> = receives(&lab["services"])
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(measured, want);
+        let mut args = vec!["amplify", "scenarios/graphs/chain.toml", "--format", "json"];
+        args.extend(extra);
+        let predicted: Vec<f64> = receives(&json(&args)["services"])
+            .into_iter()
+            .map(|(_, r)| r)
+            .collect();
+        assert_eq!(measured, predicted);
+    }
+}
+
+#[test]
+fn lab_chain_refuses_absurd_views() {
+    let out = herd(&["lab", "chain", "--views", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--views is 0"));
+}

@@ -1,0 +1,102 @@
+//! The chain on real loopback servers: measured counts equal the prediction.
+use herd_lab::chain::{Chain, ChainOptions, DEFAULT_GRAPH};
+use herd_sim::graph::{Graph, Options, predict};
+
+fn shipped(name: &str) -> Graph {
+    let path = format!(
+        "{}/../../scenarios/graphs/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).expect("shipped graph is readable");
+    Graph::from_toml(&text).expect("shipped graph is valid")
+}
+
+async fn measure(graph: &Graph, layer_aware: bool, views: u64) -> Vec<u64> {
+    let options = ChainOptions {
+        layer_aware,
+        ..ChainOptions::default()
+    };
+    let chain = Chain::start(graph, options).await.expect("chain starts");
+    let m = chain.drive(views).await.expect("drive");
+    assert_eq!(m.views, views);
+    chain.shutdown().await.expect("clean shutdown");
+    m.received()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_attempts_at_every_layer_measure_1_3_9_27() {
+    let g = Graph::from_toml(DEFAULT_GRAPH).expect("default graph");
+    assert_eq!(measure(&g, false, 1).await, [1, 3, 9, 27]);
+    assert_eq!(measure(&g, false, 4).await, [4, 12, 36, 108]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layer_aware_measures_3_queries_instead_of_27() {
+    let g = shipped("chain.toml");
+    assert_eq!(measure(&g, true, 1).await, [1, 1, 1, 3]);
+    assert_eq!(measure(&g, true, 5).await, [5, 5, 5, 15]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_inventory_retrying_measures_1_1_1_3() {
+    let g = shipped("chain-inventory-only.toml");
+    assert_eq!(measure(&g, false, 2).await, [2, 2, 2, 6]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deterministic_shipped_graphs_match_the_prediction_exactly() {
+    for name in ["chain.toml", "chain-inventory-only.toml", "diamond.toml"] {
+        for layer_aware in [false, true] {
+            let g = shipped(name);
+            let p = predict(&g, Options { layer_aware }).expect("prediction");
+            let chain = Chain::start(
+                &g,
+                ChainOptions {
+                    layer_aware,
+                    ..ChainOptions::default()
+                },
+            )
+            .await
+            .expect("chain starts");
+            let m = chain.drive(3).await.expect("drive");
+            chain.shutdown().await.expect("clean shutdown");
+            for c in m.compare(&p, true, 0.0) {
+                assert!(c.agrees, "{name} layer_aware={layer_aware}: {c:?}");
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_failure_graph_agrees_within_sampling_error() {
+    let g = shipped("partial-failure.toml");
+    for layer_aware in [false, true] {
+        let p = predict(&g, Options { layer_aware }).expect("prediction");
+        let options = ChainOptions {
+            layer_aware,
+            seed: 11,
+            ..ChainOptions::default()
+        };
+        let chain = Chain::start(&g, options).await.expect("chain starts");
+        let m = chain.drive(1_500).await.expect("drive");
+        chain.shutdown().await.expect("clean shutdown");
+        // Budgets: the exact figure is the token bucket's long-run limit; allow 2 % more.
+        for c in m.compare(&p, false, 0.02) {
+            assert!(c.agrees, "layer_aware={layer_aware}: {c:?}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drive_can_stop_early_and_too_many_views_are_refused() {
+    let g = shipped("chain.toml");
+    let chain = Chain::start(&g, ChainOptions::default())
+        .await
+        .expect("chain starts");
+    let m = chain.drive_until(100, async {}).await.expect("drive");
+    assert!(m.interrupted);
+    assert_eq!(m.views, 0);
+    assert!(chain.drive(0).await.is_err());
+    assert!(chain.drive(herd_lab::chain::MAX_VIEWS + 1).await.is_err());
+    chain.shutdown().await.expect("clean shutdown");
+}

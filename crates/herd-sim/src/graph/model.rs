@@ -1,0 +1,132 @@
+//! The validated graph: services, their calls, the entry, and a topological order.
+//!
+//! A [`Graph`] can only be built through [`Graph::from_toml`](crate::graph::Graph::from_toml)
+//! or [`Graph::new`], which validate once; every other part of the module relies on that.
+
+use super::file::GraphError;
+use super::validate;
+
+/// The largest number of attempts an edge may allow (1 = no retry).
+pub const MAX_ATTEMPTS: u32 = 100;
+/// The largest number of services in one graph.
+pub const MAX_SERVICES: usize = 1_000;
+/// The largest number of calls one service may make per request.
+pub const MAX_CALLS: usize = 100;
+/// The largest retry budget, in percent of first attempts (herd's `RetryBudget` limit).
+pub const MAX_BUDGET_PERCENT: f64 = 1_000.0;
+
+/// One call edge: a service calls `to` with at most `attempts` attempts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// Index of the callee in [`Graph::services`].
+    pub to: usize,
+    /// Most attempts per call (1 = no retry), in `1..=MAX_ATTEMPTS`.
+    pub attempts: u32,
+    /// Chance that one attempt fails by itself (its answer is lost on the way back), in
+    /// `[0, 1]`.
+    pub failure_probability: f64,
+    /// Retries on this edge at most this percentage of first attempts, as a long-run ratio;
+    /// 0 means no budget.
+    pub budget_percent: f64,
+}
+
+/// One service of the graph.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Service {
+    /// Unique, non-empty name.
+    pub name: String,
+    /// The service fails every request on its own, at once, without making its calls.
+    pub fails: bool,
+    /// The calls it makes for every request it handles, in order.
+    pub calls: Vec<Call>,
+}
+
+/// A validated service graph: names unique, callees known, no cycle, every service reachable
+/// from the entry, every number in range.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Graph {
+    services: Vec<Service>,
+    entry: usize,
+    /// Callers before callees.
+    order: Vec<usize>,
+}
+
+impl Graph {
+    /// Validates `services` and builds the graph.
+    ///
+    /// # Errors
+    ///
+    /// A [`GraphError`] naming the first problem: a duplicate or empty name, an unknown entry,
+    /// a number out of range, a cycle (printed as `a → b → a`), an unreachable service.
+    pub fn new(services: Vec<Service>, entry: usize) -> Result<Self, GraphError> {
+        let order = validate::check(&services, entry)?;
+        Ok(Self {
+            services,
+            entry,
+            order,
+        })
+    }
+
+    /// The services, in file order.
+    #[must_use]
+    pub fn services(&self) -> &[Service] {
+        &self.services
+    }
+
+    /// Index of the entry service.
+    #[must_use]
+    pub fn entry(&self) -> usize {
+        self.entry
+    }
+
+    /// Service indices with every caller before its callees.
+    #[must_use]
+    pub fn topological_order(&self) -> &[usize] {
+        &self.order
+    }
+
+    /// The largest `attempts` on any edge (1 when there is no edge).
+    #[must_use]
+    pub fn max_attempts(&self) -> u32 {
+        self.edges().map(|(_, c)| c.attempts).max().unwrap_or(1)
+    }
+
+    /// Every edge as `(caller index, call)`.
+    pub fn edges(&self) -> impl Iterator<Item = (usize, &Call)> {
+        self.services
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| s.calls.iter().map(move |c| (i, c)))
+    }
+
+    /// Whether any edge is random (a failure probability strictly between 0 and 1) or has a
+    /// budget, so that counts vary from request to request.
+    #[must_use]
+    pub fn is_deterministic(&self) -> bool {
+        self.edges().all(|(_, c)| {
+            (c.failure_probability == 0.0 || c.failure_probability == 1.0)
+                && c.budget_percent == 0.0
+        })
+    }
+
+    /// The same graph with each edge's attempts replaced by `attempts(caller, call)`.
+    ///
+    /// Used for the baseline without retries and for the advice. Attempts are clamped to
+    /// `1..=MAX_ATTEMPTS`, so the result stays valid.
+    #[must_use]
+    pub fn with_attempts(&self, mut attempts: impl FnMut(usize, &Call) -> u32) -> Graph {
+        let mut g = self.clone();
+        for (i, s) in g.services.iter_mut().enumerate() {
+            for c in &mut s.calls {
+                c.attempts = attempts(i, c).clamp(1, MAX_ATTEMPTS);
+            }
+        }
+        g
+    }
+
+    /// Index of the service called `name`.
+    #[must_use]
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.services.iter().position(|s| s.name == name)
+    }
+}

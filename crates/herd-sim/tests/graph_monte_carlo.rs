@@ -1,0 +1,154 @@
+//! The Monte Carlo run agrees with the exact figures: exactly on deterministic graphs, within
+//! five standard errors on random ones, and within 2 % more on graphs with budgets (the exact
+//! figure is the token bucket's long-run limit).
+use herd_sim::graph::{Call, Graph, Options, Service, predict, simulate};
+use proptest::prelude::*;
+
+const BUDGET_SLACK: f64 = 0.02;
+
+fn shipped(name: &str) -> Graph {
+    let path = format!(
+        "{}/../../scenarios/graphs/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).expect("shipped graph is readable");
+    Graph::from_toml(&text).expect("shipped graph is valid")
+}
+
+fn check(g: &Graph, options: Options, requests: u64, seed: u64, slack: f64) {
+    let exact = predict(g, options).expect("prediction");
+    let sim = simulate(g, options, &exact, requests, seed).expect("simulation");
+    assert!(
+        sim.agrees_with(&exact, slack),
+        "seed {seed}: simulated {:?}\nexact {:?}",
+        sim.services,
+        exact.receives
+    );
+}
+
+#[test]
+fn deterministic_graphs_match_exactly() {
+    for name in ["chain.toml", "chain-inventory-only.toml", "diamond.toml"] {
+        for layer_aware in [false, true] {
+            let g = shipped(name);
+            let options = Options { layer_aware };
+            let exact = predict(&g, options).expect("prediction");
+            let sim = simulate(&g, options, &exact, 50, 1).expect("simulation");
+            let means: Vec<f64> = sim.services.iter().map(|s| s.mean).collect();
+            assert_eq!(means, exact.receives, "{name} layer_aware={layer_aware}");
+            assert!(sim.services.iter().all(|s| s.std_error == 0.0));
+        }
+    }
+}
+
+#[test]
+fn partial_failure_graph_with_budgets_agrees() {
+    let g = shipped("partial-failure.toml");
+    for layer_aware in [false, true] {
+        check(&g, Options { layer_aware }, 100_000, 7, BUDGET_SLACK);
+    }
+}
+
+#[test]
+fn a_binding_budget_is_held_to_its_ratio() {
+    let g = Graph::from_toml(
+        r#"
+        entry = "a"
+        [[service]]
+        name = "a"
+        calls = [{ to = "b", attempts = 5, budget_percent = 25 }]
+        [[service]]
+        name = "b"
+        fails = true
+        "#,
+    )
+    .expect("valid");
+    let exact = predict(&g, Options::default()).expect("prediction");
+    let sim = simulate(&g, Options::default(), &exact, 10_000, 3).expect("simulation");
+    // The bucket starts empty: 10 000 first attempts earn 2 500 tokens, all spent.
+    assert_eq!(sim.services[1].mean, 1.25);
+}
+
+#[test]
+fn same_seed_same_run() {
+    let g = shipped("partial-failure.toml");
+    let exact = predict(&g, Options::default()).expect("prediction");
+    let a = simulate(&g, Options::default(), &exact, 1_000, 42).expect("simulation");
+    let b = simulate(&g, Options::default(), &exact, 1_000, 42).expect("simulation");
+    assert_eq!(a, b);
+}
+
+#[test]
+fn absurd_runs_are_refused() {
+    let g = shipped("chain.toml");
+    let exact = predict(&g, Options::default()).expect("prediction");
+    let e = simulate(&g, Options::default(), &exact, 100_000_000, 1).expect_err("too big");
+    assert!(e.to_string().contains("at most"), "{e}");
+    let e = simulate(&g, Options::default(), &exact, 0, 1).expect_err("zero");
+    assert!(e.to_string().contains("at least 1"), "{e}");
+}
+
+/// A random DAG of 2..=5 services: edges only from lower to higher index, so no cycle; each
+/// service is reachable because service i > 0 is called by some service below it.
+fn dag() -> impl Strategy<Value = Graph> {
+    (2usize..=5)
+        .prop_flat_map(|n| {
+            let edge = (
+                1u32..=3,
+                prop_oneof![Just(0.0), Just(0.1), Just(0.3), Just(0.6)],
+            );
+            (
+                Just(n),
+                proptest::collection::vec(any::<prop::sample::Index>(), n - 1),
+                proptest::collection::vec(edge.clone(), n - 1),
+                proptest::collection::vec(
+                    (
+                        any::<prop::sample::Index>(),
+                        any::<prop::sample::Index>(),
+                        edge,
+                    ),
+                    0..4,
+                ),
+                proptest::collection::vec(any::<bool>(), n),
+            )
+        })
+        .prop_map(|(n, parents, tree_edges, extra, fails)| {
+            let mut services: Vec<Service> = (0..n)
+                .map(|i| Service {
+                    name: format!("s{i}"),
+                    fails: i > 0 && fails[i] && i == n - 1,
+                    calls: vec![],
+                })
+                .collect();
+            let call = |to, (attempts, p): (u32, f64)| Call {
+                to,
+                attempts,
+                failure_probability: p,
+                budget_percent: 0.0,
+            };
+            for (child, (parent, e)) in (1..n).zip(parents.into_iter().zip(tree_edges)) {
+                services[parent.index(child)].calls.push(call(child, e));
+            }
+            for (a, b, e) in extra {
+                let from = a.index(n - 1);
+                let to = from + 1 + b.index(n - 1 - from);
+                services[from].calls.push(call(to, e));
+            }
+            Graph::new(services, 0).expect("generated graphs are valid")
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn monte_carlo_agrees_with_exact_on_random_dags(g in dag(), layer_aware: bool, seed: u64) {
+        let options = Options { layer_aware };
+        let exact = predict(&g, options).expect("prediction");
+        let sim = simulate(&g, options, &exact, 4_000, seed).expect("simulation");
+        prop_assert!(
+            sim.agrees_with(&exact, 1e-3),
+            "seed {seed}: simulated {:?}\nexact {:?}", sim.services, exact.receives
+        );
+    }
+}
