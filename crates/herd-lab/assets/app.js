@@ -121,6 +121,7 @@ function runStorm() {
     storm.result = data;
     showStormStats(data);
     animateStorm();
+    document.body.dataset.stormKey = `${data.rule}|${data.refusal_cost}|${data.clients}`;
     document.body.dataset.stormState = "ready";
   });
 }
@@ -143,7 +144,9 @@ function animateStorm() {
     storm.shown = Math.max(1, Math.round(f * total));
     drawStorm();
     if (f < 1) storm.frame = requestAnimationFrame(step);
+    else document.body.dataset.stormAnimation = "done";
   };
+  document.body.dataset.stormAnimation = "running";
   storm.frame = requestAnimationFrame(step);
 }
 
@@ -160,9 +163,11 @@ function drawStorm() {
   const n = arrivals.length;
   const tEnd = n * window_s;
   const log = $("#storm-log").checked;
-  const peak = Math.max(capacity, ...arrivals);
-  const ymax = log ? Math.log10(peak + 1) : peak * 1.05;
-  const y = (v) => top + ph - (log ? Math.log10(v + 1) : v) / ymax * ph;
+  const peak = arrivals.reduce((a, b) => Math.max(a, b), capacity);
+  // Linear: zoom on the recovery (the outage's spike is clipped); log shows everything.
+  const top_ = log ? peak : Math.min(peak, Math.max(capacity * 2.5, r.peak_after_outage * 1.15));
+  const ymax = log ? Math.log10(peak + 1) : top_ * 1.05;
+  const y = (v) => top + ph - (log ? Math.log10(Math.min(v, top_) + 1) : Math.min(v, top_)) / ymax * ph;
   const x = (t) => left + (t / tEnd) * pw;
 
   ctx.clearRect(0, 0, W, H);
@@ -187,6 +192,10 @@ function drawStorm() {
     if (a > 0) {
       ctx.fillStyle = "#e6394699";
       ctx.fillRect(px, y(a), bw, top + ph - y(a));
+      if (a > top_) {
+        ctx.fillStyle = "#9d0208";
+        ctx.fillRect(px, y(a), bw, 4);
+      }
     }
     if (s > 0) {
       ctx.fillStyle = "#457b9d";
@@ -212,7 +221,14 @@ function drawStorm() {
   ctx.font = "12px system-ui, sans-serif";
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
-  for (const v of log ? [1, 10, 100, 1000, 10000, 100000].filter((v) => v <= peak) : niceTicks(peak, 5)) {
+  if (!log && peak > top_) {
+    ctx.textAlign = "right";
+    ctx.textBaseline = "top";
+    ctx.fillStyle = "#9d0208";
+    ctx.fillText(`bars above ${Math.round(top_)} clipped (peak ${peak}): tick "log scale" to see them whole`, left + pw, top + 2);
+    ctx.fillStyle = "#333";
+  }
+  for (const v of log ? [1, 10, 100, 1000, 10000, 100000, 1000000].filter((v) => v <= peak) : niceTicks(top_, 5)) {
     ctx.fillText(String(v), left - 6, y(v));
   }
   ctx.textAlign = "center";
@@ -259,6 +275,7 @@ function loadSix(rule) {
       six.data = data;
       six.tick = 0;
       drawSix();
+      document.body.dataset.sixRule = data.rule;
       document.body.dataset.sixState = "ready";
       resolve(data);
     });
@@ -445,9 +462,11 @@ const layersLatest = latest();
 
 function loadLayers() {
   document.body.dataset.layersState = "loading";
-  layersLatest(api("layers", { attempts: layers.attempts }), (data) => {
+  const layer_aware = $("#layers-aware").checked;
+  layersLatest(api("layers", { attempts: layers.attempts, layer_aware }), (data) => {
     layers.data = data;
     drawLayers();
+    document.body.dataset.layersKey = `${layers.attempts.join(",")}|${data.layer_aware}`;
     document.body.dataset.layersState = "ready";
   });
 }
@@ -460,7 +479,8 @@ function drawLayers() {
     const box = document.createElement("div");
     box.className = "service";
     box.dataset.service = s.name;
-    box.innerHTML = `<div class="name"></div><div class="receives"></div><div class="unit">requests per entry request</div>`;
+    if (i === d.services.length - 1) box.classList.add("db");
+    box.innerHTML = `<div class="name"></div><div class="receives"></div><div class="unit">per request<br>at the top</div>`;
     box.querySelector(".name").textContent = s.name;
     const r = box.querySelector(".receives");
     r.textContent = Number.isInteger(s.receives) ? String(s.receives) : s.receives.toFixed(2);
@@ -481,10 +501,12 @@ function drawLayers() {
     }
   });
   const last = d.services[d.services.length - 1];
+  const n = Number.isInteger(last.receives) ? last.receives : last.receives.toFixed(2);
   $("#layers-summary").textContent =
-    `One request at the top becomes ${last.receives} at ${last.name} when ${last.name} is failing.`;
+    `One request at the top becomes ${n} at ${last.name} while ${last.name} is failing.`;
 }
 
+$("#layers-aware").addEventListener("change", loadLayers);
 $("#layers-every").addEventListener("click", () => { layers.attempts = layers.attempts.map(() => 3); loadLayers(); });
 $("#layers-db-only").addEventListener("click", () => {
   layers.attempts = layers.attempts.map((_, i) => (i === layers.attempts.length - 1 ? 3 : 1));

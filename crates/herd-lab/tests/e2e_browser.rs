@@ -203,7 +203,10 @@ async fn drive(browser: &Client, server: &PageServer) {
         browser.title().await.expect("title"),
         "herd — watch the herd"
     );
+    check_storm(browser, server).await;
+    check_six(browser, server).await;
     check_dots(browser, server).await;
+    check_layers(browser, server).await;
 }
 
 async fn check_dots(browser: &Client, server: &PageServer) {
@@ -212,7 +215,9 @@ async fn check_dots(browser: &Client, server: &PageServer) {
         click(browser, &format!("#dots-rules button[data-rule={rule}]")).await;
         wait_until(
             browser,
-            &format!("document.body.dataset.dotsState === 'ready' && document.body.dataset.dotsRule === '{rule}'"),
+            &format!(
+                "document.body.dataset.dotsState === 'ready' && document.body.dataset.dotsRule === '{rule}'"
+            ),
         )
         .await;
         let (status, api) = server
@@ -249,4 +254,316 @@ async fn check_dots(browser: &Client, server: &PageServer) {
         }
         screenshot(browser, &format!("dots-{rule}.png")).await;
     }
+}
+
+fn number(text: &str) -> f64 {
+    text.trim()
+        .trim_end_matches(" s")
+        .parse()
+        .unwrap_or_else(|_| panic!("not a number: {text:?}"))
+}
+
+/// Storm: pick rules, toggle the refusal cost, and compare the four figures with the API's.
+async fn check_storm(browser: &Client, server: &PageServer) {
+    click(browser, "#tab-storm").await;
+    wait_until(browser, "document.body.dataset.stormState === 'ready'").await;
+    for (rule, refusal) in [
+        ("immediate", false),
+        ("exponential", false),
+        ("full", false),
+        ("exponential", true),
+        ("full", true),
+    ] {
+        let checked = browser
+            .execute(
+                "return document.querySelector('#storm-refusal').checked;",
+                vec![],
+            )
+            .await
+            .expect("script runs");
+        if checked != Value::Bool(refusal) {
+            click(browser, "#storm-refusal").await;
+        }
+        click(browser, &format!("#storm-rules button[data-rule={rule}]")).await;
+        let cost = if refusal { 0.1 } else { 0.0 };
+        let key = format!("{rule}|{}|2000", if refusal { "0.1" } else { "0" });
+        wait_until(
+            browser,
+            &format!(
+                "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === '{key}'"
+            ),
+        )
+        .await;
+        let (status, api) = server
+            .post(
+                "storm",
+                &json!({ "rule": rule, "refusal_cost": cost, "clients": 2000, "outage_s": 10, "capacity": 50 }),
+            )
+            .await;
+        assert_eq!(status, 200, "{api}");
+        let context = format!("{rule}, refusal cost {cost}");
+
+        let half = text(browser, "#storm-half").await;
+        match api["half_served_s"].as_f64() {
+            Some(s) => assert_eq!(half, format!("{s:.1} s"), "{context}: half served"),
+            None => assert_eq!(half, "nobody half", "{context}: half served"),
+        }
+        let all = text(browser, "#storm-all").await;
+        match api["all_served_s"].as_f64() {
+            Some(s) => assert_eq!(all, format!("{s:.1} s"), "{context}: all served"),
+            None => assert_eq!(all, "not all served", "{context}: all served"),
+        }
+        let rpc = api["requests_per_client"]
+            .as_f64()
+            .expect("requests_per_client");
+        let shown = text(browser, "#storm-rpc").await;
+        assert!(
+            (number(&shown) - rpc).abs() <= 0.0051,
+            "{context}: requests per client {shown} vs {rpc}"
+        );
+        assert_eq!(
+            number(&attr(browser, "#storm-rpc", "data-value").await),
+            rpc,
+            "{context}: requests per client"
+        );
+        assert_eq!(
+            text(browser, "#storm-peak").await,
+            api["peak_after_outage"].to_string(),
+            "{context}: peak after the outage"
+        );
+        if (rule, refusal) == ("immediate", false) {
+            // SPEC §4's figures, through the page.
+            assert_eq!(half, "12.0 s");
+            assert_eq!(all, "13.9 s");
+            assert_eq!(shown, "120.50");
+        }
+        if refusal && rule == "exponential" {
+            let served_first_minute: u64 = api["series"]["served"]
+                .as_array()
+                .expect("series")
+                .iter()
+                .take(600)
+                .filter_map(Value::as_u64)
+                .sum();
+            assert_eq!(served_first_minute, 0, "SPEC: no client served in 60 s");
+        }
+    }
+    wait_until(browser, "document.body.dataset.stormAnimation === 'done'").await;
+    screenshot(browser, "storm.png").await;
+}
+
+async fn six_cell(browser: &Client, client: usize, tick: usize) -> (String, String) {
+    let css = format!("#six-grid tr[data-client='{client}'] td[data-tick='{tick}']");
+    (
+        text(browser, &css).await,
+        attr(browser, &css, "class").await,
+    )
+}
+
+/// Checks the grid's first `upto` ticks against the API's timeline.
+async fn check_six_grid(browser: &Client, api: &Value, upto: usize) {
+    let rule = &api["rule"];
+    for t in 1..=upto {
+        for c in 1..=6 {
+            let expected = api["rows"][c - 1][t - 1].as_str().expect("cell");
+            let (shown, class) = six_cell(browser, c, t).await;
+            let mark = match expected {
+                "" => "",
+                "served" => "✓",
+                _ => "✗",
+            };
+            assert_eq!(shown, mark, "{rule}: C{c} at tick {t}");
+            if !expected.is_empty() {
+                assert!(
+                    class.split(' ').any(|k| k == expected),
+                    "{rule}: C{c} at tick {t}: {class}"
+                );
+            }
+        }
+        let calls = text(browser, &format!("#six-grid tr.calls td[data-tick='{t}']")).await;
+        assert_eq!(
+            calls,
+            api["calls_per_tick"][t - 1].to_string(),
+            "{rule}: calls at tick {t}"
+        );
+    }
+}
+
+/// Six clients: Next tick, cell by cell; Reset; Play; and the three demos side by side.
+async fn check_six(browser: &Client, server: &PageServer) {
+    click(browser, "#tab-six").await;
+    wait_until(
+        browser,
+        "document.body.dataset.sixState === 'ready' && document.body.dataset.sixRule === 'immediate'",
+    )
+    .await;
+    let (status, api) = server.post("six", &json!({ "rule": "immediate" })).await;
+    assert_eq!(status, 200, "{api}");
+    assert_eq!(
+        (api["served"].as_u64(), api["calls"].as_u64()),
+        (Some(0), Some(24))
+    );
+    for t in 1..=6 {
+        click(browser, "#six-next").await;
+        assert_eq!(
+            attr(browser, "#six-tick", "data-value").await,
+            t.to_string()
+        );
+        check_six_grid(browser, &api, t).await;
+        // The future is not shown yet.
+        for c in 1..=6 {
+            assert_eq!(
+                six_cell(browser, c, t + 1).await.0,
+                "",
+                "tick {} early",
+                t + 1
+            );
+        }
+    }
+    click(browser, "#six-reset").await;
+    assert_eq!(attr(browser, "#six-tick", "data-value").await, "0");
+    assert_eq!(six_cell(browser, 1, 1).await.0, "");
+
+    click(browser, "#six-rules button[data-rule=exponential]").await;
+    wait_until(
+        browser,
+        "document.body.dataset.sixState === 'ready' && document.body.dataset.sixRule === 'exponential'",
+    )
+    .await;
+    let (_, api) = server.post("six", &json!({ "rule": "exponential" })).await;
+    let ticks = usize::try_from(api["ticks"].as_u64().expect("ticks")).expect("small");
+    for _ in 0..ticks {
+        click(browser, "#six-next").await;
+    }
+    check_six_grid(browser, &api, ticks).await;
+    assert_eq!(
+        text(browser, "#six-summary").await,
+        "exponential: 0 of 6 served, 24 calls, last call at tick 15."
+    );
+
+    // The full-jitter demo plays to the end by itself.
+    click(browser, "#six-demo-full").await;
+    wait_until(browser, "document.body.dataset.sixRule === 'full'").await;
+    let (_, api) = server.post("six", &json!({ "rule": "full" })).await;
+    let ticks = api["ticks"].as_u64().expect("ticks");
+    wait_until(
+        browser,
+        &format!("document.querySelector('#six-tick').dataset.value === '{ticks}'"),
+    )
+    .await;
+    check_six_grid(browser, &api, usize::try_from(ticks).expect("small")).await;
+    screenshot(browser, "six-full.png").await;
+
+    click(browser, "#six-demo-all").await;
+    wait_until(browser, "document.body.dataset.sixCompare === 'ready'").await;
+    for rule in ["immediate", "exponential", "full"] {
+        let (_, api) = server.post("six", &json!({ "rule": rule })).await;
+        let row = format!("#six-compare tr[data-rule={rule}]");
+        let cells = browser
+            .find(Locator::Css(&row))
+            .await
+            .expect("a row per rule")
+            .find_all(Locator::Css("td"))
+            .await
+            .expect("cells");
+        let mut shown = Vec::new();
+        for cell in cells {
+            shown.push(cell.text().await.expect("text"));
+        }
+        let last = api["last_call_tick"]
+            .as_u64()
+            .map_or("–".to_owned(), |t| t.to_string());
+        assert_eq!(
+            shown,
+            [
+                rule.to_owned(),
+                format!("{} of {}", api["served"], api["clients"]),
+                api["calls"].to_string(),
+                last,
+            ],
+            "{rule}"
+        );
+    }
+    screenshot(browser, "six-compare.png").await;
+}
+
+async fn check_layer_loads(
+    browser: &Client,
+    server: &PageServer,
+    attempts: &[u32],
+    aware: bool,
+) -> Vec<f64> {
+    let key = format!(
+        "{}|{aware}",
+        attempts
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    );
+    wait_until(
+        browser,
+        &format!(
+            "document.body.dataset.layersState === 'ready' && document.body.dataset.layersKey === '{key}'"
+        ),
+    )
+    .await;
+    let (status, api) = server
+        .post(
+            "layers",
+            &json!({ "attempts": attempts, "layer_aware": aware }),
+        )
+        .await;
+    assert_eq!(status, 200, "{api}");
+    let mut loads = Vec::new();
+    for service in api["services"].as_array().expect("services") {
+        let name = service["name"].as_str().expect("name");
+        let receives = service["receives"].as_f64().expect("receives");
+        let shown = text(
+            browser,
+            &format!(".service[data-service='{name}'] .receives"),
+        )
+        .await;
+        assert_eq!(number(&shown), receives, "{key}: {name}");
+        loads.push(number(&shown));
+    }
+    loads
+}
+
+/// Layers: the two buttons, the layer-aware option, adding a layer and one attempts control.
+async fn check_layers(browser: &Client, server: &PageServer) {
+    click(browser, "#tab-layers").await;
+    assert_eq!(
+        check_layer_loads(browser, server, &[3, 3, 3], false).await,
+        [1.0, 3.0, 9.0, 27.0]
+    );
+    click(browser, "#layers-db-only").await;
+    assert_eq!(
+        check_layer_loads(browser, server, &[1, 1, 3], false).await,
+        [1.0, 1.0, 1.0, 3.0]
+    );
+    click(browser, "#layers-every").await;
+    check_layer_loads(browser, server, &[3, 3, 3], false).await;
+    click(browser, "#layers-aware").await;
+    assert_eq!(
+        check_layer_loads(browser, server, &[3, 3, 3], true).await,
+        [1.0, 1.0, 1.0, 3.0]
+    );
+    screenshot(browser, "layers-aware.png").await;
+    click(browser, "#layers-aware").await;
+    click(browser, "#layers-add").await;
+    check_layer_loads(browser, server, &[3, 3, 3, 1], false).await;
+    browser
+        .execute(
+            "const i = document.querySelector(\"input[data-layer='0']\"); \
+             i.value = '2'; i.dispatchEvent(new Event('change'));",
+            vec![],
+        )
+        .await
+        .expect("script runs");
+    assert_eq!(
+        check_layer_loads(browser, server, &[2, 3, 3, 1], false).await,
+        [1.0, 2.0, 6.0, 18.0, 18.0]
+    );
+    screenshot(browser, "layers.png").await;
 }

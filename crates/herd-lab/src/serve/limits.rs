@@ -17,6 +17,9 @@ pub const MAX_STORM_CLIENTS: u64 = 200_000;
 pub const MAX_OUTAGE_S: f64 = 600.0;
 /// Most answers per window a storm request may give the server.
 pub const MAX_CAPACITY: u64 = 1_000_000;
+/// Most attempts one storm request may simulate: the run stops with a 400 past this, so a
+/// request costs at most a second or two of one core.
+pub const MAX_STORM_ATTEMPTS: u64 = 20_000_000;
 /// Most clients the dots scene draws.
 pub const MAX_DOT_CLIENTS: u32 = 1_000;
 /// Most failures (rows) the dots scene draws.

@@ -9,7 +9,10 @@
 //! |---|---|
 //! | `GET /` | the page |
 //! | `GET /api/rules` | the rules and the API's limits |
+//! | `POST /api/storm` | [`storm::StormRequest`] → [`storm::StormAnswer`] |
+//! | `POST /api/six` | [`six::SixRequest`] → [`six::SixTimeline`] |
 //! | `POST /api/dots` | [`dots::DotsRequest`] → [`dots::Dots`] |
+//! | `POST /api/layers` | [`layers::LayersRequest`] → [`layers::Layers`] |
 //!
 //! The API is meant for one person's browser, but it is still a server: it validates every
 //! parameter (a 400 names the field), caps the work one request may ask for, limits body
@@ -29,13 +32,16 @@ use tokio::net::TcpListener;
 mod assets;
 pub mod dots;
 mod error;
+pub mod layers;
 mod limits;
 mod rules;
+pub mod six;
+pub mod storm;
 
 pub use error::{ApiError, ApiJson};
 pub use limits::{
     MAX_CAPACITY, MAX_DOT_CLIENTS, MAX_DOT_FAILURES, MAX_LAYER_ATTEMPTS, MAX_LAYERS, MAX_OUTAGE_S,
-    MAX_STORM_CLIENTS, ServeLimits,
+    MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS, ServeLimits,
 };
 
 use limits::Gate;
@@ -53,7 +59,10 @@ pub fn router(limits: ServeLimits) -> Router {
     };
     let api = Router::new()
         .route("/rules", get(rules_info))
+        .route("/storm", post(storm_handler))
+        .route("/six", post(six_handler))
         .route("/dots", post(dots_handler))
+        .route("/layers", post(layers_handler))
         .fallback(|| async { ApiError::not_found("no such API route") })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .with_state(state);
@@ -85,6 +94,7 @@ async fn rules_info() -> Json<Value> {
         "rules": RuleName::CLASSIC.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
         "limits": {
             "storm_clients": MAX_STORM_CLIENTS,
+            "storm_attempts": MAX_STORM_ATTEMPTS,
             "outage_s": MAX_OUTAGE_S,
             "capacity": MAX_CAPACITY,
             "dot_clients": MAX_DOT_CLIENTS,
@@ -99,6 +109,32 @@ async fn dots_handler(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<dots::DotsRequest>,
 ) -> Result<Json<dots::Dots>, ApiError> {
+    let result = state.gate.run(move || request.compute()).await?;
+    Ok(Json(result))
+}
+
+async fn storm_handler(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<storm::StormRequest>,
+) -> Result<Json<storm::StormAnswer>, ApiError> {
+    // Reject bad parameters before taking a simulation slot.
+    request.scenario()?;
+    let result = state.gate.run(move || request.run()).await?;
+    Ok(Json(result))
+}
+
+async fn six_handler(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<six::SixRequest>,
+) -> Result<Json<six::SixTimeline>, ApiError> {
+    let result = state.gate.run(move || request.run()).await?;
+    Ok(Json(result))
+}
+
+async fn layers_handler(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<layers::LayersRequest>,
+) -> Result<Json<layers::Layers>, ApiError> {
     let result = state.gate.run(move || request.compute()).await?;
     Ok(Json(result))
 }
