@@ -26,7 +26,54 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
+pub mod asynchronous;
+pub mod blocking;
+pub mod breaker;
+pub mod budget;
+pub mod call;
+pub mod classify;
+pub mod clock;
+pub mod idempotency;
+#[cfg(feature = "tower")]
+pub mod layer;
+pub mod outcome;
+pub mod policy;
+pub mod retry_after;
 pub mod rng;
 pub mod rule;
 
+/// Emits a `tracing` event for a retry (feature `tracing`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! event_retry {
+    ($attempt:expr, $pause:expr, $server_delay:expr) => {{
+        #[cfg(feature = "tracing")]
+        ::tracing::debug!(
+            target: "herd",
+            attempt = $attempt,
+            pause_ms = $pause.as_secs_f64() * 1000.0,
+            server_delay = $server_delay,
+            "retrying"
+        );
+    }};
+}
+
+/// Emits a `tracing` event when a call gives up (feature `tracing`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! event_give_up {
+    ($attempts:expr, $elapsed:expr, $reason:expr) => {{
+        #[cfg(feature = "tracing")]
+        ::tracing::info!(
+            target: "herd",
+            attempts = $attempts,
+            elapsed_ms = $elapsed.as_secs_f64() * 1000.0,
+            reason = $reason.as_str(),
+            "gave up"
+        );
+    }};
+}
+
+pub use outcome::{RetryError, StopReason, Success};
+pub use policy::RetryPolicy;
 pub use rule::{InvalidRule, Rule, RuleName, RuleParams, RuleState, Schedule};

@@ -1,0 +1,302 @@
+//! The retry loop for async code.
+//!
+//! The loop is runtime-free: it sleeps through the small [`Sleeper`] trait. With the default
+//! `tokio` feature, [`TokioSleep`] and [`TokioClock`] plug tokio in (and a test on tokio's
+//! paused time runs a minute of backoff in microseconds); a [`FakeClock`] is also a sleeper,
+//! for runtime-agnostic tests; another runtime needs a dozen lines.
+//!
+//! Async adds two limits the blocking loop cannot enforce: an optional per-attempt timeout
+//! ([`PolicyBuilder::attempt_timeout`](crate::policy::PolicyBuilder::attempt_timeout)), and the
+//! last attempt being **cut at the deadline**, so the deadline really bounds the call. An
+//! attempt that is cut becomes an error through `E: From<`[`AttemptTimedOut`]`>` (provided for
+//! `std::io::Error` and for boxed errors) and counts as transient *and possibly processed*:
+//! a non-idempotent call is never retried after a timeout.
+//!
+//! # Examples
+//!
+//! ```
+//! # #[cfg(feature = "tokio")]
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::{io, time::Duration};
+//! use herd::{Rule, classify, policy::RetryPolicy, asynchronous::TokioClock};
+//!
+//! let policy = RetryPolicy::builder(Rule::immediate())
+//!     .max_attempts(3)
+//!     .clock(TokioClock::new())
+//!     .build()?;
+//! let mut calls = 0;
+//! let ok = policy
+//!     .call(|attempt| {
+//!         calls += 1;
+//!         async move {
+//!             if attempt.number == 1 { Err(io::Error::from(io::ErrorKind::ConnectionReset)) } else { Ok("hello") }
+//!         }
+//!     })
+//!     .classify(classify::io_error)
+//!     .run_async()
+//!     .await?;
+//! assert_eq!((ok.value, ok.attempts, calls), ("hello", 2, 2));
+//! # Ok(())
+//! # }
+//! # #[cfg(not(feature = "tokio"))]
+//! # fn main() {}
+//! ```
+
+use std::fmt;
+use std::future::Future;
+use std::pin::{Pin, pin};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use crate::call::{Call, give_up};
+use crate::classify::{Classify, Verdict};
+use crate::clock::{Clock, FakeClock};
+use crate::idempotency::Attempt;
+use crate::outcome::{OnGiveUp, OnRetry, RetryError, RetryEvent, Success};
+use crate::policy::Decision;
+use crate::rng::Rng;
+
+/// Makes futures that complete after a pause: the runtime hook of the async loop.
+pub trait Sleeper {
+    /// The future [`sleep`](Sleeper::sleep) returns.
+    type Sleep: Future<Output = ()>;
+    /// A future that completes after `pause`.
+    fn sleep(&self, pause: Duration) -> Self::Sleep;
+}
+
+impl<S: Sleeper + ?Sized> Sleeper for &S {
+    type Sleep = S::Sleep;
+    fn sleep(&self, pause: Duration) -> Self::Sleep {
+        (**self).sleep(pause)
+    }
+}
+
+/// A fake clock "sleeps" by moving its time forward when the sleep is first polled (so an
+/// attempt that finishes at once does not move time).
+impl Sleeper for FakeClock {
+    type Sleep = FakeSleep;
+    fn sleep(&self, pause: Duration) -> FakeSleep {
+        FakeSleep {
+            clock: Some(self.clone()),
+            pause,
+        }
+    }
+}
+
+/// The future of a [`FakeClock`] sleep: ready on first poll, having advanced the clock.
+#[derive(Debug)]
+pub struct FakeSleep {
+    clock: Option<FakeClock>,
+    pause: Duration,
+}
+
+impl Future for FakeSleep {
+    type Output = ();
+    fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        if let Some(clock) = self.clock.take() {
+            clock.advance(self.pause);
+        }
+        Poll::Ready(())
+    }
+}
+
+/// An attempt ran past its timeout or the call's deadline and was abandoned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptTimedOut {
+    /// How long the attempt was allowed.
+    pub after: Duration,
+}
+
+impl fmt::Display for AttemptTimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "attempt timed out after {:?}", self.after)
+    }
+}
+
+impl std::error::Error for AttemptTimedOut {}
+
+impl From<AttemptTimedOut> for std::io::Error {
+    fn from(e: AttemptTimedOut) -> Self {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+    }
+}
+
+/// tokio's sleep (feature `tokio`). Honours tokio's paused test time.
+#[cfg(feature = "tokio")]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TokioSleep;
+
+#[cfg(feature = "tokio")]
+impl Sleeper for TokioSleep {
+    type Sleep = tokio::time::Sleep;
+    fn sleep(&self, pause: Duration) -> tokio::time::Sleep {
+        tokio::time::sleep(pause)
+    }
+}
+
+/// A clock on tokio's time (feature `tokio`): the real monotonic clock in production, and
+/// tokio's paused, auto-advancing clock in `#[tokio::test(start_paused = true)]` tests, so the
+/// deadline and the sleeps agree.
+#[cfg(feature = "tokio")]
+#[derive(Clone, Copy, Debug)]
+pub struct TokioClock {
+    epoch: tokio::time::Instant,
+}
+
+#[cfg(feature = "tokio")]
+impl TokioClock {
+    /// A clock whose epoch is now (on tokio's time).
+    #[must_use]
+    pub fn new() -> Self {
+        Self {
+            epoch: tokio::time::Instant::now(),
+        }
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Default for TokioClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(feature = "tokio")]
+impl Clock for TokioClock {
+    fn now(&self) -> Duration {
+        tokio::time::Instant::now().saturating_duration_since(self.epoch)
+    }
+}
+
+/// Runs `future` for at most `limit` (if any); `None` if the sleep finished first.
+pub(crate) async fn with_limit<F: Future, S: Sleeper + ?Sized>(
+    future: F,
+    limit: Option<Duration>,
+    sleeper: &S,
+) -> Option<F::Output> {
+    let mut future = pin!(future);
+    let Some(limit) = limit else {
+        return Some(future.await);
+    };
+    let mut sleep = pin!(sleeper.sleep(limit));
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = future.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if sleep.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(None);
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+impl<C, Op, Fut, K, H, G, R, T, E> Call<'_, C, Op, K, H, G, R>
+where
+    C: Clock,
+    Op: FnMut(Attempt) -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: From<AttemptTimedOut>,
+    K: Classify<E>,
+    H: OnRetry<E>,
+    G: OnGiveUp<E>,
+    R: Rng,
+{
+    /// Runs the call on tokio (feature `tokio`). Use a [`TokioClock`] in the policy so that
+    /// tokio's paused test time drives the deadline too.
+    ///
+    /// # Errors
+    ///
+    /// A [`RetryError`] with the last error, the attempts, the time spent and the
+    /// [`StopReason`](crate::outcome::StopReason).
+    #[cfg(feature = "tokio")]
+    pub async fn run_async(self) -> Result<Success<T>, RetryError<E>> {
+        self.run_async_with(&TokioSleep).await
+    }
+
+    /// Runs the call, sleeping (and timing attempts out) with `sleeper`.
+    ///
+    /// # Errors
+    ///
+    /// As `run_async`.
+    pub async fn run_async_with<S: Sleeper + ?Sized>(
+        mut self,
+        sleeper: &S,
+    ) -> Result<Success<T>, RetryError<E>> {
+        let policy = self.policy;
+        let mut state = policy.begin(&mut self.rng);
+        let mut last_error = None;
+        loop {
+            let attempt = match policy.before_attempt(&mut state) {
+                Ok(attempt) => attempt,
+                Err(reason) => {
+                    return Err(give_up(
+                        policy,
+                        &state,
+                        last_error,
+                        reason,
+                        &mut self.on_give_up,
+                    ));
+                }
+            };
+            let limit = policy.attempt_limit(&state);
+            let (error, verdict) = match with_limit((self.op)(attempt), limit, sleeper).await {
+                Some(Ok(value)) => {
+                    policy.on_success(&state);
+                    return Ok(Success {
+                        value,
+                        attempts: state.attempts(),
+                    });
+                }
+                Some(Err(error)) => {
+                    let verdict = self.classify.classify(&error);
+                    (error, verdict)
+                }
+                None => {
+                    let error = E::from(AttemptTimedOut {
+                        after: limit.unwrap_or_default(),
+                    });
+                    // Whatever the classifier says, a timed-out request may have been
+                    // processed: transient, never proof of "not processed".
+                    let verdict = match self.classify.classify(&error) {
+                        v if v.is_transient() => match v.server_delay() {
+                            Some(d) => Verdict::transient().after(d),
+                            None => Verdict::transient(),
+                        },
+                        _ => Verdict::transient(),
+                    };
+                    (error, verdict)
+                }
+            };
+            match policy.on_failure(&mut state, verdict, &mut self.rng) {
+                Decision::Stop(reason) => {
+                    return Err(give_up(
+                        policy,
+                        &state,
+                        Some(error),
+                        reason,
+                        &mut self.on_give_up,
+                    ));
+                }
+                Decision::Retry {
+                    pause,
+                    server_delay,
+                } => {
+                    crate::event_retry!(attempt.number, pause, server_delay);
+                    self.on_retry.on_retry(&RetryEvent {
+                        attempt: attempt.number,
+                        error: &error,
+                        pause,
+                        server_delay,
+                        key: state.key(),
+                    });
+                    last_error = Some(error);
+                    if !pause.is_zero() {
+                        sleeper.sleep(pause).await;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The retry loop for blocking code.
+//!
+//! Sleeping goes through [`BlockingSleep`], so a test (or a simulation) passes a
+//! [`FakeClock`](crate::clock::FakeClock), whose "sleep" moves fake time forward at once, and
+//! production passes nothing ([`Call::run`] sleeps the thread).
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use herd::{Rule, policy::RetryPolicy, clock::{Clock, FakeClock}};
+//!
+//! let clock = FakeClock::new();
+//! let policy = RetryPolicy::builder(Rule::exponential(Duration::from_secs(1), Duration::from_secs(60))?)
+//!     .max_attempts(4)
+//!     .clock(clock.clone())
+//!     .build()?;
+//! let err = policy.call(|_| Err::<(), _>("down")).run_with(&clock).unwrap_err();
+//! assert_eq!(err.attempts(), 4);
+//! assert_eq!(clock.now(), Duration::from_secs(1 + 2 + 4)); // slept on fake time
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::time::Duration;
+
+use crate::call::{Call, give_up};
+use crate::classify::Classify;
+use crate::clock::{Clock, FakeClock};
+use crate::idempotency::Attempt;
+use crate::outcome::{OnGiveUp, OnRetry, RetryError, RetryEvent, Success};
+use crate::policy::Decision;
+use crate::rng::Rng;
+
+/// Blocks the current thread for a pause.
+pub trait BlockingSleep {
+    /// Sleeps for `pause`.
+    fn sleep(&self, pause: Duration);
+}
+
+/// Sleeps with [`std::thread::sleep`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ThreadSleep;
+
+impl BlockingSleep for ThreadSleep {
+    fn sleep(&self, pause: Duration) {
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+        }
+    }
+}
+
+/// A fake clock "sleeps" by moving its time forward.
+impl BlockingSleep for FakeClock {
+    fn sleep(&self, pause: Duration) {
+        self.advance(pause);
+    }
+}
+
+impl<S: BlockingSleep + ?Sized> BlockingSleep for &S {
+    fn sleep(&self, pause: Duration) {
+        (**self).sleep(pause);
+    }
+}
+
+impl<C, Op, K, H, G, R, T, E> Call<'_, C, Op, K, H, G, R>
+where
+    C: Clock,
+    Op: FnMut(Attempt) -> Result<T, E>,
+    K: Classify<E>,
+    H: OnRetry<E>,
+    G: OnGiveUp<E>,
+    R: Rng,
+{
+    /// Runs the call, sleeping the thread between attempts.
+    ///
+    /// # Errors
+    ///
+    /// A [`RetryError`] with the last error, the attempts, the time spent and the
+    /// [`StopReason`](crate::outcome::StopReason).
+    pub fn run(self) -> Result<Success<T>, RetryError<E>> {
+        self.run_with(&crate::blocking::ThreadSleep)
+    }
+
+    /// Runs the call, sleeping with `sleeper`.
+    ///
+    /// # Errors
+    ///
+    /// As [`run`](Self::run).
+    pub fn run_with<S: BlockingSleep + ?Sized>(
+        mut self,
+        sleeper: &S,
+    ) -> Result<Success<T>, RetryError<E>> {
+        let policy = self.policy;
+        let mut state = policy.begin(&mut self.rng);
+        let mut last_error = None;
+        loop {
+            let attempt = match policy.before_attempt(&mut state) {
+                Ok(attempt) => attempt,
+                Err(reason) => {
+                    return Err(give_up(
+                        policy,
+                        &state,
+                        last_error,
+                        reason,
+                        &mut self.on_give_up,
+                    ));
+                }
+            };
+            let error = match (self.op)(attempt) {
+                Ok(value) => {
+                    policy.on_success(&state);
+                    return Ok(Success {
+                        value,
+                        attempts: state.attempts(),
+                    });
+                }
+                Err(error) => error,
+            };
+            let verdict = self.classify.classify(&error);
+            match policy.on_failure(&mut state, verdict, &mut self.rng) {
+                Decision::Stop(reason) => {
+                    return Err(give_up(
+                        policy,
+                        &state,
+                        Some(error),
+                        reason,
+                        &mut self.on_give_up,
+                    ));
+                }
+                Decision::Retry {
+                    pause,
+                    server_delay,
+                } => {
+                    crate::event_retry!(attempt.number, pause, server_delay);
+                    self.on_retry.on_retry(&RetryEvent {
+                        attempt: attempt.number,
+                        error: &error,
+                        pause,
+                        server_delay,
+                        key: state.key(),
+                    });
+                    last_error = Some(error);
+                    sleeper.sleep(pause);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The async loop on tokio's paused time (and on a fake clock, runtime-free): per-attempt
+//! timeouts, the last attempt cut at the deadline, timeouts never proving "not processed",
+//! and tracing events.
+#![cfg(feature = "tokio")]
+
+use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use herd::asynchronous::{AttemptTimedOut, TokioClock};
+use herd::classify::{self, Verdict};
+use herd::clock::{Clock, FakeClock};
+use herd::policy::RetryPolicy;
+use herd::{Rule, StopReason};
+
+fn secs(n: u64) -> Duration {
+    Duration::from_secs(n)
+}
+
+#[tokio::test(start_paused = true)]
+async fn each_attempt_is_cut_at_its_timeout() {
+    let clock = TokioClock::new();
+    let policy = RetryPolicy::builder(Rule::constant(secs(1)).unwrap())
+        .max_attempts(3)
+        .attempt_timeout(secs(2))
+        .clock(clock)
+        .build()
+        .unwrap();
+    let err = policy
+        .call(|_| async {
+            tokio::time::sleep(secs(3600)).await;
+            Ok::<(), io::Error>(())
+        })
+        .classify(classify::io_error)
+        .run_async()
+        .await
+        .unwrap_err();
+    assert_eq!((err.reason(), err.attempts()), (StopReason::Attempts, 3));
+    assert_eq!(err.last_error().unwrap().kind(), io::ErrorKind::TimedOut);
+    assert_eq!(err.elapsed(), secs(2 + 1 + 2 + 1 + 2));
+    assert_eq!(clock.now(), secs(8));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_last_attempt_is_cut_at_the_deadline() {
+    let clock = TokioClock::new();
+    let policy = RetryPolicy::builder(Rule::constant(secs(1)).unwrap())
+        .max_attempts(10)
+        .deadline(secs(10))
+        .clock(clock)
+        .build()
+        .unwrap();
+    let started = AtomicUsize::new(0);
+    let err = policy
+        .call(|a| {
+            started.fetch_add(1, Ordering::SeqCst);
+            async move {
+                // the first attempt fails after 6 s, the second would hang for an hour
+                let wait = if a.number == 1 { secs(6) } else { secs(3600) };
+                tokio::time::sleep(wait).await;
+                Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionReset))
+            }
+        })
+        .classify(classify::io_error)
+        .run_async()
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(started.load(Ordering::SeqCst), 2);
+    assert_eq!(
+        err.elapsed(),
+        secs(10),
+        "6 s, 1 s pause, then cut after 3 s"
+    );
+    assert_eq!(err.last_error().unwrap().kind(), io::ErrorKind::TimedOut);
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_attempt_is_told_the_time_left() {
+    let clock = TokioClock::new();
+    let policy = RetryPolicy::builder(Rule::constant(secs(1)).unwrap())
+        .max_attempts(3)
+        .deadline(secs(10))
+        .clock(clock)
+        .build()
+        .unwrap();
+    let mut seen = Vec::new();
+    let _ = policy
+        .call(|a| {
+            seen.push(a.remaining);
+            async {
+                tokio::time::sleep(secs(2)).await;
+                Err::<(), io::Error>(io::ErrorKind::ConnectionReset.into())
+            }
+        })
+        .run_async()
+        .await;
+    assert_eq!(seen, [Some(secs(10)), Some(secs(7)), Some(secs(4))]);
+}
+
+/// A classifier that (wrongly) calls every error "not processed" cannot make a timed-out,
+/// non-idempotent request retryable: the server may have done the work.
+#[tokio::test(start_paused = true)]
+async fn a_timeout_never_proves_not_processed() {
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(3)
+        .attempt_timeout(secs(1))
+        .idempotent(false)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let calls = AtomicUsize::new(0);
+    let err = policy
+        .call(|_| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            std::future::pending::<Result<(), io::Error>>()
+        })
+        .classify(|_: &io::Error| Verdict::transient().not_processed())
+        .run_async()
+        .await
+        .unwrap_err();
+    assert_eq!(err.reason(), StopReason::NotIdempotent);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[derive(Debug, PartialEq)]
+enum AppError {
+    Busy,
+    TimedOut,
+}
+
+impl From<AttemptTimedOut> for AppError {
+    fn from(_: AttemptTimedOut) -> Self {
+        AppError::TimedOut
+    }
+}
+
+/// The async loop needs no runtime: a fake clock is a sleeper too.
+#[test]
+fn runs_without_tokio_on_a_fake_clock() {
+    let clock = FakeClock::new();
+    let policy = RetryPolicy::builder(Rule::exponential(secs(1), secs(60)).unwrap())
+        .max_attempts(4)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let future = policy
+        .call(|_| async { Err::<(), _>(AppError::Busy) })
+        .run_async_with(&clock);
+    let err = block_on(future).unwrap_err();
+    assert_eq!(err.last_error(), Some(&AppError::Busy));
+    assert_eq!(clock.now(), secs(1 + 2 + 4));
+}
+
+#[test]
+fn a_fake_clock_times_out_pending_attempts() {
+    let clock = FakeClock::new();
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(2)
+        .attempt_timeout(secs(5))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let err = block_on(
+        policy
+            .call(|_| std::future::pending::<Result<(), AppError>>())
+            .run_async_with(&clock),
+    )
+    .unwrap_err();
+    assert_eq!(err.last_error(), Some(&AppError::TimedOut));
+    assert_eq!(clock.now(), secs(10));
+}
+
+/// A minimal executor for futures that never wait on anything but a fake clock.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    use std::task::{Context, Poll, Waker};
+    let mut future = std::pin::pin!(future);
+    let mut cx = Context::from_waker(Waker::noop());
+    loop {
+        if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+    }
+}
+
+#[cfg(feature = "tracing")]
+mod tracing_events {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    #[derive(Clone, Default)]
+    struct Collect(Arc<Mutex<Vec<String>>>);
+
+    struct Message(String);
+    impl Visit for Message {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}");
+            }
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            if field.name() == "reason" {
+                self.0.push_str(&format!(" reason={value}"));
+            }
+        }
+    }
+
+    impl Subscriber for Collect {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut message = Message(String::new());
+            event.record(&mut message);
+            self.0.lock().unwrap().push(message.0);
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    #[test]
+    fn retries_and_give_ups_emit_events() {
+        let collect = Collect::default();
+        let clock = FakeClock::new();
+        let policy = RetryPolicy::builder(Rule::immediate())
+            .max_attempts(3)
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        tracing::subscriber::with_default(collect.clone(), || {
+            let _ = policy.call(|_| Err::<(), _>(())).run_with(&clock);
+        });
+        let events = collect.0.lock().unwrap().clone();
+        assert_eq!(
+            events,
+            ["retrying", "retrying", "gave up reason=attempts"],
+            "{events:?}"
+        );
+    }
+}
