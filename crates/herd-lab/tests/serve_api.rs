@@ -205,3 +205,194 @@ async fn dots_are_the_rules_own_pauses() {
         }
     }
 }
+
+#[tokio::test]
+async fn storm_figures_are_herd_sims() {
+    use herd::RuleName;
+    use herd_sim::{Scenario, Simulation};
+    let (status, body) = post(
+        "/api/storm",
+        json!({ "rule": "constant", "refusal_cost": 0.1, "clients": 500, "outage_s": 5, "capacity": 20, "seed": 3 }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut scenario = Scenario::default();
+    scenario.clients.count = 500;
+    scenario.server.refusal_cost = 0.1;
+    scenario.server.outages = vec![[0.0, 5.0]];
+    scenario.server.capacity = 20;
+    let direct = Simulation::new(&scenario, &herd_sim::Limits::default())
+        .expect("valid")
+        .run(RuleName::Constant, 3)
+        .expect("runs");
+    let direct = serde_json::to_value(&direct).expect("serializes");
+    for field in [
+        "rule",
+        "served",
+        "gave_up",
+        "half_served_s",
+        "all_served_s",
+        "requests",
+        "requests_per_client",
+        "peak_after_outage",
+        "series",
+    ] {
+        assert_eq!(body[field], direct[field], "{field}");
+    }
+    assert_eq!(body["outages"], json!([[0.0, 5.0]]));
+}
+
+#[tokio::test]
+async fn the_default_storm_is_spec_s() {
+    let (status, body) = post("/api/storm", json!({ "rule": "immediate" })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["half_served_s"], 12.0);
+    assert_eq!(body["all_served_s"], 13.9);
+    assert_eq!(body["requests_per_client"], 120.5);
+}
+
+#[tokio::test]
+async fn storm_parameters_are_checked_and_named() {
+    let cases = [
+        (
+            json!({ "rule": "full", "clients": 0 }),
+            "clients must be between 1 and 200000",
+        ),
+        (
+            json!({ "rule": "full", "clients": 200_001 }),
+            "clients must be between 1 and 200000",
+        ),
+        (
+            json!({ "rule": "full", "capacity": 0 }),
+            "capacity must be between 1 and 1000000",
+        ),
+        (
+            json!({ "rule": "full", "outage_s": 601 }),
+            "outage_s must be between 0 and 600",
+        ),
+        (
+            json!({ "rule": "full", "outage_s": -1 }),
+            "outage_s must be between 0 and 600",
+        ),
+        (
+            json!({ "rule": "full", "refusal_cost": 1 }),
+            "refusal_cost must be at least 0 and below 1",
+        ),
+        (
+            json!({ "rule": "full", "clients": -5 }),
+            "clients: invalid value",
+        ),
+        (json!({ "rule": "loud" }), "rule: unknown rule `loud`"),
+        (json!({ "clients": 5 }), "missing field `rule`"),
+    ];
+    for (body, expected) in cases {
+        let (status, answer) = post("/api/storm", body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(error(&answer).starts_with(expected), "{body} → {answer}");
+    }
+}
+
+#[tokio::test]
+async fn a_storm_past_the_attempt_cap_is_a_400_not_a_stall() {
+    let (status, body) = post(
+        "/api/storm",
+        json!({ "rule": "immediate", "clients": 200_000, "capacity": 1, "outage_s": 600 }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        error(&body).starts_with("clients: the run needs more than"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn six_clients_is_the_shipped_scene() {
+    let (status, body) = post("/api/six", json!({ "rule": "exponential" })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["served"], 0);
+    assert_eq!(body["calls"], 24);
+    assert_eq!(body["last_call_tick"], 15);
+    assert_eq!(body["calls_per_tick"][0], 6);
+    assert_eq!(body["rows"][0][0], "down");
+    let (status, body) = post("/api/six", json!({ "rule": "full", "seed": 99 })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["seed"], 99);
+    let (status, body) = post("/api/six", json!({ "rule": "nope" })).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(error(&body).starts_with("rule:"));
+}
+
+#[tokio::test]
+async fn layers_are_herd_sims_graph() {
+    let (status, body) = post("/api/layers", json!({ "attempts": [3, 3, 3] })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let names: Vec<&str> = body["services"]
+        .as_array()
+        .expect("services")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["BFF", "search", "inventory", "stock-db"]);
+    let receives: Vec<f64> = body["services"]
+        .as_array()
+        .expect("services")
+        .iter()
+        .filter_map(|s| s["receives"].as_f64())
+        .collect();
+    assert_eq!(receives, [1.0, 3.0, 9.0, 27.0]);
+    let (_, aware) = post(
+        "/api/layers",
+        json!({ "attempts": [3, 3, 3], "layer_aware": true }),
+    )
+    .await;
+    assert_eq!(aware["services"][3]["receives"], 3.0);
+
+    for (body, expected) in [
+        (
+            json!({ "attempts": [] }),
+            "attempts (layers) must be between 1 and 8",
+        ),
+        (
+            json!({ "attempts": [1, 2, 3, 4, 5, 6, 7, 8, 9] }),
+            "attempts (layers) must be between 1 and 8",
+        ),
+        (
+            json!({ "attempts": [3, 0] }),
+            "attempts[1] must be between 1 and 10",
+        ),
+        (
+            json!({ "attempts": [3, 11] }),
+            "attempts[1] must be between 1 and 10",
+        ),
+        (json!({ "attempts": "3" }), "attempts: invalid type"),
+    ] {
+        let (status, answer) = post("/api/layers", body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(error(&answer).starts_with(expected), "{body} → {answer}");
+    }
+}
+
+#[tokio::test]
+async fn get_on_a_simulation_route_is_refused() {
+    let request = Request::get("/api/storm")
+        .body(Body::empty())
+        .expect("request");
+    let response = serve::router(ServeLimits::default())
+        .oneshot(request)
+        .await
+        .expect("router answers");
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn a_body_without_json_content_type_is_refused() {
+    let request = Request::post("/api/dots")
+        .body(Body::from(json!({ "rule": "full" }).to_string()))
+        .expect("request");
+    let response = serve::router(ServeLimits::default())
+        .oneshot(request)
+        .await
+        .expect("router answers");
+    assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+}
