@@ -294,43 +294,7 @@ async fn check_storm(browser: &Client, server: &PageServer) {
             ),
         )
         .await;
-        let (status, api) = server
-            .post(
-                "storm",
-                &json!({ "rule": rule, "refusal_cost": cost, "clients": 2000, "outage_s": 10, "capacity": 50 }),
-            )
-            .await;
-        assert_eq!(status, 200, "{api}");
-        let context = format!("{rule}, refusal cost {cost}");
-
-        let half = text(browser, "#storm-half").await;
-        match api["half_served_s"].as_f64() {
-            Some(s) => assert_eq!(half, format!("{s:.1} s"), "{context}: half served"),
-            None => assert_eq!(half, "nobody half", "{context}: half served"),
-        }
-        let all = text(browser, "#storm-all").await;
-        match api["all_served_s"].as_f64() {
-            Some(s) => assert_eq!(all, format!("{s:.1} s"), "{context}: all served"),
-            None => assert_eq!(all, "not all served", "{context}: all served"),
-        }
-        let rpc = api["requests_per_client"]
-            .as_f64()
-            .expect("requests_per_client");
-        let shown = text(browser, "#storm-rpc").await;
-        assert!(
-            (number(&shown) - rpc).abs() <= 0.0051,
-            "{context}: requests per client {shown} vs {rpc}"
-        );
-        assert_eq!(
-            number(&attr(browser, "#storm-rpc", "data-value").await),
-            rpc,
-            "{context}: requests per client"
-        );
-        assert_eq!(
-            text(browser, "#storm-peak").await,
-            api["peak_after_outage"].to_string(),
-            "{context}: peak after the outage"
-        );
+        let (api, half, all, shown) = compare_storm(browser, server, rule, cost, 2000).await;
         if (rule, refusal) == ("immediate", false) {
             // SPEC §4's figures, through the page.
             assert_eq!(half, "12.0 s");
@@ -348,8 +312,71 @@ async fn check_storm(browser: &Client, server: &PageServer) {
             assert_eq!(served_first_minute, 0, "SPEC: no client served in 60 s");
         }
     }
+    // The clients slider (the last rule picked, full with the refusal cost, stays on).
+    browser
+        .execute(
+            "const s = document.querySelector('#storm-clients'); \
+             s.value = '500'; s.dispatchEvent(new Event('input'));",
+            vec![],
+        )
+        .await
+        .expect("script runs");
+    wait_until(
+        browser,
+        "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === 'full|0.1|500'",
+    )
+    .await;
+    compare_storm(browser, server, "full", 0.1, 500).await;
     wait_until(browser, "document.body.dataset.stormAnimation === 'done'").await;
     screenshot(browser, "storm.png").await;
+}
+
+/// Compares the four figures the Storm scene shows with the API's answer for the same knobs.
+async fn compare_storm(
+    browser: &Client,
+    server: &PageServer,
+    rule: &str,
+    cost: f64,
+    clients: u64,
+) -> (Value, String, String, String) {
+    let (status, api) = server
+            .post(
+                "storm",
+                &json!({ "rule": rule, "refusal_cost": cost, "clients": clients, "outage_s": 10, "capacity": 50 }),
+            )
+            .await;
+    assert_eq!(status, 200, "{api}");
+    let context = format!("{rule}, refusal cost {cost}");
+
+    let half = text(browser, "#storm-half").await;
+    match api["half_served_s"].as_f64() {
+        Some(s) => assert_eq!(half, format!("{s:.1} s"), "{context}: half served"),
+        None => assert_eq!(half, "nobody half", "{context}: half served"),
+    }
+    let all = text(browser, "#storm-all").await;
+    match api["all_served_s"].as_f64() {
+        Some(s) => assert_eq!(all, format!("{s:.1} s"), "{context}: all served"),
+        None => assert_eq!(all, "not all served", "{context}: all served"),
+    }
+    let rpc = api["requests_per_client"]
+        .as_f64()
+        .expect("requests_per_client");
+    let shown = text(browser, "#storm-rpc").await;
+    assert!(
+        (number(&shown) - rpc).abs() <= 0.0051,
+        "{context}: requests per client {shown} vs {rpc}"
+    );
+    assert_eq!(
+        number(&attr(browser, "#storm-rpc", "data-value").await),
+        rpc,
+        "{context}: requests per client"
+    );
+    assert_eq!(
+        text(browser, "#storm-peak").await,
+        api["peak_after_outage"].to_string(),
+        "{context}: peak after the outage"
+    );
+    (api, half, all, shown)
 }
 
 async fn six_cell(browser: &Client, client: usize, tick: usize) -> (String, String) {
