@@ -18,7 +18,7 @@ use crate::error::{CliError, CliResult};
 /// A real HTTP server on 127.0.0.1 enforces the scenario's server: outages, a work budget
 /// per window, refusals that cost a share of an answer's work, collapse. The scenario's
 /// clients run as real async tasks, each retrying through herd's async retry loop with the
-/// rule. Time is scaled: at --time-scale 0.1 a 100 ms step lasts 10 ms. The server records
+/// rule. Time is scaled: at --time-scale 0.25 a 100 ms step lasts 25 ms. The server records
 /// arrivals and answers per window; the figures (half served, all served, requests per
 /// client, peak after the outage) are printed beside herd storm's prediction for the same
 /// scenario, rule and seed, with the difference.
@@ -30,8 +30,9 @@ use crate::error::{CliError, CliResult};
 pub(crate) struct LabStormArgs {
     /// The scenario file (TOML, as for herd storm); a small built-in storm when omitted.
     scenario: Option<PathBuf>,
-    /// Real seconds per scenario second (0.1: a 100 ms step lasts 10 ms).
-    #[arg(long, default_value_t = 0.1, value_name = "F")]
+    /// Real seconds per scenario second (0.25: a 100 ms step lasts 25 ms). 0.1 keeps up on
+    /// an idle machine; a busy one makes attempts miss their step (the report counts them).
+    #[arg(long, default_value_t = 0.25, value_name = "F")]
     time_scale: f64,
     /// Rule to play (repeatable); the scenario's rules by default.
     #[arg(long = "rule", value_name = "R", value_parser = parse_rule)]

@@ -18,8 +18,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use axum::routing::{get, post};
 use herd::asynchronous::TokioClock;
 use herd::policy::RetryPolicy;
 use herd::rule::millis;
@@ -28,7 +26,6 @@ use herd_sim::{Limits, RunResult, Scenario, Simulation};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -39,7 +36,7 @@ mod server;
 pub use report::{Figures, LabReport};
 
 use clients::{ClientEnd, Crowd};
-use server::{Budget, Desk, Ledger, Rules, StepClock};
+use server::{Budget, Ledger, Rules, ServerThread, StepClock};
 
 /// The most clients the lab runs: each is a task with a socket.
 pub const MAX_CLIENTS: u64 = 5_000;
@@ -242,25 +239,9 @@ impl LabStorm {
         let horizon_steps = self.steps(self.scenario.horizon_s);
         let max_steps = (self.steps(sim_end_s * 1.5) + 50).min(horizon_steps);
 
-        let desk = Desk::new();
-        let app = Router::new()
-            .route("/work", post(server::work))
-            .route("/ping", get(server::ping))
-            .with_state(Arc::clone(&desk));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|e| LabError::Run(format!("binding 127.0.0.1:0: {e}")))?;
-        let addr = listener
-            .local_addr()
-            .map_err(|e| LabError::Run(format!("reading the bound address: {e}")))?;
-        let (stop_server, server_stopped) = oneshot::channel::<()>();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, app)
-                .with_graceful_shutdown(async {
-                    let _ = server_stopped.await;
-                })
-                .await
-        });
+        let mut server =
+            ServerThread::spawn(Budget::new(self.rules()), self.seed, max_steps).await?;
+        let addr = server.addr;
 
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
@@ -295,16 +276,7 @@ impl LabStorm {
             start_step: self.steps(self.scenario.clients.start_s),
             seed: self.seed,
         });
-        let (stop_ticker, ticker_stopped) = oneshot::channel();
-        desk.start(clock);
-        let ticker = tokio::spawn(server::tick(
-            Arc::clone(&desk),
-            clock,
-            Budget::new(self.rules()),
-            self.seed,
-            max_steps,
-            ticker_stopped,
-        ));
+        server.start(clock);
         let started = Instant::now();
         let mut tasks = JoinSet::new();
         for id in 0..clients {
@@ -326,12 +298,8 @@ impl LabStorm {
             }
         }
         let real_s = started.elapsed().as_secs_f64();
-        let _ = stop_ticker.send(());
-        let ledger = ticker
-            .await
-            .map_err(|e| LabError::Run(format!("the server's ticker failed: {e}")))?;
-        let _ = stop_server.send(());
-        let _ = server.await;
+        drop(crowd);
+        let ledger = server.finish().await?;
         Ok(self.report(&simulated, &ledger, &ends, clients, real_s))
     }
 

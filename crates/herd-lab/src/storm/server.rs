@@ -8,15 +8,21 @@
 //! `503` refused. During an outage every request gets `503` at the step's end. So a refusal
 //! really spends the budget that answers need, and a burst of refusals starves the answers,
 //! as SPEC §4 describes.
+use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread::JoinHandle;
 use std::time::Duration;
 
+use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
 use herd::rng::{Rng, SplitMix64};
 use tokio::sync::oneshot;
 use tokio::time::{Instant, MissedTickBehavior};
+
+use super::LabError;
 
 /// The model's steps on a real clock: step `i` is `[epoch + i·step, epoch + (i+1)·step)`.
 #[derive(Clone, Copy, Debug)]
@@ -178,7 +184,7 @@ impl Desk {
 }
 
 /// `POST /work`: wait for the end of the step, then get the step's verdict.
-pub(crate) async fn work(State(desk): State<Arc<Desk>>) -> Response {
+async fn work(State(desk): State<Arc<Desk>>) -> Response {
     let (tx, rx) = oneshot::channel();
     desk.arrive(tx);
     match rx.await {
@@ -189,19 +195,20 @@ pub(crate) async fn work(State(desk): State<Arc<Desk>>) -> Response {
 }
 
 /// `GET /ping`: opens a connection before the storm, so the pool starts warm.
-pub(crate) async fn ping() -> &'static str {
+async fn ping() -> &'static str {
     "pong"
 }
 
 /// Settles every step at its end until `stop` fires or `max_steps` have passed.
-pub(crate) async fn tick(
+async fn tick(
     desk: Arc<Desk>,
     clock: StepClock,
     mut budget: Budget,
     seed: u64,
     max_steps: u64,
-    mut stop: oneshot::Receiver<()>,
+    stop: oneshot::Receiver<()>,
 ) -> Ledger {
+    let mut stop = stop;
     let clock = desk.start(clock);
     let mut ledger = Ledger::default();
     let mut rng = SplitMix64::derive(seed, 0x5e4e_5e4e);
@@ -239,6 +246,143 @@ pub(crate) async fn tick(
     // Whoever is still waiting hears "closing" when their sender drops here.
     drop(desk.close_all());
     ledger
+}
+
+/// The server on its own thread and runtime, as a real server would be in its own process:
+/// the clients' tasks cannot delay its ticks, and it cannot delay theirs.
+#[derive(Debug)]
+pub(crate) struct ServerThread {
+    pub(crate) addr: SocketAddr,
+    start: Option<oneshot::Sender<StepClock>>,
+    stop: Option<oneshot::Sender<()>>,
+    ledger: Option<oneshot::Receiver<Ledger>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl ServerThread {
+    /// Binds 127.0.0.1:0 on a new thread and serves `/work` and `/ping`; the steps start
+    /// with [`ServerThread::start`].
+    pub(crate) async fn spawn(budget: Budget, seed: u64, max_steps: u64) -> Result<Self, LabError> {
+        let (ready_tx, ready_rx) = oneshot::channel::<Result<SocketAddr, String>>();
+        let (start_tx, start_rx) = oneshot::channel::<StepClock>();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let (ledger_tx, ledger_rx) = oneshot::channel::<Ledger>();
+        let thread = std::thread::Builder::new()
+            .name("lab-storm-server".to_owned())
+            .spawn(move || {
+                let runtime = match tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(2)
+                    .thread_name("lab-storm-server")
+                    .enable_all()
+                    .build()
+                {
+                    Ok(runtime) => runtime,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(format!("starting the server's runtime: {e}")));
+                        return;
+                    }
+                };
+                runtime.block_on(serve(
+                    budget, seed, max_steps, ready_tx, start_rx, stop_rx, ledger_tx,
+                ));
+            })
+            .map_err(|e| LabError::Run(format!("starting the server's thread: {e}")))?;
+        let addr = match ready_rx.await {
+            Ok(Ok(addr)) => addr,
+            Ok(Err(e)) => return Err(LabError::Run(e)),
+            Err(_) => return Err(LabError::Run("the server's thread ended early".to_owned())),
+        };
+        Ok(Self {
+            addr,
+            start: Some(start_tx),
+            stop: Some(stop_tx),
+            ledger: Some(ledger_rx),
+            thread: Some(thread),
+        })
+    }
+
+    /// Starts the steps.
+    pub(crate) fn start(&mut self, clock: StepClock) {
+        if let Some(start) = self.start.take() {
+            let _ = start.send(clock);
+        }
+    }
+
+    /// Stops the steps and the server and returns the ledger.
+    pub(crate) async fn finish(mut self) -> Result<Ledger, LabError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let ledger = match self.ledger.take() {
+            Some(rx) => rx
+                .await
+                .map_err(|_| LabError::Run("the server stopped without its ledger".to_owned())),
+            None => Err(LabError::Run("the ledger was already taken".to_owned())),
+        };
+        if let Some(thread) = self.thread.take() {
+            // The thread ends right after sending the ledger; join it off the executor.
+            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
+        }
+        ledger
+    }
+}
+
+impl Drop for ServerThread {
+    fn drop(&mut self) {
+        // An early return leaves the thread waiting: tell it to stop (it then ends alone).
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+async fn serve(
+    budget: Budget,
+    seed: u64,
+    max_steps: u64,
+    ready: oneshot::Sender<Result<SocketAddr, String>>,
+    start: oneshot::Receiver<StepClock>,
+    mut stop: oneshot::Receiver<()>,
+    ledger: oneshot::Sender<Ledger>,
+) {
+    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+        Ok(listener) => listener,
+        Err(e) => {
+            let _ = ready.send(Err(format!("binding 127.0.0.1:0: {e}")));
+            return;
+        }
+    };
+    let addr = match listener.local_addr() {
+        Ok(addr) => addr,
+        Err(e) => {
+            let _ = ready.send(Err(format!("reading the bound address: {e}")));
+            return;
+        }
+    };
+    let desk = Desk::new();
+    let app = Router::new()
+        .route("/work", post(work))
+        .route("/ping", get(ping))
+        .with_state(Arc::clone(&desk));
+    let (stop_http, http_stopped) = oneshot::channel::<()>();
+    let http = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = http_stopped.await;
+            })
+            .await
+    });
+    let _ = ready.send(Ok(addr));
+    let clock = tokio::select! {
+        clock = start => clock.ok(),
+        _ = &mut stop => None,
+    };
+    if let Some(clock) = clock {
+        let result = tick(desk, clock, budget, seed, max_steps, stop).await;
+        let _ = ledger.send(result);
+    }
+    let _ = stop_http.send(());
+    let _ = http.await;
 }
 
 #[cfg(test)]
