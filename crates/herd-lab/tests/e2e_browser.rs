@@ -8,9 +8,12 @@
 //! Without `chromium` and `chromedriver` on the PATH the test prints "skipped: …" and
 //! passes, except under `CI=true`, where a missing browser is a failure (`.ci/run` installs
 //! Debian's `chromium` and `chromium-driver`).
+#![cfg(unix)]
+
 mod support;
 
 use std::net::TcpListener as StdListener;
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -46,7 +49,9 @@ impl Driver {
             .and_then(|l| l.local_addr())
             .expect("a free port")
             .port();
+        // Its own process group, so that the browsers it starts can be ended with it.
         let child = Command::new(chromedriver)
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -70,6 +75,11 @@ impl Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
+        // A failed test never closes its session: end chromium with chromedriver, by group.
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -43,6 +43,7 @@ async fn a_deterministic_rule_measures_what_the_simulator_predicts() {
     assert_eq!(s.served, 40);
     assert_eq!(report.client_attempts, m.requests, "no request lost");
     assert_eq!(report.transport_errors, 0);
+    assert!(report.seed_spread.is_none(), "constant draws nothing");
 
     // An attempt that misses its step by a real timer's lag shifts the herd by one step; allow
     // one pause (500 ms) on the times and 15 % on the counts.

@@ -3,9 +3,9 @@
 //! Each client is one [`RetryPolicy`] call ([`Call::run_async_with`](herd::call::Call)) with
 //! the scenario's rule, drawing its pauses from its own seeded generator. The simulator rounds
 //! every pause up to whole steps (at least one), measured from the step of the failed attempt;
-//! the [`StepSleeper`] does the same on the real clock: it sleeps until the middle of step
-//! `attempt step + max(1, ceil(pause / step))`. That is the only place time is scaled: the
-//! rule itself keeps the scenario's pauses.
+//! the [`StepSleeper`] does the same on the real clock: it sleeps until a tenth of the way
+//! into step `attempt step + max(1, ceil(pause / step))`. That is the only place time is
+//! scaled: the rule itself keeps the scenario's pauses.
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -23,8 +23,9 @@ use super::server::StepClock;
 /// The HTTP client every task shares (one pool of keep-alive connections).
 pub(crate) type Http = Client<HttpConnector, Empty<Bytes>>;
 
-/// Where in its step a client knocks: the middle, far from both tick boundaries.
-const KNOCK_AT: f64 = 0.5;
+/// Where in its step a client knocks: early, so that a request delayed by a busy machine
+/// still arrives within the step (a timer never fires early, so it cannot arrive before).
+const KNOCK_AT: f64 = 0.1;
 
 /// Why one attempt failed.
 #[derive(Debug)]
@@ -47,11 +48,17 @@ impl From<AttemptTimedOut> for AttemptError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct ClientEnd {
     pub(crate) served: bool,
-    pub(crate) attempts: u32,
-    /// Attempts that reached the server in a later step than the one they aimed at.
-    pub(crate) late: u32,
+}
+
+/// Counts over all clients, kept as they go (a client cut off at the end still counts).
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    /// Attempts sent.
+    pub(crate) attempts: AtomicU64,
+    /// Attempts sent in a later step than the one they aimed at.
+    pub(crate) late: AtomicU64,
     /// Attempts that failed without an HTTP answer.
-    pub(crate) transport_errors: u32,
+    pub(crate) transport_errors: AtomicU64,
 }
 
 /// The steps one client works with.
@@ -63,7 +70,7 @@ struct Steps {
     aimed: AtomicU64,
 }
 
-/// Sleeps the simulator's way: to the middle of the step the rounded pause lands on.
+/// Sleeps the simulator's way: into the step the rounded-up pause lands on.
 struct StepSleeper<'a> {
     clock: StepClock,
     step_sim: Duration,
@@ -98,6 +105,7 @@ pub(crate) struct Crowd {
     pub(crate) step_sim: Duration,
     pub(crate) start_step: u64,
     pub(crate) seed: u64,
+    pub(crate) tally: Tally,
 }
 
 impl Crowd {
@@ -107,8 +115,6 @@ impl Crowd {
             last: AtomicU64::new(self.start_step),
             aimed: AtomicU64::new(self.start_step),
         };
-        let late = AtomicU64::new(0);
-        let transport = AtomicU64::new(0);
         tokio::time::sleep_until(self.clock.at(self.start_step, KNOCK_AT)).await;
         let sleeper = StepSleeper {
             clock: self.clock,
@@ -120,17 +126,17 @@ impl Crowd {
             .policy
             .call(|_attempt| {
                 let now = crowd.clock.step_now();
+                crowd.tally.attempts.fetch_add(1, Ordering::Relaxed);
                 if now > steps.aimed.load(Ordering::Relaxed) {
-                    late.fetch_add(1, Ordering::Relaxed);
+                    crowd.tally.late.fetch_add(1, Ordering::Relaxed);
                 }
                 steps.last.store(now, Ordering::Relaxed);
                 // A zero pause skips the sleeper: the retry then aims at the next step.
                 steps.aimed.store(now.saturating_add(1), Ordering::Relaxed);
-                let transport = &transport;
                 async move {
                     let outcome = crowd.knock().await;
                     if matches!(outcome, Err(AttemptError::Transport)) {
-                        transport.fetch_add(1, Ordering::Relaxed);
+                        crowd.tally.transport_errors.fetch_add(1, Ordering::Relaxed);
                     }
                     outcome
                 }
@@ -138,15 +144,8 @@ impl Crowd {
             .rng(SplitMix64::derive(crowd.seed, id))
             .run_async_with(&sleeper)
             .await;
-        let (served, attempts) = match result {
-            Ok(success) => (true, success.attempts),
-            Err(error) => (false, error.attempts()),
-        };
         ClientEnd {
-            served,
-            attempts,
-            late: u32::try_from(late.load(Ordering::Relaxed)).unwrap_or(u32::MAX),
-            transport_errors: u32::try_from(transport.load(Ordering::Relaxed)).unwrap_or(u32::MAX),
+            served: result.is_ok(),
         }
     }
 

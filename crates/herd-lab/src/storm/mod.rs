@@ -16,6 +16,7 @@
 //! jittered rules match in distribution: the lab's clients draw from their own generators, not
 //! from the simulator's one world generator.
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use herd::asynchronous::TokioClock;
@@ -33,15 +34,17 @@ mod clients;
 mod report;
 mod server;
 
-pub use report::{Figures, LabReport};
+pub use report::{Figures, LabReport, Range, SeedSpread};
 
-use clients::{ClientEnd, Crowd};
+use clients::{ClientEnd, Crowd, Tally};
 use server::{Budget, Ledger, Rules, ServerThread, StepClock};
 
 /// The most clients the lab runs: each is a task with a socket.
 pub const MAX_CLIENTS: u64 = 5_000;
 /// The longest storm the lab plays, in real seconds.
 pub const MAX_REAL_S: f64 = 600.0;
+/// Seeds simulated to show how much a jittered rule's figures vary with the seed alone.
+pub const SPREAD_SEEDS: u32 = 20;
 /// The shortest real step: tokio's timers have a millisecond's resolution.
 pub const MIN_STEP_REAL_MS: f64 = 2.0;
 
@@ -172,6 +175,22 @@ impl LabStorm {
             .map_err(|e| LabError::Input(e.to_string()))
     }
 
+    /// For a jittered rule, the simulated figures over [`SPREAD_SEEDS`] seeds from the seed on.
+    ///
+    /// # Errors
+    ///
+    /// As [`LabStorm::simulate`].
+    pub fn seed_spread(&self) -> Result<Option<SeedSpread>, LabError> {
+        if !self.rule.is_jittered() {
+            return Ok(None);
+        }
+        let runs = (0..u64::from(SPREAD_SEEDS))
+            .map(|i| self.simulation.run(self.rule, self.seed.wrapping_add(i)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| LabError::Input(e.to_string()))?;
+        Ok(Some(SeedSpread::of(&runs)))
+    }
+
     fn step(&self) -> Duration {
         Duration::from_nanos((self.scenario.step_ms * 1e6).round() as u64)
     }
@@ -275,6 +294,7 @@ impl LabStorm {
             step_sim: self.step(),
             start_step: self.steps(self.scenario.clients.start_s),
             seed: self.seed,
+            tally: Tally::default(),
         });
         server.start(clock);
         let started = Instant::now();
@@ -298,9 +318,11 @@ impl LabStorm {
             }
         }
         let real_s = started.elapsed().as_secs_f64();
-        drop(crowd);
         let ledger = server.finish().await?;
-        Ok(self.report(&simulated, &ledger, &ends, clients, real_s))
+        let mut report = self.report(&simulated, &ledger, &ends, &crowd.tally, clients, real_s);
+        drop(crowd);
+        report.seed_spread = self.seed_spread()?;
+        Ok(report)
     }
 
     fn report(
@@ -308,6 +330,7 @@ impl LabStorm {
         simulated: &RunResult,
         ledger: &Ledger,
         ends: &[ClientEnd],
+        tally: &Tally,
         clients: u64,
         real_s: f64,
     ) -> LabReport {
@@ -377,13 +400,14 @@ impl LabStorm {
             first_window_after_outage,
             measured,
             simulated: Figures::simulated(simulated),
+            seed_spread: None,
             measured_arrivals: arrivals,
             measured_served: served,
             simulated_arrivals: simulated.series.arrivals.clone(),
             simulated_served: simulated.series.served.clone(),
-            client_attempts: ends.iter().map(|e| u64::from(e.attempts)).sum(),
-            late_attempts: ends.iter().map(|e| u64::from(e.late)).sum(),
-            transport_errors: ends.iter().map(|e| u64::from(e.transport_errors)).sum(),
+            client_attempts: tally.attempts.load(Ordering::Relaxed),
+            late_attempts: tally.late.load(Ordering::Relaxed),
+            transport_errors: tally.transport_errors.load(Ordering::Relaxed),
             worst_tick_lag_ms: ledger.worst_tick_lag.as_secs_f64() * 1000.0,
             real_s,
         }

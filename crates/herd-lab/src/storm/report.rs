@@ -43,6 +43,64 @@ impl Figures {
     }
 }
 
+/// The least and the most a figure came to over several simulated seeds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Range {
+    /// The least.
+    pub min: f64,
+    /// The most.
+    pub max: f64,
+}
+
+impl Range {
+    /// The range of `values`; `None` when any is missing (not everyone served, say).
+    #[must_use]
+    pub fn of(values: impl IntoIterator<Item = Option<f64>>) -> Option<Self> {
+        let mut range: Option<Range> = None;
+        for v in values {
+            let v = v?;
+            range = Some(match range {
+                None => Range { min: v, max: v },
+                Some(r) => Range {
+                    min: r.min.min(v),
+                    max: r.max.max(v),
+                },
+            });
+        }
+        range
+    }
+}
+
+/// For a jittered rule, how much the simulated figures vary with the seed alone: the lab's
+/// clients draw from other generators, so the measured figures should fall about here.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SeedSpread {
+    /// Seeds simulated.
+    pub seeds: u32,
+    /// Half served by, seconds.
+    pub half_served_s: Option<Range>,
+    /// All served by, seconds.
+    pub all_served_s: Option<Range>,
+    /// Requests per client.
+    pub requests_per_client: Option<Range>,
+    /// Peak after the outage.
+    pub peak_after_outage: Option<Range>,
+}
+
+impl SeedSpread {
+    /// The spread of simulated runs.
+    #[must_use]
+    pub fn of(runs: &[RunResult]) -> Self {
+        Self {
+            seeds: u32::try_from(runs.len()).unwrap_or(u32::MAX),
+            half_served_s: Range::of(runs.iter().map(|r| r.half_served_s)),
+            all_served_s: Range::of(runs.iter().map(|r| r.all_served_s)),
+            requests_per_client: Range::of(runs.iter().map(|r| Some(r.requests_per_client))),
+            peak_after_outage: Range::of(runs.iter().map(|r| Some(r.peak_after_outage as f64))),
+        }
+    }
+}
+
 /// One lab run: what the real server measured beside what the simulator predicts.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LabReport {
@@ -66,6 +124,8 @@ pub struct LabReport {
     pub measured: Figures,
     /// From `herd-sim` for the same scenario, rule and seed.
     pub simulated: Figures,
+    /// For jittered rules: the simulated figures over several seeds.
+    pub seed_spread: Option<SeedSpread>,
     /// Arrivals per window at the real server.
     pub measured_arrivals: Vec<u64>,
     /// Answers per window at the real server.
@@ -138,11 +198,30 @@ impl LabReport {
         let mut out = String::new();
         let m = &self.measured;
         let s = &self.simulated;
+        let spread = self.seed_spread.as_ref();
+        let spread_header = spread.map_or(String::new(), |sp| format!("sim, {} seeds", sp.seeds));
+        let w = if spread.is_some() { 15 } else { 0 };
         let _ = writeln!(
             out,
-            "{:<22} {:>12} {:>12}   {}",
-            "metric", "measured", "simulated", "difference"
+            "{:<22} {:>12} {:>12} {:>w$}  {}",
+            "metric", "measured", "simulated", spread_header, "difference"
         );
+        let range = |pick: fn(&SeedSpread) -> Option<Range>, digits: usize, unit: &str| {
+            spread.map_or(String::new(), |sp| {
+                pick(sp).map_or("–".to_owned(), |r| {
+                    format!("{:.digits$}–{:.digits$}{unit}", r.min, r.max)
+                })
+            })
+        };
+        let spreads = [
+            range(|sp| sp.half_served_s, 1, " s"),
+            range(|sp| sp.all_served_s, 1, " s"),
+            range(|sp| sp.requests_per_client, 2, ""),
+            range(|sp| sp.peak_after_outage, 0, ""),
+            String::new(),
+            String::new(),
+            String::new(),
+        ];
         let rows = [
             (
                 "half served by",
@@ -195,8 +274,11 @@ impl LabReport {
                 count_diff(m.requests, s.requests),
             ),
         ];
-        for (name, measured, simulated, diff) in rows {
-            let _ = writeln!(out, "{name:<22} {measured:>12} {simulated:>12}   {diff}");
+        for ((name, measured, simulated, diff), spread) in rows.into_iter().zip(spreads) {
+            let _ = writeln!(
+                out,
+                "{name:<22} {measured:>12} {simulated:>12} {spread:>w$}  {diff}"
+            );
         }
         let (ma, sa, per) = sparklines(&self.measured_arrivals, &self.simulated_arrivals, 72);
         let _ = writeln!(
@@ -237,5 +319,26 @@ impl LabReport {
             self.real_s
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_needs_every_value() {
+        let r = Range::of([Some(3.0), Some(1.0), Some(2.0)]).unwrap();
+        assert_eq!((r.min, r.max), (1.0, 3.0));
+        assert_eq!(Range::of([Some(1.0), None]), None);
+        assert_eq!(Range::of(std::iter::empty()), None);
+    }
+
+    #[test]
+    fn sparklines_share_one_scale() {
+        let (a, b, per) = sparklines(&[0, 4, 8], &[8, 0, 0], 72);
+        assert_eq!(per, 1);
+        assert_eq!(a, " ▅█");
+        assert_eq!(b, "█  ");
     }
 }
