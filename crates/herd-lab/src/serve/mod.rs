@@ -52,7 +52,6 @@ struct AppState {
 }
 
 /// The page and its API.
-#[must_use]
 pub fn router(limits: ServeLimits) -> Router {
     let state = AppState {
         gate: Gate::new(limits.max_concurrent),

@@ -76,17 +76,29 @@ impl StormRequest {
                 self.refusal_cost
             )));
         }
-        let mut scenario = Scenario::default();
-        scenario.seed = self.seed;
-        scenario.clients.count = clients;
-        scenario.server.capacity = capacity;
-        scenario.server.refusal_cost = self.refusal_cost;
-        scenario.server.outages = if outage_s > 0.0 {
-            vec![[0.0, outage_s]]
-        } else {
-            Vec::new()
+        let defaults = Scenario::default();
+        let scenario = Scenario {
+            seed: self.seed,
+            clients: herd_sim::Clients {
+                count: clients,
+                ..defaults.clients
+            },
+            server: herd_sim::Server {
+                capacity,
+                refusal_cost: self.refusal_cost,
+                outages: if outage_s > 0.0 {
+                    vec![[0.0, outage_s]]
+                } else {
+                    Vec::new()
+                },
+                ..defaults.server
+            },
+            retry: herd_sim::Retry {
+                rules: vec![rule],
+                ..defaults.retry
+            },
+            ..defaults
         };
-        scenario.retry.rules = vec![rule];
         Ok((rule, scenario))
     }
 

@@ -203,8 +203,8 @@ impl LabReport {
         let w = if spread.is_some() { 15 } else { 0 };
         let _ = writeln!(
             out,
-            "{:<22} {:>12} {:>12} {:>w$}  {}",
-            "metric", "measured", "simulated", spread_header, "difference"
+            "{:<22} {:>12} {:>12} {:>w$}  difference",
+            "metric", "measured", "simulated", spread_header
         );
         let range = |pick: fn(&SeedSpread) -> Option<Range>, digits: usize, unit: &str| {
             spread.map_or(String::new(), |sp| {
