@@ -3,32 +3,32 @@
 //! Clients wait in buckets keyed by the step of their next attempt, so the engine touches a
 //! client only when it knocks: the cost of a run is O(attempts + steps), never
 //! O(clients × steps). Pauses are capped, so all but the longest waits fall within a ring of
-//! `size` buckets ahead of the current step; each bucket is an intrusive singly linked list
-//! threaded through one `u32` per client, which keeps memory at four bytes per client whatever
-//! the shape of the storm. An occupancy bitmap lets the engine jump over empty steps 64 at a
-//! time; waits beyond the ring (huge caps with fine steps) go to a binary heap.
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+//! `size` buckets ahead of the current step. Each bucket is a vector of client *records* (the
+//! client's id and retry state travel with it), read front to back when its step comes: a
+//! stream, with no random access into per-client arrays, and no memory at all for clients
+//! that were served or gave up. A drained vector is freed, not recycled: handing a large
+//! drained vector to a bucket that stays small would hold memory for nothing, and measured,
+//! recycling was slower too. So memory stays under twice the records of waiting clients.
+//! An occupancy bitmap lets the engine jump over empty steps 64 at a time; waits beyond the
+//! ring (huge caps with fine steps) go to an ordered map.
+use std::collections::BTreeMap;
 
-/// "No client": the end of a bucket's list.
-pub(crate) const NONE: u32 = u32::MAX;
 /// The largest ring; longer waits go to the heap.
 const MAX_RING: u64 = 1 << 20;
 
 #[derive(Debug)]
-pub(crate) struct Calendar {
-    /// First client of each bucket, `NONE` when empty.
-    heads: Vec<u32>,
+pub(crate) struct Calendar<T> {
+    buckets: Vec<Vec<T>>,
     /// One bit per bucket: set when the bucket is not empty.
     occupied: Vec<u64>,
     mask: u64,
     /// The current step; every client in the ring is due in `now..now + size`.
     now: u64,
-    far: BinaryHeap<Reverse<(u64, u32)>>,
+    far: BTreeMap<u64, Vec<T>>,
     len: u64,
 }
 
-impl Calendar {
+impl<T: Copy> Calendar<T> {
     /// A calendar for waits of at most `max_wait` steps (longer ones still work, via the heap).
     pub(crate) fn new(max_wait: u64) -> Self {
         let size = max_wait
@@ -36,11 +36,11 @@ impl Calendar {
             .clamp(64, MAX_RING)
             .next_power_of_two();
         Self {
-            heads: vec![NONE; size as usize],
+            buckets: (0..size).map(|_| Vec::new()).collect(),
             occupied: vec![0; (size / 64) as usize],
             mask: size - 1,
             now: 0,
-            far: BinaryHeap::new(),
+            far: BTreeMap::new(),
             len: 0,
         }
     }
@@ -50,24 +50,26 @@ impl Calendar {
         self.len
     }
 
-    /// Schedules `client` at `step` (after the current step). `links` holds the lists.
+    /// Schedules `client` at `step` (after the current step).
     #[inline]
-    pub(crate) fn push(&mut self, step: u64, client: u32, links: &mut [u32]) {
-        debug_assert!(step >= self.now);
+    pub(crate) fn push(&mut self, step: u64, client: T) {
+        debug_assert!(step > self.now);
         self.len += 1;
         if step - self.now > self.mask {
-            self.far.push(Reverse((step, client)));
+            self.far.entry(step).or_default().push(client);
             return;
         }
         let slot = (step & self.mask) as usize;
-        links[client as usize] = self.heads[slot];
-        self.heads[slot] = client;
-        self.occupied[slot / 64] |= 1 << (slot % 64);
+        let bucket = &mut self.buckets[slot];
+        if bucket.is_empty() {
+            self.occupied[slot / 64] |= 1 << (slot % 64);
+        }
+        bucket.push(client);
     }
 
     /// The earliest step at or after the current one with someone due.
     pub(crate) fn next_due(&self) -> Option<u64> {
-        let far = self.far.peek().map(|Reverse((s, _))| *s);
+        let far = self.far.first_key_value().map(|(s, _)| *s);
         let ring = self.next_in_ring();
         match (ring, far) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -100,29 +102,20 @@ impl Calendar {
         None
     }
 
-    /// Moves the current step to `step` (never backwards past a waiting client) and appends
-    /// the clients due then to `out`.
-    pub(crate) fn take(&mut self, step: u64, out: &mut Vec<u32>, links: &[u32]) {
+    /// Moves the current step to `step` (never past a waiting client) and hands over the
+    /// clients due then.
+    pub(crate) fn take(&mut self, step: u64) -> Vec<T> {
         debug_assert!(step >= self.now);
         debug_assert!(self.next_due().is_none_or(|d| d >= step));
         self.now = step;
         let slot = (step & self.mask) as usize;
-        let mut client = self.heads[slot];
-        let before = out.len();
-        while client != NONE {
-            out.push(client);
-            client = links[client as usize];
-        }
-        self.heads[slot] = NONE;
+        let mut due = std::mem::take(&mut self.buckets[slot]);
         self.occupied[slot / 64] &= !(1 << (slot % 64));
-        while let Some(&Reverse((s, c))) = self.far.peek() {
-            if s != step {
-                break;
-            }
-            self.far.pop();
-            out.push(c);
+        if let Some(far) = self.far.remove(&step) {
+            due.extend(far);
         }
-        self.len -= (out.len() - before) as u64;
+        self.len -= due.len() as u64;
+        due
     }
 }
 
@@ -132,21 +125,18 @@ mod tests {
 
     #[test]
     fn clients_come_back_at_their_step_in_order_of_steps() {
-        let mut cal = Calendar::new(10);
-        let mut links = vec![NONE; 8];
-        cal.push(3, 0, &mut links);
-        cal.push(1, 1, &mut links);
-        cal.push(3, 2, &mut links);
-        cal.push(1000, 3, &mut links); // beyond the ring: the heap
-        cal.push(70, 4, &mut links);
+        let mut cal = Calendar::<u32>::new(10);
+        cal.push(3, 0);
+        cal.push(1, 1);
+        cal.push(3, 2);
+        cal.push(1000, 3); // beyond the ring: the heap
+        cal.push(70, 4);
         assert_eq!(cal.len(), 5);
-        let mut out = Vec::new();
         let mut seen = Vec::new();
         while let Some(step) = cal.next_due() {
-            out.clear();
-            cal.take(step, &mut out, &links);
+            let mut out = cal.take(step);
             out.sort_unstable();
-            seen.push((step, out.clone()));
+            seen.push((step, out));
         }
         assert_eq!(
             seen,
@@ -162,19 +152,15 @@ mod tests {
 
     #[test]
     fn the_ring_wraps() {
-        let mut cal = Calendar::new(63);
-        let mut links = vec![NONE; 2];
-        let mut out = Vec::new();
+        let mut cal = Calendar::<u32>::new(63);
         for step in (0..1000).step_by(37) {
-            cal.push(step + 37, 0, &mut links);
-            cal.push(step + 50, 1, &mut links);
-            out.clear();
+            cal.push(step + 37, 0);
+            cal.push(step + 50, 1);
             assert_eq!(cal.next_due(), Some(step + 37));
-            cal.take(step + 37, &mut out, &links);
+            let out = cal.take(step + 37);
             assert_eq!(out, vec![0]);
             assert_eq!(cal.next_due(), Some(step + 50));
-            out.clear();
-            cal.take(step + 50, &mut out, &links);
+            let out = cal.take(step + 50);
             assert_eq!(out, vec![1]);
         }
     }

@@ -7,9 +7,10 @@
 //! run's seed, so a run is reproducible bit for bit on any machine.
 //!
 //! The engine tracks every client exactly and costs O(attempts + steps): waiting clients sit
-//! in a calendar keyed by the step at which they next knock, and time jumps over empty steps.
-//! A client takes 8 to 24 bytes. See [`engine`](crate::Simulation) for the order of events
-//! within a step, and [`server`](crate::Simulation) for the server's accounting.
+//! in a calendar keyed by the step at which they next knock, carrying their retry state with
+//! them (4 bytes for rules without memory, 12 with it), and time jumps over empty steps.
+//! `docs/storm.md` sets out the order of events within a step, the server's accounting and
+//! every rounding.
 //!
 //! # Examples
 //!
@@ -28,17 +29,24 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
+mod budget;
 mod calendar;
 mod engine;
 mod error;
 mod limits;
 mod metrics;
 mod plan;
+mod record;
 mod scenario;
 mod server;
 mod trace;
 
 use herd::{Rule, RuleName};
+
+/// The storm guide, `docs/storm.md`: every choice the model leaves open (compiled and tested
+/// with the crate's docs).
+#[doc = include_str!("../../../docs/storm.md")]
+pub mod guide {}
 
 pub use error::ScenarioError;
 pub use limits::Limits;
@@ -64,12 +72,6 @@ impl Simulation {
     /// makes the run larger than `limits`.
     pub fn new(scenario: &Scenario, limits: &Limits) -> Result<Self, ScenarioError> {
         let plan = Plan::new(scenario, limits)?;
-        if plan.budget_percent > 0.0 {
-            return Err(ScenarioError::field(
-                "retry.budget_percent",
-                "retry budgets are not simulated yet; set 0",
-            ));
-        }
         Ok(Self {
             plan,
             scenario: scenario.clone(),
@@ -111,6 +113,29 @@ impl Simulation {
     pub fn run(&self, rule: RuleName, seed: u64) -> Result<RunResult, ScenarioError> {
         let built = self.rule(rule)?;
         engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent)
+    }
+
+    /// Runs `rule` like [`Simulation::run`], calling `progress` now and then (about every
+    /// million attempts) with the share of the horizon simulated so far, and with 1.0 at the
+    /// end. The result is the same as [`Simulation::run`]'s.
+    ///
+    /// # Errors
+    ///
+    /// As [`Simulation::run`].
+    pub fn run_with_progress(
+        &self,
+        rule: RuleName,
+        seed: u64,
+        progress: impl FnMut(f64),
+    ) -> Result<RunResult, ScenarioError> {
+        let built = self.rule(rule)?;
+        engine::simulate(
+            &self.plan,
+            rule,
+            &built,
+            seed,
+            &mut trace::Progress(progress),
+        )
     }
 
     /// Runs `rule` like [`Simulation::run`] and records every attempt. For small scenes:

@@ -285,11 +285,14 @@ impl Plan {
         self.burst + self.open_loop_total
     }
 
-    /// Bytes of state per client: link and failure count, the memory word when a rule uses
-    /// it, the first-attempt step under a deadline, and a slot in the list of due clients.
+    /// Bytes of state per client at worst: its record (4 bytes, 12 with a rule's memory word,
+    /// 4 more under a deadline) held up to three times over while a step moves a whole herd
+    /// from one bucket to another (the step's list, the bucket it goes to, vector slack).
     fn bytes_per_client(&self) -> u64 {
         let memory = self.rules.iter().any(|(_, r)| r.uses_memory());
-        8 + if memory { 8 } else { 0 } + if self.deadline_steps.is_some() { 4 } else { 0 } + 4
+        let record =
+            if memory { 12 } else { 4 } + if self.deadline_steps.is_some() { 4 } else { 0 };
+        3 * record
     }
 
     fn check_memory(&self, s: &Scenario, limits: &Limits) -> Result<(), ScenarioError> {

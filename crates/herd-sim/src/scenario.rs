@@ -101,6 +101,10 @@ pub struct Retry {
     /// The pause of `constant`, in milliseconds.
     pub pause_ms: f64,
     /// A retry budget shared by all clients, as a percentage of first attempts (0 = none).
+    ///
+    /// It is `herd::budget::RetryBudget` on simulated time: each first attempt deposits
+    /// `budget_percent / 100` of a retry, deposits count for 10 s, there is no reserve; a
+    /// retry the budget denies is a give-up (counted in `gave_up` and `denied_by_budget`).
     pub budget_percent: f64,
 }
 
@@ -176,10 +180,29 @@ impl Scenario {
     /// A [`ScenarioError`] naming the field (and the line) for a TOML syntax error, an unknown
     /// field, a value of the wrong type, or a value out of range or contradicting another.
     pub fn from_toml_str(text: &str) -> Result<Self, ScenarioError> {
+        Self::from_toml_str_within(text, &Limits::default())
+    }
+
+    /// Parses a scenario file and checks it against `limits` (a web API's, say), so that a
+    /// scenario too large for them is reported with the line of the field at fault.
+    ///
+    /// # Errors
+    ///
+    /// As [`Scenario::from_toml_str`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use herd_sim::{Limits, Scenario};
+    ///
+    /// let text = "[clients]\ncount = 1000000\n";
+    /// let err = Scenario::from_toml_str_within(text, &Limits::interactive()).unwrap_err();
+    /// assert_eq!(err.field_name(), Some("clients.count"));
+    /// assert_eq!(err.line(), Some(2));
+    /// ```
+    pub fn from_toml_str_within(text: &str, limits: &Limits) -> Result<Self, ScenarioError> {
         let scenario: Scenario = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
-        scenario
-            .validate(&Limits::default())
-            .map_err(|e| locate(text, e))?;
+        scenario.validate(limits).map_err(|e| locate(text, e))?;
         Ok(scenario)
     }
 

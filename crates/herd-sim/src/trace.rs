@@ -64,6 +64,22 @@ pub(crate) trait Observer {
     /// False for the no-op observer, so that recording compiles away in plain runs.
     const ACTIVE: bool;
     fn attempt(&mut self, client: u32, step: u64, outcome: Outcome, gave_up: Option<GiveUp>);
+    /// Called now and then with the share of the horizon simulated so far, and with 1.0 at
+    /// the end.
+    #[inline]
+    fn progress(&mut self, _done: f64) {}
+}
+
+/// Records nothing, reports progress.
+pub(crate) struct Progress<F>(pub(crate) F);
+
+impl<F: FnMut(f64)> Observer for Progress<F> {
+    const ACTIVE: bool = false;
+    #[inline]
+    fn attempt(&mut self, _: u32, _: u64, _: Outcome, _: Option<GiveUp>) {}
+    fn progress(&mut self, done: f64) {
+        (self.0)(done);
+    }
 }
 
 /// Records nothing.

@@ -246,11 +246,11 @@ impl<C: Clock> CircuitBreaker<C> {
     /// May an attempt be made now? Closed: yes. Open: no, until the cool-down ends, when the
     /// breaker turns half-open. Half-open: yes for the first `half_open_probes` callers.
     pub fn try_acquire(&self) -> bool {
-        let now = self.now();
         let probes = self.shared.config.half_open_probes;
         let mut inner = self.lock();
         if let Phase::Open { until } = inner.phase {
-            if now < until {
+            // Only an open breaker needs the time: the closed fast path reads no clock.
+            if self.now() < until {
                 return false;
             }
             inner.phase = Phase::HalfOpen {

@@ -2,14 +2,48 @@
 //!
 //! When a server stumbles, every client that saw an error comes back. If they all come back
 //! at the same moment, a recovering server meets the whole herd at once and stumbles again.
-//! herd gives a client the pieces to come back *well*:
+//! herd gives a client the pieces to come back *well*, split the way tower splits them:
+//! **decide** (whether to retry), **schedule** (when), **wrap** (the loop around a call).
 //!
-//! - [`rule`]: when to retry. Exponential backoff with full, equal and decorrelated jitter,
-//!   gRPC's and Polly's rules, validated at construction, never overflowing.
+//! Schedule:
+//! - [`rule`]: exponential backoff with full, equal and decorrelated jitter, gRPC's and
+//!   Polly's rules, validated at construction, never overflowing.
 //! - [`rng`]: a documented, portable generator so a seeded schedule is the same everywhere
 //!   (the storm simulator draws its pauses with exactly this code).
 //!
-//! The core has no runtime dependencies: no tokio, no clock, no global RNG.
+//! Decide:
+//! - [`policy`]: the attempt limit, one total deadline over attempts *and* pauses, server
+//!   delays, idempotency; one state machine every loop drives.
+//! - [`classify`]: which errors are transient (HTTP statuses, `io::ErrorKind`, your closure).
+//! - [`retry_after`]: `Retry-After` in both RFC 9110 forms and gRPC pushback, never panicking.
+//! - [`budget`]: lock-free retry budgets shared by many calls (ratio form and gRPC
+//!   throttling).
+//! - [`breaker`]: a circuit breaker with a sliding window and jittered cool-down.
+//! - [`idempotency`]: one key per logical call; non-idempotent calls retried only when the
+//!   error proves the request was not processed.
+//! - [`clock`]: injected time, with a fake clock whose clones share time.
+//!
+//! Wrap:
+//! - [`call`] and [`blocking`]: the blocking loop; [`asynchronous`]: the async loop (tokio
+//!   behind the default `tokio` feature, any runtime through a small `Sleeper` trait).
+//! - `layer` (feature `tower`): a tower layer for HTTP clients.
+//! - [`outcome`]: the value and attempts, or the last error, attempts, time and
+//!   [`StopReason`]; hooks on each retry and on giving up.
+//!
+//! Guides: [choosing a rule](guide::choosing_a_rule) and
+//! [retrying safely](guide::retrying_safely).
+//!
+//! # Features
+//!
+//! | feature | default | adds |
+//! |---|---|---|
+//! | `tokio` | yes | `run_async`, `TokioSleep`, `TokioClock` |
+//! | `tracing` | yes | `tracing` events on each retry and give-up (target `herd`) |
+//! | `http` | no | `Retry-After`/pushback from `http::HeaderMap`, `classify::http_response` |
+//! | `tower` | no | `layer::RetryLayer` (enables `http` and `tokio`) |
+//!
+//! The core (rules, policy, classification, budgets, breaker, the blocking loop) depends on
+//! no runtime: no tokio, no wall clock, no global RNG.
 //!
 //! # Examples
 //!
@@ -23,6 +57,25 @@
 //! assert!(pauses[2] >= Duration::from_millis(200) && pauses[2] <= Duration::from_millis(400));
 //! # Ok::<(), herd::InvalidRule>(())
 //! ```
+//!
+//! A blocking call with a deadline, retrying only transient I/O errors:
+//!
+//! ```
+//! use std::{io, time::Duration};
+//! use herd::{Rule, RetryPolicy, classify};
+//!
+//! // (`immediate` so this example does not sleep; see the guide for choosing a real rule)
+//! let policy = RetryPolicy::builder(Rule::immediate())
+//!     .max_attempts(3)
+//!     .deadline(Duration::from_secs(1))
+//!     .build()?;
+//! let read = policy
+//!     .call(|attempt| if attempt.number == 1 { Err(io::ErrorKind::Interrupted.into()) } else { Ok(7) })
+//!     .classify(classify::io_error)
+//!     .run()?;
+//! assert_eq!((read.value, read.attempts), (7, 2));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
@@ -33,6 +86,17 @@ pub mod budget;
 pub mod call;
 pub mod classify;
 pub mod clock;
+pub mod guide {
+    //! Guides: longer explanations, with examples that are compiled and run as doctests.
+
+    pub mod choosing_a_rule {
+        #![doc = include_str!("../../../docs/choosing-a-rule.md")]
+    }
+
+    pub mod retrying_safely {
+        #![doc = include_str!("../../../docs/retrying-safely.md")]
+    }
+}
 pub mod idempotency;
 #[cfg(feature = "tower")]
 pub mod layer;

@@ -2,7 +2,7 @@
 use std::fs;
 use std::io::{self, BufWriter, IsTerminal, Write};
 use std::path::PathBuf;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
@@ -72,6 +72,10 @@ fn parse_rule(s: &str) -> Result<RuleName, String> {
 
 /// The most runs one invocation may ask for.
 const MAX_RUNS: u32 = 100_000;
+/// The most attempts one run may simulate: a minute or two of work, so that a scenario whose
+/// storm never ends (ten million clients retrying at once for an hour) stops with an error
+/// instead of seeming to hang.
+const MAX_ATTEMPTS_PER_RUN: u64 = 10_000_000_000;
 
 /// The scenario to run, with the command-line overrides applied.
 fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
@@ -130,7 +134,11 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         })?),
     };
     let (scenario, name) = scenario(args)?;
-    let sim = Simulation::new(&scenario, &Limits::default()).map_err(|e| {
+    let limits = Limits {
+        max_attempts: MAX_ATTEMPTS_PER_RUN,
+        ..Limits::default()
+    };
+    let sim = Simulation::new(&scenario, &limits).map_err(|e| {
         let prefix = args
             .scenario
             .as_ref()
@@ -138,6 +146,12 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         CliError::input(format!("{prefix}{e}"))
     })?;
 
+    if let Some(path) = &args.chart {
+        // Fail before simulating if the chart cannot be written.
+        fs::File::create(path).map_err(|e| {
+            CliError::input(format!("--chart: cannot write {}: {e}", path.display()))
+        })?;
+    }
     let rules = sim.rules();
     let seeds: Vec<u64> = (0..u64::from(args.runs))
         .map(|k| scenario.seed.wrapping_add(k))
@@ -149,8 +163,7 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
             .iter()
             .filter_map(|r| results.iter().find(|x| x.rule == *r))
             .collect();
-        chart::draw(path, kind, &scenario, &first)
-            .map_err(|e| CliError::Run(e.context(format!("drawing {}", path.display()))))?;
+        chart::draw(path, kind, &scenario, &first).map_err(CliError::Run)?;
     }
 
     let mut out = BufWriter::new(io::stdout().lock());
@@ -170,57 +183,58 @@ fn run_all(sim: &Simulation, rules: &[RuleName], seeds: &[u64]) -> CliResult<Vec
         .iter()
         .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
         .collect();
-    let total = jobs.len() as u64;
-    let (tick, ticks) = mpsc::channel::<()>();
+    // Each run's share of its horizon simulated, in thousandths.
+    let done: Vec<AtomicU32> = jobs.iter().map(|_| AtomicU32::new(0)).collect();
+    let finished = AtomicBool::new(false);
     let results = std::thread::scope(|scope| {
-        let worker = scope.spawn(move || {
-            jobs.par_iter()
-                .map(|&(rule, seed)| {
-                    let r = sim.run(rule, seed);
-                    let _ = tick.send(());
-                    r
+        let bar = scope.spawn(|| progress(&done, &finished));
+        let results = jobs
+            .par_iter()
+            .zip(&done)
+            .map(|(&(rule, seed), share)| {
+                sim.run_with_progress(rule, seed, |f| {
+                    share.store((f * 1000.0) as u32, Ordering::Relaxed);
                 })
-                .collect::<Result<Vec<_>, _>>()
-        });
-        progress(&ticks, total);
-        worker.join()
+            })
+            .collect::<Result<Vec<_>, _>>();
+        finished.store(true, Ordering::Release);
+        bar.thread().unpark();
+        let _ = bar.join();
+        results
     });
-    match results {
-        Ok(Ok(results)) => Ok(results),
-        Ok(Err(e)) => Err(CliError::input(e)),
-        Err(_) => Err(CliError::Run(anyhow::anyhow!(
-            "a simulation thread panicked"
-        ))),
-    }
+    results.map_err(CliError::input)
 }
 
-/// Counts finished runs until the workers hang up; draws a bar on stderr, only on a terminal
-/// and only once the runs have taken half a second.
-fn progress(ticks: &mpsc::Receiver<()>, total: u64) {
+/// Draws a bar on stderr until `finished`: only on a terminal, and only once the runs have
+/// taken half a second.
+fn progress(done: &[AtomicU32], finished: &AtomicBool) {
     let started = Instant::now();
-    let mut done = 0;
     let mut bar: Option<ProgressBar> = None;
-    loop {
-        match ticks.recv_timeout(Duration::from_millis(100)) {
-            Ok(()) => done += 1,
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => break,
-        }
+    while !finished.load(Ordering::Acquire) {
+        std::thread::park_timeout(Duration::from_millis(100));
         if bar.is_none()
             && started.elapsed() > Duration::from_millis(500)
             && io::stderr().is_terminal()
         {
-            let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            let b = ProgressBar::with_draw_target(
+                Some(done.len() as u64 * 1000),
+                ProgressDrawTarget::stderr(),
+            );
             if let Ok(style) =
-                ProgressStyle::with_template("{spinner} {elapsed} [{bar:30}] {pos}/{len} runs")
+                ProgressStyle::with_template("{spinner} {elapsed} [{bar:30}] {percent}% {msg}")
             {
                 b.set_style(style.progress_chars("=> "));
             }
             bar = Some(b);
         }
         if let Some(b) = &bar {
-            b.set_position(done);
-            b.tick();
+            let shares: Vec<u64> = done
+                .iter()
+                .map(|d| u64::from(d.load(Ordering::Relaxed).min(1000)))
+                .collect();
+            let complete = shares.iter().filter(|&&d| d == 1000).count();
+            b.set_position(shares.iter().sum());
+            b.set_message(format!("{complete}/{} runs", done.len()));
         }
     }
     if let Some(b) = bar {

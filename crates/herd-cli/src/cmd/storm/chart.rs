@@ -70,7 +70,7 @@ pub(crate) fn draw(
             root.present().map_err(|e| anyhow!("{e}"))
         }
     }
-    .with_context(|| format!("writing {}", path.display()))
+    .with_context(|| format!("--chart: drawing {}", path.display()))
 }
 
 fn caption(result: &RunResult, shown: usize) -> String {

@@ -11,13 +11,16 @@ const SPARK_COLUMNS: usize = 48;
 /// Glyphs for arrivals up to 1/4, 1/2, 3/4 and 1 × capacity, then up to 2×, 4×, 8× and beyond.
 const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-/// A time in seconds: one decimal when that is exact, otherwise three.
+/// A time in seconds: one decimal when that is exact, otherwise up to three.
 pub(crate) fn seconds(s: f64) -> String {
+    format!("{} s", bare_seconds(s))
+}
+
+fn bare_seconds(s: f64) -> String {
     if (s * 10.0).fract() == 0.0 {
-        format!("{s:.1} s")
+        format!("{s:.1}")
     } else {
-        let text = format!("{s:.3}");
-        format!("{} s", text.trim_end_matches('0'))
+        format!("{s:.3}").trim_end_matches('0').to_owned()
     }
 }
 
@@ -80,9 +83,9 @@ fn outages(scenario: &Scenario) -> String {
     )
 }
 
-/// A cell: the value of one run, or `mean [min–max]` over several, noting how many runs had
-/// a value when some had none.
-fn cell(spread: Option<Spread>, runs: usize, fmt: fn(f64) -> String) -> String {
+/// A cell: the value of one run, or `mean [min–max]` over several, then the unit; noting how
+/// many runs had a value when some had none.
+fn cell(spread: Option<Spread>, runs: usize, fmt: fn(f64) -> String, unit: &str) -> String {
     let Some(s) = spread else {
         return "—".to_owned();
     };
@@ -91,6 +94,7 @@ fn cell(spread: Option<Spread>, runs: usize, fmt: fn(f64) -> String) -> String {
     } else {
         format!("{} [{}–{}]", fmt(s.mean), fmt(s.min), fmt(s.max))
     };
+    text.push_str(unit);
     if s.runs < runs {
         text.push_str(&format!(" ({}/{runs} runs)", s.runs));
     }
@@ -158,12 +162,12 @@ pub(crate) fn write(
         let s = summarise(*rule, results);
         rows.push(vec![
             rule.to_string(),
-            cell(s.served, runs, number),
-            cell(s.gave_up, runs, number),
-            cell(s.half_served_s, runs, seconds),
-            cell(s.all_served_s, runs, seconds),
-            cell(s.requests_per_client, runs, |v| format!("{v:.1}")),
-            cell(s.peak_after_outage, runs, number),
+            cell(s.served, runs, number, ""),
+            cell(s.gave_up, runs, number, ""),
+            cell(s.half_served_s, runs, bare_seconds, " s"),
+            cell(s.all_served_s, runs, bare_seconds, " s"),
+            cell(s.requests_per_client, runs, |v| format!("{v:.1}"), ""),
+            cell(s.peak_after_outage, runs, number, ""),
             {
                 let mut line = sparkline(&one.series, windows, columns);
                 if one.series.arrivals.len() > windows {

@@ -1,0 +1,230 @@
+//! `herd storm` end to end: the built binary, its output formats, charts and errors.
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn herd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("the herd binary runs")
+}
+
+fn stdout(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "exit {:?}, stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("herd-storm-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+#[test]
+fn no_arguments_prints_the_six_rule_table() {
+    let text = stdout(&herd(&["storm"]));
+    let rows: Vec<&str> = text.lines().collect();
+    for rule in [
+        "immediate",
+        "constant",
+        "exponential",
+        "full",
+        "equal",
+        "decorrelated",
+    ] {
+        assert!(
+            rows.iter().any(|l| l.starts_with(rule)),
+            "no row for {rule}:\n{text}"
+        );
+    }
+    let immediate = rows.iter().find(|l| l.starts_with("immediate")).unwrap();
+    for figure in ["12.0 s", "13.9 s", "120.5", "2000"] {
+        assert!(immediate.contains(figure), "{immediate}");
+    }
+    let exponential = rows.iter().find(|l| l.starts_with("exponential")).unwrap();
+    assert!(exponential.contains("405.5 s") && exponential.contains("785.5 s"));
+    assert!(text.contains('█'), "no sparkline:\n{text}");
+}
+
+#[test]
+fn json_has_the_fields_of_the_contract() {
+    let out = stdout(&herd(&[
+        "storm",
+        "--format",
+        "json",
+        "--rule",
+        "exponential",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["scenario"]["clients"]["count"], 2000);
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1);
+    let r = &results[0];
+    for field in [
+        "rule",
+        "seed",
+        "clients",
+        "served",
+        "gave_up",
+        "half_served_s",
+        "all_served_s",
+        "requests",
+        "requests_per_client",
+        "peak_after_outage",
+        "series",
+    ] {
+        assert!(r.get(field).is_some(), "missing {field}");
+    }
+    assert_eq!(r["rule"], "exponential");
+    assert_eq!(r["half_served_s"], 405.5);
+    assert_eq!(r["all_served_s"], 785.5);
+    assert_eq!(r["requests_per_client"], 27.5);
+    assert_eq!(r["series"]["window_s"], 0.1);
+    assert!(r["series"]["arrivals"].is_array() && r["series"]["served"].is_array());
+}
+
+#[test]
+fn all_served_is_null_when_not_everyone_was_served() {
+    let out = stdout(&herd(&[
+        "storm",
+        "scenarios/six-clients.toml",
+        "--rule",
+        "immediate",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let r = &v["results"][0];
+    assert!(r["all_served_s"].is_null());
+    assert_eq!(r["served"], 0);
+    assert_eq!(r["gave_up"], 6);
+    assert_eq!(r["requests"], 24);
+}
+
+#[test]
+fn runs_report_every_seed_and_a_summary() {
+    let out = stdout(&herd(&[
+        "storm", "--rule", "full", "--rule", "equal", "--runs", "4", "--seed", "7", "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let results = v["results"].as_array().unwrap();
+    assert_eq!(results.len(), 8);
+    let seeds: Vec<u64> = results
+        .iter()
+        .map(|r| r["seed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds, [7, 8, 9, 10, 7, 8, 9, 10]);
+    let summary = v["summary"].as_array().unwrap();
+    assert_eq!(summary[0]["rule"], "full");
+    let spread = &summary[0]["all_served_s"];
+    assert!(spread["min"].as_f64() <= spread["mean"].as_f64());
+    assert!(spread["mean"].as_f64() <= spread["max"].as_f64());
+
+    let table = stdout(&herd(&["storm", "--rule", "full", "--runs", "3"]));
+    assert!(table.contains("3 runs, mean [min–max]"), "{table}");
+}
+
+#[test]
+fn csv_has_a_header_and_a_line_per_run() {
+    let out = stdout(&herd(&["storm", "--format", "csv", "--runs", "2"]));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("rule,seed,clients,served,gave_up"));
+    assert_eq!(lines.len(), 1 + 6 * 2);
+    assert!(
+        lines[1].starts_with("immediate,1,2000,2000,0,0,12,13.9,"),
+        "{}",
+        lines[1]
+    );
+}
+
+#[test]
+fn overrides_apply() {
+    let out = stdout(&herd(&[
+        "storm",
+        "--rule",
+        "immediate",
+        "--clients",
+        "100",
+        "--refusal-cost",
+        "0.1",
+        "--format",
+        "json",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["results"][0]["clients"], 100);
+    assert_eq!(v["scenario"]["server"]["refusal_cost"], 0.1);
+}
+
+#[test]
+fn charts_are_written_as_svg_and_png() {
+    let svg = temp("storm.svg");
+    let png = temp("storm.png");
+    stdout(&herd(&["storm", "--chart", svg.to_str().unwrap()]));
+    stdout(&herd(&["storm", "--chart", png.to_str().unwrap()]));
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.trim_start().starts_with("<svg"),
+        "{}",
+        &svg[..80.min(svg.len())]
+    );
+    assert!(svg.contains("decorrelated") && svg.trim_end().ends_with("</svg>"));
+    let png = std::fs::read(&png).unwrap();
+    assert!(png.len() > 1000);
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+fn fails_with_input_error(args: &[&str], needle: &str) {
+    let out = herd(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "not one line: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+}
+
+#[test]
+fn bad_input_gets_one_line_and_exit_two() {
+    let bad = temp("bad.toml");
+    let path = bad.to_str().unwrap();
+    let cases = [
+        ("seed = 1\nwindow_ms = 150\n", "window_ms (line 2)"),
+        ("[server]\noutages = [[0, 10], [5, 12]]\n", "server.outages"),
+        ("[retry]\ncap_ms = 50\n", "retry.cap_ms"),
+        ("[server\ncapacity = 3\n", "line 1"),
+        ("horizon_s = 1e9\nstep_ms = 1\n", "horizon_s"),
+        ("[server]\nrefusal_cost = 1\n", "server.refusal_cost"),
+    ];
+    for (text, needle) in cases {
+        std::fs::write(&bad, text).unwrap();
+        fails_with_input_error(&["storm", path], needle);
+    }
+    fails_with_input_error(&["storm", "--refusal-cost", "1"], "--refusal-cost");
+    fails_with_input_error(&["storm", "--runs", "0"], "--runs");
+    fails_with_input_error(&["storm", "--chart", "out.gif"], "--chart");
+    fails_with_input_error(
+        &["storm", "--chart", "no/such/dir/x.png"],
+        "--chart: cannot write",
+    );
+    fails_with_input_error(&["storm", "no/such/file.toml"], "cannot read scenario");
+}
+
+#[test]
+fn shipped_scenarios_all_run() {
+    for scene in [
+        "scenarios/default.toml",
+        "scenarios/refusal-cost.toml",
+        "scenarios/six-clients.toml",
+        "scenarios/sixty-consoles.toml",
+        "scenarios/metastable.toml",
+    ] {
+        let text = stdout(&herd(&["storm", scene]));
+        assert!(text.contains("half served"), "{scene}: {text}");
+    }
+}

@@ -1,0 +1,307 @@
+//! The engine's invariants: determinism, conservation, and each model option doing its job.
+use herd::RuleName;
+use herd_sim::{GiveUp, Limits, Outcome, RunResult, Scenario, Simulation};
+use proptest::prelude::*;
+
+fn sim(s: &Scenario) -> Simulation {
+    Simulation::new(s, &Limits::unlimited()).expect("valid scenario")
+}
+
+fn conserved(r: &RunResult) {
+    assert_eq!(
+        r.served + r.gave_up + r.waiting,
+        r.clients,
+        "conservation broken for {} seed {}: {r:?}",
+        r.rule,
+        r.seed
+    );
+    assert_eq!(r.series.arrivals.iter().sum::<u64>(), r.requests);
+    assert_eq!(r.series.served.iter().sum::<u64>(), r.served);
+}
+
+#[test]
+fn same_seed_same_result_and_trace_matches_run() {
+    let s = Scenario {
+        clients: herd_sim::Clients {
+            count: 500,
+            arrivals_per_s: 20.0,
+            max_attempts: 12,
+            ..Default::default()
+        },
+        horizon_s: 120.0,
+        ..Default::default()
+    };
+    let sim = sim(&s);
+    for rule in RuleName::ALL {
+        let a = sim.run(rule, 42).unwrap();
+        let b = sim.run(rule, 42).unwrap();
+        assert_eq!(a, b, "{rule} is not deterministic");
+        let (c, trace) = sim.trace(rule, 42).unwrap();
+        assert_eq!(a, c, "{rule}: tracing changed the run");
+        assert_eq!(trace.events.len() as u64, a.requests);
+        let served = trace.events.iter().filter(|e| e.outcome == Outcome::Served);
+        assert_eq!(served.count() as u64, a.served);
+        conserved(&a);
+    }
+    // A different seed moves a jittered rule.
+    assert_ne!(
+        sim.run(RuleName::Full, 1).unwrap().series,
+        sim.run(RuleName::Full, 2).unwrap().series
+    );
+}
+
+#[test]
+fn progress_is_reported_and_changes_nothing() {
+    let mut s = Scenario::default();
+    s.clients.count = 20_000;
+    s.server.capacity = 500;
+    let sim = sim(&s);
+    let mut seen = Vec::new();
+    let r = sim
+        .run_with_progress(RuleName::Immediate, 1, |done| seen.push(done))
+        .unwrap();
+    assert_eq!(r, sim.run(RuleName::Immediate, 1).unwrap());
+    assert!(seen.len() >= 2, "{seen:?}");
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
+    assert_eq!(seen.last(), Some(&1.0));
+}
+
+#[test]
+fn open_loop_arrivals_are_clients_too() {
+    let mut s = Scenario::default();
+    s.clients.arrivals_per_s = 10.0;
+    s.horizon_s = 100.0;
+    let r = sim(&s).run(RuleName::Full, 1).unwrap();
+    assert_eq!(r.clients, 2000 + 1000);
+    conserved(&r);
+}
+
+#[test]
+fn deadline_gives_up_and_never_attempts_late() {
+    let mut s = Scenario::default();
+    s.clients.deadline_s = 5.0;
+    let sim = sim(&s);
+    let (r, trace) = sim.trace(RuleName::Exponential, 1).unwrap();
+    // Everyone is still in the outage at 5 s: all give up, the last attempt before 5 s.
+    assert_eq!(r.gave_up, 2000);
+    assert!(trace.events.iter().all(|e| e.t_s < 5.0));
+    assert!(
+        trace
+            .events
+            .iter()
+            .any(|e| e.gave_up == Some(GiveUp::Deadline))
+    );
+    conserved(&r);
+}
+
+#[test]
+fn retry_after_holds_clients_back() {
+    let mut s = Scenario::default();
+    s.server.retry_after_s = 2.0;
+    let r = sim(&s).run(RuleName::Immediate, 1).unwrap();
+    // During the outage there is no Retry-After: immediate knocks every step. After it, the
+    // 1950 refused wait 2 s, so 50 are served every 2 s.
+    assert_eq!(r.all_served_s, Some(10.0 + 39.0 * 2.0));
+    conserved(&r);
+}
+
+#[test]
+fn timeout_delays_every_retry() {
+    let mut s = Scenario::default();
+    s.server.timeout_s = 0.4;
+    let r = sim(&s).run(RuleName::Constant, 1).unwrap();
+    // Attempts every 1.4 s: 0, 1.4, … 9.8 down; 11.2 first served.
+    assert_eq!(r.series.served.iter().position(|&x| x > 0), Some(112));
+    conserved(&r);
+}
+
+#[test]
+fn warmup_serves_less_just_after_the_outage() {
+    let mut s = Scenario::default();
+    let cold = sim(&s).run(RuleName::Immediate, 1).unwrap();
+    s.server.warmup_s = 2.0;
+    let warm = sim(&s).run(RuleName::Immediate, 1).unwrap();
+    assert_eq!(cold.series.served[100], 50);
+    assert_eq!(warm.series.served[100], 2); // 50 · 0.1 s / 2 s = 2.5 → 2
+    assert!(warm.all_served_s > cold.all_served_s);
+    conserved(&warm);
+}
+
+#[test]
+fn windows_longer_than_a_step_serve_earlier_steps_first() {
+    let mut s = Scenario {
+        window_ms: 1000.0,
+        ..Default::default()
+    };
+    s.server.capacity = 500;
+    let r = sim(&s).run(RuleName::Immediate, 1).unwrap();
+    // 2000 knock at 10.0 s and take the whole window's 500; the rest wait for 11.0 s.
+    assert_eq!(r.series.served[10], 500);
+    assert_eq!(r.all_served_s, Some(13.0));
+    conserved(&r);
+}
+
+#[test]
+fn horizon_leaves_clients_waiting() {
+    let s = Scenario {
+        horizon_s: 20.0,
+        ..Default::default()
+    };
+    let r = sim(&s).run(RuleName::Exponential, 1).unwrap();
+    assert_eq!(r.served, 50);
+    assert_eq!(r.waiting, 1950);
+    assert_eq!(r.all_served_s, None);
+    assert_eq!(r.half_served_s, None);
+    conserved(&r);
+}
+
+#[test]
+fn retry_budget_caps_retries_at_a_share_of_first_attempts() {
+    let mut s = Scenario::default();
+    s.retry.budget_percent = 10.0;
+    let sim = sim(&s);
+    for rule in RuleName::CLASSIC {
+        let r = sim.run(rule, 1).unwrap();
+        conserved(&r);
+        // 2000 first attempts earn 200 retries, which expire 10 s later, inside the outage.
+        assert!(r.requests <= 2000 + 200, "{rule}: {}", r.requests);
+        assert_eq!(r.gave_up, 2000, "{rule}");
+        assert_eq!(r.denied_by_budget, 2000, "{rule}");
+    }
+    // Open-loop traffic keeps earning: with a short outage most are served.
+    s.server.outages = vec![[0.0, 1.0]];
+    s.clients.arrivals_per_s = 500.0;
+    s.horizon_s = 60.0;
+    let r = Simulation::new(&s, &Limits::unlimited())
+        .unwrap()
+        .run(RuleName::Full, 1)
+        .unwrap();
+    conserved(&r);
+    assert!(r.denied_by_budget > 0 && r.served > r.clients / 2, "{r:?}");
+}
+
+#[test]
+fn work_limit_stops_a_run_with_an_error() {
+    let limits = Limits {
+        max_attempts: 10_000,
+        ..Limits::unlimited()
+    };
+    let sim = Simulation::new(&Scenario::default(), &limits).unwrap();
+    let err = sim.run(RuleName::Immediate, 1).unwrap_err();
+    assert!(err.to_string().contains("10000 attempts"), "{err}");
+}
+
+#[test]
+fn trace_refuses_big_scenes() {
+    let mut s = Scenario::default();
+    s.clients.count = 1_000_000;
+    let err = sim(&s).trace(RuleName::Full, 1).unwrap_err();
+    assert_eq!(err.field_name(), Some("clients.count"));
+}
+
+#[test]
+fn bad_scenarios_name_their_field_and_line() {
+    let cases = [
+        ("window_ms = 150\n", "window_ms", 1),
+        (
+            "[server]\noutages = [[0, 10], [5, 12]]\n",
+            "server.outages",
+            2,
+        ),
+        ("[retry]\nbase_ms = 100\ncap_ms = 50\n", "retry.cap_ms", 3),
+        ("[server]\nrefusal_cost = 1.0\n", "server.refusal_cost", 2),
+        ("horizon_s = 1e9\nstep_ms = 0.001\n", "horizon_s", 1),
+        ("[clients]\ncount = 4000000000000\n", "clients.count", 2),
+        ("[server]\ncapacity = -1\n", "server.capacity", 2),
+        ("[retry]\npause_ms = 0\n", "retry.pause_ms", 2),
+        ("step_ms = \"fast\"\n", "step_ms", 1),
+    ];
+    for (text, field, line) in cases {
+        let err = Scenario::from_toml_str(text).unwrap_err();
+        assert_eq!(err.field_name(), Some(field), "{text:?}: {err}");
+        assert_eq!(err.line(), Some(line), "{text:?}: {err}");
+        let msg = err.to_string();
+        assert!(msg.starts_with(field) && !msg.contains('\n'), "{msg}");
+    }
+}
+
+#[test]
+fn absurd_memory_is_refused_up_front() {
+    let s = Scenario {
+        horizon_s: 1e9,
+        step_ms: 1.0,
+        window_ms: 1.0,
+        ..Default::default()
+    };
+    let limits = Limits {
+        max_bytes: 1 << 30,
+        ..Limits::unlimited()
+    };
+    let err = Simulation::new(&s, &limits).unwrap_err();
+    assert_eq!(err.field_name(), Some("horizon_s"), "{err}");
+}
+
+fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
+    (
+        (1u64..200, 0.0f64..30.0, 0u32..6, 0.0f64..8.0, 0.0f64..3.0),
+        (0u64..40, 0.0f64..0.9, 0u64..60, 0.0f64..6.0, 0.0f64..3.0),
+        (0.0f64..1.5, 0.0f64..1.0, 1u64..4, 0usize..8, any::<u64>()),
+    )
+        .prop_map(|(c, v, m)| {
+            let (count, arrivals, max_attempts, deadline, start) = c;
+            let (capacity, refusal_cost, collapse, outage_end, warmup) = v;
+            let (retry_after, timeout, window_steps, rule, seed) = m;
+            let s = Scenario {
+                seed,
+                horizon_s: 40.0,
+                step_ms: 100.0,
+                window_ms: 100.0 * window_steps as f64,
+                clients: herd_sim::Clients {
+                    count,
+                    start_s: start,
+                    arrivals_per_s: arrivals,
+                    max_attempts,
+                    deadline_s: deadline,
+                },
+                server: herd_sim::Server {
+                    capacity,
+                    refusal_cost,
+                    collapse_above: collapse,
+                    outages: vec![[0.0, outage_end.max(0.1)], [20.0, 22.0]],
+                    warmup_s: warmup,
+                    retry_after_s: retry_after,
+                    timeout_s: timeout,
+                },
+                retry: herd_sim::Retry {
+                    base_ms: 100.0,
+                    cap_ms: 5000.0,
+                    budget_percent: (seed % 4) as f64 * 10.0,
+                    ..Default::default()
+                },
+            };
+            (s, rule, seed)
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn every_client_is_accounted_for((s, rule, seed) in small_scenario()) {
+        let sim = sim(&s);
+        let rule = RuleName::ALL[rule];
+        let r = sim.run(rule, seed).unwrap();
+        prop_assert_eq!(r.served + r.gave_up + r.waiting, r.clients);
+        prop_assert_eq!(r.series.arrivals.iter().sum::<u64>(), r.requests);
+        prop_assert_eq!(r.series.served.iter().sum::<u64>(), r.served);
+        prop_assert!(r.requests >= r.served + r.gave_up);
+        if s.clients.max_attempts > 0 {
+            prop_assert!(r.requests <= r.clients * u64::from(s.clients.max_attempts));
+        }
+        for (a, v) in r.series.arrivals.iter().zip(&r.series.served) {
+            prop_assert!(v <= a);
+            prop_assert!(*v <= s.server.capacity);
+        }
+        prop_assert_eq!(sim.run(rule, seed).unwrap(), r);
+    }
+}
