@@ -1,7 +1,7 @@
 //! The retry loop for async code.
 //!
 //! The loop is runtime-free: it sleeps through the small [`Sleeper`] trait. With the default
-//! `tokio` feature, [`TokioSleep`] and [`TokioClock`] plug tokio in (and a test on tokio's
+//! `tokio` feature, `TokioSleep` and `TokioClock` plug tokio in (and a test on tokio's
 //! paused time runs a minute of backoff in microseconds); a [`FakeClock`] is also a sleeper,
 //! for runtime-agnostic tests; another runtime needs a dozen lines.
 //!
@@ -52,7 +52,7 @@ use std::time::Duration;
 use crate::call::{Call, give_up};
 use crate::classify::{Classify, Verdict};
 use crate::clock::{Clock, FakeClock};
-use crate::idempotency::Attempt;
+use crate::idempotency::{Attempt, IdempotencyKey};
 use crate::outcome::{OnGiveUp, OnRetry, RetryError, RetryEvent, Success};
 use crate::policy::Decision;
 use crate::rng::Rng;
@@ -225,11 +225,12 @@ where
         sleeper: &S,
     ) -> Result<Success<T>, RetryError<E>> {
         let policy = self.policy;
-        let mut state = policy.begin(&mut self.rng);
+        let key = IdempotencyKey::random(&mut self.rng);
+        let mut state = policy.begin_with_key(key);
         let mut last_error = None;
         loop {
             let attempt = match policy.before_attempt(&mut state) {
-                Ok(attempt) => attempt,
+                Ok(attempt) => Attempt { key, ..attempt },
                 Err(reason) => {
                     return Err(give_up(
                         policy,
@@ -289,7 +290,7 @@ where
                         error: &error,
                         pause,
                         server_delay,
-                        key: state.key(),
+                        key,
                     });
                     last_error = Some(error);
                     if !pause.is_zero() {

@@ -1,7 +1,7 @@
 //! The retry loop for blocking code.
 //!
 //! Sleeping goes through [`BlockingSleep`], so a test (or a simulation) passes a
-//! [`FakeClock`](crate::clock::FakeClock), whose "sleep" moves fake time forward at once, and
+//! [`FakeClock`], whose "sleep" moves fake time forward at once, and
 //! production passes nothing ([`Call::run`] sleeps the thread).
 //!
 //! # Examples
@@ -26,7 +26,7 @@ use std::time::Duration;
 use crate::call::{Call, give_up};
 use crate::classify::Classify;
 use crate::clock::{Clock, FakeClock};
-use crate::idempotency::Attempt;
+use crate::idempotency::{Attempt, IdempotencyKey};
 use crate::outcome::{OnGiveUp, OnRetry, RetryError, RetryEvent, Success};
 use crate::policy::Decision;
 use crate::rng::Rng;
@@ -77,6 +77,7 @@ where
     ///
     /// A [`RetryError`] with the last error, the attempts, the time spent and the
     /// [`StopReason`](crate::outcome::StopReason).
+    #[inline]
     pub fn run(self) -> Result<Success<T>, RetryError<E>> {
         self.run_with(&crate::blocking::ThreadSleep)
     }
@@ -86,16 +87,20 @@ where
     /// # Errors
     ///
     /// As [`run`](Self::run).
+    #[inline]
     pub fn run_with<S: BlockingSleep + ?Sized>(
         mut self,
         sleeper: &S,
     ) -> Result<Success<T>, RetryError<E>> {
         let policy = self.policy;
-        let mut state = policy.begin(&mut self.rng);
+        // The key stays in a local: read back from `state` it would cost a store-forwarding
+        // stall on the success path.
+        let key = IdempotencyKey::random(&mut self.rng);
+        let mut state = policy.begin_with_key(key);
         let mut last_error = None;
         loop {
             let attempt = match policy.before_attempt(&mut state) {
-                Ok(attempt) => attempt,
+                Ok(attempt) => Attempt { key, ..attempt },
                 Err(reason) => {
                     return Err(give_up(
                         policy,
@@ -137,7 +142,7 @@ where
                         error: &error,
                         pause,
                         server_delay,
-                        key: state.key(),
+                        key,
                     });
                     last_error = Some(error);
                     sleeper.sleep(pause);

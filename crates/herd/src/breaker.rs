@@ -12,8 +12,10 @@
 //! this crate exists to break up. Each breaker draws from its own generator, seeded per breaker
 //! unless you fix the seed for a test.
 //!
-//! The breaker's state sits behind a mutex held for a few instructions; unlike a budget it is
-//! consulted once per attempt, not in a tight loop, and its window needs consistent updates.
+//! A closed breaker, the common case, is lock-free: admitting a call is one atomic load and
+//! recording an outcome is one atomic add on a ten-slot sliding window (the same window the
+//! retry budget uses). State changes (opening, probing, closing) take a mutex held for a few
+//! instructions.
 //!
 //! # Examples
 //!
@@ -41,11 +43,13 @@
 //! ```
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock, saturating_nanos};
 use crate::rng::{Rng, SplitMix64, ThreadRng};
+use crate::window::Ring;
 
 /// What a retry loop asks of a breaker; implemented by [`CircuitBreaker`].
 pub trait Breaker: Send + Sync {
@@ -134,31 +138,31 @@ impl fmt::Display for InvalidBreaker {
 
 impl std::error::Error for InvalidBreaker {}
 
-const SLOTS: usize = 10;
-
-#[derive(Clone, Copy, Default)]
-struct Slot {
-    generation: u64,
-    successes: u32,
-    failures: u32,
-}
-
 enum Phase {
     Closed,
-    Open { until: u64 },
-    HalfOpen { issued: u32, succeeded: u32 },
+    Open {
+        until: u64,
+    },
+    /// `since`: when the current round of probes was issued (to expire lost probes).
+    HalfOpen {
+        issued: u32,
+        succeeded: u32,
+        since: u64,
+    },
 }
 
 struct Inner {
     phase: Phase,
-    slots: [Slot; SLOTS],
     rng: SplitMix64,
 }
 
 struct Shared<C> {
     config: BreakerConfig,
-    slot_nanos: u64,
     clock: C,
+    /// Mirrors `phase == Closed`, so the closed path needs no lock.
+    closed: AtomicBool,
+    successes: Ring,
+    failures: Ring,
     inner: Mutex<Inner>,
 }
 
@@ -216,15 +220,16 @@ impl<C: Clock> CircuitBreaker<C> {
         if config.half_open_probes == 0 {
             return Err(InvalidBreaker::HalfOpenProbes);
         }
-        let slot_nanos = (saturating_nanos(config.window) / SLOTS as u64).max(1);
+        let now = clock.now();
         Ok(Self {
             shared: Arc::new(Shared {
                 config,
-                slot_nanos,
+                closed: AtomicBool::new(true),
+                successes: Ring::new(config.window, now),
+                failures: Ring::new(config.window, now),
                 clock,
                 inner: Mutex::new(Inner {
                     phase: Phase::Closed,
-                    slots: [Slot::default(); SLOTS],
                     rng: SplitMix64::new(seed),
                 }),
             }),
@@ -235,6 +240,9 @@ impl<C: Clock> CircuitBreaker<C> {
     /// [`BreakerState::HalfOpen`].
     #[must_use]
     pub fn state(&self) -> BreakerState {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return BreakerState::Closed;
+        }
         let now = self.now();
         match self.lock().phase {
             Phase::Closed => BreakerState::Closed,
@@ -245,21 +253,45 @@ impl<C: Clock> CircuitBreaker<C> {
 
     /// May an attempt be made now? Closed: yes. Open: no, until the cool-down ends, when the
     /// breaker turns half-open. Half-open: yes for the first `half_open_probes` callers.
+    ///
+    /// A probe whose outcome is never recorded (its future was dropped, its thread panicked)
+    /// would hold its permit forever; so when every permit is out and a whole cool-down has
+    /// passed without a verdict, a fresh round of probes is issued.
     pub fn try_acquire(&self) -> bool {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return true;
+        }
         let probes = self.shared.config.half_open_probes;
         let mut inner = self.lock();
-        if let Phase::Open { until } = inner.phase {
-            // Only an open breaker needs the time: the closed fast path reads no clock.
-            if self.now() < until {
-                return false;
+        match inner.phase {
+            // Only a breaker that is not closed needs the time: the closed fast path reads
+            // no clock.
+            Phase::Closed => return true,
+            Phase::Open { until } => {
+                let now = self.now();
+                if now < until {
+                    return false;
+                }
+                inner.phase = Phase::HalfOpen {
+                    issued: 0,
+                    succeeded: 0,
+                    since: now,
+                };
             }
-            inner.phase = Phase::HalfOpen {
-                issued: 0,
-                succeeded: 0,
-            };
+            Phase::HalfOpen { issued, since, .. } if issued >= probes => {
+                let now = self.now();
+                if now.saturating_sub(since) < saturating_nanos(self.shared.config.cool_down) {
+                    return false;
+                }
+                inner.phase = Phase::HalfOpen {
+                    issued: 0,
+                    succeeded: 0,
+                    since: now,
+                };
+            }
+            Phase::HalfOpen { .. } => {}
         }
         match &mut inner.phase {
-            Phase::Closed => true,
             Phase::HalfOpen { issued, .. } if *issued < probes => {
                 *issued += 1;
                 true
@@ -271,16 +303,22 @@ impl<C: Clock> CircuitBreaker<C> {
     /// Records a success. Half-open: once every probe has succeeded the breaker closes with a
     /// fresh window.
     pub fn record_success(&self) {
-        let now = self.now();
-        let probes = self.shared.config.half_open_probes;
+        let shared = &*self.shared;
+        if shared.closed.load(Ordering::Acquire) {
+            shared.successes.add(shared.clock.now(), 1);
+            return;
+        }
+        let probes = shared.config.half_open_probes;
         let mut inner = self.lock();
         match &mut inner.phase {
-            Phase::Closed => self.count(&mut inner, now, false),
+            Phase::Closed => shared.successes.add(shared.clock.now(), 1),
             Phase::HalfOpen { succeeded, .. } => {
                 *succeeded += 1;
                 if *succeeded >= probes {
+                    shared.successes.clear();
+                    shared.failures.clear();
                     inner.phase = Phase::Closed;
-                    inner.slots = [Slot::default(); SLOTS];
+                    shared.closed.store(true, Ordering::Release);
                 }
             }
             Phase::Open { .. } => {}
@@ -290,20 +328,26 @@ impl<C: Clock> CircuitBreaker<C> {
     /// Records a transient failure. Closed: opens once the window holds at least `min_calls`
     /// calls and the failure rate reaches `failure_rate`. Half-open: opens again at once.
     pub fn record_failure(&self) {
-        let now = self.now();
+        let shared = &*self.shared;
+        let now = shared.clock.now();
+        if shared.closed.load(Ordering::Acquire) {
+            shared.failures.add(now, 1);
+            shared.successes.slot(now); // expire old successes too
+            let failed: u64 = shared.failures.words().fold(0, u64::wrapping_add);
+            let ok: u64 = shared.successes.words().fold(0, u64::wrapping_add);
+            let total = ok.saturating_add(failed);
+            let config = &shared.config;
+            if total < u64::from(config.min_calls)
+                || (failed as f64) < config.failure_rate * total as f64
+            {
+                return;
+            }
+        }
         let mut inner = self.lock();
         match inner.phase {
-            Phase::Closed => {
-                self.count(&mut inner, now, true);
-                let (ok, failed) = self.totals(&inner, now);
-                let total = u64::from(ok) + u64::from(failed);
-                if total >= u64::from(self.shared.config.min_calls)
-                    && failed as f64 >= self.shared.config.failure_rate * total as f64
-                {
-                    self.open(&mut inner, now);
-                }
-            }
-            Phase::HalfOpen { .. } => self.open(&mut inner, now),
+            // Trip, unless a racing thread opened the breaker first.
+            Phase::Closed => self.open(&mut inner, saturating_nanos(now)),
+            Phase::HalfOpen { .. } => self.open(&mut inner, saturating_nanos(now)),
             Phase::Open { .. } => {}
         }
     }
@@ -316,36 +360,7 @@ impl<C: Clock> CircuitBreaker<C> {
         inner.phase = Phase::Open {
             until: now.saturating_add(cool_down),
         };
-    }
-
-    fn count(&self, inner: &mut Inner, now: u64, failed: bool) {
-        let generation = now / self.shared.slot_nanos;
-        let slot = &mut inner.slots[(generation % SLOTS as u64) as usize];
-        if slot.generation != generation {
-            *slot = Slot {
-                generation,
-                ..Slot::default()
-            };
-        }
-        if failed {
-            slot.failures = slot.failures.saturating_add(1);
-        } else {
-            slot.successes = slot.successes.saturating_add(1);
-        }
-    }
-
-    fn totals(&self, inner: &Inner, now: u64) -> (u32, u32) {
-        let generation = now / self.shared.slot_nanos;
-        inner
-            .slots
-            .iter()
-            .filter(|s| s.generation <= generation && generation - s.generation < SLOTS as u64)
-            .fold((0u32, 0u32), |(ok, failed), s| {
-                (
-                    ok.saturating_add(s.successes),
-                    failed.saturating_add(s.failures),
-                )
-            })
+        self.shared.closed.store(false, Ordering::Release);
     }
 
     fn now(&self) -> u64 {
@@ -479,6 +494,27 @@ mod tests {
         b.record_failure();
         assert_eq!(b.state(), BreakerState::Open);
         assert!(!b.try_acquire());
+    }
+
+    #[test]
+    fn lost_probes_are_reissued_after_a_cool_down() {
+        let (b, clock) = breaker(BreakerConfig {
+            min_calls: 1,
+            cool_down_jitter: 0.0,
+            ..BreakerConfig::default()
+        });
+        b.record_failure();
+        clock.advance(Duration::from_secs(5));
+        assert!(b.try_acquire()); // this probe's caller is cancelled and never reports
+        clock.advance(Duration::from_secs(4));
+        assert!(!b.try_acquire());
+        clock.advance(Duration::from_secs(1));
+        assert!(
+            b.try_acquire(),
+            "a lost probe must not wedge the breaker half-open"
+        );
+        b.record_success();
+        assert_eq!(b.state(), BreakerState::Closed);
     }
 
     #[test]

@@ -55,10 +55,11 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock, saturating_nanos};
+use crate::window::Ring;
 
 /// What a retry loop asks of a budget. Implemented by [`RetryBudget`] and [`GrpcThrottle`];
 /// implement it yourself to plug in another scheme.
@@ -154,17 +155,14 @@ impl Default for BudgetConfig {
     }
 }
 
-const SLOTS: usize = 10;
 /// One retry, in fixed-point units; a deposit at `percent` is `percent · 10^4` units, so
 /// percentages with up to four decimals are exact.
 const RETRY_COST: i64 = 1_000_000;
 
 struct Ratio<C> {
     clock: C,
-    slots: [AtomicI64; SLOTS],
-    /// The generation (`now / slot_nanos`) the current slot belongs to.
-    generation: AtomicU64,
-    slot_nanos: u64,
+    /// Signed amounts (deposits positive, withdrawals negative) in wrapping `u64` words.
+    ring: Ring,
     deposit: i64,
     reserve: i64,
 }
@@ -231,7 +229,6 @@ impl<C: Clock> RetryBudget<C> {
             return Err(InvalidBudget::Window(window));
         }
         let window_nanos = saturating_nanos(window);
-        let slot_nanos = (window_nanos / SLOTS as u64).max(1);
         // min_per_sec retries per second, over the window; computed in u128 (cannot overflow:
         // u32 · 86 400 s · 10^6 units < 2^69) and saturated into i64.
         let reserve =
@@ -240,13 +237,11 @@ impl<C: Clock> RetryBudget<C> {
             .unwrap_or(i64::MAX / 4)
             .min(i64::MAX / 4);
         let deposit = (percent * 10_000.0).round() as i64;
-        let generation = saturating_nanos(clock.now()) / slot_nanos;
+        let ring = Ring::new(window, clock.now());
         Ok(Self {
             inner: Arc::new(Ratio {
                 clock,
-                slots: Default::default(),
-                generation: AtomicU64::new(generation),
-                slot_nanos,
+                ring,
                 deposit,
                 reserve,
             }),
@@ -256,16 +251,17 @@ impl<C: Clock> RetryBudget<C> {
     /// Records a request (a first attempt): earns `percent / 100` of a retry.
     #[inline]
     pub fn deposit(&self) {
-        let slot = self.current_slot();
-        self.inner.slots[slot].fetch_add(self.inner.deposit, Ordering::Relaxed);
+        let inner = &*self.inner;
+        inner.ring.add(inner.clock.now(), inner.deposit as u64);
     }
 
     /// Asks for one retry; takes it and answers `true` if the budget allows it.
     #[inline]
     pub fn withdraw(&self) -> bool {
-        let slot = self.current_slot();
+        let inner = &*self.inner;
+        let slot = inner.ring.slot(inner.clock.now());
         if self.balance() >= RETRY_COST {
-            self.inner.slots[slot].fetch_sub(RETRY_COST, Ordering::Relaxed);
+            inner.ring.add_at(slot, RETRY_COST.wrapping_neg() as u64);
             true
         } else {
             false
@@ -275,46 +271,18 @@ impl<C: Clock> RetryBudget<C> {
     /// Retries available now (fractional), for metrics and tests.
     #[must_use]
     pub fn available(&self) -> f64 {
-        self.current_slot();
+        self.inner.ring.slot(self.inner.clock.now());
         self.balance().max(0) as f64 / RETRY_COST as f64
     }
 
+    /// The reserve plus every live slot (the caller has expired old slots).
+    #[inline]
     fn balance(&self) -> i64 {
         let inner = &*self.inner;
-        inner.slots.iter().fold(inner.reserve, |sum, s| {
-            sum.saturating_add(s.load(Ordering::Relaxed))
-        })
-    }
-
-    /// The index of the slot for the current time, expiring the slots that time has left
-    /// behind. Lock-free: the thread that moves the generation forward clears the slots it
-    /// skipped. A clock that stepped back keeps using the newest slot.
-    #[inline]
-    fn current_slot(&self) -> usize {
-        let inner = &*self.inner;
-        let now = saturating_nanos(inner.clock.now()) / inner.slot_nanos;
-        let mut current = inner.generation.load(Ordering::Acquire);
-        loop {
-            if now <= current {
-                return (current % SLOTS as u64) as usize;
-            }
-            match inner.generation.compare_exchange_weak(
-                current,
-                now,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => {
-                    let skipped = (now - current).min(SLOTS as u64);
-                    for back in 0..skipped {
-                        inner.slots[((now - back) % SLOTS as u64) as usize]
-                            .store(0, Ordering::Relaxed);
-                    }
-                    return (now % SLOTS as u64) as usize;
-                }
-                Err(seen) => current = seen,
-            }
-        }
+        inner
+            .ring
+            .words()
+            .fold(inner.reserve, |sum, word| sum.saturating_add(word as i64))
     }
 }
 

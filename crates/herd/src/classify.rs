@@ -178,7 +178,7 @@ pub fn transient_if<E: ?Sized>(predicate: impl Fn(&E) -> bool) -> impl Fn(&E) ->
 /// Codes below 400 are not failures; they classify as permanent (nothing to retry).
 ///
 /// To honour `Retry-After`, use [`http_status_after`] (or, with the `http` feature,
-/// [`http_response`]).
+/// `http_response`).
 #[must_use]
 pub fn http_status(status: u16) -> Verdict {
     match status {

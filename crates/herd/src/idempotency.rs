@@ -33,33 +33,46 @@ use crate::rng::Rng;
 /// A random key naming one logical call, the same for all its attempts. Displays as a
 /// version-4 UUID (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct IdempotencyKey(u128);
+pub struct IdempotencyKey {
+    // Two words rather than a u128: the key is copied into every `Attempt`, and 64-bit
+    // halves keep those copies in general-purpose registers on the success path.
+    hi: u64,
+    lo: u64,
+}
 
 impl IdempotencyKey {
     /// A fresh key drawn from `rng` (122 random bits, UUID version and variant bits set).
     #[must_use]
+    #[inline]
     pub fn random<R: Rng + ?Sized>(rng: &mut R) -> Self {
-        let raw = (u128::from(rng.next_u64()) << 64) | u128::from(rng.next_u64());
-        let versioned = (raw & !(0xF << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
-        Self(versioned)
+        let hi = rng.next_u64();
+        let lo = rng.next_u64();
+        Self {
+            // version 4 in bits 76..80 of the UUID, variant 0b10 in bits 62..64
+            hi: (hi & !(0xF << 12)) | (0x4 << 12),
+            lo: (lo & !(0x3 << 62)) | (0x2 << 62),
+        }
     }
 
     /// A key with the given value (for keys that come from elsewhere, and tests).
     #[must_use]
     pub const fn from_u128(value: u128) -> Self {
-        Self(value)
+        Self {
+            hi: (value >> 64) as u64,
+            lo: value as u64,
+        }
     }
 
     /// The key's 128 bits.
     #[must_use]
     pub const fn as_u128(self) -> u128 {
-        self.0
+        ((self.hi as u128) << 64) | self.lo as u128
     }
 }
 
 impl fmt::Display for IdempotencyKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let v = self.0;
+        let v = self.as_u128();
         write!(
             f,
             "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",

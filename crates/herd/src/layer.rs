@@ -6,6 +6,10 @@
 //! attempt limit, the total deadline (each attempt is cut at it), the per-attempt timeout,
 //! the budget, the breaker, `Retry-After` and gRPC pushback, and idempotency by method.
 //!
+//! Each layer has its own policy, so each hop of a chain can have its own attempt limit
+//! ([`PolicyBuilder::max_attempts`](crate::policy::PolicyBuilder::max_attempts)) and rule;
+//! [`Rule::immediate`](crate::Rule::immediate) gives a layer that retries without waiting.
+//!
 //! What counts as a failure: a response with status ≥ 400 classified by
 //! [`classify::http_response`] (408, 425, 429, 500, 502, 503, 504 transient), and an error from
 //! the inner service classified by the socket error in its chain ([`classify::error_chain`]).

@@ -105,10 +105,9 @@ pub mod policy;
 pub mod retry_after;
 pub mod rng;
 pub mod rule;
+mod window;
 
 /// Emits a `tracing` event for a retry (feature `tracing`).
-#[doc(hidden)]
-#[macro_export]
 macro_rules! event_retry {
     ($attempt:expr, $pause:expr, $server_delay:expr) => {{
         #[cfg(feature = "tracing")]
@@ -119,12 +118,13 @@ macro_rules! event_retry {
             server_delay = $server_delay,
             "retrying"
         );
+        #[cfg(not(feature = "tracing"))]
+        let _ = (&$attempt, &$pause, &$server_delay);
     }};
 }
+pub(crate) use event_retry;
 
 /// Emits a `tracing` event when a call gives up (feature `tracing`).
-#[doc(hidden)]
-#[macro_export]
 macro_rules! event_give_up {
     ($attempts:expr, $elapsed:expr, $reason:expr) => {{
         #[cfg(feature = "tracing")]
@@ -135,8 +135,11 @@ macro_rules! event_give_up {
             reason = $reason.as_str(),
             "gave up"
         );
+        #[cfg(not(feature = "tracing"))]
+        let _ = (&$attempts, &$elapsed, &$reason);
     }};
 }
+pub(crate) use event_give_up;
 
 pub use outcome::{RetryError, StopReason, Success};
 pub use policy::RetryPolicy;

@@ -324,7 +324,15 @@ impl<C: Clock> RetryPolicy<C> {
 
     /// Starts a logical call: records the request with the budget and draws its idempotency
     /// key.
+    #[inline]
     pub fn begin<R: Rng + ?Sized>(&self, rng: &mut R) -> CallState {
+        self.begin_with_key(IdempotencyKey::random(rng))
+    }
+
+    /// Starts a logical call with a key chosen by the caller (one received from upstream, or
+    /// one the loop already holds).
+    #[inline]
+    pub fn begin_with_key(&self, key: IdempotencyKey) -> CallState {
         if let Some(budget) = &self.budget {
             budget.on_request();
         }
@@ -332,18 +340,20 @@ impl<C: Clock> RetryPolicy<C> {
             started: self.clock.now(),
             attempts: 0,
             rule: RuleState::default(),
-            key: IdempotencyKey::random(rng),
+            key,
         }
     }
 
     /// Time since [`begin`](Self::begin).
     #[must_use]
+    #[inline]
     pub fn elapsed(&self, state: &CallState) -> Duration {
         self.clock.now().saturating_sub(state.started)
     }
 
     /// Time left before the deadline, if there is one.
     #[must_use]
+    #[inline]
     pub fn remaining(&self, state: &CallState) -> Option<Duration> {
         self.deadline
             .map(|deadline| deadline.saturating_sub(self.elapsed(state)))
@@ -351,6 +361,7 @@ impl<C: Clock> RetryPolicy<C> {
 
     /// How long the next attempt may run: the per-attempt timeout, cut at the deadline.
     #[must_use]
+    #[inline]
     pub fn attempt_limit(&self, state: &CallState) -> Option<Duration> {
         match (self.attempt_timeout, self.remaining(state)) {
             (Some(t), Some(r)) => Some(t.min(r)),
@@ -364,6 +375,7 @@ impl<C: Clock> RetryPolicy<C> {
     /// # Errors
     ///
     /// [`StopReason::Deadline`] or [`StopReason::Breaker`].
+    #[inline]
     pub fn before_attempt(&self, state: &mut CallState) -> Result<Attempt, StopReason> {
         // The first attempt starts with the whole deadline: no second clock read on the
         // success path (a monotonic clock read costs tens of nanoseconds on some machines).
@@ -387,6 +399,7 @@ impl<C: Clock> RetryPolicy<C> {
     }
 
     /// Records a successful attempt with the breaker and the budget.
+    #[inline]
     pub fn on_success(&self, _state: &CallState) {
         if let Some(breaker) = &self.breaker {
             breaker.record_success();

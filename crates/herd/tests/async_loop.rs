@@ -246,3 +246,27 @@ mod tracing_events {
         );
     }
 }
+
+/// The async loop's future can be spawned on a multi-threaded runtime.
+#[tokio::test]
+async fn the_loop_future_is_send() {
+    fn assert_send<T: Send>(t: T) -> T {
+        t
+    }
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let handle = tokio::spawn(async move {
+        assert_send(
+            policy
+                .call(|a| async move { Ok::<_, io::Error>(a.number) })
+                .classify(classify::io_error)
+                .run_async(),
+        )
+        .await
+        .map(|s| s.value)
+        .unwrap()
+    });
+    assert_eq!(handle.await.unwrap(), 1);
+}

@@ -391,3 +391,14 @@ fn a_seeded_generator_makes_the_pauses_reproducible() {
     let expected: Vec<_> = rule.schedule(rng).take(5).collect();
     assert_eq!(run(), (expected, key));
 }
+
+#[test]
+fn shared_handles_are_cheap_clones_that_cross_threads() {
+    fn shared<T: Clone + Send + Sync + 'static>() {}
+    shared::<RetryBudget<FakeClock>>();
+    shared::<RetryBudget>();
+    shared::<GrpcThrottle>();
+    shared::<CircuitBreaker<FakeClock>>();
+    shared::<RetryPolicy<FakeClock>>();
+    shared::<FakeClock>();
+}

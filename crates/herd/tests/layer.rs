@@ -422,3 +422,118 @@ async fn attempts_are_cut_at_the_deadline_on_paused_time() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(clock.now(), Duration::from_secs(10));
 }
+
+/// An in-process service answering every request with `respond(n)`, counting calls.
+fn in_process(
+    respond: fn(usize) -> http::Response<String>,
+) -> (
+    impl Service<
+        http::Request<String>,
+        Response = http::Response<String>,
+        Error = Infallible,
+        Future = impl Send,
+    > + Clone
+    + Send
+    + 'static,
+    Arc<AtomicUsize>,
+) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let svc = tower::service_fn(move |_: http::Request<String>| {
+        let n = counted.fetch_add(1, Ordering::SeqCst);
+        async move { Ok::<_, Infallible>(respond(n)) }
+    });
+    (svc, calls)
+}
+
+fn status_with(
+    status: u16,
+    header: Option<(&'static str, &'static str)>,
+) -> http::Response<String> {
+    let mut response = http::Response::new(String::new());
+    *response.status_mut() = StatusCode::from_u16(status).unwrap();
+    if let Some((name, value)) = header {
+        response.headers_mut().insert(name, value.parse().unwrap());
+    }
+    response
+}
+
+#[tokio::test]
+async fn grpc_pushback_stops_or_sets_the_pause() {
+    let (svc, calls) = in_process(|_| status_with(503, Some(("grpc-retry-pushback-ms", "-1"))));
+    let mut svc = RetryLayer::new(policy(exponential(), 5))
+        .sleeper(Recorder::default())
+        .layer(svc);
+    let response = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(http::Request::new(String::new()))
+        .await
+        .unwrap();
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "negative pushback: do not retry"
+    );
+    assert!(
+        !response.headers().contains_key(RETRY_EXHAUSTED),
+        "the server said stop; nothing was exhausted"
+    );
+
+    let (svc, calls) = in_process(|n| {
+        if n == 0 {
+            status_with(503, Some(("grpc-retry-pushback-ms", "2000")))
+        } else {
+            status_with(200, None)
+        }
+    });
+    let recorder = Recorder::default();
+    let mut svc = RetryLayer::new(policy(exponential(), 5))
+        .sleeper(recorder.clone())
+        .layer(svc);
+    let response = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(http::Request::new(String::new()))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let pause = recorder.pauses()[0];
+    assert!(
+        pause >= Duration::from_secs(2) && pause <= Duration::from_millis(2200),
+        "{pause:?}"
+    );
+}
+
+#[tokio::test]
+async fn an_empty_budget_stops_the_layer_and_marks_the_response() {
+    let (svc, calls) = in_process(|_| status_with(503, None));
+    let budget = herd::budget::RetryBudget::new(
+        herd::budget::BudgetConfig {
+            percent: 0.0,
+            min_per_sec: 0,
+            window: Duration::from_secs(10),
+        },
+        TokioClock::new(),
+    )
+    .unwrap();
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(5)
+        .budget(budget)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let mut svc = RetryLayer::new(policy).layer(svc);
+    let response = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(http::Request::new(String::new()))
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    assert_eq!(response.headers()[RETRY_EXHAUSTED], "1");
+}
