@@ -32,7 +32,6 @@
 
 mod edge;
 mod measure;
-mod retry;
 mod service;
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -55,8 +54,8 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tower::ServiceExt;
 
+pub use herd::layer::RETRY_EXHAUSTED;
 pub use measure::{Comparison, Measured, Measurement};
-pub use retry::RETRY_EXHAUSTED;
 
 use edge::{EdgeConfig, EdgeService, edge_service};
 use service::{ServiceState, handle};
@@ -103,6 +102,9 @@ pub enum LabError {
     /// An entry request failed below HTTP (connection, timeout).
     #[error("entry request failed: {0}")]
     Request(String),
+    /// An edge's retry layer could not be configured from the graph.
+    #[error("{0}")]
+    Edge(String),
     /// The run would be too large.
     #[error("{0}")]
     TooLarge(String),
@@ -151,7 +153,7 @@ impl Chain {
             let calls: Vec<(Uri, EdgeService)> = s
                 .calls
                 .iter()
-                .map(|c| {
+                .map(|c| -> Result<_, LabError> {
                     let config = EdgeConfig {
                         attempts: c.attempts,
                         failure_probability: c.failure_probability,
@@ -161,12 +163,12 @@ impl Chain {
                         seed: seeds.next_u64(),
                         attempt_timeout: options.attempt_timeout,
                     };
-                    (
-                        uri_of(addresses[c.to]),
-                        edge_service(client.clone(), &config),
-                    )
+                    let edge = edge_service(client.clone(), &config).map_err(|e| {
+                        LabError::Edge(format!("call {} → {}: {e}", s.name, services[c.to].name))
+                    })?;
+                    Ok((uri_of(addresses[c.to]), edge))
                 })
-                .collect();
+                .collect::<Result<_, _>>()?;
             states.push(Arc::new(ServiceState {
                 received: AtomicU64::new(0),
                 fails: s.fails,

@@ -100,3 +100,36 @@ async fn a_drive_can_stop_early_and_too_many_views_are_refused() {
     assert!(chain.drive(herd_lab::chain::MAX_VIEWS + 1).await.is_err());
     chain.shutdown().await.expect("clean shutdown");
 }
+
+fn chain_of(attempts: &[u32]) -> Graph {
+    let mut text = String::from("entry = \"s0\"\n");
+    for (i, a) in attempts.iter().enumerate() {
+        text += &format!(
+            "[[service]]\nname = \"s{i}\"\ncalls = [{{ to = \"s{}\", attempts = {a} }}]\n",
+            i + 1
+        );
+    }
+    text += &format!(
+        "[[service]]\nname = \"s{}\"\nfails = true\n",
+        attempts.len()
+    );
+    Graph::from_toml(&text).expect("valid chain")
+}
+
+/// Regression: herd's layer also marks a failure it gives up on after a single allowed
+/// attempt; if the lab left that on, s0 (3 attempts) would not retry s1's unmarked-by-model
+/// failure and the database would see 1 query instead of the predicted 3.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn layer_aware_still_retries_where_no_layer_below_retried() {
+    for (attempts, want) in [
+        (&[3, 1][..], &[1u64, 3, 3][..]),
+        (&[2, 1, 4][..], &[1, 1, 1, 4][..]),
+        (&[1, 3, 1][..], &[1, 1, 3, 3][..]),
+    ] {
+        let g = chain_of(attempts);
+        let p = predict(&g, Options { layer_aware: true }).expect("prediction");
+        let want_f: Vec<f64> = want.iter().map(|&w| w as f64).collect();
+        assert_eq!(p.receives, want_f, "prediction for {attempts:?}");
+        assert_eq!(measure(&g, true, 1).await, want, "lab for {attempts:?}");
+    }
+}

@@ -30,10 +30,11 @@ enum LabCommand {
 ///
 /// Every service of the graph (default: BFF → search → inventory → stock-db, 3 attempts at
 /// every layer, stock-db failing every query) listens on 127.0.0.1 on an ephemeral port and
-/// counts what it receives. Every call goes through the edge's retry stack with the edge's
-/// attempts (no pause between attempts unless --rule says so). N entry requests are sent one
-/// after another; the measured requests per entry request are printed beside the prediction
-/// of `herd amplify`. Exits 1 when a deterministic graph's counts differ from the prediction.
+/// counts what it receives. Every call goes through herd's own tower retry layer with the
+/// edge's attempts (no pause between attempts unless --rule says so); without --layer-aware
+/// the layers retry every failure, as a classic retry library does. N entry requests are
+/// sent one after another; the measured requests per entry request are printed beside the
+/// prediction of `herd amplify`. Exits 1 when a deterministic graph's counts differ from the prediction.
 /// Ctrl-C stops the drive between two views and shuts every server down.
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]

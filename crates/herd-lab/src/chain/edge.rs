@@ -1,13 +1,23 @@
 //! One call edge of the lab: the HTTP client stack a service calls its callee through.
 //!
 //! ```text
-//! retries (attempts, rule, budget, exhausted mark)   ← herd's retry layer
+//! herd::layer::RetryLayer (the edge's attempts, the rule, the budget, retry-exhausted)
 //!   └─ lossy (the answer of one attempt is lost with failure_probability)
 //!        └─ base (hyper client, per-attempt timeout, body read with a size limit)
 //! ```
 //!
 //! The loss sits *below* the retries, so each attempt is lost independently, after the
 //! callee did its work, exactly as in the model of `herd_sim::graph`.
+//!
+//! Every call of the lab goes through herd's own tower layer, configured from the edge:
+//! `max_attempts` = the edge's attempts, the rule (immediate by default: no waiting), and for
+//! `budget_percent` a [`RetryBudget`] with that percentage, no reserve and a one-day window
+//! (a token bucket that starts empty and does not expire during a run, the graph model's
+//! budget). Classic mode sets `respect_exhausted(false)`, as every other retry library
+//! behaves; layer-aware mode keeps the layer's defaults. Marking is left on only for edges
+//! that may retry (attempts ≥ 2): the layer also marks a failure it gives up on after a single
+//! allowed attempt, which would stop the only retrying layer above from retrying a failure
+//! that nobody retried.
 
 use std::error::Error;
 use std::future::Future;
@@ -17,6 +27,10 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use herd::Rule;
+use herd::asynchronous::TokioClock;
+use herd::budget::{BudgetConfig, InvalidBudget, RetryBudget};
+use herd::layer::RetryLayer;
+use herd::policy::{InvalidPolicy, RetryPolicy};
 use herd::rng::{Rng, SplitMix64};
 use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
@@ -24,9 +38,7 @@ use hyper::body::Bytes;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use tower::util::BoxCloneSyncService;
-use tower::{Service, ServiceExt};
-
-use super::retry::{Bucket, Retry, RetrySettings};
+use tower::{Layer, Service, ServiceExt};
 
 /// Request and response body of the lab: small, in memory, cheap to clone for a retry.
 pub(crate) type Body = Full<Bytes>;
@@ -54,8 +66,20 @@ pub(crate) struct EdgeConfig {
     pub(crate) attempt_timeout: Duration,
 }
 
+/// Why an edge's retry layer could not be configured.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum InvalidEdge {
+    #[error("{0}")]
+    Policy(#[from] InvalidPolicy),
+    #[error("{0}")]
+    Budget(#[from] InvalidBudget),
+}
+
 /// Builds the client stack for one edge.
-pub(crate) fn edge_service(client: HttpClient, config: &EdgeConfig) -> EdgeService {
+pub(crate) fn edge_service(
+    client: HttpClient,
+    config: &EdgeConfig,
+) -> Result<EdgeService, InvalidEdge> {
     let base = Base {
         client,
         timeout: config.attempt_timeout,
@@ -65,14 +89,25 @@ pub(crate) fn edge_service(client: HttpClient, config: &EdgeConfig) -> EdgeServi
         failure_probability: config.failure_probability,
         rng: Arc::new(Mutex::new(SplitMix64::new(config.seed))),
     };
-    let settings = RetrySettings {
-        attempts: config.attempts,
-        rule: config.rule,
-        respect_exhausted: config.layer_aware,
-        budget: (config.budget_percent > 0.0)
-            .then(|| Arc::new(Bucket::new(config.budget_percent / 100.0))),
-    };
-    BoxCloneSyncService::new(Retry::new(lossy, settings))
+    let clock = TokioClock::new();
+    let mut policy = RetryPolicy::builder(config.rule)
+        .max_attempts(config.attempts)
+        .attempt_timeout(config.attempt_timeout);
+    if config.budget_percent > 0.0 {
+        let budget = RetryBudget::new(
+            BudgetConfig {
+                percent: config.budget_percent,
+                min_per_sec: 0,
+                window: Duration::from_secs(86_400),
+            },
+            clock,
+        )?;
+        policy = policy.budget(budget);
+    }
+    let layer = RetryLayer::new(policy.clock(clock).build()?)
+        .mark_exhausted(config.attempts >= 2)
+        .respect_exhausted(config.layer_aware);
+    Ok(BoxCloneSyncService::new(layer.layer(lossy)))
 }
 
 /// The hyper client, with a per-attempt timeout and the answer body read into memory.

@@ -11,7 +11,7 @@ use hyper::body::Bytes;
 use tower::ServiceExt;
 
 use super::edge::EdgeService;
-use super::retry::RETRY_EXHAUSTED;
+use herd::layer::RETRY_EXHAUSTED;
 
 /// What a service knows: its counter, whether it fails, and its outgoing edges.
 pub(crate) struct ServiceState {
