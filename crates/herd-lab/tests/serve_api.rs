@@ -396,3 +396,35 @@ async fn a_body_without_json_content_type_is_refused() {
         .expect("router answers");
     assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
 }
+
+#[tokio::test]
+async fn a_request_addressed_to_another_host_is_refused() {
+    let request = |host: &str| {
+        Request::post("/api/dots")
+            .header(header::HOST, host)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(json!({ "rule": "full" }).to_string()))
+            .expect("request")
+    };
+    let app = serve::router(ServeLimits::default());
+    let rebound = app
+        .clone()
+        .oneshot(request("evil.example:7878"))
+        .await
+        .expect("answers");
+    assert_eq!(rebound.status(), StatusCode::MISDIRECTED_REQUEST);
+    let local = app
+        .oneshot(request("127.0.0.1:7878"))
+        .await
+        .expect("answers");
+    assert_eq!(local.status(), StatusCode::OK);
+    let open = serve::router(ServeLimits {
+        any_host: true,
+        ..ServeLimits::default()
+    });
+    let anywhere = open
+        .oneshot(request("herd.example:7878"))
+        .await
+        .expect("answers");
+    assert_eq!(anywhere.status(), StatusCode::OK);
+}

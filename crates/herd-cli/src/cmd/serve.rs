@@ -42,6 +42,8 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
     }
     let limits = ServeLimits {
         max_concurrent: args.max_concurrent,
+        // On another address the page is reached by other names; on loopback, refuse them.
+        any_host: !args.host.is_loopback(),
         ..ServeLimits::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -37,6 +37,9 @@ pub struct ServeLimits {
     /// Simulations that may run at once (more get 503). Zero refuses every simulation,
     /// which tests use to check the busy answer.
     pub max_concurrent: usize,
+    /// Answer requests addressed to any host name. Off (the default), a request whose `Host`
+    /// is not loopback gets 421: a guard against DNS rebinding for a server on 127.0.0.1.
+    pub any_host: bool,
 }
 
 impl Default for ServeLimits {
@@ -44,6 +47,7 @@ impl Default for ServeLimits {
         Self {
             max_body_bytes: 16 * 1024,
             max_concurrent: 2,
+            any_host: false,
         }
     }
 }

@@ -18,7 +18,8 @@
 //! parameter (a 400 names the field), caps the work one request may ask for, limits body
 //! sizes (413) and the simulations running at once (503 with `Retry-After`), and runs them
 //! on the blocking pool so the page stays responsive. The command binds to loopback unless
-//! told otherwise.
+//! told otherwise, and then answers only requests addressed to loopback (a guard against DNS
+//! rebinding).
 use std::future::Future;
 use std::io;
 
@@ -32,6 +33,7 @@ use tokio::net::TcpListener;
 mod assets;
 pub mod dots;
 mod error;
+mod host;
 pub mod layers;
 mod limits;
 mod rules;
@@ -65,12 +67,17 @@ pub fn router(limits: ServeLimits) -> Router {
         .fallback(|| async { ApiError::not_found("no such API route") })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .with_state(state);
-    Router::new()
+    let app = Router::new()
         .route("/", get(assets::index))
         .route("/app.js", get(assets::app_js))
         .route("/app.css", get(assets::app_css))
         .route("/favicon.svg", get(assets::favicon))
-        .nest("/api", api)
+        .nest("/api", api);
+    if limits.any_host {
+        app
+    } else {
+        app.layer(axum::middleware::from_fn(host::loopback_only))
+    }
 }
 
 /// Serves the page on `listener` until `shutdown` completes.
