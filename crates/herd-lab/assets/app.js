@@ -421,7 +421,7 @@ function drawDots() {
   const d = dots.data;
   const svg = $("#dots-chart");
   svg.textContent = "";
-  const W = 960, left = 150, right = 20, top = 16, rowH = 52;
+  const W = 960, left = 175, right = 50, top = 16, rowH = 52;
   const H = top + d.rows.length * rowH + 30;
   svg.setAttribute("height", H);
   svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
@@ -439,7 +439,10 @@ function drawDots() {
     el("line", { x1: left, x2: W - right, y1: cy, y2: cy, stroke: "#e3e3da" });
     el("text", { x: 8, y: cy - 4, "font-size": 13, fill: "#1d3557" }, `failure ${row.failure}`);
     el("text", { x: 8, y: cy + 13, "font-size": 12, fill: "#666", class: "distinct", "data-failure": row.failure, "data-value": row.distinct },
-      row.distinct === 1 ? "1 time: one herd" : `${row.distinct} different times`);
+      row.distinct === 1 ? `all ${d.clients} at one instant` : `${row.distinct} different times`);
+    if (row.distinct === 1) {
+      el("text", { x: x(row.min_ms) + 8, y: cy - 7, "font-size": 12, fill: "#9d0208" }, `×${d.clients}`);
+    }
     row.retry_ms.forEach((ms, c) => {
       // A little vertical spread so stacked dots show as a column, not one blot.
       const dy = ((c * 37) % 21) - 10;
