@@ -128,7 +128,7 @@ function runStorm() {
 const runStormSoon = debounce(runStorm, 150);
 
 function showStormStats(r) {
-  setStat("#storm-half", r.half_served_s, r.half_served_s === null ? "nobody half" : fmtSeconds(r.half_served_s));
+  setStat("#storm-half", r.half_served_s, r.half_served_s === null ? "never" : fmtSeconds(r.half_served_s));
   setStat("#storm-all", r.all_served_s, fmtSeconds(r.all_served_s));
   setStat("#storm-rpc", r.requests_per_client, r.requests_per_client.toFixed(2));
   setStat("#storm-peak", r.peak_after_outage, String(r.peak_after_outage));

@@ -361,7 +361,7 @@ async fn compare_storm(
     let half = text(browser, "#storm-half").await;
     match api["half_served_s"].as_f64() {
         Some(s) => assert_eq!(half, format!("{s:.1} s"), "{context}: half served"),
-        None => assert_eq!(half, "nobody half", "{context}: half served"),
+        None => assert_eq!(half, "never", "{context}: half served"),
     }
     let all = text(browser, "#storm-all").await;
     match api["all_served_s"].as_f64() {
