@@ -178,3 +178,37 @@ pub(crate) async fn warm_up(http: Http, ping: hyper::Uri) {
         let _ = response.into_body().collect().await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::Instant;
+
+    /// The sleeper lands where the simulator would: the failed attempt's step plus the pause
+    /// rounded up to whole steps, at least one.
+    #[tokio::test]
+    async fn pauses_round_up_to_whole_steps_from_the_attempt() {
+        let clock = StepClock {
+            epoch: Instant::now(),
+            step: Duration::from_millis(10),
+        };
+        let steps = Steps {
+            last: AtomicU64::new(5),
+            aimed: AtomicU64::new(5),
+        };
+        let sleeper = StepSleeper {
+            clock,
+            step_sim: Duration::from_millis(100),
+            steps: &steps,
+        };
+        for (pause_ms, target) in [(0, 6), (1, 6), (100, 6), (101, 7), (1000, 15)] {
+            let sleep = sleeper.sleep(Duration::from_millis(pause_ms));
+            assert_eq!(
+                sleep.deadline(),
+                clock.at(target, KNOCK_AT),
+                "{pause_ms} ms"
+            );
+            assert_eq!(steps.aimed.load(Ordering::Relaxed), target);
+        }
+    }
+}
