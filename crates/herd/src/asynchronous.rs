@@ -58,6 +58,32 @@ use crate::policy::Decision;
 use crate::rng::Rng;
 
 /// Makes futures that complete after a pause: the runtime hook of the async loop.
+///
+/// # Examples
+///
+/// Plugging in another runtime is one impl; with `async-io` (smol) it would return
+/// `async_io::Timer::after(pause)`. Here, a sleeper for tests that records the pauses and
+/// returns at once:
+///
+/// ```
+/// use std::{sync::{Arc, Mutex}, time::Duration};
+/// use herd::asynchronous::Sleeper;
+///
+/// #[derive(Clone, Default)]
+/// struct Recorder(Arc<Mutex<Vec<Duration>>>);
+///
+/// impl Sleeper for Recorder {
+///     type Sleep = std::future::Ready<()>;
+///     fn sleep(&self, pause: Duration) -> Self::Sleep {
+///         self.0.lock().unwrap().push(pause);
+///         std::future::ready(())
+///     }
+/// }
+///
+/// let recorder = Recorder::default();
+/// let _ = recorder.sleep(Duration::from_millis(5));
+/// assert_eq!(*recorder.0.lock().unwrap(), [Duration::from_millis(5)]);
+/// ```
 pub trait Sleeper {
     /// The future [`sleep`](Sleeper::sleep) returns.
     type Sleep: Future<Output = ()>;

@@ -128,8 +128,9 @@ impl Verdict {
 
 /// Decides whether an error of type `E` is worth retrying.
 ///
-/// Implemented for every `Fn(&E) -> Verdict`; implement it on your own type to share a
-/// classifier between call sites.
+/// Implemented for every `Fn(&E) -> Verdict`; implement it on your own type to name a
+/// classifier and reuse it between call sites (pass it by value, or share one instance through
+/// a closure: `|e| shared.classify(e)`).
 pub trait Classify<E: ?Sized> {
     /// The verdict on one failed attempt.
     fn classify(&self, error: &E) -> Verdict;

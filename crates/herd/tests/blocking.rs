@@ -402,3 +402,37 @@ fn shared_handles_are_cheap_clones_that_cross_threads() {
     shared::<RetryPolicy<FakeClock>>();
     shared::<FakeClock>();
 }
+
+/// A classifier can be a type implementing the trait, shared between call sites.
+#[test]
+fn a_classifier_type_shared_between_calls() {
+    struct OnlyCode(u16);
+    impl classify::Classify<u16> for OnlyCode {
+        fn classify(&self, code: &u16) -> Verdict {
+            if *code == self.0 {
+                Verdict::transient()
+            } else {
+                Verdict::permanent()
+            }
+        }
+    }
+    let clock = FakeClock::new();
+    let policy = constant(secs(1), &clock).max_attempts(3).build().unwrap();
+    let busy = policy
+        .call(|_| Err::<(), _>(503u16))
+        .classify(OnlyCode(503))
+        .run_with(&clock)
+        .unwrap_err();
+    assert_eq!(busy.attempts(), 3);
+    // One instance shared by reference: wrap it in a closure.
+    let shared = OnlyCode(503);
+    let missing = policy
+        .call(|_| Err::<(), _>(404u16))
+        .classify(|code: &u16| classify::Classify::classify(&shared, code))
+        .run_with(&clock)
+        .unwrap_err();
+    assert_eq!(
+        (missing.attempts(), missing.reason()),
+        (1, StopReason::Permanent)
+    );
+}
