@@ -31,6 +31,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 mod clients;
+mod measure;
 mod report;
 mod server;
 
@@ -334,61 +335,16 @@ impl LabStorm {
         clients: u64,
         real_s: f64,
     ) -> LabReport {
-        let rules = self.rules();
-        let spw = rules.steps_per_window.max(1);
-        let step_ns = self.step().as_nanos();
-        let seconds = |step: u64| (u128::from(step) * step_ns) as f64 / 1e9;
-        let windows = |per_step: &[u64]| -> Vec<u64> {
-            let mut w: Vec<u64> = per_step
-                .chunks(usize::try_from(spw).unwrap_or(1))
-                .map(|c| c.iter().sum())
-                .collect();
-            let used = w.iter().rposition(|&a| a > 0).map_or(0, |i| i + 1);
-            w.truncate(used);
-            w
-        };
-        // Served-at times, from the server's ledger, by SPEC §4's definitions.
-        let half_index = clients / 2;
-        let mut cumulative = 0;
-        let mut half_step = None;
-        let mut last_served_step = None;
-        for (step, &s) in (0u64..).zip(&ledger.served) {
-            if s > 0 {
-                if half_step.is_none() && cumulative + s > half_index {
-                    half_step = Some(step);
-                }
-                cumulative += s;
-                last_served_step = Some(step);
-            }
-        }
-        let served_by_server = cumulative;
-        let requests: u64 = ledger.arrivals.iter().sum();
-        let arrivals = windows(&ledger.arrivals);
-        let served = windows(&ledger.served);
-        let after = rules
-            .outages
-            .last()
-            .map_or(0, |&(_, end)| end)
-            .div_ceil(spw);
-        let first_window_after_outage = usize::try_from(after).unwrap_or(usize::MAX);
-        let peak_after_outage = arrivals
-            .get(first_window_after_outage..)
-            .map_or(0, |tail| tail.iter().copied().max().unwrap_or(0));
         let clients_served = ends.iter().filter(|e| e.served).count() as u64;
         let gave_up = ends.iter().filter(|e| !e.served).count() as u64;
-        let measured = Figures {
-            served: served_by_server,
+        let measured = measure::measure(
+            ledger,
+            &self.rules(),
+            self.step(),
+            clients,
+            clients_served,
             gave_up,
-            waiting: clients.saturating_sub(clients_served + gave_up),
-            requests,
-            half_served_s: half_step.map(seconds),
-            all_served_s: (served_by_server == clients)
-                .then_some(last_served_step)
-                .flatten()
-                .map(seconds),
-            requests_per_client: requests as f64 / clients as f64,
-            peak_after_outage,
-        };
+        );
         LabReport {
             rule: self.rule.as_str().to_owned(),
             seed: self.seed,
@@ -397,12 +353,12 @@ impl LabStorm {
             step_real_ms: self.scenario.step_ms * self.time_scale,
             window_s: simulated.series.window_s,
             capacity: simulated.series.capacity,
-            first_window_after_outage,
-            measured,
+            first_window_after_outage: measured.first_window_after_outage,
+            measured: measured.figures,
             simulated: Figures::simulated(simulated),
             seed_spread: None,
-            measured_arrivals: arrivals,
-            measured_served: served,
+            measured_arrivals: measured.arrivals,
+            measured_served: measured.served,
             simulated_arrivals: simulated.series.arrivals.clone(),
             simulated_served: simulated.series.served.clone(),
             client_attempts: tally.attempts.load(Ordering::Relaxed),
