@@ -25,6 +25,7 @@ enum Command {
     Rules(cmd::rules::RulesArgs),
     Storm(cmd::storm::StormArgs),
     Sweep(cmd::sweep::SweepArgs),
+    Serve(cmd::serve::ServeArgs),
     Amplify(cmd::amplify::AmplifyArgs),
     Lab(cmd::lab::LabArgs),
 }
@@ -38,6 +39,7 @@ fn main() -> ExitCode {
         Command::Rules(args) => cmd::rules::run(&args),
         Command::Storm(args) => cmd::storm::run(&args),
         Command::Sweep(args) => cmd::sweep::run(&args),
+        Command::Serve(args) => cmd::serve::run(&args),
         Command::Amplify(args) => cmd::amplify::run(&args),
         Command::Lab(args) => cmd::lab::run(&args),
     };

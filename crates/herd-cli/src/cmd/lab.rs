@@ -1,4 +1,5 @@
-//! `herd lab`: real HTTP services on loopback. `herd lab chain` runs a service graph.
+//! `herd lab`: real HTTP services on loopback. `herd lab chain` runs a service graph;
+//! `herd lab storm` (in `lab_storm.rs`) plays a storm scenario.
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -22,6 +23,7 @@ pub(crate) struct LabArgs {
 #[derive(Debug, Subcommand)]
 enum LabCommand {
     Chain(ChainArgs),
+    Storm(crate::cmd::lab_storm::LabStormArgs),
 }
 
 /// Start a service graph as real HTTP services and measure the requests each receives.
@@ -74,6 +76,7 @@ fn parse_rule(s: &str) -> Result<RuleName, String> {
 pub(crate) fn run(args: &LabArgs) -> CliResult {
     match &args.command {
         LabCommand::Chain(chain) => run_chain(chain),
+        LabCommand::Storm(storm) => crate::cmd::lab_storm::run(storm),
     }
 }
 

@@ -1,6 +1,8 @@
 //! One module per subcommand.
 pub(crate) mod amplify;
 pub(crate) mod lab;
+pub(crate) mod lab_storm;
 pub(crate) mod rules;
+pub(crate) mod serve;
 pub(crate) mod storm;
 pub(crate) mod sweep;

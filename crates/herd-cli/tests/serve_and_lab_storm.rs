@@ -1,0 +1,103 @@
+//! `herd serve` and `herd lab storm` from the command line: the page is served on loopback,
+//! and bad input is one line naming the flag or field, with exit code 2.
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+fn herd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(args)
+        .output()
+        .expect("run herd")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Kills the server when the test ends, pass or fail.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn serve_prints_its_loopback_url_and_serves_the_page() {
+    let child = Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(["serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start herd serve");
+    let mut running = Running(child);
+    let stdout = running.0.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("a line");
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no loopback URL in {line:?}"));
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned();
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    write!(
+        stream,
+        "GET / HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
+    let mut page = String::new();
+    stream.read_to_string(&mut page).expect("response");
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("<title>herd — watch the herd</title>"));
+}
+
+#[test]
+fn serve_refuses_zero_concurrent_simulations() {
+    let o = herd(&["serve", "--max-concurrent", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--max-concurrent must be at least 1"));
+}
+
+#[test]
+fn lab_storm_refuses_a_step_shorter_than_a_timer_tick() {
+    let o = herd(&["lab", "storm", "--time-scale", "0.001"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("error: time scale 0.001: a 100 ms step would last"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn lab_storm_refuses_what_it_does_not_model_naming_the_field() {
+    let dir = std::env::temp_dir().join(format!("herd-lab-storm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("warmup.toml");
+    std::fs::write(&path, "[server]\nwarmup_s = 3\n").expect("write scenario");
+    let o = herd(&["lab", "storm", path.to_str().expect("utf-8 path")]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).starts_with("error: server.warmup_s: lab storm does not model warm-up"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn lab_storm_refuses_too_many_clients() {
+    let o = herd(&["lab", "storm", "--clients", "100000"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("clients.count: lab storm runs 1 to 5000"));
+}

@@ -1,0 +1,524 @@
+// The page only draws: every number comes from the JSON API (herd-sim and herd behind it).
+"use strict";
+
+const RULES = ["immediate", "constant", "exponential", "full", "equal", "decorrelated"];
+const $ = (sel) => document.querySelector(sel);
+const SVG_NS = "http://www.w3.org/2000/svg";
+
+// ---------------------------------------------------------------- API
+// A busy server answers 503 with Retry-After; come back after it, with full jitter, a few times.
+async function api(path, body) {
+  for (let attempt = 1; ; attempt++) {
+    const res = await fetch("/api/" + path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    let data;
+    try {
+      data = await res.json();
+    } catch (_) {
+      data = { error: "HTTP " + res.status };
+    }
+    if (res.ok) return data;
+    if (res.status === 503 && attempt < 5) {
+      const after = Number(res.headers.get("retry-after")) || 1;
+      await new Promise((r) => setTimeout(r, Math.random() * after * 1000 * attempt));
+      continue;
+    }
+    throw new Error(data.error || "HTTP " + res.status);
+  }
+}
+
+function status(text) {
+  $("#status").textContent = text || "";
+}
+
+// Latest-wins: a scene ignores answers to requests it has since replaced.
+function latest() {
+  let n = 0;
+  return async (promise, apply) => {
+    const mine = ++n;
+    try {
+      const data = await promise;
+      if (mine === n) {
+        status("");
+        apply(data);
+      }
+    } catch (e) {
+      if (mine === n) status(e.message);
+    }
+  };
+}
+
+function fmtSeconds(s) {
+  return s === null || s === undefined ? "not all served" : s.toFixed(1) + " s";
+}
+
+function setStat(id, value, text) {
+  const el = $(id);
+  el.dataset.value = value === null || value === undefined ? "" : String(value);
+  el.textContent = text;
+}
+
+function ruleButtons(container, onPick, initial) {
+  for (const rule of RULES) {
+    const b = document.createElement("button");
+    b.textContent = rule;
+    b.dataset.rule = rule;
+    b.setAttribute("aria-pressed", String(rule === initial));
+    b.addEventListener("click", () => {
+      for (const other of container.querySelectorAll("button")) {
+        other.setAttribute("aria-pressed", String(other === b));
+      }
+      onPick(rule);
+    });
+    container.appendChild(b);
+  }
+}
+
+function debounce(fn, ms) {
+  let t;
+  return (...args) => {
+    clearTimeout(t);
+    t = setTimeout(() => fn(...args), ms);
+  };
+}
+
+// ---------------------------------------------------------------- tabs
+const loaders = {};
+function showScene(name) {
+  for (const tab of document.querySelectorAll("#tabs button")) {
+    const on = tab.dataset.scene === name;
+    tab.setAttribute("aria-selected", String(on));
+    $("#scene-" + tab.dataset.scene).hidden = !on;
+  }
+  status("");
+  if (loaders[name]) loaders[name]();
+}
+for (const tab of document.querySelectorAll("#tabs button")) {
+  tab.addEventListener("click", () => showScene(tab.dataset.scene));
+}
+
+// ---------------------------------------------------------------- Storm
+const storm = { rule: "full", result: null, frame: null, shown: 0, started: 0 };
+const stormLatest = latest();
+
+function stormRequest() {
+  return {
+    rule: storm.rule,
+    refusal_cost: $("#storm-refusal").checked ? 0.1 : 0,
+    clients: Number($("#storm-clients").value),
+    outage_s: Number($("#storm-outage").value),
+    capacity: Number($("#storm-capacity").value),
+  };
+}
+
+function runStorm() {
+  const req = stormRequest();
+  document.body.dataset.stormState = "loading";
+  stormLatest(api("storm", req), (data) => {
+    storm.result = data;
+    showStormStats(data);
+    animateStorm();
+    document.body.dataset.stormKey = `${data.rule}|${data.refusal_cost}|${data.clients}`;
+    document.body.dataset.stormState = "ready";
+  });
+}
+const runStormSoon = debounce(runStorm, 150);
+
+function showStormStats(r) {
+  setStat("#storm-half", r.half_served_s, r.half_served_s === null ? "never" : fmtSeconds(r.half_served_s));
+  setStat("#storm-all", r.all_served_s, fmtSeconds(r.all_served_s));
+  setStat("#storm-rpc", r.requests_per_client, r.requests_per_client.toFixed(2));
+  setStat("#storm-peak", r.peak_after_outage, String(r.peak_after_outage));
+}
+
+function animateStorm() {
+  cancelAnimationFrame(storm.frame);
+  storm.started = performance.now();
+  const total = storm.result.series.arrivals.length;
+  const step = (now) => {
+    // About three seconds whatever the length of the run.
+    const f = Math.min(1, (now - storm.started) / 3000);
+    storm.shown = Math.max(1, Math.round(f * total));
+    drawStorm();
+    if (f < 1) storm.frame = requestAnimationFrame(step);
+    else document.body.dataset.stormAnimation = "done";
+  };
+  document.body.dataset.stormAnimation = "running";
+  storm.frame = requestAnimationFrame(step);
+}
+
+function drawStorm() {
+  const r = storm.result;
+  if (!r) return;
+  const canvas = $("#storm-chart");
+  const ctx = canvas.getContext("2d");
+  const W = canvas.width, H = canvas.height;
+  const left = 56, right = 12, top = 12, bottom = 30;
+  const pw = W - left - right, ph = H - top - bottom;
+  const { window_s, arrivals, served } = r.series;
+  const capacity = r.series.capacity;
+  const n = arrivals.length;
+  const tEnd = n * window_s;
+  const log = $("#storm-log").checked;
+  const peak = arrivals.reduce((a, b) => Math.max(a, b), capacity);
+  // Linear: zoom on the recovery (the outage's spike is clipped); log shows everything.
+  const top_ = log ? peak : Math.min(peak, Math.max(capacity * 2.5, r.peak_after_outage * 1.15));
+  const ymax = log ? Math.log10(peak + 1) : top_ * 1.05;
+  const y = (v) => top + ph - (log ? Math.log10(Math.min(v, top_) + 1) : Math.min(v, top_)) / ymax * ph;
+  const x = (t) => left + (t / tEnd) * pw;
+
+  ctx.clearRect(0, 0, W, H);
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, W, H);
+  // outages
+  ctx.fillStyle = "#99999944";
+  for (const [a, b] of r.outages) {
+    ctx.fillRect(x(Math.min(a, tEnd)), top, x(Math.min(b, tEnd)) - x(Math.min(a, tEnd)), ph);
+  }
+  // bars: one pixel column holds the busiest of its windows
+  const cols = Math.ceil(pw);
+  const shown = Math.min(storm.shown, n);
+  for (let c = 0; c < cols; c++) {
+    const i0 = Math.floor((c / cols) * n), i1 = Math.max(i0 + 1, Math.floor(((c + 1) / cols) * n));
+    if (i0 >= shown) break;
+    let a = 0, s = 0;
+    for (let i = i0; i < Math.min(i1, shown); i++) {
+      if (arrivals[i] > a) { a = arrivals[i]; s = served[i]; }
+    }
+    const px = left + c, bw = Math.max(1, pw / n);
+    if (a > 0) {
+      ctx.fillStyle = "#e6394699";
+      ctx.fillRect(px, y(a), bw, top + ph - y(a));
+      if (a > top_) {
+        ctx.fillStyle = "#9d0208";
+        ctx.fillRect(px, y(a), bw, 4);
+      }
+    }
+    if (s > 0) {
+      ctx.fillStyle = "#457b9d";
+      ctx.fillRect(px, y(s), bw, top + ph - y(s));
+    }
+  }
+  // capacity line
+  ctx.strokeStyle = "#1d3557";
+  ctx.lineWidth = 2;
+  ctx.beginPath();
+  ctx.moveTo(left, y(capacity));
+  ctx.lineTo(left + pw, y(capacity));
+  ctx.stroke();
+  // axes
+  ctx.strokeStyle = "#888";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(left, top);
+  ctx.lineTo(left, top + ph);
+  ctx.lineTo(left + pw, top + ph);
+  ctx.stroke();
+  ctx.fillStyle = "#333";
+  ctx.font = "12px system-ui, sans-serif";
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  if (!log && peak > top_) {
+    ctx.textAlign = "right";
+    ctx.textBaseline = "top";
+    ctx.fillStyle = "#9d0208";
+    ctx.fillText(`bars above ${Math.round(top_)} clipped (peak ${peak}): tick "log scale" to see them whole`, left + pw, top + 2);
+    ctx.fillStyle = "#333";
+  }
+  for (const v of log ? [1, 10, 100, 1000, 10000, 100000, 1000000].filter((v) => v <= peak) : niceTicks(top_, 5)) {
+    ctx.fillText(String(v), left - 6, y(v));
+  }
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  for (const t of niceTicks(tEnd, 8)) ctx.fillText(t + " s", x(t), top + ph + 6);
+  $("#storm-clock").textContent = "t = " + (shown * window_s).toFixed(1) + " s of " + tEnd.toFixed(1) + " s";
+}
+
+function niceTicks(max, count) {
+  if (!(max > 0)) return [0];
+  const raw = max / count;
+  const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw);
+  const ticks = [];
+  for (let v = 0; v <= max + 1e-9; v += step) ticks.push(Math.round(v * 1e6) / 1e6);
+  return ticks;
+}
+
+ruleButtons($("#storm-rules"), (rule) => { storm.rule = rule; runStorm(); }, storm.rule);
+for (const id of ["clients", "outage", "capacity"]) {
+  const input = $("#storm-" + id);
+  input.addEventListener("input", () => {
+    $("#storm-" + id + "-out").textContent = input.value;
+    runStormSoon();
+  });
+}
+$("#storm-refusal").addEventListener("change", runStorm);
+$("#storm-log").addEventListener("change", drawStorm);
+loaders.storm = () => { if (!storm.result) runStorm(); };
+
+// ---------------------------------------------------------------- Six clients
+const six = { rule: "immediate", data: null, tick: 0, timer: null };
+const sixLatest = latest();
+
+function loadSix(rule) {
+  six.rule = rule;
+  stopSix();
+  for (const b of document.querySelectorAll("#six-rules button")) {
+    b.setAttribute("aria-pressed", String(b.dataset.rule === rule));
+  }
+  document.body.dataset.sixState = "loading";
+  return new Promise((resolve) => {
+    sixLatest(api("six", { rule }), (data) => {
+      six.data = data;
+      six.tick = 0;
+      drawSix();
+      document.body.dataset.sixRule = data.rule;
+      document.body.dataset.sixState = "ready";
+      resolve(data);
+    });
+  });
+}
+
+const MARK = { served: "✓", refused: "✗", collapsed: "✗", down: "✗" };
+
+function drawSix() {
+  const d = six.data;
+  const table = $("#six-grid");
+  table.textContent = "";
+  if (!d) return;
+  const head = table.insertRow();
+  const corner = document.createElement("th");
+  corner.className = "row";
+  corner.textContent = "tick";
+  head.appendChild(corner);
+  for (let t = 1; t <= d.ticks; t++) {
+    const th = document.createElement("th");
+    th.textContent = t;
+    head.appendChild(th);
+  }
+  d.rows.forEach((cells, c) => {
+    const tr = table.insertRow();
+    tr.dataset.client = c + 1;
+    const th = document.createElement("th");
+    th.className = "row";
+    th.textContent = "C" + (c + 1);
+    tr.appendChild(th);
+    cells.forEach((cell, i) => {
+      const td = tr.insertCell();
+      const t = i + 1;
+      td.dataset.tick = t;
+      if (d.down_ticks.includes(t)) td.classList.add("down-tick");
+      if (t > six.tick) {
+        td.classList.add("future");
+      } else if (cell) {
+        td.classList.add(cell);
+        td.textContent = MARK[cell] || "?";
+        td.title = cell;
+      }
+    });
+  });
+  const calls = table.insertRow();
+  calls.className = "calls";
+  const th = document.createElement("th");
+  th.className = "row";
+  th.textContent = "calls";
+  calls.appendChild(th);
+  d.calls_per_tick.forEach((n, i) => {
+    const td = calls.insertCell();
+    td.dataset.tick = i + 1;
+    if (i + 1 <= six.tick) {
+      td.textContent = n;
+      if (n > d.capacity_per_tick) td.classList.add("over");
+    }
+  });
+  $("#six-tick").textContent = "tick " + six.tick;
+  $("#six-tick").dataset.value = six.tick;
+  const served = d.rows.filter((_, c) => d.rows[c].slice(0, six.tick).includes("served")).length;
+  const calledSoFar = d.calls_per_tick.slice(0, six.tick).reduce((a, b) => a + b, 0);
+  $("#six-summary").textContent = six.tick >= d.ticks
+    ? `${d.rule}: ${d.served} of ${d.clients} served, ${d.calls} calls, last call at tick ${d.last_call_tick}.`
+    : `${d.rule}: tick ${six.tick} — ${served} served so far, ${calledSoFar} calls so far.`;
+}
+
+function nextSix() {
+  if (!six.data) return false;
+  if (six.tick >= six.data.ticks) return false;
+  six.tick += 1;
+  drawSix();
+  return true;
+}
+
+function stopSix() {
+  clearInterval(six.timer);
+  six.timer = null;
+  $("#six-play").textContent = "Play";
+}
+
+function playSix() {
+  if (six.timer) return stopSix();
+  if (six.data && six.tick >= six.data.ticks) { six.tick = 0; drawSix(); }
+  $("#six-play").textContent = "Pause";
+  six.timer = setInterval(() => { if (!nextSix()) stopSix(); }, 450);
+}
+
+async function demoSix(rule) {
+  $("#six-compare").hidden = true;
+  await loadSix(rule);
+  playSix();
+}
+
+async function compareSix() {
+  stopSix();
+  const rules = ["immediate", "exponential", "full"];
+  const tbody = $("#six-compare tbody");
+  document.body.dataset.sixCompare = "loading";
+  try {
+    const results = await Promise.all(rules.map((rule) => api("six", { rule })));
+    tbody.textContent = "";
+    for (const r of results) {
+      const tr = tbody.insertRow();
+      tr.dataset.rule = r.rule;
+      for (const v of [r.rule, `${r.served} of ${r.clients}`, r.calls, r.last_call_tick ?? "–"]) {
+        tr.insertCell().textContent = v;
+      }
+    }
+    $("#six-compare").hidden = false;
+    status("");
+    document.body.dataset.sixCompare = "ready";
+  } catch (e) {
+    status(e.message);
+  }
+}
+
+ruleButtons($("#six-rules"), (rule) => { $("#six-compare").hidden = true; loadSix(rule); }, six.rule);
+$("#six-next").addEventListener("click", () => { stopSix(); nextSix(); });
+$("#six-play").addEventListener("click", playSix);
+$("#six-reset").addEventListener("click", () => { stopSix(); six.tick = 0; drawSix(); });
+$("#six-demo-immediate").addEventListener("click", () => demoSix("immediate"));
+$("#six-demo-exponential").addEventListener("click", () => demoSix("exponential"));
+$("#six-demo-full").addEventListener("click", () => demoSix("full"));
+$("#six-demo-all").addEventListener("click", compareSix);
+loaders.six = () => { if (!six.data) loadSix(six.rule); };
+
+// ---------------------------------------------------------------- Dots
+const dots = { rule: "exponential", data: null };
+const dotsLatest = latest();
+
+function loadDots() {
+  document.body.dataset.dotsState = "loading";
+  dotsLatest(api("dots", { rule: dots.rule, clients: 100, failures: 6 }), (data) => {
+    dots.data = data;
+    drawDots();
+    document.body.dataset.dotsRule = data.rule;
+    document.body.dataset.dotsState = "ready";
+  });
+}
+
+function drawDots() {
+  const d = dots.data;
+  const svg = $("#dots-chart");
+  svg.textContent = "";
+  const W = 960, left = 175, right = 50, top = 16, rowH = 52;
+  const H = top + d.rows.length * rowH + 30;
+  svg.setAttribute("height", H);
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  const tMax = Math.max(1, ...d.rows.map((r) => r.max_ms));
+  const x = (ms) => left + (ms / tMax) * (W - left - right);
+  const el = (name, attrs, text) => {
+    const e = document.createElementNS(SVG_NS, name);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    svg.appendChild(e);
+    return e;
+  };
+  d.rows.forEach((row, i) => {
+    const cy = top + i * rowH + rowH / 2;
+    el("line", { x1: left, x2: W - right, y1: cy, y2: cy, stroke: "#e3e3da" });
+    el("text", { x: 8, y: cy - 4, "font-size": 13, fill: "#1d3557" }, `failure ${row.failure}`);
+    el("text", { x: 8, y: cy + 13, "font-size": 12, fill: "#666", class: "distinct", "data-failure": row.failure, "data-value": row.distinct },
+      row.distinct === 1 ? `all ${d.clients} at one instant` : `${row.distinct} different times`);
+    if (row.distinct === 1) {
+      el("text", { x: x(row.min_ms) + 8, y: cy - 7, "font-size": 12, fill: "#9d0208" }, `×${d.clients}`);
+    }
+    row.retry_ms.forEach((ms, c) => {
+      // A little vertical spread so stacked dots show as a column, not one blot.
+      const dy = ((c * 37) % 21) - 10;
+      el("circle", { cx: x(ms).toFixed(2), cy: cy + (row.distinct === 1 ? 0 : dy), r: 4, fill: "#e6394666", stroke: "#e63946", "stroke-width": 0.6, class: "dot", "data-failure": row.failure });
+    });
+  });
+  const axisY = top + d.rows.length * rowH + 6;
+  el("line", { x1: left, x2: W - right, y1: axisY, y2: axisY, stroke: "#888" });
+  for (const s of niceTicks(tMax / 1000, 8)) {
+    el("text", { x: x(s * 1000), y: axisY + 16, "font-size": 12, fill: "#333", "text-anchor": "middle" }, s + " s");
+  }
+}
+
+ruleButtons($("#dots-rules"), (rule) => { dots.rule = rule; loadDots(); }, dots.rule);
+loaders.dots = () => { if (!dots.data) loadDots(); };
+
+// ---------------------------------------------------------------- Layers
+const layers = { attempts: [3, 3, 3], data: null };
+const layersLatest = latest();
+
+function loadLayers() {
+  document.body.dataset.layersState = "loading";
+  const layer_aware = $("#layers-aware").checked;
+  layersLatest(api("layers", { attempts: layers.attempts, layer_aware }), (data) => {
+    layers.data = data;
+    drawLayers();
+    document.body.dataset.layersKey = `${layers.attempts.join(",")}|${data.layer_aware}`;
+    document.body.dataset.layersState = "ready";
+  });
+}
+
+function drawLayers() {
+  const d = layers.data;
+  const chain = $("#layers-chain");
+  chain.textContent = "";
+  d.services.forEach((s, i) => {
+    const box = document.createElement("div");
+    box.className = "service";
+    box.dataset.service = s.name;
+    if (i === d.services.length - 1) box.classList.add("db");
+    box.innerHTML = `<div class="name"></div><div class="receives"></div><div class="unit">per request<br>at the top</div>`;
+    box.querySelector(".name").textContent = s.name;
+    const r = box.querySelector(".receives");
+    r.textContent = Number.isInteger(s.receives) ? String(s.receives) : s.receives.toFixed(2);
+    r.dataset.value = s.receives;
+    chain.appendChild(box);
+    if (i < layers.attempts.length) {
+      const edge = document.createElement("div");
+      edge.className = "edge";
+      edge.innerHTML = `<label>attempts<br><input type="number" min="1" max="10" step="1"></label><div class="arrow">→</div>`;
+      const input = edge.querySelector("input");
+      input.value = layers.attempts[i];
+      input.dataset.layer = i;
+      input.addEventListener("change", () => {
+        layers.attempts[i] = Number(input.value);
+        loadLayers();
+      });
+      chain.appendChild(edge);
+    }
+  });
+  const last = d.services[d.services.length - 1];
+  const n = Number.isInteger(last.receives) ? last.receives : last.receives.toFixed(2);
+  $("#layers-summary").textContent =
+    `One request at the top becomes ${n} at ${last.name} while ${last.name} is failing.`;
+}
+
+$("#layers-aware").addEventListener("change", loadLayers);
+$("#layers-every").addEventListener("click", () => { layers.attempts = layers.attempts.map(() => 3); loadLayers(); });
+$("#layers-db-only").addEventListener("click", () => {
+  layers.attempts = layers.attempts.map((_, i) => (i === layers.attempts.length - 1 ? 3 : 1));
+  loadLayers();
+});
+$("#layers-add").addEventListener("click", () => { if (layers.attempts.length < 8) { layers.attempts.push(1); loadLayers(); } });
+$("#layers-remove").addEventListener("click", () => { if (layers.attempts.length > 1) { layers.attempts.pop(); loadLayers(); } });
+loaders.layers = () => { if (!layers.data) loadLayers(); };
+
+// ---------------------------------------------------------------- start
+const initialScene = location.hash.slice(1);
+showScene(initialScene in loaders ? initialScene : "storm");

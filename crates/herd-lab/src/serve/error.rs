@@ -1,0 +1,113 @@
+//! The API's errors: a status and one line, sent as `{"error": "…"}`.
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+
+/// An error answered as JSON `{"error": message}` with its status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    /// The HTTP status.
+    pub status: StatusCode,
+    /// One line naming the parameter at fault, when there is one.
+    pub message: String,
+}
+
+impl ApiError {
+    /// 400: a parameter is missing, malformed or out of range.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+        }
+    }
+
+    /// 404: no such route.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::NOT_FOUND,
+            message: message.into(),
+        }
+    }
+
+    /// 503: every simulation slot is taken; the client should come back shortly.
+    pub fn busy(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            message: message.into(),
+        }
+    }
+
+    /// 500: something failed on our side (a simulation task panicked, say).
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::INTERNAL_SERVER_ERROR,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.status.as_u16(), self.message)
+    }
+}
+
+impl std::error::Error for ApiError {}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let busy = self.status == StatusCode::SERVICE_UNAVAILABLE;
+        let body = axum::Json(serde_json::json!({ "error": self.message }));
+        let mut response = (self.status, body).into_response();
+        if busy {
+            // A retry library's page should say when to come back.
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
+    }
+}
+
+/// `axum::Json`, but a body that is not the expected JSON becomes an [`ApiError`] with axum's
+/// explanation (which names the field serde choked on), and a body over the limit a 413.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match axum::Json::<T>::from_request(req, state).await {
+            Ok(axum::Json(value)) => Ok(Self(value)),
+            Err(rejection) => Err(from_rejection(&rejection)),
+        }
+    }
+}
+
+fn from_rejection(rejection: &JsonRejection) -> ApiError {
+    // axum says 422 for well-formed JSON of the wrong shape; to a caller both are a bad
+    // request, and one status is simpler to handle.
+    let status = match rejection.status() {
+        StatusCode::UNPROCESSABLE_ENTITY => StatusCode::BAD_REQUEST,
+        other => other,
+    };
+    let message = match status {
+        StatusCode::PAYLOAD_TOO_LARGE => "request body too large".to_owned(),
+        // axum's text starts with a generic sentence; serde's part names the field.
+        _ => {
+            let text = rejection.body_text();
+            match text.split_once("into the target type: ") {
+                Some((_, detail)) => detail.to_owned(),
+                None => text,
+            }
+        }
+    };
+    ApiError { status, message }
+}

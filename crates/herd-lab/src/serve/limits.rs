@@ -1,0 +1,92 @@
+//! What one request may ask of the server: body size, simulation size, and how many
+//! simulations run at once.
+//!
+//! A simulation is CPU work; the async executor must not run it, and a burst of requests
+//! must not queue unbounded work. So each simulation takes a permit from a semaphore *without
+//! waiting* (a busy server answers 503 with `Retry-After` rather than building a queue; the
+//! page's own requests are few) and runs on the blocking pool.
+use std::sync::Arc;
+
+use tokio::sync::Semaphore;
+
+use super::error::ApiError;
+
+/// Most clients a storm request may simulate.
+pub const MAX_STORM_CLIENTS: u64 = 200_000;
+/// Most seconds of outage a storm request may ask for.
+pub const MAX_OUTAGE_S: f64 = 600.0;
+/// Most answers per window a storm request may give the server.
+pub const MAX_CAPACITY: u64 = 1_000_000;
+/// Most attempts one storm request may simulate: the run stops with a 400 past this, so a
+/// request costs at most a second or two of one core.
+pub const MAX_STORM_ATTEMPTS: u64 = 20_000_000;
+/// Most clients the dots scene draws.
+pub const MAX_DOT_CLIENTS: u32 = 1_000;
+/// Most failures (rows) the dots scene draws.
+pub const MAX_DOT_FAILURES: u32 = 12;
+/// Most layers (call edges) the layers scene chains.
+pub const MAX_LAYERS: usize = 8;
+/// Most attempts one layer may make per call.
+pub const MAX_LAYER_ATTEMPTS: u32 = 10;
+
+/// The server's limits. [`ServeLimits::default`] suits a person's laptop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ServeLimits {
+    /// Largest request body in bytes (larger ones get 413).
+    pub max_body_bytes: usize,
+    /// Simulations that may run at once (more get 503). Zero refuses every simulation,
+    /// which tests use to check the busy answer.
+    pub max_concurrent: usize,
+    /// Answer requests addressed to any host name. Off (the default), a request whose `Host`
+    /// is not loopback gets 421: a guard against DNS rebinding for a server on 127.0.0.1.
+    pub any_host: bool,
+}
+
+impl Default for ServeLimits {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 16 * 1024,
+            max_concurrent: 2,
+            any_host: false,
+        }
+    }
+}
+
+/// Admission to the blocking pool: at most `max_concurrent` simulations at once.
+#[derive(Clone, Debug)]
+pub(crate) struct Gate {
+    permits: Arc<Semaphore>,
+    size: usize,
+}
+
+impl Gate {
+    pub(crate) fn new(size: usize) -> Self {
+        Self {
+            permits: Arc::new(Semaphore::new(size)),
+            size,
+        }
+    }
+
+    /// Runs `work` on the blocking pool if a slot is free, else answers 503 at once.
+    pub(crate) async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
+    where
+        F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() else {
+            return Err(ApiError::busy(format!(
+                "busy: {} simulation(s) already running; try again shortly",
+                self.size
+            )));
+        };
+        let joined = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work()
+        })
+        .await;
+        match joined {
+            Ok(result) => result,
+            Err(e) => Err(ApiError::internal(format!("simulation failed: {e}"))),
+        }
+    }
+}

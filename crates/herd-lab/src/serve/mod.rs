@@ -1,0 +1,146 @@
+//! The interactive page (`herd serve`): pick a rule and watch the load.
+//!
+//! One page (HTML, CSS and JavaScript embedded in the binary) with four scenes: *Storm*, *Six
+//! clients*, *Dots* and *Layers*. The page computes nothing itself: every number it shows
+//! comes from this JSON API, which calls `herd-sim` and `herd`, so the page and the command
+//! line can never disagree.
+//!
+//! | route | answers |
+//! |---|---|
+//! | `GET /` | the page |
+//! | `GET /api/rules` | the rules and the API's limits |
+//! | `POST /api/storm` | [`storm::StormRequest`] → [`storm::StormAnswer`] |
+//! | `POST /api/six` | [`six::SixRequest`] → [`six::SixTimeline`] |
+//! | `POST /api/dots` | [`dots::DotsRequest`] → [`dots::Dots`] |
+//! | `POST /api/layers` | [`layers::LayersRequest`] → [`layers::Layers`] |
+//!
+//! The API is meant for one person's browser, but it is still a server: it validates every
+//! parameter (a 400 names the field), caps the work one request may ask for, limits body
+//! sizes (413) and the simulations running at once (503 with `Retry-After`), and runs them
+//! on the blocking pool so the page stays responsive. The command binds to loopback unless
+//! told otherwise, and then answers only requests addressed to loopback (a guard against DNS
+//! rebinding).
+use std::future::Future;
+use std::io;
+
+use axum::extract::{DefaultBodyLimit, State};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use herd::RuleName;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+mod assets;
+pub mod dots;
+mod error;
+mod host;
+pub mod layers;
+mod limits;
+mod rules;
+pub mod six;
+pub mod storm;
+
+pub use error::{ApiError, ApiJson};
+pub use limits::{
+    MAX_CAPACITY, MAX_DOT_CLIENTS, MAX_DOT_FAILURES, MAX_LAYER_ATTEMPTS, MAX_LAYERS, MAX_OUTAGE_S,
+    MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS, ServeLimits,
+};
+
+use limits::Gate;
+
+#[derive(Clone, Debug)]
+struct AppState {
+    gate: Gate,
+}
+
+/// The page and its API.
+pub fn router(limits: ServeLimits) -> Router {
+    let state = AppState {
+        gate: Gate::new(limits.max_concurrent),
+    };
+    let api = Router::new()
+        .route("/rules", get(rules_info))
+        .route("/storm", post(storm_handler))
+        .route("/six", post(six_handler))
+        .route("/dots", post(dots_handler))
+        .route("/layers", post(layers_handler))
+        .fallback(|| async { ApiError::not_found("no such API route") })
+        .layer(DefaultBodyLimit::max(limits.max_body_bytes))
+        .with_state(state);
+    let app = Router::new()
+        .route("/", get(assets::index))
+        .route("/app.js", get(assets::app_js))
+        .route("/app.css", get(assets::app_css))
+        .route("/favicon.svg", get(assets::favicon))
+        .nest("/api", api);
+    if limits.any_host {
+        app
+    } else {
+        app.layer(axum::middleware::from_fn(host::loopback_only))
+    }
+}
+
+/// Serves the page on `listener` until `shutdown` completes.
+///
+/// # Errors
+///
+/// Accepting connections failed.
+pub async fn serve(
+    listener: TcpListener,
+    limits: ServeLimits,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    axum::serve(listener, router(limits))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+async fn rules_info() -> Json<Value> {
+    Json(json!({
+        "rules": RuleName::CLASSIC.iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+        "limits": {
+            "storm_clients": MAX_STORM_CLIENTS,
+            "storm_attempts": MAX_STORM_ATTEMPTS,
+            "outage_s": MAX_OUTAGE_S,
+            "capacity": MAX_CAPACITY,
+            "dot_clients": MAX_DOT_CLIENTS,
+            "dot_failures": MAX_DOT_FAILURES,
+            "layers": MAX_LAYERS,
+            "layer_attempts": MAX_LAYER_ATTEMPTS,
+        },
+    }))
+}
+
+async fn dots_handler(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<dots::DotsRequest>,
+) -> Result<Json<dots::Dots>, ApiError> {
+    let result = state.gate.run(move || request.compute()).await?;
+    Ok(Json(result))
+}
+
+async fn storm_handler(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<storm::StormRequest>,
+) -> Result<Json<storm::StormAnswer>, ApiError> {
+    // Reject bad parameters before taking a simulation slot.
+    request.scenario()?;
+    let result = state.gate.run(move || request.run()).await?;
+    Ok(Json(result))
+}
+
+async fn six_handler(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<six::SixRequest>,
+) -> Result<Json<six::SixTimeline>, ApiError> {
+    let result = state.gate.run(move || request.run()).await?;
+    Ok(Json(result))
+}
+
+async fn layers_handler(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<layers::LayersRequest>,
+) -> Result<Json<layers::Layers>, ApiError> {
+    let result = state.gate.run(move || request.compute()).await?;
+    Ok(Json(result))
+}

@@ -1,0 +1,137 @@
+//! The *Storm* scene: SPEC §4's default scenario with the page's knobs (rule, refusal cost,
+//! clients, outage, capacity), run by `herd-sim` exactly as `herd storm` runs it.
+use herd::RuleName;
+use herd_sim::{Limits, RunResult, Scenario, Simulation};
+use serde::{Deserialize, Serialize};
+
+use super::error::ApiError;
+use super::limits::{MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS};
+use super::rules::{in_range, rule_name};
+
+/// What the page asks for. Absent fields take SPEC §4's default scenario's values.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StormRequest {
+    /// The rule's name.
+    pub rule: String,
+    /// A refusal's share of an answer's work, `0 <= r < 1` (the page sends 0 or 0.1).
+    #[serde(default)]
+    pub refusal_cost: f64,
+    /// Clients in the burst at t = 0 (1..=200 000).
+    #[serde(default = "default_clients")]
+    pub clients: u64,
+    /// The outage `[0, outage_s)` in seconds (0..=600; 0 = none).
+    #[serde(default = "default_outage")]
+    pub outage_s: f64,
+    /// Answers per 100 ms window (1..=1 000 000).
+    #[serde(default = "default_capacity")]
+    pub capacity: u64,
+    /// The world's seed.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_clients() -> u64 {
+    Scenario::default().clients.count
+}
+fn default_outage() -> f64 {
+    10.0
+}
+fn default_capacity() -> u64 {
+    Scenario::default().server.capacity
+}
+fn default_seed() -> u64 {
+    1
+}
+
+/// A run's figures and series, with the scenario facts the chart needs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct StormAnswer {
+    /// The run, as `herd storm --format json` prints it.
+    #[serde(flatten)]
+    pub result: RunResult,
+    /// The outages, `[start_s, end_s)`, for shading.
+    pub outages: Vec<[f64; 2]>,
+    /// The refusal cost the run used.
+    pub refusal_cost: f64,
+}
+
+impl StormRequest {
+    /// The scenario this request describes, checked.
+    ///
+    /// # Errors
+    ///
+    /// A 400 [`ApiError`] naming the parameter out of range.
+    pub fn scenario(&self) -> Result<(RuleName, Scenario), ApiError> {
+        let rule = rule_name(&self.rule)?;
+        let clients = in_range("clients", self.clients, 1, MAX_STORM_CLIENTS)?;
+        let capacity = in_range("capacity", self.capacity, 1, MAX_CAPACITY)?;
+        if !self.outage_s.is_finite() {
+            return Err(ApiError::bad_request("outage_s must be a finite number"));
+        }
+        let outage_s = in_range("outage_s", self.outage_s, 0.0, MAX_OUTAGE_S)?;
+        if !(self.refusal_cost.is_finite() && (0.0..1.0).contains(&self.refusal_cost)) {
+            return Err(ApiError::bad_request(format!(
+                "refusal_cost must be at least 0 and below 1, got {}",
+                self.refusal_cost
+            )));
+        }
+        let defaults = Scenario::default();
+        let scenario = Scenario {
+            seed: self.seed,
+            clients: herd_sim::Clients {
+                count: clients,
+                ..defaults.clients
+            },
+            server: herd_sim::Server {
+                capacity,
+                refusal_cost: self.refusal_cost,
+                outages: if outage_s > 0.0 {
+                    vec![[0.0, outage_s]]
+                } else {
+                    Vec::new()
+                },
+                ..defaults.server
+            },
+            retry: herd_sim::Retry {
+                rules: vec![rule],
+                ..defaults.retry
+            },
+            ..defaults
+        };
+        Ok((rule, scenario))
+    }
+
+    /// Checks the request and runs the simulation (CPU work: call it off the executor).
+    ///
+    /// # Errors
+    ///
+    /// A 400 [`ApiError`] for a bad parameter, or when the run would exceed the page's caps.
+    pub fn run(&self) -> Result<StormAnswer, ApiError> {
+        let (rule, scenario) = self.scenario()?;
+        let limits = Limits {
+            max_attempts: MAX_STORM_ATTEMPTS,
+            ..Limits::interactive()
+        };
+        let simulation = Simulation::new(&scenario, &limits).map_err(scenario_error)?;
+        let result = simulation.run(rule, self.seed).map_err(scenario_error)?;
+        Ok(StormAnswer {
+            result,
+            outages: scenario.server.outages,
+            refusal_cost: self.refusal_cost,
+        })
+    }
+}
+
+/// The simulator names scenario-file fields; the page's parameters are named differently.
+fn scenario_error(e: herd_sim::ScenarioError) -> ApiError {
+    let field = match e.field_name() {
+        Some("clients.count") => "clients",
+        Some("server.capacity") => "capacity",
+        Some("server.refusal_cost") => "refusal_cost",
+        Some("server.outages") => "outage_s",
+        Some("seed") => "seed",
+        _ => return ApiError::bad_request(e.to_string()),
+    };
+    ApiError::bad_request(format!("{field}: {}", e.message()))
+}

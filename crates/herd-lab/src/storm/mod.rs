@@ -1,0 +1,371 @@
+//! `herd lab storm`: the storm model checked against real sockets and real timers.
+//!
+//! A real HTTP server on 127.0.0.1 enforces a scenario's server (outages, a work budget per
+//! window, refusals that cost work, collapse), and the scenario's clients run as real tokio
+//! tasks retrying through herd's async retry loop with the scenario's rule. Time is scaled:
+//! with `time_scale = 0.1` a 100 ms step lasts 10 ms of real time. The server records
+//! arrivals and answers per step; the report puts SPEC §4's figures beside `herd-sim`'s
+//! prediction for the same scenario, rule and seed.
+//!
+//! What is modelled: a burst of clients at `start_s`, outages, capacity per window,
+//! `refusal_cost`, `collapse_above`, `max_attempts`. Open-loop arrivals, warm-up,
+//! `Retry-After`, timeouts, deadlines and budgets are refused with an error naming the field.
+//!
+//! Real timers jitter and a loaded machine answers late, so deterministic rules match the
+//! simulator closely (an attempt that misses its step shows in the report's "late" count), and
+//! jittered rules match in distribution: the lab's clients draw from their own generators, not
+//! from the simulator's one world generator.
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use herd::asynchronous::TokioClock;
+use herd::policy::RetryPolicy;
+use herd::rule::millis;
+use herd::{RuleName, RuleParams};
+use herd_sim::{Limits, RunResult, Scenario, Simulation};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+mod clients;
+mod measure;
+mod report;
+mod server;
+
+pub use report::{Figures, LabReport, Range, SeedSpread};
+
+use clients::{ClientEnd, Crowd, Tally};
+use server::{Budget, Ledger, Rules, ServerThread, StepClock};
+
+/// The most clients the lab runs: each is a task with a socket.
+pub const MAX_CLIENTS: u64 = 5_000;
+/// The longest storm the lab plays, in real seconds.
+pub const MAX_REAL_S: f64 = 600.0;
+/// Seeds simulated to show how much a jittered rule's figures vary with the seed alone.
+pub const SPREAD_SEEDS: u32 = 20;
+/// The shortest real step: tokio's timers have a millisecond's resolution.
+pub const MIN_STEP_REAL_MS: f64 = 2.0;
+
+/// The scenario `herd lab storm` plays without a file: SPEC §4's default storm shrunk to fit
+/// real sockets (200 clients, capacity 5 per window, a 5 s outage).
+pub const DEFAULT_SCENARIO: &str = "\
+seed = 1
+horizon_s = 600
+step_ms = 100
+window_ms = 100
+
+[clients]
+count = 200
+
+[server]
+capacity = 5
+outages = [[0, 5]]
+
+[retry]
+rules = [\"constant\", \"full\"]
+";
+
+/// Why a lab run could not start or finish.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    /// The scenario or a setting is out of what the lab can play; names the field.
+    #[error("{0}")]
+    Input(String),
+    /// Something failed at run time (binding a socket, a task).
+    #[error("{0}")]
+    Run(String),
+}
+
+/// A checked lab storm: one scenario, one rule, one seed, one time scale.
+#[derive(Debug, Clone)]
+pub struct LabStorm {
+    scenario: Scenario,
+    simulation: Simulation,
+    rule: RuleName,
+    seed: u64,
+    time_scale: f64,
+}
+
+fn unsupported(field: &str, what: &str) -> LabError {
+    LabError::Input(format!(
+        "{field}: lab storm does not model {what}; set it to 0 (herd storm simulates it)"
+    ))
+}
+
+impl LabStorm {
+    /// Checks that the lab can play `scenario` with `rule` at `time_scale`.
+    ///
+    /// # Errors
+    ///
+    /// [`LabError::Input`] naming the field: an invalid scenario, more than [`MAX_CLIENTS`]
+    /// clients, a feature the lab does not model, or a time scale that makes a step shorter
+    /// than [`MIN_STEP_REAL_MS`] or the storm longer than [`MAX_REAL_S`].
+    pub fn new(
+        scenario: Scenario,
+        rule: RuleName,
+        seed: u64,
+        time_scale: f64,
+    ) -> Result<Self, LabError> {
+        let simulation = Simulation::new(&scenario, &Limits::default())
+            .map_err(|e| LabError::Input(e.to_string()))?;
+        let count = scenario.clients.count;
+        if !(1..=MAX_CLIENTS).contains(&count) {
+            return Err(LabError::Input(format!(
+                "clients.count: lab storm runs 1 to {MAX_CLIENTS} clients (each a task with a socket), got {count}"
+            )));
+        }
+        let c = &scenario.clients;
+        let s = &scenario.server;
+        if c.arrivals_per_s > 0.0 {
+            return Err(unsupported("clients.arrivals_per_s", "open-loop arrivals"));
+        }
+        if c.deadline_s > 0.0 {
+            return Err(unsupported("clients.deadline_s", "deadlines"));
+        }
+        if s.warmup_s > 0.0 {
+            return Err(unsupported("server.warmup_s", "warm-up"));
+        }
+        if s.retry_after_s > 0.0 {
+            return Err(unsupported("server.retry_after_s", "Retry-After"));
+        }
+        if s.timeout_s > 0.0 {
+            return Err(unsupported("server.timeout_s", "attempt timeouts"));
+        }
+        if scenario.retry.budget_percent > 0.0 {
+            return Err(unsupported("retry.budget_percent", "retry budgets"));
+        }
+        if !(time_scale.is_finite() && time_scale > 0.0) {
+            return Err(LabError::Input(format!(
+                "time scale must be a positive number, got {time_scale}"
+            )));
+        }
+        let step_real_ms = scenario.step_ms * time_scale;
+        if step_real_ms < MIN_STEP_REAL_MS {
+            return Err(LabError::Input(format!(
+                "time scale {time_scale}: a {} ms step would last {step_real_ms} ms of real time; \
+                 at least {MIN_STEP_REAL_MS} ms (timers are not finer)",
+                scenario.step_ms
+            )));
+        }
+        Ok(Self {
+            scenario,
+            simulation,
+            rule,
+            seed,
+            time_scale,
+        })
+    }
+
+    /// The scenario.
+    #[must_use]
+    pub fn scenario(&self) -> &Scenario {
+        &self.scenario
+    }
+
+    /// The simulator's prediction for this scenario, rule and seed.
+    ///
+    /// # Errors
+    ///
+    /// [`LabError::Input`] when the simulator refuses the run (the rule's parameters, say).
+    pub fn simulate(&self) -> Result<RunResult, LabError> {
+        self.simulation
+            .run(self.rule, self.seed)
+            .map_err(|e| LabError::Input(e.to_string()))
+    }
+
+    /// For a jittered rule, the simulated figures over [`SPREAD_SEEDS`] seeds from the seed on.
+    ///
+    /// # Errors
+    ///
+    /// As [`LabStorm::simulate`].
+    pub fn seed_spread(&self) -> Result<Option<SeedSpread>, LabError> {
+        if !self.rule.is_jittered() {
+            return Ok(None);
+        }
+        let runs = (0..u64::from(SPREAD_SEEDS))
+            .map(|i| self.simulation.run(self.rule, self.seed.wrapping_add(i)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| LabError::Input(e.to_string()))?;
+        Ok(Some(SeedSpread::of(&runs)))
+    }
+
+    fn step(&self) -> Duration {
+        Duration::from_nanos((self.scenario.step_ms * 1e6).round() as u64)
+    }
+
+    fn steps(&self, seconds: f64) -> u64 {
+        let step_ns = self.step().as_nanos().max(1) as f64;
+        (seconds * 1e9 / step_ns).ceil() as u64
+    }
+
+    fn rules(&self) -> Rules {
+        let s = &self.scenario.server;
+        Rules {
+            capacity: s.capacity as f64,
+            refusal_cost: s.refusal_cost,
+            collapse_above: (s.collapse_above > 0).then_some(s.collapse_above),
+            outages: s
+                .outages
+                .iter()
+                .map(|&[a, b]| (self.steps(a), self.steps(b)))
+                .collect(),
+            steps_per_window: (self.scenario.window_ms / self.scenario.step_ms).round() as u64,
+        }
+    }
+
+    fn policy(&self) -> Result<RetryPolicy<TokioClock>, LabError> {
+        let r = &self.scenario.retry;
+        let input = |e: herd::InvalidRule| LabError::Input(e.to_string());
+        let params = RuleParams {
+            base: millis("retry.base_ms", r.base_ms).map_err(input)?,
+            cap: millis("retry.cap_ms", r.cap_ms).map_err(input)?,
+            pause: millis("retry.pause_ms", r.pause_ms).map_err(input)?,
+            ..RuleParams::default()
+        };
+        let rule = self.rule.build(&params).map_err(input)?;
+        let attempts = match self.scenario.clients.max_attempts {
+            0 => u32::MAX,
+            n => n,
+        };
+        RetryPolicy::builder(rule)
+            .max_attempts(attempts)
+            .clock(TokioClock::new())
+            .build()
+            .map_err(|e| LabError::Input(e.to_string()))
+    }
+
+    /// Plays the storm on loopback and reports measured beside simulated. Takes about the
+    /// simulated storm's length times the time scale.
+    ///
+    /// # Errors
+    ///
+    /// [`LabError::Input`] when the storm would take longer than [`MAX_REAL_S`];
+    /// [`LabError::Run`] when a socket cannot be bound.
+    pub async fn run(&self) -> Result<LabReport, LabError> {
+        let simulated = self.simulate()?;
+        let sim_end_s = simulated.last_attempt_s.unwrap_or(0.0);
+        let real_s = sim_end_s * self.time_scale;
+        if real_s > MAX_REAL_S {
+            return Err(LabError::Input(format!(
+                "the storm lasts {sim_end_s:.1} s, {real_s:.0} s of real time at time scale {}; \
+                 at most {MAX_REAL_S} s: lower the time scale or shorten the scenario",
+                self.time_scale
+            )));
+        }
+        // Give the real storm room to run late, but not forever.
+        let horizon_steps = self.steps(self.scenario.horizon_s);
+        let max_steps = (self.steps(sim_end_s * 1.5) + 50).min(horizon_steps);
+
+        let mut server =
+            ServerThread::spawn(Budget::new(self.rules()), self.seed, max_steps).await?;
+        let addr = server.addr;
+
+        let mut connector = HttpConnector::new();
+        connector.set_nodelay(true);
+        let http = Client::builder(TokioExecutor::new()).build(connector);
+        let uri = |path: &str| {
+            format!("http://{addr}{path}")
+                .parse::<hyper::Uri>()
+                .map_err(|e| LabError::Run(e.to_string()))
+        };
+        let step_real = Duration::from_secs_f64(self.step().as_secs_f64() * self.time_scale);
+
+        // Open one pooled connection per client before the clock starts.
+        let clients = self.scenario.clients.count;
+        let ping = uri("/ping")?;
+        let mut warming = JoinSet::new();
+        for _ in 0..clients {
+            warming.spawn(clients::warm_up(http.clone(), ping.clone()));
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(10), warming.join_all()).await;
+
+        let lead = (step_real * 5).max(Duration::from_millis(100));
+        let clock = StepClock {
+            epoch: Instant::now() + lead,
+            step: step_real,
+        };
+        let crowd = Arc::new(Crowd {
+            http,
+            url: uri("/work")?,
+            policy: self.policy()?,
+            clock,
+            step_sim: self.step(),
+            start_step: self.steps(self.scenario.clients.start_s),
+            seed: self.seed,
+            tally: Tally::default(),
+        });
+        server.start(clock);
+        let started = Instant::now();
+        let mut tasks = JoinSet::new();
+        for id in 0..clients {
+            tasks.spawn(Arc::clone(&crowd).client(id));
+        }
+        let deadline = clock.at(max_steps, 0.0) + Duration::from_secs(1);
+        let mut ends: Vec<ClientEnd> = Vec::new();
+        loop {
+            match tokio::time::timeout_at(deadline, tasks.join_next()).await {
+                Ok(Some(Ok(end))) => ends.push(end),
+                Ok(Some(Err(e))) => {
+                    return Err(LabError::Run(format!("a client task failed: {e}")));
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    tasks.abort_all();
+                    break;
+                }
+            }
+        }
+        let real_s = started.elapsed().as_secs_f64();
+        let ledger = server.finish().await?;
+        let mut report = self.report(&simulated, &ledger, &ends, &crowd.tally, clients, real_s);
+        drop(crowd);
+        report.seed_spread = self.seed_spread()?;
+        Ok(report)
+    }
+
+    fn report(
+        &self,
+        simulated: &RunResult,
+        ledger: &Ledger,
+        ends: &[ClientEnd],
+        tally: &Tally,
+        clients: u64,
+        real_s: f64,
+    ) -> LabReport {
+        let clients_served = ends.iter().filter(|e| e.served).count() as u64;
+        let gave_up = ends.iter().filter(|e| !e.served).count() as u64;
+        let measured = measure::measure(
+            ledger,
+            &self.rules(),
+            self.step(),
+            clients,
+            clients_served,
+            gave_up,
+        );
+        LabReport {
+            rule: self.rule.as_str().to_owned(),
+            seed: self.seed,
+            clients,
+            time_scale: self.time_scale,
+            step_real_ms: self.scenario.step_ms * self.time_scale,
+            window_s: simulated.series.window_s,
+            capacity: simulated.series.capacity,
+            first_window_after_outage: measured.first_window_after_outage,
+            measured: measured.figures,
+            simulated: Figures::simulated(simulated),
+            seed_spread: None,
+            measured_arrivals: measured.arrivals,
+            measured_served: measured.served,
+            simulated_arrivals: simulated.series.arrivals.clone(),
+            simulated_served: simulated.series.served.clone(),
+            client_attempts: tally.attempts.load(Ordering::Relaxed),
+            late_attempts: tally.late.load(Ordering::Relaxed),
+            transport_errors: tally.transport_errors.load(Ordering::Relaxed),
+            worst_tick_lag_ms: ledger.worst_tick_lag.as_secs_f64() * 1000.0,
+            real_s,
+        }
+    }
+}

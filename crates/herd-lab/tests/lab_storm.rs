@@ -1,0 +1,121 @@
+//! `herd lab storm` on a small storm: the real server's figures equal the simulator's within
+//! the slack real timers need.
+//!
+//! This test sleeps in real time by necessity (it checks the simulator against real timers);
+//! it is kept short (about three seconds), bounded, and on loopback only.
+use std::time::Duration;
+
+use herd::RuleName;
+use herd_lab::storm::{LabError, LabStorm};
+use herd_sim::Scenario;
+
+/// 40 clients, an outage over the first second, 4 answers per 100 ms window, constant 500 ms.
+const SMALL: &str = "
+horizon_s = 60
+step_ms = 100
+window_ms = 100
+[clients]
+count = 40
+[server]
+capacity = 4
+outages = [[0, 1]]
+[retry]
+pause_ms = 500
+";
+
+fn small() -> Scenario {
+    Scenario::from_toml_str(SMALL).expect("valid scenario")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deterministic_rule_measures_what_the_simulator_predicts() {
+    // 100 ms steps played as 50 ms: coarse enough for a debug build on a busy machine.
+    let lab = LabStorm::new(small(), RuleName::Constant, 1, 0.5).expect("playable");
+    let report = tokio::time::timeout(Duration::from_secs(60), lab.run())
+        .await
+        .expect("the storm ends")
+        .expect("the storm runs");
+    let (m, s) = (&report.measured, &report.simulated);
+    eprintln!("{}", report.render());
+
+    // Every client served, every request accounted for.
+    assert_eq!(m.served, 40);
+    assert_eq!(s.served, 40);
+    assert_eq!(report.client_attempts, m.requests, "no request lost");
+    assert_eq!(report.transport_errors, 0);
+    assert!(report.seed_spread.is_none(), "constant draws nothing");
+
+    // An attempt that misses its step by a real timer's lag shifts the herd by one step; allow
+    // one pause (500 ms) on the times and 15 % on the counts.
+    let near = |a: Option<f64>, b: Option<f64>, slack: f64| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= slack,
+        _ => false,
+    };
+    assert!(
+        near(m.half_served_s, s.half_served_s, 0.5),
+        "half served: {:?} vs {:?}",
+        m.half_served_s,
+        s.half_served_s
+    );
+    assert!(
+        near(m.all_served_s, s.all_served_s, 1.0),
+        "all served: {:?} vs {:?}",
+        m.all_served_s,
+        s.all_served_s
+    );
+    let ratio = m.requests_per_client / s.requests_per_client;
+    assert!(
+        (0.85..=1.15).contains(&ratio),
+        "requests per client: {} vs {}",
+        m.requests_per_client,
+        s.requests_per_client
+    );
+    let peak = m.peak_after_outage as f64 / s.peak_after_outage as f64;
+    assert!(
+        (0.75..=1.25).contains(&peak),
+        "peak after outage: {} vs {}",
+        m.peak_after_outage,
+        s.peak_after_outage
+    );
+}
+
+fn input_error(scenario: Scenario, time_scale: f64) -> String {
+    match LabStorm::new(scenario, RuleName::Full, 1, time_scale) {
+        Err(LabError::Input(msg)) => msg,
+        other => panic!("expected an input error, got {other:?}"),
+    }
+}
+
+#[test]
+fn what_the_lab_cannot_play_is_refused_naming_the_field() {
+    let mut s = small();
+    s.clients.count = 5_001;
+    assert!(input_error(s, 0.1).starts_with("clients.count: lab storm runs 1 to 5000"));
+
+    let mut s = small();
+    s.server.warmup_s = 2.0;
+    assert!(input_error(s, 0.1).starts_with("server.warmup_s:"));
+
+    let mut s = small();
+    s.clients.arrivals_per_s = 10.0;
+    assert!(input_error(s, 0.1).starts_with("clients.arrivals_per_s:"));
+
+    assert!(input_error(small(), 0.001).starts_with("time scale 0.001: a 100 ms step"));
+    assert!(input_error(small(), f64::NAN).starts_with("time scale must be a positive number"));
+
+    let mut s = small();
+    s.server.refusal_cost = 1.5;
+    assert!(input_error(s, 0.1).starts_with("server.refusal_cost"));
+}
+
+#[tokio::test]
+async fn a_storm_too_long_for_real_time_is_refused_before_it_starts() {
+    let mut s = small();
+    s.retry.pause_ms = 600_000.0;
+    s.horizon_s = 3_600.0;
+    let lab = LabStorm::new(s, RuleName::Constant, 1, 1.0).expect("playable in principle");
+    match lab.run().await {
+        Err(LabError::Input(msg)) => assert!(msg.starts_with("the storm lasts"), "{msg}"),
+        other => panic!("expected an input error, got {other:?}"),
+    }
+}

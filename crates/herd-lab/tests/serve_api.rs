@@ -1,0 +1,430 @@
+//! The page's API answers bad and oversized requests with clear errors, and its numbers are
+//! the library's and the simulator's.
+use axum::Router;
+use axum::body::Body;
+use axum::http::{Request, StatusCode, header};
+use herd_lab::serve::{self, ServeLimits};
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+async fn call(app: Router, method: &str, path: &str, body: impl Into<Body>) -> (StatusCode, Value) {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(body.into())
+        .expect("request");
+    let response = app.oneshot(request).await.expect("router answers");
+    let status = response.status();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, value)
+}
+
+async fn post(path: &str, body: Value) -> (StatusCode, Value) {
+    call(
+        serve::router(ServeLimits::default()),
+        "POST",
+        path,
+        body.to_string(),
+    )
+    .await
+}
+
+fn error(value: &Value) -> &str {
+    value["error"].as_str().unwrap_or("")
+}
+
+#[tokio::test]
+async fn the_page_and_its_assets_are_served() {
+    for (path, kind) in [
+        ("/", "text/html"),
+        ("/app.js", "text/javascript"),
+        ("/app.css", "text/css"),
+        ("/favicon.svg", "image/svg+xml"),
+    ] {
+        let request = Request::get(path).body(Body::empty()).expect("request");
+        let response = serve::router(ServeLimits::default())
+            .oneshot(request)
+            .await
+            .expect("router answers");
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let content_type = response.headers()[header::CONTENT_TYPE]
+            .to_str()
+            .expect("ascii");
+        assert!(content_type.starts_with(kind), "{path}: {content_type}");
+    }
+}
+
+#[tokio::test]
+async fn the_page_loads_nothing_from_elsewhere() {
+    for asset in [
+        include_str!("../assets/index.html"),
+        include_str!("../assets/app.js"),
+        include_str!("../assets/app.css"),
+    ] {
+        // The SVG namespace is a name, not a fetch.
+        let asset = asset.replace("http://www.w3.org/2000/svg", "");
+        for line in asset.lines() {
+            assert!(
+                !line.contains("http://") && !line.contains("https://"),
+                "no absolute URLs: {line}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_rule_is_a_400_naming_rule() {
+    let (status, body) = post("/api/dots", json!({ "rule": "sometimes" })).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        error(&body).starts_with("rule: unknown rule `sometimes`"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn out_of_range_numbers_are_400s_naming_the_field() {
+    let cases = [
+        (
+            json!({ "rule": "full", "clients": 0 }),
+            "clients must be between 1 and 1000",
+        ),
+        (
+            json!({ "rule": "full", "clients": 5000 }),
+            "clients must be between 1 and 1000",
+        ),
+        (
+            json!({ "rule": "full", "failures": 99 }),
+            "failures must be between 1 and 12",
+        ),
+        (
+            json!({ "rule": "full", "cap_ms": 1 }),
+            "cap_ms: cap (1 ms) must be at least base",
+        ),
+        (
+            json!({ "rule": "full", "base_ms": -5 }),
+            "base_ms must be a finite number",
+        ),
+        (
+            json!({ "rule": "constant", "pause_ms": 0 }),
+            "pause_ms: pause must be longer than zero",
+        ),
+    ];
+    for (body, expected) in cases {
+        let (status, answer) = post("/api/dots", body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(error(&answer).starts_with(expected), "{body} → {answer}");
+    }
+}
+
+#[tokio::test]
+async fn malformed_bodies_are_400s_naming_the_field() {
+    let (status, body) = post("/api/dots", json!({ "rule": "full", "clients": "many" })).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(error(&body).starts_with("clients: invalid type"), "{body}");
+
+    let (status, body) = post("/api/dots", json!({ "rule": "full", "jitter": true })).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(error(&body).contains("unknown field `jitter`"), "{body}");
+
+    let (status, body) = call(
+        serve::router(ServeLimits::default()),
+        "POST",
+        "/api/dots",
+        "{not json",
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(!error(&body).is_empty(), "{body}");
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_a_413() {
+    let padding = "x".repeat(ServeLimits::default().max_body_bytes + 1);
+    let (status, body) = post("/api/dots", json!({ "rule": "full", "pad": padding })).await;
+    assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
+    assert_eq!(error(&body), "request body too large");
+}
+
+#[tokio::test]
+async fn a_busy_server_answers_503_with_retry_after() {
+    let app = serve::router(ServeLimits {
+        max_concurrent: 0,
+        ..ServeLimits::default()
+    });
+    let request = Request::post("/api/dots")
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(json!({ "rule": "full" }).to_string()))
+        .expect("request");
+    let response = app.oneshot(request).await.expect("router answers");
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()[header::RETRY_AFTER], "1");
+}
+
+#[tokio::test]
+async fn unknown_api_routes_are_json_404s() {
+    let (status, body) = post("/api/nothing", json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(!error(&body).is_empty());
+}
+
+#[tokio::test]
+async fn dots_are_the_rules_own_pauses() {
+    use herd::rng::SplitMix64;
+    use herd::{RuleName, RuleParams, RuleState};
+    let (status, body) = post(
+        "/api/dots",
+        json!({ "rule": "decorrelated", "clients": 3, "failures": 4, "seed": 9 }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let rule = RuleName::Decorrelated
+        .build(&RuleParams::default())
+        .expect("rule");
+    let mut rng = SplitMix64::new(9);
+    for client in 0..3 {
+        let mut state = RuleState::default();
+        let mut at = 0.0;
+        for failure in 0..4 {
+            at += rule.pause(&mut state, &mut rng).as_nanos() as f64 / 1e6;
+            let shown = body["rows"][failure]["retry_ms"][client]
+                .as_f64()
+                .expect("number");
+            assert!(
+                (shown - at).abs() < 1e-6,
+                "client {client}, failure {failure}"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn storm_figures_are_herd_sims() {
+    use herd::RuleName;
+    use herd_sim::{Scenario, Simulation};
+    let (status, body) = post(
+        "/api/storm",
+        json!({ "rule": "constant", "refusal_cost": 0.1, "clients": 500, "outage_s": 5, "capacity": 20, "seed": 3 }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let mut scenario = Scenario::default();
+    scenario.clients.count = 500;
+    scenario.server.refusal_cost = 0.1;
+    scenario.server.outages = vec![[0.0, 5.0]];
+    scenario.server.capacity = 20;
+    let direct = Simulation::new(&scenario, &herd_sim::Limits::default())
+        .expect("valid")
+        .run(RuleName::Constant, 3)
+        .expect("runs");
+    let direct = serde_json::to_value(&direct).expect("serializes");
+    for field in [
+        "rule",
+        "served",
+        "gave_up",
+        "half_served_s",
+        "all_served_s",
+        "requests",
+        "requests_per_client",
+        "peak_after_outage",
+        "series",
+    ] {
+        assert_eq!(body[field], direct[field], "{field}");
+    }
+    assert_eq!(body["outages"], json!([[0.0, 5.0]]));
+}
+
+#[tokio::test]
+async fn the_default_storm_is_spec_s() {
+    let (status, body) = post("/api/storm", json!({ "rule": "immediate" })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["half_served_s"], 12.0);
+    assert_eq!(body["all_served_s"], 13.9);
+    assert_eq!(body["requests_per_client"], 120.5);
+}
+
+#[tokio::test]
+async fn storm_parameters_are_checked_and_named() {
+    let cases = [
+        (
+            json!({ "rule": "full", "clients": 0 }),
+            "clients must be between 1 and 200000",
+        ),
+        (
+            json!({ "rule": "full", "clients": 200_001 }),
+            "clients must be between 1 and 200000",
+        ),
+        (
+            json!({ "rule": "full", "capacity": 0 }),
+            "capacity must be between 1 and 1000000",
+        ),
+        (
+            json!({ "rule": "full", "outage_s": 601 }),
+            "outage_s must be between 0 and 600",
+        ),
+        (
+            json!({ "rule": "full", "outage_s": -1 }),
+            "outage_s must be between 0 and 600",
+        ),
+        (
+            json!({ "rule": "full", "refusal_cost": 1 }),
+            "refusal_cost must be at least 0 and below 1",
+        ),
+        (
+            json!({ "rule": "full", "clients": -5 }),
+            "clients: invalid value",
+        ),
+        (json!({ "rule": "loud" }), "rule: unknown rule `loud`"),
+        (json!({ "clients": 5 }), "missing field `rule`"),
+    ];
+    for (body, expected) in cases {
+        let (status, answer) = post("/api/storm", body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(error(&answer).starts_with(expected), "{body} → {answer}");
+    }
+}
+
+#[tokio::test]
+async fn a_storm_past_the_attempt_cap_is_a_400_not_a_stall() {
+    let (status, body) = post(
+        "/api/storm",
+        json!({ "rule": "immediate", "clients": 200_000, "capacity": 1, "outage_s": 600 }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(
+        error(&body).starts_with("clients: the run needs more than"),
+        "{body}"
+    );
+}
+
+#[tokio::test]
+async fn six_clients_is_the_shipped_scene() {
+    let (status, body) = post("/api/six", json!({ "rule": "exponential" })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["served"], 0);
+    assert_eq!(body["calls"], 24);
+    assert_eq!(body["last_call_tick"], 15);
+    assert_eq!(body["calls_per_tick"][0], 6);
+    assert_eq!(body["rows"][0][0], "down");
+    let (status, body) = post("/api/six", json!({ "rule": "full", "seed": 99 })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["seed"], 99);
+    let (status, body) = post("/api/six", json!({ "rule": "nope" })).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(error(&body).starts_with("rule:"));
+}
+
+#[tokio::test]
+async fn layers_are_herd_sims_graph() {
+    let (status, body) = post("/api/layers", json!({ "attempts": [3, 3, 3] })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let names: Vec<&str> = body["services"]
+        .as_array()
+        .expect("services")
+        .iter()
+        .filter_map(|s| s["name"].as_str())
+        .collect();
+    assert_eq!(names, ["BFF", "search", "inventory", "stock-db"]);
+    let receives: Vec<f64> = body["services"]
+        .as_array()
+        .expect("services")
+        .iter()
+        .filter_map(|s| s["receives"].as_f64())
+        .collect();
+    assert_eq!(receives, [1.0, 3.0, 9.0, 27.0]);
+    let (_, aware) = post(
+        "/api/layers",
+        json!({ "attempts": [3, 3, 3], "layer_aware": true }),
+    )
+    .await;
+    assert_eq!(aware["services"][3]["receives"], 3.0);
+
+    for (body, expected) in [
+        (
+            json!({ "attempts": [] }),
+            "attempts (layers) must be between 1 and 8",
+        ),
+        (
+            json!({ "attempts": [1, 2, 3, 4, 5, 6, 7, 8, 9] }),
+            "attempts (layers) must be between 1 and 8",
+        ),
+        (
+            json!({ "attempts": [3, 0] }),
+            "attempts[1] must be between 1 and 10",
+        ),
+        (
+            json!({ "attempts": [3, 11] }),
+            "attempts[1] must be between 1 and 10",
+        ),
+        (json!({ "attempts": "3" }), "attempts: invalid type"),
+    ] {
+        let (status, answer) = post("/api/layers", body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(error(&answer).starts_with(expected), "{body} → {answer}");
+    }
+}
+
+#[tokio::test]
+async fn get_on_a_simulation_route_is_refused() {
+    let request = Request::get("/api/storm")
+        .body(Body::empty())
+        .expect("request");
+    let response = serve::router(ServeLimits::default())
+        .oneshot(request)
+        .await
+        .expect("router answers");
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+}
+
+#[tokio::test]
+async fn a_body_without_json_content_type_is_refused() {
+    let request = Request::post("/api/dots")
+        .body(Body::from(json!({ "rule": "full" }).to_string()))
+        .expect("request");
+    let response = serve::router(ServeLimits::default())
+        .oneshot(request)
+        .await
+        .expect("router answers");
+    assert_eq!(response.status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
+}
+
+#[tokio::test]
+async fn a_request_addressed_to_another_host_is_refused() {
+    let request = |host: &str| {
+        Request::post("/api/dots")
+            .header(header::HOST, host)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from(json!({ "rule": "full" }).to_string()))
+            .expect("request")
+    };
+    let app = serve::router(ServeLimits::default());
+    let rebound = app
+        .clone()
+        .oneshot(request("evil.example:7878"))
+        .await
+        .expect("answers");
+    assert_eq!(rebound.status(), StatusCode::MISDIRECTED_REQUEST);
+    let local = app
+        .oneshot(request("127.0.0.1:7878"))
+        .await
+        .expect("answers");
+    assert_eq!(local.status(), StatusCode::OK);
+    let open = serve::router(ServeLimits {
+        any_host: true,
+        ..ServeLimits::default()
+    });
+    let anywhere = open
+        .oneshot(request("herd.example:7878"))
+        .await
+        .expect("answers");
+    assert_eq!(anywhere.status(), StatusCode::OK);
+}

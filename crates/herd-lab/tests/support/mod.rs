@@ -1,0 +1,75 @@
+//! Helpers shared by the integration tests: a page server on loopback and a JSON client.
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::SocketAddr;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use herd_lab::serve::{self, ServeLimits};
+
+/// A page server on 127.0.0.1, stopped when dropped.
+pub struct PageServer {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl PageServer {
+    pub async fn start(limits: ServeLimits) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("local addr");
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let _ = serve::serve(listener, limits, async {
+                let _ = stopped.await;
+            })
+            .await;
+        });
+        Self {
+            addr,
+            stop: Some(stop),
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// POSTs `body` to `/api/{path}` and returns the status and the JSON answer.
+    pub async fn post(&self, path: &str, body: &Value) -> (u16, Value) {
+        post_json(self.addr, path, body).await
+    }
+}
+
+impl Drop for PageServer {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// POSTs JSON to `http://addr/api/{path}`.
+pub async fn post_json(addr: SocketAddr, path: &str, body: &Value) -> (u16, Value) {
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let request = hyper::Request::post(format!("http://{addr}/api/{path}"))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .expect("request");
+    let response = client.request(request).await.expect("API answers");
+    let status = response.status().as_u16();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    let value = serde_json::from_slice(&bytes).expect("JSON body");
+    (status, value)
+}
