@@ -304,6 +304,5 @@ pub fn run(scenario: &Scenario, rule: RuleName, seed: u64) -> Result<RunResult, 
     Simulation::new(scenario, &Limits::default())?.run(rule, seed)
 }
 
-
 #[doc = include_str!("../../../docs/amplify.md")]
 pub mod graph;
