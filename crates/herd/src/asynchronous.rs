@@ -53,8 +53,7 @@ use crate::call::{Call, give_up};
 use crate::classify::{Classify, Verdict};
 use crate::clock::{Clock, FakeClock};
 use crate::idempotency::{Attempt, IdempotencyKey};
-use crate::outcome::{OnGiveUp, OnRetry, RetryError, RetryEvent, Success};
-use crate::policy::Decision;
+use crate::outcome::{OnGiveUp, OnRetry, RetryError, Success};
 use crate::rng::Rng;
 
 /// Makes futures that complete after a pause: the runtime hook of the async loop.
@@ -296,33 +295,10 @@ where
                     (error, verdict)
                 }
             };
-            match policy.on_failure(&mut state, verdict, &mut self.rng) {
-                Decision::Stop(reason) => {
-                    return Err(give_up(
-                        policy,
-                        &state,
-                        Some(error),
-                        reason,
-                        &mut self.on_give_up,
-                    ));
-                }
-                Decision::Retry {
-                    pause,
-                    server_delay,
-                } => {
-                    crate::event_retry!(attempt.number, pause, server_delay);
-                    self.on_retry.on_retry(&RetryEvent {
-                        attempt: attempt.number,
-                        error: &error,
-                        pause,
-                        server_delay,
-                        key,
-                    });
-                    last_error = Some(error);
-                    if !pause.is_zero() {
-                        sleeper.sleep(pause).await;
-                    }
-                }
+            let (pause, error) = self.after_failure(&mut state, attempt.number, error, verdict)?;
+            last_error = Some(error);
+            if !pause.is_zero() {
+                sleeper.sleep(pause).await;
             }
         }
     }

@@ -27,8 +27,7 @@ use crate::call::{Call, give_up};
 use crate::classify::Classify;
 use crate::clock::{Clock, FakeClock};
 use crate::idempotency::{Attempt, IdempotencyKey};
-use crate::outcome::{OnGiveUp, OnRetry, RetryError, RetryEvent, Success};
-use crate::policy::Decision;
+use crate::outcome::{OnGiveUp, OnRetry, RetryError, Success};
 use crate::rng::Rng;
 
 /// Blocks the current thread for a pause.
@@ -122,32 +121,9 @@ where
                 Err(error) => error,
             };
             let verdict = self.classify.classify(&error);
-            match policy.on_failure(&mut state, verdict, &mut self.rng) {
-                Decision::Stop(reason) => {
-                    return Err(give_up(
-                        policy,
-                        &state,
-                        Some(error),
-                        reason,
-                        &mut self.on_give_up,
-                    ));
-                }
-                Decision::Retry {
-                    pause,
-                    server_delay,
-                } => {
-                    crate::event_retry!(attempt.number, pause, server_delay);
-                    self.on_retry.on_retry(&RetryEvent {
-                        attempt: attempt.number,
-                        error: &error,
-                        pause,
-                        server_delay,
-                        key,
-                    });
-                    last_error = Some(error);
-                    sleeper.sleep(pause);
-                }
-            }
+            let (pause, error) = self.after_failure(&mut state, attempt.number, error, verdict)?;
+            last_error = Some(error);
+            sleeper.sleep(pause);
         }
     }
 }

@@ -37,8 +37,10 @@
 
 use crate::classify::AlwaysTransient;
 use crate::clock::Clock;
-use crate::outcome::{NoHook, RetryError, StopReason};
-use crate::policy::{CallState, RetryPolicy};
+use std::time::Duration;
+
+use crate::outcome::{NoHook, OnGiveUp, OnRetry, RetryError, RetryEvent, StopReason};
+use crate::policy::{CallState, Decision, RetryPolicy};
 use crate::rng::{Rng, ThreadRng};
 
 /// A logical call under a policy, being configured. Run it with [`run`](Call::run) (blocking)
@@ -120,6 +122,48 @@ impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
             on_retry: self.on_retry,
             on_give_up: self.on_give_up,
             rng,
+        }
+    }
+}
+
+impl<C: Clock, Op, K, H, G, R: Rng> Call<'_, C, Op, K, H, G, R> {
+    /// After a failed attempt, the step the blocking and async loops share: asks the policy,
+    /// then either gives up (event, give-up hook, the final error) or reports the retry
+    /// (event, retry hook) and hands back the pause and the error to keep as the last one.
+    #[inline]
+    pub(crate) fn after_failure<E>(
+        &mut self,
+        state: &mut CallState,
+        attempt: u32,
+        error: E,
+        verdict: crate::classify::Verdict,
+    ) -> Result<(Duration, E), RetryError<E>>
+    where
+        H: OnRetry<E>,
+        G: OnGiveUp<E>,
+    {
+        match self.policy.on_failure(state, verdict, &mut self.rng) {
+            Decision::Stop(reason) => Err(give_up(
+                self.policy,
+                state,
+                Some(error),
+                reason,
+                &mut self.on_give_up,
+            )),
+            Decision::Retry {
+                pause,
+                server_delay,
+            } => {
+                crate::event_retry!(attempt, pause, server_delay);
+                self.on_retry.on_retry(&RetryEvent {
+                    attempt,
+                    error: &error,
+                    pause,
+                    server_delay,
+                    key: state.key(),
+                });
+                Ok((pause, error))
+            }
         }
     }
 }
