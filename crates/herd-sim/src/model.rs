@@ -52,13 +52,13 @@
 use herd::RuleName;
 use toml::Value;
 
-use crate::Simulation;
 use crate::contention::{Contention, ContentionScenario};
 use crate::error::ScenarioError;
 use crate::limits::Limits;
 use crate::metastable::{Metastable, MetastableScenario};
 use crate::metrics::RunResult;
 use crate::scenario::Scenario;
+use crate::{Engine, Simulation};
 
 /// The key of a scenario's top-level table that names its model.
 pub const MODEL_KEY: &str = "model";
@@ -66,6 +66,24 @@ pub const MODEL_KEY: &str = "model";
 pub const DEFAULT_MODEL: &str = "storm";
 /// The models this build can run.
 pub const MODELS: &[&str] = &["storm", "metastable", "contention"];
+/// The key of a storm scenario's top-level table that picks its engine (`agent`, the
+/// default, or `cohort`), so that `herd sweep --set engine=agent,cohort` compares them.
+pub const ENGINE_KEY: &str = "engine";
+
+/// What a cohort-engine run counts as, in clients, when a sweep bounds its work.
+const COHORT_COST_CLIENTS: u64 = 1_000_000;
+
+/// The storm engine a tree names (`engine = "…"`), [`Engine::Agent`] without the key.
+fn engine_of(value: &Value) -> Result<Engine, ScenarioError> {
+    match value.get(ENGINE_KEY) {
+        None => Ok(Engine::Agent),
+        Some(Value::String(name)) => name.parse(),
+        Some(other) => Err(ScenarioError::field(
+            ENGINE_KEY,
+            format!("expected \"agent\" or \"cohort\", got {other}"),
+        )),
+    }
+}
 
 /// The storm model's metrics, in report order.
 pub const STORM_METRICS: &[&str] = &[
@@ -144,11 +162,13 @@ pub fn model_name(value: &Value) -> Result<&str, ScenarioError> {
     }
 }
 
-/// `value` without the `model` key, for models whose structs reject unknown fields.
+/// `value` without the `model` and `engine` keys, for the storm scenario, which rejects
+/// unknown fields.
 fn without_model(value: &Value) -> Value {
     let mut v = value.clone();
     if let Value::Table(t) = &mut v {
         t.remove(MODEL_KEY);
+        t.remove(ENGINE_KEY);
     }
     v
 }
@@ -159,7 +179,10 @@ fn storm_scenario(value: &Value) -> Result<Scenario, ScenarioError> {
     // of this synthetic text mean nothing to the user and are dropped.
     let text = toml::to_string(&without_model(value))
         .map_err(|e| ScenarioError::general(format!("cannot write the scenario as TOML: {e}")))?;
-    Scenario::from_toml_str(&text).map_err(|e| match e.field_name() {
+    // Checked against the limits of the engine the tree names: the cohort engine takes far
+    // more clients than the agent engine has memory for.
+    let limits = engine_of(value)?.limits(&Limits::default());
+    Scenario::from_toml_str_within(&text, &limits).map_err(|e| match e.field_name() {
         Some(f) => ScenarioError::field(f, e.message()),
         None => ScenarioError::general(e.message()),
     })
@@ -178,8 +201,13 @@ pub fn complete(value: &Value) -> Result<Value, ScenarioError> {
             let mut full = Value::try_from(&scenario).map_err(|e| {
                 ScenarioError::general(format!("cannot write the scenario as TOML: {e}"))
             })?;
+            let engine = engine_of(value)?;
             if let Value::Table(t) = &mut full {
                 t.insert(MODEL_KEY.to_owned(), Value::String("storm".to_owned()));
+                t.insert(
+                    ENGINE_KEY.to_owned(),
+                    Value::String(engine.as_str().to_owned()),
+                );
             }
             Ok(full)
         }
@@ -233,9 +261,10 @@ impl Model {
     /// The tree is not a valid scenario of its model, or too large for `limits`.
     pub fn from_value(value: &Value, limits: &Limits) -> Result<Self, ScenarioError> {
         match model_name(value)? {
-            "storm" => Ok(Model::Storm(Simulation::new(
+            "storm" => Ok(Model::Storm(Simulation::with_engine(
                 &storm_scenario(value)?,
                 limits,
+                engine_of(value)?,
             )?)),
             "metastable" => Ok(Model::Metastable(Metastable::new(
                 &other_scenario(value, MetastableScenario::from_toml_str)?,
@@ -273,6 +302,11 @@ impl Model {
     #[must_use]
     pub fn clients(&self) -> u64 {
         match self {
+            // A cohort run's cost follows the states clients occupy, not their number; it
+            // is counted as at most a million clients (about what it costs at any size).
+            Model::Storm(sim) if sim.engine() == Engine::Cohort => {
+                sim.clients().min(COHORT_COST_CLIENTS)
+            }
             Model::Storm(sim) => sim.clients(),
             Model::Metastable(m) => m.expected_requests(),
             Model::Contention(c) => c.scenario().clients.count,

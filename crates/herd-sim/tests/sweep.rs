@@ -211,3 +211,26 @@ fn default_rules_and_seed_come_from_the_scenario() {
     assert_eq!(s.rules(), [RuleName::Full, RuleName::Equal]);
     assert_eq!(s.seeds(), [7, 8]);
 }
+
+#[test]
+fn the_engine_is_a_field_and_deterministic_rules_agree_exactly() {
+    let s = sweep(&["engine=agent,cohort"], &[RuleName::Exponential], 2).unwrap();
+    let rows = run(&s);
+    assert_eq!(rows.len(), 2);
+    for name in [
+        "half_served_s",
+        "all_served_s",
+        "requests_per_client",
+        "peak_after_outage",
+    ] {
+        let agent = rows[0].metric(name).unwrap();
+        let cohort = rows[1].metric(name).unwrap();
+        assert_eq!(agent.mean, cohort.mean, "{name}");
+    }
+    // The key really picks the engine: jittered runs are different samples.
+    let rows = run(&sweep(&["engine=agent,cohort"], &[RuleName::Full], 2).unwrap());
+    let per_client = |r: &Row| r.metric("requests_per_client").unwrap().mean;
+    assert_ne!(per_client(&rows[0]), per_client(&rows[1]));
+    let err = sweep(&["engine=warp"], &[RuleName::Full], 1).unwrap_err();
+    assert!(err.contains("engine") && err.contains("warp"), "{err}");
+}
