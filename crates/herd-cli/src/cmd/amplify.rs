@@ -22,7 +22,7 @@ pub(crate) fn simulation_slack(graph: &Graph) -> f64 {
     }
 }
 
-/// Compute how many requests each service of a graph receives per entry request.
+/// Compute how many requests each service of a graph receives per entry request
 ///
 /// The graph file names an entry and lists services; each service lists its calls as
 /// { to, attempts, failure_probability = 0, budget_percent = 0 }, and a service marked

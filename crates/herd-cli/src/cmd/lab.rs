@@ -26,7 +26,7 @@ enum LabCommand {
     Storm(crate::cmd::lab_storm::LabStormArgs),
 }
 
-/// Start a service graph as real HTTP services and measure the requests each receives.
+/// Start a service graph as real HTTP services and measure the requests each receives
 ///
 /// Every service of the graph (default: BFF → search → inventory → stock-db, 3 attempts at
 /// every layer, stock-db failing every query) listens on 127.0.0.1 on an ephemeral port and

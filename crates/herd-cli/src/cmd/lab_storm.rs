@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::cmd::amplify::Format;
 use crate::error::{CliError, CliResult};
 
-/// Play a storm scenario on real sockets and timers and print it beside the simulator.
+/// Play a storm scenario on real sockets and timers and print it beside the simulator
 ///
 /// A real HTTP server on 127.0.0.1 enforces the scenario's server: outages, a work budget
 /// per window, refusals that cost a share of an answer's work, collapse. The scenario's

@@ -11,7 +11,7 @@ use crate::error::{CliError, CliResult};
 /// The most pauses one invocation may print (samples × failures).
 const MAX_VALUES: u64 = 1_000_000_000;
 
-/// Print the pauses (in milliseconds) that N independent clients draw after failures 1..K.
+/// Print the pauses (in milliseconds) that N independent clients draw after failures 1..K
 ///
 /// One line per client, its K pauses separated by spaces. Clients draw one after another from
 /// one SplitMix64 generator seeded with --seed (see docs/rng.md), so the output is the same on
