@@ -49,10 +49,10 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::call::{Call, give_up};
+use crate::call::Call;
 use crate::classify::{Classify, Verdict};
 use crate::clock::{Clock, FakeClock};
-use crate::idempotency::{Attempt, IdempotencyKey};
+use crate::idempotency::Attempt;
 use crate::outcome::{OnGiveUp, OnRetry, RetryError, Success};
 use crate::rng::Rng;
 
@@ -250,22 +250,10 @@ where
         sleeper: &S,
     ) -> Result<Success<T>, RetryError<E>> {
         let policy = self.policy;
-        let key = IdempotencyKey::random(&mut self.rng);
-        let mut state = policy.begin_with_key(key);
+        let (key, mut state) = self.start();
         let mut last_error = None;
         loop {
-            let attempt = match policy.before_attempt(&mut state) {
-                Ok(attempt) => Attempt { key, ..attempt },
-                Err(reason) => {
-                    return Err(give_up(
-                        policy,
-                        &state,
-                        last_error,
-                        reason,
-                        &mut self.on_give_up,
-                    ));
-                }
-            };
+            let attempt = self.next_attempt(&mut state, key, &mut last_error)?;
             let limit = policy.attempt_limit(&state);
             let (error, verdict) = match with_limit((self.op)(attempt), limit, sleeper).await {
                 Some(Ok(value)) => {

@@ -23,10 +23,10 @@
 
 use std::time::Duration;
 
-use crate::call::{Call, give_up};
+use crate::call::Call;
 use crate::classify::Classify;
 use crate::clock::{Clock, FakeClock};
-use crate::idempotency::{Attempt, IdempotencyKey};
+use crate::idempotency::Attempt;
 use crate::outcome::{OnGiveUp, OnRetry, RetryError, Success};
 use crate::rng::Rng;
 
@@ -92,24 +92,10 @@ where
         sleeper: &S,
     ) -> Result<Success<T>, RetryError<E>> {
         let policy = self.policy;
-        // The key stays in a local: read back from `state` it would cost a store-forwarding
-        // stall on the success path.
-        let key = IdempotencyKey::random(&mut self.rng);
-        let mut state = policy.begin_with_key(key);
+        let (key, mut state) = self.start();
         let mut last_error = None;
         loop {
-            let attempt = match policy.before_attempt(&mut state) {
-                Ok(attempt) => Attempt { key, ..attempt },
-                Err(reason) => {
-                    return Err(give_up(
-                        policy,
-                        &state,
-                        last_error,
-                        reason,
-                        &mut self.on_give_up,
-                    ));
-                }
-            };
+            let attempt = self.next_attempt(&mut state, key, &mut last_error)?;
             let error = match (self.op)(attempt) {
                 Ok(value) => {
                     policy.on_success(&state);

@@ -39,6 +39,7 @@ use crate::classify::AlwaysTransient;
 use crate::clock::Clock;
 use std::time::Duration;
 
+use crate::idempotency::{Attempt, IdempotencyKey};
 use crate::outcome::{NoHook, OnGiveUp, OnRetry, RetryError, RetryEvent, StopReason};
 use crate::policy::{CallState, Decision, RetryPolicy};
 use crate::rng::{Rng, ThreadRng};
@@ -127,6 +128,39 @@ impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
 }
 
 impl<C: Clock, Op, K, H, G, R: Rng> Call<'_, C, Op, K, H, G, R> {
+    /// Starts the logical call: its idempotency key and the policy's state for it. The loops
+    /// keep the key in a local: read back from the state it would cost a store-forwarding
+    /// stall on the success path.
+    #[inline]
+    pub(crate) fn start(&mut self) -> (IdempotencyKey, CallState) {
+        let key = IdempotencyKey::random(&mut self.rng);
+        (key, self.policy.begin_with_key(key))
+    }
+
+    /// Before each attempt, the step the loops share: the attempt to make, or — when the
+    /// policy says stop (attempts, deadline, breaker) — the final error with the last one.
+    #[inline]
+    pub(crate) fn next_attempt<E>(
+        &mut self,
+        state: &mut CallState,
+        key: IdempotencyKey,
+        last_error: &mut Option<E>,
+    ) -> Result<Attempt, RetryError<E>>
+    where
+        G: OnGiveUp<E>,
+    {
+        match self.policy.before_attempt(state) {
+            Ok(attempt) => Ok(Attempt { key, ..attempt }),
+            Err(reason) => Err(give_up(
+                self.policy,
+                state,
+                last_error.take(),
+                reason,
+                &mut self.on_give_up,
+            )),
+        }
+    }
+
     /// After a failed attempt, the step the blocking and async loops share: asks the policy,
     /// then either gives up (event, give-up hook, the final error) or reports the retry
     /// (event, retry hook) and hands back the pause and the error to keep as the last one.
