@@ -99,5 +99,5 @@ fn lab_storm_refuses_what_it_does_not_model_naming_the_field() {
 fn lab_storm_refuses_too_many_clients() {
     let o = herd(&["lab", "storm", "--clients", "100000"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("clients.count: lab storm runs 1 to 5000"));
+    assert!(stderr(&o).contains("clients must be in [1, 5000], got 100000 (--clients)"));
 }
