@@ -47,7 +47,7 @@ pub(crate) struct AmplifyArgs {
     #[arg(long, value_name = "N")]
     simulate: Option<u64>,
     /// Seed of the Monte Carlo run.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "S")]
     seed: u64,
 }
 

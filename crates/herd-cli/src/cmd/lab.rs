@@ -67,7 +67,7 @@ pub(crate) struct ChainArgs {
     #[arg(long, default_value_t = 10.0, value_name = "MS")]
     pause_ms: f64,
     /// Seed of the lost-answer draws on edges with a failure_probability.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "S")]
     seed: u64,
 }
 
