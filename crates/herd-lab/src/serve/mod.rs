@@ -126,8 +126,9 @@ async fn storm_handler(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<storm::StormRequest>,
 ) -> Result<Json<storm::StormAnswer>, ApiError> {
-    // Reject bad parameters before taking a simulation slot.
-    request.scenario()?;
+    // Reject bad parameters, and work past the cap, before taking a simulation slot.
+    let (_, scenario) = request.scenario()?;
+    request.horizon_s(&scenario)?;
     let result = state.gate.run(move || request.run()).await?;
     Ok(Json(result))
 }
