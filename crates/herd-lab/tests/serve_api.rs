@@ -360,7 +360,7 @@ async fn layers_are_herd_sims_graph() {
         .as_array()
         .expect("services")
         .iter()
-        .filter_map(|s| s["receives"].as_f64())
+        .filter_map(|s| s["predicted"].as_f64())
         .collect();
     assert_eq!(receives, [1.0, 3.0, 9.0, 27.0]);
     let (_, aware) = post(
@@ -368,7 +368,7 @@ async fn layers_are_herd_sims_graph() {
         json!({ "attempts": [3, 3, 3], "layer_aware": true }),
     )
     .await;
-    assert_eq!(aware["services"][3]["receives"], 3.0);
+    assert_eq!(aware["services"][3]["predicted"], 3.0);
 
     for (body, expected) in [
         (
