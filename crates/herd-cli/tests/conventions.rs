@@ -181,3 +181,31 @@ fn help_has_no_internal_wording() {
         }
     }
 }
+
+#[test]
+fn docs_cli_lists_every_flag_of_every_command() {
+    let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/cli.md"))
+        .expect("docs/cli.md");
+    for cmd in [
+        &["rules", "--help"][..],
+        &["storm", "--help"],
+        &["sweep", "--help"],
+        &["amplify", "--help"],
+        &["serve", "--help"],
+        &["lab", "chain", "--help"],
+        &["lab", "storm", "--help"],
+    ] {
+        for line in ok(cmd).lines() {
+            let Some(flag) = line.trim_start().split([' ', ',']).next() else {
+                continue;
+            };
+            if !flag.starts_with("--") || matches!(flag, "--help" | "--version") {
+                continue;
+            }
+            assert!(
+                doc.contains(&format!("`{flag}")),
+                "docs/cli.md lacks {flag} of {cmd:?}"
+            );
+        }
+    }
+}

@@ -609,6 +609,20 @@ async fn check_storm(browser: &Client, server: &PageServer) {
         "one axis: {t_end} vs {longest}"
     );
     assert_eq!(attr(browser, "#storm-chart", "data-others").await, "5");
+    // The bitmap follows the screen's pixel ratio, so the chart is sharp on HiDPI screens.
+    let sharp = browser
+        .execute(
+            "const c = document.querySelector('#storm-chart'); \
+             return c.width === Math.round(c.clientWidth * devicePixelRatio);",
+            vec![],
+        )
+        .await
+        .expect("script runs");
+    assert_eq!(
+        sharp,
+        Value::Bool(true),
+        "canvas bitmap at the device pixel ratio"
+    );
     let (red, grey) = chart_pixels(browser).await;
     assert!(red > 200, "the chosen rule's bars are drawn: {red} pixels");
     assert!(
