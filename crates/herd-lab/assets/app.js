@@ -425,7 +425,10 @@ function drawStorm() {
     ctx.textAlign = "right";
     ctx.textBaseline = "top";
     ctx.fillStyle = "#9d0208";
-    ctx.fillText(`bars above ${Math.round(top_)} clipped (peak ${peak}): tick "log scale" to see them whole`, left + pw, top + 2);
+    const note = pw > 560
+      ? `bars above ${Math.round(top_)} clipped (peak ${peak}): tick "log scale" to see them whole`
+      : `clipped above ${Math.round(top_)} (peak ${peak})`;
+    ctx.fillText(note, left + pw, top + 2);
     ctx.fillStyle = "#333";
   }
   for (const v of log ? [1, 10, 100, 1000, 10000, 100000, 1000000].filter((v) => v <= peak) : niceTicks(top_, 5)) {
@@ -433,7 +436,7 @@ function drawStorm() {
   }
   ctx.textAlign = "center";
   ctx.textBaseline = "top";
-  for (const t of niceTicks(tEnd, 8)) ctx.fillText(t + " s", x(t), top + ph + 6);
+  for (const t of niceTicks(tEnd, Math.max(3, Math.min(8, Math.floor(pw / 80))))) ctx.fillText(t + " s", x(t), top + ph + 6);
   $("#storm-clock").textContent = "t = " + (shown * window_s).toFixed(1) + " s of " + tEnd.toFixed(1) + " s";
   canvas.dataset.tEnd = String(tEnd);
   canvas.dataset.others = String(others.length);
