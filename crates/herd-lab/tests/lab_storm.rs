@@ -111,6 +111,29 @@ async fn a_jittered_rule_falls_within_the_simulated_seeds_and_gets_a_verdict() {
     assert!(report.render().contains("verdict: "));
 }
 
+/// A storm that lasts 0 s (no outage, room for everyone) at the slowest time scale: the lab
+/// ends about a step after it starts. Before, it waited five steps before starting (5 s here)
+/// and a larger scale waited minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_that_lasts_no_time_ends_at_once_at_the_slowest_scale() {
+    let mut s = small();
+    s.server.outages.clear();
+    s.server.capacity = 100;
+    let lab =
+        LabStorm::new(s, RuleName::Constant, 1, herd_lab::storm::MAX_TIME_SCALE).expect("playable");
+    let started = std::time::Instant::now();
+    let report = tokio::time::timeout(Duration::from_secs(30), lab.run())
+        .await
+        .expect("the storm ends")
+        .expect("the storm runs");
+    assert_eq!(report.measured.served, 40);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn transport_errors_make_a_run_not_comparable() {
     use herd_lab::storm::{Verdict, verdict::judge};

@@ -304,7 +304,9 @@ impl LabStorm {
         }
         let _ = tokio::time::timeout(Duration::from_secs(10), warming.join_all()).await;
 
-        let lead = (step_real * 5).max(Duration::from_millis(100));
+        // Room to start every task before step 0; at most a second, so that a slow time
+        // scale does not keep a short storm silent.
+        let lead = (step_real * 5).clamp(Duration::from_millis(100), Duration::from_secs(1));
         let clock = StepClock {
             epoch: Instant::now() + lead,
             step: step_real,
