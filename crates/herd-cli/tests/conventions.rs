@@ -144,7 +144,7 @@ fn every_table_also_prints_as_csv() {
     assert_eq!(amp.lines().nth(4), Some("stock-db,27,true,1"));
     let lab = ok(&["lab", "chain", "--format", "csv"]);
     assert!(
-        lab.starts_with("rule,service,address,views,received,measured"),
+        lab.starts_with("rule,seed,service,address,views,received,measured"),
         "{lab}"
     );
     assert_eq!(lab.lines().count(), 5);
@@ -208,4 +208,34 @@ fn docs_cli_lists_every_flag_of_every_command() {
             );
         }
     }
+}
+
+#[test]
+fn lab_chain_runs_seeds_like_every_other_command() {
+    let text = ok(&[
+        "lab",
+        "chain",
+        "scenarios/graphs/partial-failure.toml",
+        "--views",
+        "30",
+        "--runs",
+        "2",
+        "--seed",
+        "7",
+        "--format",
+        "json",
+    ]);
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let seeds: Vec<u64> = v["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["seed"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seeds, [7, 8]);
+    let err = bad(&["lab", "chain", "--runs", "0"]);
+    assert!(
+        err.contains("runs must be in [1, 100], got 0 (--runs)"),
+        "{err}"
+    );
 }

@@ -69,6 +69,9 @@ pub(crate) struct ChainArgs {
     /// Seed of the lost-answer draws on edges with a failure_probability.
     #[arg(long, default_value_t = 1, value_name = "S")]
     seed: u64,
+    /// Drive each rule K times, with seeds S..S+K-1 (in [1, 100]).
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    runs: u64,
 }
 
 pub(crate) fn run(args: &LabArgs) -> CliResult {
@@ -84,6 +87,7 @@ struct Report<'a> {
     views: u64,
     layer_aware: bool,
     rule: &'a str,
+    seed: u64,
     deterministic: bool,
     /// `equal`, `agrees`, `differs` or `too_small` (a random graph with too few views).
     verdict: Verdict,
@@ -159,7 +163,8 @@ fn run_chain(args: &ChainArgs) -> CliResult {
         layer_aware: args.layer_aware,
     };
     let prediction = predict(&graph, options).map_err(CliError::input)?;
-    let requests = prediction.total() * args.views as f64 * rules.len() as f64;
+    let runs = crate::cmd::args::check_closed("runs", args.runs, 1, 100)?;
+    let requests = prediction.total() * args.views as f64 * rules.len() as f64 * runs as f64;
     if requests > MAX_REQUESTS {
         return Err(CliError::input(format!(
             "--views {} would send about {requests:.3e} requests; at most {MAX_REQUESTS:.0e}",
@@ -172,14 +177,20 @@ fn run_chain(args: &ChainArgs) -> CliResult {
         .build()?;
     let deterministic = graph.is_deterministic();
     let mut drives = Vec::new();
-    for (name, rule) in rules.iter().zip(built) {
+    let jobs = rules.iter().zip(built).flat_map(|(name, rule)| {
+        (0..runs).map(move |i| (name, rule.clone(), args.seed.wrapping_add(i)))
+    });
+    for (name, rule, seed) in jobs {
         let chain_options = ChainOptions {
             layer_aware: args.layer_aware,
             rule,
-            seed: args.seed,
+            seed,
             ..ChainOptions::default()
         };
-        let spinner = progress::spinner(format!("lab chain: rule {name}, {} views", args.views));
+        let spinner = progress::spinner(format!(
+            "lab chain: rule {name}, seed {seed}, {} views",
+            args.views
+        ));
         let drive = runtime.block_on(async {
             let chain = Chain::start(&graph, chain_options)
                 .await
@@ -200,14 +211,14 @@ fn run_chain(args: &ChainArgs) -> CliResult {
         spinner.finish_and_clear();
         let (measurement, addresses) = drive?;
         let interrupted = measurement.interrupted;
-        drives.push((*name, measurement, addresses));
+        drives.push((*name, seed, measurement, addresses));
         if interrupted {
             break;
         }
     }
     let reports: Vec<Report<'_>> = drives
         .iter()
-        .map(|(name, measurement, addresses)| {
+        .map(|(name, seed, measurement, addresses)| {
             let comparisons =
                 measurement.compare(&prediction, deterministic, simulation_slack(&graph));
             let agrees = comparisons.iter().all(|c| c.agrees);
@@ -225,6 +236,7 @@ fn run_chain(args: &ChainArgs) -> CliResult {
                 views: measurement.views,
                 layer_aware: args.layer_aware,
                 rule: name.as_str(),
+                seed: *seed,
                 deterministic,
                 verdict,
                 failed_views: measurement.failed_views,
@@ -251,7 +263,7 @@ fn run_chain(args: &ChainArgs) -> CliResult {
         Format::Csv => write_csv(&mut out, &reports)?,
     }
     out.flush()?;
-    if let Some((_, m, _)) = drives.iter().find(|(_, m, _)| m.interrupted) {
+    if let Some((_, _, m, _)) = drives.iter().find(|(_, _, m, _)| m.interrupted) {
         return Err(CliError::Run(anyhow::anyhow!(
             "interrupted after {} of {} views",
             m.views,
@@ -269,7 +281,7 @@ fn run_chain(args: &ChainArgs) -> CliResult {
 fn write_csv(out: &mut impl Write, reports: &[Report<'_>]) -> io::Result<()> {
     writeln!(
         out,
-        "rule,service,address,views,received,measured,std_error,predicted,agrees,verdict"
+        "rule,seed,service,address,views,received,measured,std_error,predicted,agrees,verdict"
     )?;
     for r in reports {
         let verdict = serde_json::to_value(r.verdict)
@@ -279,8 +291,9 @@ fn write_csv(out: &mut impl Write, reports: &[Report<'_>]) -> io::Result<()> {
         for s in &r.services {
             writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{verdict}",
+                "{},{},{},{},{},{},{},{},{},{},{verdict}",
                 r.rule,
+                r.seed,
                 csv_field(&s.name),
                 s.address,
                 r.views,
@@ -320,8 +333,8 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
     };
     writeln!(
         out,
-        "{}: {} view(s) on 127.0.0.1, {mode}, rule {}",
-        r.graph, r.views, r.rule
+        "{}: {} view(s) on 127.0.0.1, {mode}, rule {}, seed {}",
+        r.graph, r.views, r.rule, r.seed
     )?;
     let width = r
         .services
