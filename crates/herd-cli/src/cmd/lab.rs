@@ -177,9 +177,10 @@ fn run_chain(args: &ChainArgs) -> CliResult {
         .build()?;
     let deterministic = graph.is_deterministic();
     let mut drives = Vec::new();
-    let jobs = rules.iter().zip(built).flat_map(|(name, rule)| {
-        (0..runs).map(move |i| (name, rule.clone(), args.seed.wrapping_add(i)))
-    });
+    let jobs = rules
+        .iter()
+        .zip(built)
+        .flat_map(|(name, rule)| (0..runs).map(move |i| (name, rule, args.seed.wrapping_add(i))));
     for (name, rule, seed) in jobs {
         let chain_options = ChainOptions {
             layer_aware: args.layer_aware,
