@@ -2,7 +2,7 @@
 use std::io::{self, Write};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod cmd;
 mod error;
@@ -31,7 +31,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    // `--refusal-cost -0.1` is a value in every subcommand, not an unknown flag `-0`.
+    let command = cmd::args::allow_negative_numbers(Cli::command());
+    let cli = match command
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };

@@ -99,5 +99,32 @@ fn lab_storm_refuses_what_it_does_not_model_naming_the_field() {
 fn lab_storm_refuses_too_many_clients() {
     let o = herd(&["lab", "storm", "--clients", "100000"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("clients.count: lab storm runs 1 to 5000"));
+    assert!(stderr(&o).contains("clients must be in [1, 5000], got 100000 (--clients)"));
+}
+
+#[test]
+fn serve_binds_a_host_name_such_as_localhost() {
+    // Before: --host took only an IP address ("invalid IP address syntax").
+    let child = Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(["serve", "--host", "localhost", "--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start herd serve");
+    let mut running = Running(child);
+    let stdout = running.0.stdout.take().expect("stdout");
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).expect("a line");
+    assert!(
+        line.starts_with("herd serve: http://127.0.0.1:")
+            || line.starts_with("herd serve: http://[::1]:"),
+        "{line}"
+    );
+}
+
+#[test]
+fn serve_refuses_a_host_that_does_not_resolve() {
+    let o = herd(&["serve", "--host", "no-such-host.invalid", "--port", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("does not resolve"), "{}", stderr(&o));
 }

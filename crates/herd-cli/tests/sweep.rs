@@ -195,7 +195,7 @@ fn bad_input_is_one_line_naming_the_flag() {
     let err = fails(&with(&["--metric", "speed"]));
     assert!(err.contains("--metric speed: unknown metric"), "{err}");
     let err = fails(&with(&["--rules", "fancy"]));
-    assert!(err.contains("--rules"), "{err}");
+    assert!(err.contains("'--rule <R>': unknown rule `fancy`"), "{err}");
     let err = fails(&with(&["--heatmap", "map.gif"]));
     assert!(err.contains(".svg or .png"), "{err}");
     let err = fails(&["--set", "server.capacity=5,10", "--heatmap", "x.svg"]);

@@ -34,19 +34,29 @@ function status(text) {
   $("#status").textContent = text || "";
 }
 
-// Latest-wins: a scene ignores answers to requests it has since replaced.
+const reduceMotion = window.matchMedia
+  ? window.matchMedia("(prefers-reduced-motion: reduce)")
+  : { matches: false };
+
+// Latest-wins: a scene ignores answers to requests it has since replaced. Resolves to true
+// when `apply` ran, false when the answer failed (`onError` ran) or was replaced, so that a
+// caller awaiting it never waits for ever.
 function latest() {
   let n = 0;
-  return async (promise, apply) => {
+  return async (promise, apply, onError) => {
     const mine = ++n;
     try {
       const data = await promise;
-      if (mine === n) {
-        status("");
-        apply(data);
-      }
+      if (mine !== n) return false;
+      status("");
+      apply(data);
+      return true;
     } catch (e) {
-      if (mine === n) status(e.message);
+      if (mine === n) {
+        if (onError) onError(e.message);
+        else status(e.message);
+      }
+      return false;
     }
   };
 }
@@ -61,20 +71,45 @@ function setStat(id, value, text) {
   el.textContent = text;
 }
 
-function ruleButtons(container, onPick, initial) {
+// One line per rule: its pause after the k-th failure, and what that does to a crowd.
+// g(k) = min(cap, base · 2^(k−1)); the storm runs base 100 ms, cap 20 s, constant 1 s.
+const RULE_INFO = {
+  immediate: ["pause = 0", "Retry at once: every failed client comes back in the very next step, all together."],
+  constant: ["pause = p, the same every time", "Wait the same pause after every failure: the herd stays a herd, one pause later each time."],
+  exponential: ["pause = g(k) = min(cap, base · 2^(k−1))", "Double the wait after each failure: fewer attempts, but the clients still move in lockstep."],
+  full: ["pause = uniform[0, g(k)]", "Draw the wait at random up to the exponential one: the clients spread out and stop colliding."],
+  equal: ["pause = g(k)/2 + uniform[0, g(k)/2]", "Keep half the exponential wait and draw the rest: spread out, never too early."],
+  decorrelated: ["pause = min(cap, uniform[base, 3 · previous pause])", "Draw each wait from the previous one: random and growing, whatever the failure count."],
+};
+
+function showRuleInfo(el, rule) {
+  const [formula, sentence] = RULE_INFO[rule] || ["", ""];
+  el.textContent = "";
+  const name = document.createElement("strong");
+  name.textContent = rule + ": ";
+  const code = document.createElement("code");
+  code.textContent = formula;
+  el.append(name, code, document.createTextNode(". " + sentence));
+  el.dataset.rule = rule;
+}
+
+function ruleButtons(container, onPick, initial, info) {
   for (const rule of RULES) {
     const b = document.createElement("button");
     b.textContent = rule;
     b.dataset.rule = rule;
+    b.title = RULE_INFO[rule][0];
     b.setAttribute("aria-pressed", String(rule === initial));
     b.addEventListener("click", () => {
       for (const other of container.querySelectorAll("button")) {
         other.setAttribute("aria-pressed", String(other === b));
       }
+      if (info) showRuleInfo(info, rule);
       onPick(rule);
     });
     container.appendChild(b);
   }
+  if (info) showRuleInfo(info, initial);
 }
 
 function debounce(fn, ms) {
@@ -85,59 +120,173 @@ function debounce(fn, ms) {
   };
 }
 
+// A canvas sharp on any screen: its bitmap is its CSS size times the device pixel ratio, and
+// drawing happens in CSS pixels.
+function sharpContext(canvas) {
+  const dpr = window.devicePixelRatio || 1;
+  const W = Math.max(200, Math.round(canvas.clientWidth || 960));
+  const H = Math.max(120, Math.round(canvas.clientHeight || 320));
+  if (canvas.width !== Math.round(W * dpr) || canvas.height !== Math.round(H * dpr)) {
+    canvas.width = Math.round(W * dpr);
+    canvas.height = Math.round(H * dpr);
+  }
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  return { ctx, W, H };
+}
+
 // ---------------------------------------------------------------- tabs
+// A tab is a link (#storm, #six, …); arrow keys, Home and End move between tabs.
 const loaders = {};
-function showScene(name) {
-  for (const tab of document.querySelectorAll("#tabs button")) {
+const tabs = [...document.querySelectorAll("#tabs [role=tab]")];
+function showScene(name, focus) {
+  for (const tab of tabs) {
     const on = tab.dataset.scene === name;
     tab.setAttribute("aria-selected", String(on));
+    tab.tabIndex = on ? 0 : -1;
+    if (on && focus) tab.focus();
     $("#scene-" + tab.dataset.scene).hidden = !on;
   }
+  if (location.hash.slice(1) !== name) history.replaceState(null, "", "#" + name);
   status("");
   if (loaders[name]) loaders[name]();
 }
-for (const tab of document.querySelectorAll("#tabs button")) {
+tabs.forEach((tab, i) => {
   tab.addEventListener("click", () => showScene(tab.dataset.scene));
-}
+  tab.addEventListener("keydown", (e) => {
+    const to = { ArrowRight: i + 1, ArrowLeft: i - 1, Home: 0, End: tabs.length - 1 }[e.key];
+    if (to === undefined) return;
+    e.preventDefault();
+    showScene(tabs[(to + tabs.length) % tabs.length].dataset.scene, true);
+  });
+});
+window.addEventListener("hashchange", () => {
+  const name = location.hash.slice(1);
+  if (name in loaders) showScene(name);
+});
 
 // ---------------------------------------------------------------- Storm
-const storm = { rule: "full", result: null, frame: null, shown: 0, started: 0 };
+// The chosen rule is drawn in colour over the other five in grey, all on one time axis, so
+// that the rules compare by eye. Every run of the current knobs is kept until a knob moves.
+const storm = { rule: "full", runs: {}, key: "", frame: null, shown: 0, started: 0, error: "" };
 const stormLatest = latest();
+let stormBatch = 0;
 
-function stormRequest() {
+function stormKnobs() {
   return {
-    rule: storm.rule,
     refusal_cost: $("#storm-refusal").checked ? 0.1 : 0,
-    clients: Number($("#storm-clients").value),
+    clients: Number($("#storm-clients-n").value),
     outage_s: Number($("#storm-outage").value),
     capacity: Number($("#storm-capacity").value),
   };
 }
 
 function runStorm() {
-  const req = stormRequest();
+  const knobs = stormKnobs();
+  const key = JSON.stringify(knobs);
+  if (key !== storm.key) {
+    storm.key = key;
+    storm.runs = {};
+    drawStormCompare();
+  }
+  const batch = ++stormBatch;
+  const rule = storm.rule;
   document.body.dataset.stormState = "loading";
-  stormLatest(api("storm", req), (data) => {
-    storm.result = data;
+  document.body.dataset.stormCompare = "loading";
+  const chosen = storm.runs[rule]
+    ? Promise.resolve(storm.runs[rule])
+    : api("storm", { rule, ...knobs });
+  stormLatest(chosen, (data) => {
+    storm.runs[rule] = data;
+    storm.error = "";
+    showStormError("");
     showStormStats(data);
     animateStorm();
-    document.body.dataset.stormKey = `${data.rule}|${data.refusal_cost}|${data.clients}`;
+    document.body.dataset.stormKey = `${data.rule}|${data.refusal_cost}|${data.clients}|${data.outages.length ? data.outages[0][1] : 0}`;
     document.body.dataset.stormState = "ready";
+    loadOtherRules(batch, key, knobs);
+  }, (message) => {
+    storm.error = message;
+    showStormError(message);
+    clearStorm();
+    document.body.dataset.stormState = "error";
   });
 }
 const runStormSoon = debounce(runStorm, 150);
+
+// The other rules, one at a time (the server runs few simulations at once), then a redraw.
+async function loadOtherRules(batch, key, knobs) {
+  for (const rule of RULES) {
+    if (batch !== stormBatch) return;
+    if (storm.runs[rule]) continue;
+    try {
+      const data = await api("storm", { rule, ...knobs });
+      if (storm.key !== key) return;
+      storm.runs[rule] = data;
+    } catch (e) {
+      if (storm.key !== key) return;
+      storm.runs[rule] = { rule, error: e.message };
+    }
+    drawStormCompare();
+    drawStorm();
+  }
+  if (batch !== stormBatch) return;
+  drawStormCompare();
+  drawStorm();
+  document.body.dataset.stormCompare = "ready";
+}
+
+function showStormError(message) {
+  const el = $("#storm-error");
+  el.textContent = message ? "No chart: " + message : "";
+  el.hidden = !message;
+}
+
+// An error leaves no stale figures: the chart is blanked and every number is a dash.
+function clearStorm() {
+  cancelAnimationFrame(storm.frame);
+  for (const id of ["#storm-half", "#storm-all", "#storm-rpc", "#storm-peak"]) setStat(id, null, "–");
+  $("#storm-verdict").textContent = "";
+  $("#storm-clock").textContent = "";
+  const canvas = $("#storm-chart");
+  const { ctx, W, H } = sharpContext(canvas);
+  ctx.fillStyle = "#f1f1ee";
+  ctx.fillRect(0, 0, W, H);
+  ctx.fillStyle = "#4a4a4a";
+  ctx.font = "14px system-ui, sans-serif";
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  ctx.fillText("no chart for these settings (see the message below)", W / 2, H / 2);
+  canvas.setAttribute("aria-label", "no chart: " + storm.error);
+  canvas.dataset.drawn = "error";
+  drawStormCompare();
+}
 
 function showStormStats(r) {
   setStat("#storm-half", r.half_served_s, r.half_served_s === null ? "never" : fmtSeconds(r.half_served_s));
   setStat("#storm-all", r.all_served_s, fmtSeconds(r.all_served_s));
   setStat("#storm-rpc", r.requests_per_client, r.requests_per_client.toFixed(2));
   setStat("#storm-peak", r.peak_after_outage, String(r.peak_after_outage));
+  const verdict = $("#storm-verdict");
+  if (r.served === 0 && r.cut_short) {
+    verdict.textContent = `Nobody served in the first ${r.horizon_s} s: the server spends every answer it could give on refusing the herd.`;
+  } else if (r.all_served_s === null && r.cut_short) {
+    verdict.textContent = `${r.served} of ${r.clients} clients served in the first ${r.horizon_s} s; the storm had not ended.`;
+  } else {
+    verdict.textContent = "";
+  }
 }
 
 function animateStorm() {
   cancelAnimationFrame(storm.frame);
+  const total = storm.runs[storm.rule].series.arrivals.length;
+  if (reduceMotion.matches) {
+    storm.shown = total;
+    drawStorm();
+    document.body.dataset.stormAnimation = "done";
+    return;
+  }
   storm.started = performance.now();
-  const total = storm.result.series.arrivals.length;
   const step = (now) => {
     // About three seconds whatever the length of the run.
     const f = Math.min(1, (now - storm.started) / 3000);
@@ -150,18 +299,56 @@ function animateStorm() {
   storm.frame = requestAnimationFrame(step);
 }
 
+// How far a run looked: to its last attempt, or to its horizon when it was cut short.
+function runEnd(r) {
+  const n = r.series.arrivals.length * r.series.window_s;
+  return r.cut_short ? Math.max(n, r.horizon_s) : n;
+}
+
+function drawStormCompare() {
+  const tbody = $("#storm-compare tbody");
+  tbody.textContent = "";
+  for (const rule of RULES) {
+    const r = storm.runs[rule];
+    const tr = tbody.insertRow();
+    tr.dataset.rule = rule;
+    if (rule === storm.rule) tr.className = "chosen";
+    let cells;
+    if (!r) cells = [rule, "…", "…", "…"];
+    else if (r.error) cells = [rule, "error: " + r.error, "–", "–"];
+    else {
+      const all = r.all_served_s !== null ? r.all_served_s.toFixed(1) + " s"
+        : r.cut_short ? `not in ${r.horizon_s} s` : "not all served";
+      cells = [rule, `${r.served} of ${r.clients}`, all, r.requests_per_client.toFixed(2)];
+    }
+    for (const v of cells) tr.insertCell().textContent = v;
+  }
+}
+
+// Per pixel column, the busiest window it covers.
+function columnMax(values, n, cols, c) {
+  const i0 = Math.floor((c / cols) * n), i1 = Math.max(i0 + 1, Math.floor(((c + 1) / cols) * n));
+  let best = 0, at = -1;
+  for (let i = i0; i < Math.min(i1, values.length); i++) {
+    if (values[i] > best) { best = values[i]; at = i; }
+  }
+  return [best, at];
+}
+
 function drawStorm() {
-  const r = storm.result;
-  if (!r) return;
+  const r = storm.runs[storm.rule];
+  if (!r || storm.error) return;
   const canvas = $("#storm-chart");
-  const ctx = canvas.getContext("2d");
-  const W = canvas.width, H = canvas.height;
+  const { ctx, W, H } = sharpContext(canvas);
   const left = 56, right = 12, top = 12, bottom = 30;
   const pw = W - left - right, ph = H - top - bottom;
   const { window_s, arrivals, served } = r.series;
   const capacity = r.series.capacity;
   const n = arrivals.length;
-  const tEnd = n * window_s;
+  // One time axis for every rule loaded so far.
+  const others = RULES.filter((x) => x !== storm.rule && storm.runs[x] && !storm.runs[x].error)
+    .map((x) => storm.runs[x]);
+  const tEnd = Math.max(runEnd(r), ...others.map(runEnd), window_s);
   const log = $("#storm-log").checked;
   const peak = arrivals.reduce((a, b) => Math.max(a, b), capacity);
   // Linear: zoom on the recovery (the outage's spike is clipped); log shows everything.
@@ -169,6 +356,8 @@ function drawStorm() {
   const ymax = log ? Math.log10(peak + 1) : top_ * 1.05;
   const y = (v) => top + ph - (log ? Math.log10(Math.min(v, top_) + 1) : Math.min(v, top_)) / ymax * ph;
   const x = (t) => left + (t / tEnd) * pw;
+  const cols = Math.ceil(pw);
+  const colsOf = (run) => Math.max(1, Math.round((run.series.arrivals.length * run.series.window_s / tEnd) * cols));
 
   ctx.clearRect(0, 0, W, H);
   ctx.fillStyle = "#fff";
@@ -178,28 +367,39 @@ function drawStorm() {
   for (const [a, b] of r.outages) {
     ctx.fillRect(x(Math.min(a, tEnd)), top, x(Math.min(b, tEnd)) - x(Math.min(a, tEnd)), ph);
   }
-  // bars: one pixel column holds the busiest of its windows
-  const cols = Math.ceil(pw);
-  const shown = Math.min(storm.shown, n);
-  for (let c = 0; c < cols; c++) {
-    const i0 = Math.floor((c / cols) * n), i1 = Math.max(i0 + 1, Math.floor(((c + 1) / cols) * n));
-    if (i0 >= shown) break;
-    let a = 0, s = 0;
-    for (let i = i0; i < Math.min(i1, shown); i++) {
-      if (arrivals[i] > a) { a = arrivals[i]; s = served[i]; }
+  // the other rules first, arrivals as grey lines on the same axes, under the chosen one
+  ctx.strokeStyle = "#b4b4b4";
+  ctx.lineWidth = 1;
+  for (const o of others) {
+    const on = o.series.arrivals.length, oc = colsOf(o);
+    ctx.beginPath();
+    for (let c = 0; c < oc; c++) {
+      const [a] = columnMax(o.series.arrivals, on, oc, c);
+      if (c === 0) ctx.moveTo(left + c, y(a));
+      else ctx.lineTo(left + c, y(a));
     }
-    const px = left + c, bw = Math.max(1, pw / n);
+    ctx.stroke();
+  }
+  // the chosen rule: bars, one pixel column holding the busiest of its windows
+  const shown = Math.min(storm.shown, n);
+  const mine = colsOf(r);
+  const visible = arrivals.slice(0, shown);
+  for (let c = 0; c < mine; c++) {
+    if (Math.floor((c / mine) * n) >= shown) break;
+    const [a, at] = columnMax(visible, n, mine, c);
+    const s = at >= 0 ? served[at] : 0;
+    const px = left + c;
     if (a > 0) {
       ctx.fillStyle = "#e6394699";
-      ctx.fillRect(px, y(a), bw, top + ph - y(a));
+      ctx.fillRect(px, y(a), 1, top + ph - y(a));
       if (a > top_) {
         ctx.fillStyle = "#9d0208";
-        ctx.fillRect(px, y(a), bw, 4);
+        ctx.fillRect(px, y(a), 1, 4);
       }
     }
     if (s > 0) {
       ctx.fillStyle = "#457b9d";
-      ctx.fillRect(px, y(s), bw, top + ph - y(s));
+      ctx.fillRect(px, y(s), 1, top + ph - y(s));
     }
   }
   // capacity line
@@ -225,7 +425,10 @@ function drawStorm() {
     ctx.textAlign = "right";
     ctx.textBaseline = "top";
     ctx.fillStyle = "#9d0208";
-    ctx.fillText(`bars above ${Math.round(top_)} clipped (peak ${peak}): tick "log scale" to see them whole`, left + pw, top + 2);
+    const note = pw > 560
+      ? `bars above ${Math.round(top_)} clipped (peak ${peak}): tick "log scale" to see them whole`
+      : `clipped above ${Math.round(top_)} (peak ${peak})`;
+    ctx.fillText(note, left + pw, top + 2);
     ctx.fillStyle = "#333";
   }
   for (const v of log ? [1, 10, 100, 1000, 10000, 100000, 1000000].filter((v) => v <= peak) : niceTicks(top_, 5)) {
@@ -233,8 +436,16 @@ function drawStorm() {
   }
   ctx.textAlign = "center";
   ctx.textBaseline = "top";
-  for (const t of niceTicks(tEnd, 8)) ctx.fillText(t + " s", x(t), top + ph + 6);
+  for (const t of niceTicks(tEnd, Math.max(3, Math.min(8, Math.floor(pw / 80))))) ctx.fillText(t + " s", x(t), top + ph + 6);
   $("#storm-clock").textContent = "t = " + (shown * window_s).toFixed(1) + " s of " + tEnd.toFixed(1) + " s";
+  canvas.dataset.tEnd = String(tEnd);
+  canvas.dataset.others = String(others.length);
+  canvas.dataset.drawn = storm.rule;
+  const ended = r.all_served_s !== null ? `all served by ${r.all_served_s.toFixed(1)} s`
+    : `${r.served} of ${r.clients} served in the first ${r.horizon_s} s`;
+  canvas.setAttribute("aria-label",
+    `requests per 100 ms window for ${storm.rule}, over ${tEnd.toFixed(0)} s, with ${others.length} other rules in grey: ` +
+    `peak after the outage ${r.peak_after_outage} against a capacity of ${capacity}; ${ended}`);
 }
 
 function niceTicks(max, count) {
@@ -247,17 +458,32 @@ function niceTicks(max, count) {
   return ticks;
 }
 
-ruleButtons($("#storm-rules"), (rule) => { storm.rule = rule; runStorm(); }, storm.rule);
-for (const id of ["clients", "outage", "capacity"]) {
+ruleButtons($("#storm-rules"), (rule) => {
+  storm.rule = rule;
+  drawStormCompare();
+  runStorm();
+}, storm.rule, $("#storm-rule-info"));
+for (const id of ["outage", "capacity"]) {
   const input = $("#storm-" + id);
   input.addEventListener("input", () => {
     $("#storm-" + id + "-out").textContent = input.value;
     runStormSoon();
   });
 }
+// The slider covers everyday sizes; the number box takes any the API accepts (and shows its
+// refusal when the page cannot follow that many clients).
+$("#storm-clients").addEventListener("input", () => {
+  $("#storm-clients-n").value = $("#storm-clients").value;
+  runStormSoon();
+});
+$("#storm-clients-n").addEventListener("input", () => {
+  $("#storm-clients").value = $("#storm-clients-n").value;
+  runStormSoon();
+});
 $("#storm-refusal").addEventListener("change", runStorm);
 $("#storm-log").addEventListener("change", drawStorm);
-loaders.storm = () => { if (!storm.result) runStorm(); };
+window.addEventListener("resize", debounce(() => (storm.error ? clearStorm() : drawStorm()), 100));
+loaders.storm = () => { if (!storm.runs[storm.rule] && !storm.error) runStorm(); };
 
 // ---------------------------------------------------------------- Six clients
 const six = { rule: "immediate", data: null, tick: 0, timer: null };
@@ -270,25 +496,31 @@ function loadSix(rule) {
     b.setAttribute("aria-pressed", String(b.dataset.rule === rule));
   }
   document.body.dataset.sixState = "loading";
-  return new Promise((resolve) => {
-    sixLatest(api("six", { rule }), (data) => {
-      six.data = data;
-      six.tick = 0;
-      drawSix();
-      document.body.dataset.sixRule = data.rule;
-      document.body.dataset.sixState = "ready";
-      resolve(data);
-    });
+  // Resolves whether the answer came, failed or was replaced: a demo never waits for ever.
+  return sixLatest(api("six", { rule }), (data) => {
+    six.data = data;
+    six.tick = 0;
+    drawSix();
+    document.body.dataset.sixRule = data.rule;
+    document.body.dataset.sixState = "ready";
+  }, (message) => {
+    status(message);
+    six.data = null;
+    drawSix();
+    document.body.dataset.sixState = "error";
   });
 }
 
-const MARK = { served: "✓", refused: "✗", collapsed: "✗", down: "✗" };
+const MARK = { served: "✓", refused: "✗", collapsed: "↯", down: "▪" };
 
 function drawSix() {
   const d = six.data;
   const table = $("#six-grid");
   table.textContent = "";
-  if (!d) return;
+  if (!d) {
+    $("#six-summary").textContent = "";
+    return;
+  }
   const head = table.insertRow();
   const corner = document.createElement("th");
   corner.className = "row";
@@ -317,6 +549,7 @@ function drawSix() {
         td.classList.add(cell);
         td.textContent = MARK[cell] || "?";
         td.title = cell;
+        td.setAttribute("aria-label", `C${c + 1}, tick ${t}: ${cell}`);
       }
     });
   });
@@ -359,6 +592,7 @@ function stopSix() {
 
 function playSix() {
   if (six.timer) return stopSix();
+  if (!six.data) return;
   if (six.data && six.tick >= six.data.ticks) { six.tick = 0; drawSix(); }
   $("#six-play").textContent = "Pause";
   six.timer = setInterval(() => { if (!nextSix()) stopSix(); }, 450);
@@ -366,8 +600,10 @@ function playSix() {
 
 async function demoSix(rule) {
   $("#six-compare").hidden = true;
-  await loadSix(rule);
-  playSix();
+  for (const b of document.querySelectorAll("#six-rules button")) {
+    if (b.dataset.rule === rule) showRuleInfo($("#six-rule-info"), rule);
+  }
+  if (await loadSix(rule)) playSix();
 }
 
 async function compareSix() {
@@ -390,10 +626,11 @@ async function compareSix() {
     document.body.dataset.sixCompare = "ready";
   } catch (e) {
     status(e.message);
+    document.body.dataset.sixCompare = "error";
   }
 }
 
-ruleButtons($("#six-rules"), (rule) => { $("#six-compare").hidden = true; loadSix(rule); }, six.rule);
+ruleButtons($("#six-rules"), (rule) => { $("#six-compare").hidden = true; loadSix(rule); }, six.rule, $("#six-rule-info"));
 $("#six-next").addEventListener("click", () => { stopSix(); nextSix(); });
 $("#six-play").addEventListener("click", playSix);
 $("#six-reset").addEventListener("click", () => { stopSix(); six.tick = 0; drawSix(); });
@@ -449,6 +686,16 @@ function drawDots() {
       el("circle", { cx: x(ms).toFixed(2), cy: cy + (row.distinct === 1 ? 0 : dy), r: 4, fill: "#e6394666", stroke: "#e63946", "stroke-width": 0.6, class: "dot", "data-failure": row.failure });
     });
   });
+  // The same facts as text, for screen readers (the drawing is one image to them).
+  const list = $("#dots-text");
+  list.textContent = "";
+  for (const row of d.rows) {
+    const li = document.createElement("li");
+    li.textContent = row.distinct === 1
+      ? `Failure ${row.failure}: all ${d.clients} clients retry at the same instant, ${(row.min_ms / 1000).toFixed(2)} s.`
+      : `Failure ${row.failure}: ${row.distinct} different times, from ${(row.min_ms / 1000).toFixed(2)} s to ${(row.max_ms / 1000).toFixed(2)} s.`;
+    list.appendChild(li);
+  }
   const axisY = top + d.rows.length * rowH + 6;
   el("line", { x1: left, x2: W - right, y1: axisY, y2: axisY, stroke: "#888" });
   for (const s of niceTicks(tMax / 1000, 8)) {
@@ -456,7 +703,7 @@ function drawDots() {
   }
 }
 
-ruleButtons($("#dots-rules"), (rule) => { dots.rule = rule; loadDots(); }, dots.rule);
+ruleButtons($("#dots-rules"), (rule) => { dots.rule = rule; loadDots(); }, dots.rule, $("#dots-rule-info"));
 loaders.dots = () => { if (!dots.data) loadDots(); };
 
 // ---------------------------------------------------------------- Layers
@@ -486,8 +733,8 @@ function drawLayers() {
     box.innerHTML = `<div class="name"></div><div class="receives"></div><div class="unit">per request<br>at the top</div>`;
     box.querySelector(".name").textContent = s.name;
     const r = box.querySelector(".receives");
-    r.textContent = Number.isInteger(s.receives) ? String(s.receives) : s.receives.toFixed(2);
-    r.dataset.value = s.receives;
+    r.textContent = Number.isInteger(s.predicted) ? String(s.predicted) : s.predicted.toFixed(2);
+    r.dataset.value = s.predicted;
     chain.appendChild(box);
     if (i < layers.attempts.length) {
       const edge = document.createElement("div");
@@ -504,7 +751,7 @@ function drawLayers() {
     }
   });
   const last = d.services[d.services.length - 1];
-  const n = Number.isInteger(last.receives) ? last.receives : last.receives.toFixed(2);
+  const n = Number.isInteger(last.predicted) ? last.predicted : last.predicted.toFixed(2);
   $("#layers-summary").textContent =
     `One request at the top becomes ${n} at ${last.name} while ${last.name} is failing.`;
 }

@@ -55,7 +55,7 @@ use tokio::task::JoinHandle;
 use tower::ServiceExt;
 
 pub use herd::layer::RETRY_EXHAUSTED;
-pub use measure::{Comparison, Measured, Measurement};
+pub use measure::{Comparison, MIN_VIEWS_TO_JUDGE, Measured, Measurement};
 
 use edge::{EdgeConfig, EdgeService, edge_service};
 use service::{ServiceState, handle};

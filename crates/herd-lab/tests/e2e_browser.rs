@@ -1,13 +1,18 @@
 //! The page in a real browser: headless Chromium, driven over WebDriver (chromedriver).
 //!
 //! The test starts the page server in-process on 127.0.0.1:0, starts `chromedriver` on a
-//! free loopback port, and clicks through the four scenes, checking that every number the
-//! page shows equals the API's answer, which the test fetches itself. It saves screenshots
-//! to `target/e2e/`.
+//! free loopback port, and uses the page as a person would: clicks, keys and typing, never
+//! scripts that set values. It checks that every number the page shows equals the API's
+//! answer (which the test fetches itself), that the storm chart is drawn (by reading the
+//! canvas's pixels), the headline demo (a refusal that costs work, and nobody served), the
+//! rules side by side on one time axis, the error state, the tabs' links and keys, and runs
+//! the axe-core accessibility engine on every scene. It saves screenshots to `target/e2e/`.
 //!
-//! Without `chromium` and `chromedriver` on the PATH the test prints "skipped: …" and
+//! Without `chromium` and `chromedriver` on the PATH the test prints one loud line and
 //! passes, except under `CI=true`, where a missing browser is a failure (`.ci/run` installs
-//! Debian's `chromium` and `chromium-driver`).
+//! Debian's `chromium` and `chromium-driver`). axe-core's `axe.min.js` is read from
+//! `$HERD_AXE_JS`, or from `.ci/node/node_modules/axe-core/` where `.ci/run` installs it;
+//! under `CI=true` a missing axe is a failure too.
 #![cfg(unix)]
 
 mod support;
@@ -18,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use herd_lab::serve::ServeLimits;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -93,27 +99,67 @@ fn screenshot_dir() -> PathBuf {
     dir
 }
 
+fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// axe-core's browser build: `$HERD_AXE_JS`, or where `.ci/run` installs it.
+fn axe_source() -> Option<String> {
+    let path = std::env::var_os("HERD_AXE_JS").map_or_else(
+        || {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../.ci/node/node_modules/axe-core/axe.min.js")
+        },
+        PathBuf::from,
+    );
+    match std::fs::read_to_string(&path) {
+        Ok(source) => Some(source),
+        Err(e) => {
+            assert!(
+                !under_ci(),
+                "CI=true but axe-core is missing at {} ({e}); .ci/run installs it",
+                path.display()
+            );
+            eprintln!(
+                "WARNING: accessibility audit SKIPPED: no axe-core at {} (install it with \
+                 `npm install --prefix .ci/node axe-core@4`, or set HERD_AXE_JS)",
+                path.display()
+            );
+            None
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_in_headless_chromium() {
     let chromium = find_on_path(&["chromium", "chromium-browser"]);
     let chromedriver = find_on_path(&["chromedriver"]);
     let (Some(chromium), Some(chromedriver)) = (chromium, chromedriver) else {
-        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
         assert!(
-            !ci,
+            !under_ci(),
             "CI=true but chromium or chromedriver is missing (.ci/run installs them)"
         );
-        eprintln!("skipped: chromium or chromedriver not found on PATH");
+        eprintln!(
+            "WARNING: browser test SKIPPED: chromium or chromedriver not on PATH; install them \
+             (Debian: `apt-get install chromium chromium-driver`) or run .ci/run"
+        );
         return;
     };
+    let axe = axe_source();
     let run = async {
-        let server = PageServer::start(ServeLimits::default()).await;
+        // Room for the test's own API calls beside the page's, which loads the other rules
+        // in the background.
+        let server = PageServer::start(ServeLimits {
+            max_concurrent: 8,
+            ..ServeLimits::default()
+        })
+        .await;
         let driver = Driver::start(&chromedriver);
         driver.wait_ready().await;
         let profile = Path::new(env!("CARGO_TARGET_TMPDIR")).join("chromium-profile");
         let _ = std::fs::remove_dir_all(&profile);
         let browser = connect(&chromium, &profile, driver.port).await;
-        let outcome = drive(&browser, &server).await;
+        let outcome = drive(&browser, &server, axe.as_deref()).await;
         let _ = browser.close().await;
         drop(driver);
         let _ = std::fs::remove_dir_all(&profile);
@@ -207,16 +253,216 @@ async fn screenshot(browser: &Client, name: &str) {
     eprintln!("screenshot: {}", path.display());
 }
 
-async fn drive(browser: &Client, server: &PageServer) {
+async fn drive(browser: &Client, server: &PageServer, axe: Option<&str>) {
     browser.goto(&server.url()).await.expect("page loads");
     assert_eq!(
         browser.title().await.expect("title"),
         "herd — watch the herd"
     );
     check_storm(browser, server).await;
+    audit(browser, axe, "storm").await;
+    check_storm_demo_and_error(browser, server).await;
     check_six(browser, server).await;
+    audit(browser, axe, "six").await;
     check_dots(browser, server).await;
+    audit(browser, axe, "dots").await;
     check_layers(browser, server).await;
+    audit(browser, axe, "layers").await;
+    check_tabs(browser, server).await;
+}
+
+/// Runs axe-core on the page as it is (the scene shown) and fails on any violation.
+async fn audit(browser: &Client, axe: Option<&str>, scene: &str) {
+    let Some(axe) = axe else { return };
+    let loaded = browser
+        .execute(&format!("{axe}\nreturn typeof window.axe;"), vec![])
+        .await
+        .expect("axe loads");
+    assert_eq!(loaded, "object", "axe-core did not load");
+    let violations = browser
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             window.axe.run(document, { resultTypes: ['violations'] }) \
+               .then((r) => done(r.violations.map((v) => \
+                 `${v.id} (${v.impact}): ${v.help}: ` + \
+                 v.nodes.map((n) => n.target.join(' ') + ' ' + (n.failureSummary || '').replace(/\\s+/g, ' ')).join(' | ')))) \
+               .catch((e) => done(['axe failed: ' + e]));",
+            vec![],
+        )
+        .await
+        .expect("axe runs");
+    let violations: Vec<String> = serde_json::from_value(violations).expect("a list");
+    assert!(
+        violations.is_empty(),
+        "axe-core on the {scene} scene:\n{}",
+        violations.join("\n")
+    );
+    eprintln!("axe-core: no violation on the {scene} scene");
+}
+
+async fn press(browser: &Client, css: &str, keys: &str) {
+    browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"))
+        .send_keys(keys)
+        .await
+        .unwrap_or_else(|e| panic!("keys to {css}: {e}"));
+}
+
+fn key(k: Key) -> String {
+    char::from(k).to_string()
+}
+
+/// Tabs are links (the URL's hash) and move with the arrow keys.
+async fn check_tabs(browser: &Client, server: &PageServer) {
+    for scene in ["storm", "six", "dots", "layers"] {
+        assert_eq!(
+            attr(browser, &format!("#tab-{scene}"), "aria-controls").await,
+            format!("scene-{scene}")
+        );
+    }
+    click(browser, "#tab-six").await;
+    wait_until(browser, "location.hash === '#six'").await;
+    press(browser, "#tab-six", &key(Key::Right)).await;
+    wait_until(
+        browser,
+        "location.hash === '#dots' && document.activeElement.id === 'tab-dots' \
+         && !document.querySelector('#scene-dots').hidden",
+    )
+    .await;
+    assert_eq!(attr(browser, "#tab-dots", "aria-selected").await, "true");
+    press(browser, "#tab-dots", &key(Key::Home)).await;
+    wait_until(browser, "location.hash === '#storm'").await;
+    press(browser, "#tab-storm", &key(Key::Left)).await;
+    wait_until(browser, "location.hash === '#layers'").await;
+    // A link to a scene opens that scene.
+    browser
+        .goto(&format!("{}#layers", server.url()))
+        .await
+        .expect("page loads");
+    browser.refresh().await.expect("reload");
+    wait_until(
+        browser,
+        "!document.querySelector('#scene-layers').hidden && document.querySelector('#scene-storm').hidden",
+    )
+    .await;
+}
+
+/// Pixels of the storm chart: (the chosen rule's bars, grey lines of the other rules).
+async fn chart_pixels(browser: &Client) -> (u64, u64) {
+    let counts = browser
+        .execute(
+            "const c = document.querySelector('#storm-chart'); \
+             const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; \
+             let red = 0, grey = 0; \
+             for (let i = 0; i < d.length; i += 4) { \
+               const [r, g, b] = [d[i], d[i + 1], d[i + 2]]; \
+               if (r > 200 && g < 170 && b < 180 && r - g > 60) red++; \
+               else if (Math.abs(r - g) < 4 && Math.abs(g - b) < 4 && r > 160 && r < 200) grey++; \
+             } \
+             return [red, grey];",
+            vec![],
+        )
+        .await
+        .expect("pixels read");
+    (
+        counts[0].as_u64().expect("count"),
+        counts[1].as_u64().expect("count"),
+    )
+}
+
+/// The headline demo (a refusal that costs a tenth of an answer; nobody served), a slider
+/// moved by keys, and the error state when the page cannot follow that many clients.
+async fn check_storm_demo_and_error(browser: &Client, server: &PageServer) {
+    click(browser, "#tab-storm").await;
+    let checked = browser
+        .execute(
+            "return document.querySelector('#storm-refusal').checked;",
+            vec![],
+        )
+        .await
+        .expect("script runs");
+    if checked != Value::Bool(true) {
+        click(browser, "#storm-refusal").await;
+    }
+    for rule in ["immediate", "constant", "exponential"] {
+        click(browser, &format!("#storm-rules button[data-rule={rule}]")).await;
+        wait_until(
+            browser,
+            &format!(
+                "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === '{rule}|0.1|2000|10'"
+            ),
+        )
+        .await;
+        let (api, half, all, _) = compare_storm(browser, server, rule, 0.1, 2000, 10).await;
+        assert_eq!(api["served"], 0, "{rule}");
+        assert_eq!(half, "never");
+        assert_eq!(all, "not all served");
+        let horizon = api["horizon_s"].as_f64().expect("horizon_s");
+        assert_eq!(
+            text(browser, "#storm-verdict").await,
+            format!(
+                "Nobody served in the first {horizon} s: the server spends every answer it could give on refusing the herd."
+            ),
+            "{rule}"
+        );
+        assert!(
+            text(browser, "#storm-rule-info")
+                .await
+                .starts_with(&format!("{rule}: pause =")),
+            "{rule}: the rule's formula is in the scene"
+        );
+    }
+    wait_until(browser, "document.body.dataset.stormCompare === 'ready'").await;
+    wait_until(browser, "document.body.dataset.stormAnimation === 'done'").await;
+    let (red, _) = chart_pixels(browser).await;
+    assert!(red > 500, "the refusal demo's storm is drawn: {red} pixels");
+    screenshot(browser, "storm-refusal.png").await;
+
+    // A slider moved with the keyboard: five steps right, 10 s → 15 s of outage.
+    click(browser, "#storm-refusal").await;
+    click(browser, "#storm-rules button[data-rule=full]").await;
+    let right = key(Key::Right).repeat(5);
+    press(browser, "#storm-outage", &right).await;
+    assert_eq!(text(browser, "#storm-outage-out").await, "15");
+    wait_until(
+        browser,
+        "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === 'full|0|2000|15'",
+    )
+    .await;
+    compare_storm(browser, server, "full", 0.0, 2000, 15).await;
+
+    // More clients than the page can follow: the server refuses, and the page shows the
+    // refusal next to a blank chart and dashes, never the previous figures.
+    let input = browser
+        .find(Locator::Css("#storm-clients-n"))
+        .await
+        .expect("clients box");
+    input.clear().await.expect("clear");
+    input.send_keys("200000").await.expect("type");
+    wait_until(browser, "document.body.dataset.stormState === 'error'").await;
+    let error = text(browser, "#storm-error").await;
+    assert!(
+        error.starts_with("No chart: clients: the page can follow 200000 clients"),
+        "{error}"
+    );
+    for id in ["#storm-half", "#storm-all", "#storm-rpc", "#storm-peak"] {
+        assert_eq!(text(browser, id).await, "–", "{id} keeps no stale figure");
+    }
+    assert_eq!(attr(browser, "#storm-chart", "data-drawn").await, "error");
+    let (red, _) = chart_pixels(browser).await;
+    assert_eq!(red, 0, "no stale bars");
+    screenshot(browser, "storm-error.png").await;
+    input.clear().await.expect("clear");
+    input.send_keys("2000").await.expect("type");
+    press(browser, "#storm-outage", &key(Key::Left).repeat(5)).await;
+    wait_until(
+        browser,
+        "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === 'full|0|2000|10'",
+    )
+    .await;
+    assert!(text(browser, "#storm-error").await.is_empty());
 }
 
 async fn check_dots(browser: &Client, server: &PageServer) {
@@ -296,7 +542,7 @@ async fn check_storm(browser: &Client, server: &PageServer) {
         }
         click(browser, &format!("#storm-rules button[data-rule={rule}]")).await;
         let cost = if refusal { 0.1 } else { 0.0 };
-        let key = format!("{rule}|{}|2000", if refusal { "0.1" } else { "0" });
+        let key = format!("{rule}|{}|2000|10", if refusal { "0.1" } else { "0" });
         wait_until(
             browser,
             &format!(
@@ -304,9 +550,9 @@ async fn check_storm(browser: &Client, server: &PageServer) {
             ),
         )
         .await;
-        let (api, half, all, shown) = compare_storm(browser, server, rule, cost, 2000).await;
+        let (api, half, all, shown) = compare_storm(browser, server, rule, cost, 2000, 10).await;
         if (rule, refusal) == ("immediate", false) {
-            // SPEC §4's figures, through the page.
+            // The default storm's figures, through the page.
             assert_eq!(half, "12.0 s");
             assert_eq!(all, "13.9 s");
             assert_eq!(shown, "120.50");
@@ -319,25 +565,70 @@ async fn check_storm(browser: &Client, server: &PageServer) {
                 .take(600)
                 .filter_map(Value::as_u64)
                 .sum();
-            assert_eq!(served_first_minute, 0, "SPEC: no client served in 60 s");
+            assert_eq!(served_first_minute, 0, "no client served in 60 s");
         }
     }
-    // The clients slider (the last rule picked, full with the refusal cost, stays on).
-    browser
+    // The rules side by side: every rule's figures for the same knobs, and one time axis
+    // that holds the longest of them (the chosen rule over the others in grey).
+    wait_until(browser, "document.body.dataset.stormCompare === 'ready'").await;
+    wait_until(browser, "document.body.dataset.stormAnimation === 'done'").await;
+    let mut longest = 0.0_f64;
+    for rule in [
+        "immediate",
+        "constant",
+        "exponential",
+        "full",
+        "equal",
+        "decorrelated",
+    ] {
+        let (_, api) = server
+            .post(
+                "storm",
+                &json!({ "rule": rule, "refusal_cost": 0.1, "clients": 2000, "outage_s": 10, "capacity": 50 }),
+            )
+            .await;
+        let windows = api["series"]["arrivals"].as_array().expect("series").len() as f64;
+        let mut end = windows * api["series"]["window_s"].as_f64().expect("window");
+        if api["cut_short"] == true {
+            end = end.max(api["horizon_s"].as_f64().expect("horizon"));
+        }
+        longest = longest.max(end);
+        let served = text(
+            browser,
+            &format!("#storm-compare tr[data-rule={rule}] td:nth-child(2)"),
+        )
+        .await;
+        assert_eq!(served, format!("{} of 2000", api["served"]), "{rule}");
+    }
+    let t_end: f64 = attr(browser, "#storm-chart", "data-t-end")
+        .await
+        .parse()
+        .expect("a number");
+    assert!(
+        (t_end - longest).abs() < 1e-6,
+        "one axis: {t_end} vs {longest}"
+    );
+    assert_eq!(attr(browser, "#storm-chart", "data-others").await, "5");
+    // The bitmap follows the screen's pixel ratio, so the chart is sharp on HiDPI screens.
+    let sharp = browser
         .execute(
-            "const s = document.querySelector('#storm-clients'); \
-             s.value = '500'; s.dispatchEvent(new Event('input'));",
+            "const c = document.querySelector('#storm-chart'); \
+             return c.width === Math.round(c.clientWidth * devicePixelRatio);",
             vec![],
         )
         .await
         .expect("script runs");
-    wait_until(
-        browser,
-        "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === 'full|0.1|500'",
-    )
-    .await;
-    compare_storm(browser, server, "full", 0.1, 500).await;
-    wait_until(browser, "document.body.dataset.stormAnimation === 'done'").await;
+    assert_eq!(
+        sharp,
+        Value::Bool(true),
+        "canvas bitmap at the device pixel ratio"
+    );
+    let (red, grey) = chart_pixels(browser).await;
+    assert!(red > 50, "the chosen rule's bars are drawn: {red} pixels");
+    assert!(
+        grey > 200,
+        "the other rules are drawn in grey: {grey} pixels"
+    );
     screenshot(browser, "storm.png").await;
 }
 
@@ -348,11 +639,12 @@ async fn compare_storm(
     rule: &str,
     cost: f64,
     clients: u64,
+    outage_s: u64,
 ) -> (Value, String, String, String) {
     let (status, api) = server
             .post(
                 "storm",
-                &json!({ "rule": rule, "refusal_cost": cost, "clients": clients, "outage_s": 10, "capacity": 50 }),
+                &json!({ "rule": rule, "refusal_cost": cost, "clients": clients, "outage_s": outage_s, "capacity": 50 }),
             )
             .await;
     assert_eq!(status, 200, "{api}");
@@ -407,7 +699,10 @@ async fn check_six_grid(browser: &Client, api: &Value, upto: usize) {
             let mark = match expected {
                 "" => "",
                 "served" => "✓",
-                _ => "✗",
+                "refused" => "✗",
+                "collapsed" => "↯",
+                "down" => "▪",
+                other => panic!("unknown outcome {other}"),
             };
             assert_eq!(shown, mark, "{rule}: C{c} at tick {t}");
             if !expected.is_empty() {
@@ -477,6 +772,22 @@ async fn check_six(browser: &Client, server: &PageServer) {
         text(browser, "#six-summary").await,
         "exponential: 0 of 6 served, 24 calls, last call at tick 15."
     );
+
+    // Refused, collapsed and down have their own marks, and a legend says which is which.
+    let legend = browser
+        .find_all(Locator::Css(".six-legend li"))
+        .await
+        .expect("legend");
+    assert_eq!(legend.len(), 4);
+    // A demo replaced before its answer arrives does not stall the next one.
+    click(browser, "#six-demo-immediate").await;
+    click(browser, "#six-demo-exponential").await;
+    wait_until(browser, "document.body.dataset.sixRule === 'exponential'").await;
+    wait_until(
+        browser,
+        &format!("document.querySelector('#six-tick').dataset.value === '{ticks}'"),
+    )
+    .await;
 
     // The full-jitter demo plays to the end by itself.
     click(browser, "#six-demo-full").await;
@@ -555,7 +866,7 @@ async fn check_layer_loads(
     let mut loads = Vec::new();
     for service in api["services"].as_array().expect("services") {
         let name = service["name"].as_str().expect("name");
-        let receives = service["receives"].as_f64().expect("receives");
+        let receives = service["predicted"].as_f64().expect("predicted");
         let shown = text(
             browser,
             &format!(".service[data-service='{name}'] .receives"),

@@ -79,6 +79,105 @@ async fn a_deterministic_rule_measures_what_the_simulator_predicts() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_jittered_rule_falls_within_the_simulated_seeds_and_gets_a_verdict() {
+    let lab = LabStorm::new(small(), RuleName::Full, 1, 0.5).expect("playable");
+    let report = tokio::time::timeout(Duration::from_secs(60), lab.run())
+        .await
+        .expect("the storm ends")
+        .expect("the storm runs");
+    eprintln!("{}", report.render());
+    assert_eq!(report.transport_errors, 0);
+    assert_eq!(
+        report.client_attempts, report.measured.requests,
+        "no request lost"
+    );
+    assert_eq!(report.measured.served, 40);
+    let spread = report.seed_spread.as_ref().expect("full is jittered");
+    let rpc = spread
+        .requests_per_client
+        .expect("everyone served in every seed");
+    let m = report.measured.requests_per_client;
+    assert!(
+        m >= rpc.min * 0.85 && m <= rpc.max * 1.15,
+        "requests per client {m} outside {rpc:?}"
+    );
+    let verdict = report.verdict.as_ref().expect("judged");
+    assert!(
+        verdict.tolerance.contains("simulated seeds"),
+        "{}",
+        verdict.line()
+    );
+    assert!(report.render().contains("verdict: "));
+}
+
+/// A storm that lasts 0 s (no outage, room for everyone) at the slowest time scale: the lab
+/// ends about a step after it starts. Before, it waited five steps before starting (5 s here)
+/// and a larger scale waited minutes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_storm_that_lasts_no_time_ends_at_once_at_the_slowest_scale() {
+    let mut s = small();
+    s.server.outages.clear();
+    s.server.capacity = 100;
+    let lab =
+        LabStorm::new(s, RuleName::Constant, 1, herd_lab::storm::MAX_TIME_SCALE).expect("playable");
+    let started = std::time::Instant::now();
+    let report = tokio::time::timeout(Duration::from_secs(30), lab.run())
+        .await
+        .expect("the storm ends")
+        .expect("the storm runs");
+    assert_eq!(report.measured.served, 40);
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn transport_errors_make_a_run_not_comparable() {
+    use herd_lab::storm::{Verdict, verdict::judge};
+    let lab = LabStorm::new(small(), RuleName::Constant, 1, 0.5).expect("playable");
+    let sim = lab.simulate().expect("simulates");
+    let figures = herd_lab::storm::Figures::simulated(&sim);
+    let mut report = herd_lab::storm::LabReport {
+        rule: "constant".into(),
+        seed: 1,
+        clients: 40,
+        time_scale: 0.5,
+        step_real_ms: 50.0,
+        window_s: 0.1,
+        capacity: 4.0,
+        first_window_after_outage: 10,
+        measured: figures.clone(),
+        simulated: figures,
+        seed_spread: None,
+        measured_arrivals: Vec::new(),
+        measured_served: Vec::new(),
+        simulated_arrivals: Vec::new(),
+        simulated_served: Vec::new(),
+        client_attempts: sim.requests,
+        late_attempts: 0,
+        transport_errors: 0,
+        worst_tick_lag_ms: 0.0,
+        real_s: 1.0,
+        verdict: None,
+    };
+    assert_eq!(judge(&report).verdict, Verdict::Agrees);
+    report.measured.requests_per_client *= 1.5;
+    let j = judge(&report);
+    assert_eq!(j.verdict, Verdict::Differs);
+    assert!(j.line().contains("requests per client"), "{}", j.line());
+    report.transport_errors = 3;
+    let j = judge(&report);
+    assert_eq!(j.verdict, Verdict::NotComparable);
+    assert!(
+        j.line().starts_with("verdict: NOT COMPARABLE"),
+        "{}",
+        j.line()
+    );
+}
+
 fn input_error(scenario: Scenario, time_scale: f64) -> String {
     match LabStorm::new(scenario, RuleName::Full, 1, time_scale) {
         Err(LabError::Input(msg)) => msg,
@@ -101,7 +200,9 @@ fn what_the_lab_cannot_play_is_refused_naming_the_field() {
     assert!(input_error(s, 0.1).starts_with("clients.arrivals_per_s:"));
 
     assert!(input_error(small(), 0.001).starts_with("time scale 0.001: a 100 ms step"));
-    assert!(input_error(small(), f64::NAN).starts_with("time scale must be a positive number"));
+    assert!(input_error(small(), f64::NAN).starts_with("time_scale must be in (0, 10]"));
+    // Before: a panic in Duration::from_secs_f64.
+    assert!(input_error(small(), 1e25).starts_with("time_scale must be in (0, 10]"));
 
     let mut s = small();
     s.server.refusal_cost = 1.5;

@@ -276,7 +276,7 @@ async fn storm_parameters_are_checked_and_named() {
         ),
         (
             json!({ "rule": "full", "refusal_cost": 1 }),
-            "refusal_cost must be at least 0 and below 1",
+            "refusal_cost must be in [0, 1), got 1",
         ),
         (
             json!({ "rule": "full", "clients": -5 }),
@@ -301,9 +301,31 @@ async fn a_storm_past_the_attempt_cap_is_a_400_not_a_stall() {
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     assert!(
-        error(&body).starts_with("clients: the run needs more than"),
+        error(&body).starts_with("clients: the page can follow 200000 clients for only 9 s"),
         "{body}"
     );
+}
+
+/// The headline demo: a refusal that costs a tenth of an answer, and a rule without jitter.
+/// Before, the API refused it (the run passed the attempt cap) and the page kept the previous
+/// rule's chart. Now the run stops at the horizon the cap allows, and says so.
+#[tokio::test]
+async fn a_storm_that_never_ends_is_shown_to_the_horizon_the_cap_allows() {
+    for rule in ["immediate", "constant", "exponential"] {
+        let (status, body) = post("/api/storm", json!({ "rule": rule, "refusal_cost": 0.1 })).await;
+        assert_eq!(status, StatusCode::OK, "{rule}: {body}");
+        assert_eq!(body["served"], 0, "{rule}: nobody served");
+        assert_eq!(body["cut_short"], true, "{rule}");
+        let horizon = body["horizon_s"].as_f64().expect("horizon_s");
+        // 2000 clients, one attempt per 100 ms step at most: 2·10⁷ attempts last 1000 s.
+        assert_eq!(horizon, 950.0, "{rule}");
+        assert!(
+            body["requests"].as_u64().expect("requests") <= herd_lab::serve::MAX_STORM_ATTEMPTS
+        );
+    }
+    let (_, full) = post("/api/storm", json!({ "rule": "full", "refusal_cost": 0.1 })).await;
+    assert_eq!(full["cut_short"], false, "full jitter ends the storm");
+    assert_eq!(full["served"], 2000);
 }
 
 #[tokio::test]
@@ -338,7 +360,7 @@ async fn layers_are_herd_sims_graph() {
         .as_array()
         .expect("services")
         .iter()
-        .filter_map(|s| s["receives"].as_f64())
+        .filter_map(|s| s["predicted"].as_f64())
         .collect();
     assert_eq!(receives, [1.0, 3.0, 9.0, 27.0]);
     let (_, aware) = post(
@@ -346,7 +368,7 @@ async fn layers_are_herd_sims_graph() {
         json!({ "attempts": [3, 3, 3], "layer_aware": true }),
     )
     .await;
-    assert_eq!(aware["services"][3]["receives"], 3.0);
+    assert_eq!(aware["services"][3]["predicted"], 3.0);
 
     for (body, expected) in [
         (

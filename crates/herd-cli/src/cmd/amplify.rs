@@ -2,7 +2,7 @@
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use herd_sim::graph::{
     Advice, Amplification, Graph, Options, Prediction, Simulation, advise, amplification, predict,
     simulate,
@@ -47,18 +47,11 @@ pub(crate) struct AmplifyArgs {
     #[arg(long, value_name = "N")]
     simulate: Option<u64>,
     /// Seed of the Monte Carlo run.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "S")]
     seed: u64,
 }
 
-/// How to print the result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// Aligned columns for people.
-    Table,
-    /// One JSON object for scripts.
-    Json,
-}
+pub(crate) use super::args::Format;
 
 /// Reads and validates a graph file; every problem is bad input (exit 2).
 pub(crate) fn load_graph(path: &Path) -> CliResult<Graph> {
@@ -82,7 +75,8 @@ struct Report<'a> {
 #[derive(Serialize)]
 struct ServiceRow<'a> {
     name: &'a str,
-    receives: f64,
+    /// Requests it receives per entry request, computed exactly.
+    predicted: f64,
     fails: bool,
     answer_failure_probability: f64,
 }
@@ -90,7 +84,7 @@ struct ServiceRow<'a> {
 #[derive(Serialize)]
 struct AmplificationRow<'a> {
     service: &'a str,
-    receives: f64,
+    predicted: f64,
     without_retries: f64,
     factor: Option<f64>,
 }
@@ -112,7 +106,7 @@ struct EdgeRow<'a> {
 #[derive(Serialize)]
 struct CountRow<'a> {
     name: &'a str,
-    receives: f64,
+    predicted: f64,
 }
 
 #[derive(Serialize)]
@@ -127,9 +121,10 @@ struct SimulationRow<'a> {
 #[derive(Serialize)]
 struct SimulatedRow<'a> {
     name: &'a str,
-    mean: f64,
+    /// Mean requests per entry request over the Monte Carlo run.
+    simulated: f64,
     std_error: f64,
-    expected: f64,
+    predicted: f64,
 }
 
 fn counts<'a>(graph: &'a Graph, p: &Prediction) -> Vec<CountRow<'a>> {
@@ -137,9 +132,9 @@ fn counts<'a>(graph: &'a Graph, p: &Prediction) -> Vec<CountRow<'a>> {
         .services()
         .iter()
         .zip(&p.receives)
-        .map(|(s, &receives)| CountRow {
+        .map(|(s, &predicted)| CountRow {
             name: &s.name,
-            receives,
+            predicted,
         })
         .collect()
 }
@@ -174,8 +169,35 @@ pub(crate) fn run(args: &AmplifyArgs) -> CliResult {
             writeln!(out)?;
         }
         Format::Table => write_table(&mut out, &report)?,
+        Format::Csv => write_csv(&mut out, &report)?,
     }
     out.flush()?;
+    Ok(())
+}
+
+/// One line per service: the exact figures, and the Monte Carlo ones when it ran.
+fn write_csv(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
+    use super::args::csv_field;
+    write!(out, "service,predicted,fails,answer_failure_probability")?;
+    if r.simulation.is_some() {
+        write!(out, ",simulated,std_error")?;
+    }
+    writeln!(out)?;
+    for (i, s) in r.services.iter().enumerate() {
+        write!(
+            out,
+            "{},{},{},{}",
+            csv_field(s.name),
+            s.predicted,
+            s.fails,
+            s.answer_failure_probability
+        )?;
+        if let Some(sim) = &r.simulation {
+            let m = &sim.services[i];
+            write!(out, ",{},{}", m.simulated, m.std_error)?;
+        }
+        writeln!(out)?;
+    }
     Ok(())
 }
 
@@ -199,7 +221,7 @@ fn build_report<'a>(
             .enumerate()
             .map(|(i, s)| ServiceRow {
                 name: &s.name,
-                receives: prediction.receives[i],
+                predicted: prediction.receives[i],
                 fails: s.fails,
                 answer_failure_probability: prediction.answers[i].failure(),
             })
@@ -208,7 +230,7 @@ fn build_report<'a>(
             .iter()
             .map(|a| AmplificationRow {
                 service: name(a.service),
-                receives: a.receives,
+                predicted: a.receives,
                 without_retries: a.without_retries,
                 factor: a.factor(),
             })
@@ -235,11 +257,11 @@ fn build_report<'a>(
                 .iter()
                 .zip(&sim.services)
                 .zip(&prediction.receives)
-                .map(|((s, m), &expected)| SimulatedRow {
+                .map(|((s, m), &predicted)| SimulatedRow {
                     name: &s.name,
-                    mean: m.mean,
+                    simulated: m.mean,
                     std_error: m.std_error,
-                    expected,
+                    predicted,
                 })
                 .collect(),
         }),
@@ -258,7 +280,7 @@ pub(crate) fn count(x: f64) -> String {
 
 fn list(rows: &[CountRow<'_>]) -> String {
     rows.iter()
-        .map(|r| format!("{} {}", r.name, count(r.receives)))
+        .map(|r| format!("{} {}", r.name, count(r.predicted)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -288,7 +310,7 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
             out,
             "{:<width$}  {:>12}  {:>11}%{note}",
             s.name,
-            count(s.receives),
+            count(s.predicted),
             count(100.0 * s.answer_failure_probability)
         )?;
     }
@@ -301,7 +323,7 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
                     out,
                     "  {}: {} requests, {}× the {} it would receive without retries",
                     a.service,
-                    count(a.receives),
+                    count(a.predicted),
                     count(f),
                     count(a.without_retries)
                 )?,
@@ -344,15 +366,15 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         writeln!(
             out,
             "{:<width$}  {:>12}  {:>12}  {:>10}",
-            "service", "expected", "simulated", "± std err"
+            "service", "predicted", "simulated", "± std err"
         )?;
         for s in &sim.services {
             writeln!(
                 out,
                 "{:<width$}  {:>12}  {:>12.4}  {:>10.4}",
                 s.name,
-                count(s.expected),
-                s.mean,
+                count(s.predicted),
+                s.simulated,
                 s.std_error
             )?;
         }

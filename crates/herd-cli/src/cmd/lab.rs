@@ -6,11 +6,15 @@ use std::path::PathBuf;
 use clap::{Args, Subcommand};
 use herd::rule::millis;
 use herd::{RuleName, RuleParams};
-use herd_lab::chain::{Chain, ChainOptions, Comparison, DEFAULT_GRAPH, MAX_REQUESTS, Measurement};
+use herd_lab::chain::{
+    Chain, ChainOptions, Comparison, DEFAULT_GRAPH, MAX_REQUESTS, MIN_VIEWS_TO_JUDGE, Measurement,
+};
 use herd_sim::graph::{Graph, Options, predict};
 use serde::Serialize;
 
-use crate::cmd::amplify::{Format, count, load_graph, simulation_slack};
+use crate::cmd::amplify::{count, load_graph, simulation_slack};
+use crate::cmd::args::{Format, csv_field};
+use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
 
 /// Run real HTTP services on 127.0.0.1 and measure what retries do to them.
@@ -50,10 +54,9 @@ pub(crate) struct ChainArgs {
     /// Callers do not retry a failure marked "retries exhausted" by the layer below.
     #[arg(long)]
     layer_aware: bool,
-    /// Pauses between attempts: immediate, constant, exponential, full, equal, decorrelated,
-    /// grpc, decorrelated-v2.
-    #[arg(long, default_value = "immediate", value_parser = parse_rule)]
-    rule: RuleName,
+    /// Pauses between attempts (default: immediate). Each rule is one drive of N views.
+    #[command(flatten)]
+    rules: super::args::RuleArgs,
     /// First pause of the exponential family, in milliseconds.
     #[arg(long, default_value_t = 10.0, value_name = "MS")]
     base_ms: f64,
@@ -64,13 +67,11 @@ pub(crate) struct ChainArgs {
     #[arg(long, default_value_t = 10.0, value_name = "MS")]
     pause_ms: f64,
     /// Seed of the lost-answer draws on edges with a failure_probability.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "S")]
     seed: u64,
-}
-
-fn parse_rule(s: &str) -> Result<RuleName, String> {
-    s.parse()
-        .map_err(|e: herd::rule::UnknownRule| e.to_string())
+    /// Drive each rule K times, with seeds S..S+K-1 (in [1, 100]).
+    #[arg(long, default_value_t = 1, value_name = "K")]
+    runs: u64,
 }
 
 pub(crate) fn run(args: &LabArgs) -> CliResult {
@@ -86,22 +87,46 @@ struct Report<'a> {
     views: u64,
     layer_aware: bool,
     rule: &'a str,
+    seed: u64,
     deterministic: bool,
-    agrees: bool,
+    /// `equal`, `agrees`, `differs` or `too_small` (a random graph with too few views).
+    verdict: Verdict,
     failed_views: u64,
     interrupted: bool,
     services: Vec<Row>,
+}
+
+/// Measured against predicted, over every service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum Verdict {
+    /// A deterministic graph: every count exactly as predicted.
+    Equal,
+    /// A random graph: within the sampling error.
+    Agrees,
+    /// Outside the sampling error, or (deterministic) not equal.
+    Differs,
+    /// A random graph with fewer views than it takes to judge.
+    TooSmall,
 }
 
 #[derive(Serialize)]
 struct Row {
     name: String,
     address: String,
+    /// Requests it received in all, over every view.
     received: u64,
-    receives: f64,
+    /// Requests it received per view, on average: the measurement.
+    measured: f64,
     std_error: f64,
+    /// Requests per entry request, computed exactly (as `herd amplify`'s `predicted`).
     predicted: f64,
     agrees: bool,
+}
+
+#[derive(Serialize)]
+struct JsonOut<'a> {
+    results: &'a [Report<'a>],
 }
 
 fn run_chain(args: &ChainArgs) -> CliResult {
@@ -119,88 +144,167 @@ fn run_chain(args: &ChainArgs) -> CliResult {
         pause: millis("--pause-ms", args.pause_ms).map_err(input)?,
         ..RuleParams::default()
     };
-    let rule = args
-        .rule
-        .build(&params)
-        .map_err(|e| CliError::input(format!("{e} (rule {})", args.rule)))?;
+    let rules = args.rules.rules_or(&[RuleName::Immediate]);
+    let built = rules
+        .iter()
+        .map(|name| {
+            name.build(&params)
+                .map_err(|e| CliError::input(format!("{e} (rule {name})")))
+        })
+        .collect::<CliResult<Vec<_>>>()?;
     if args.views == 0 || args.views > herd_lab::chain::MAX_VIEWS {
         return Err(CliError::input(format!(
-            "--views is {}; must be 1..={}",
-            args.views,
-            herd_lab::chain::MAX_VIEWS
+            "views must be in [1, {}], got {} (--views)",
+            herd_lab::chain::MAX_VIEWS,
+            args.views
         )));
     }
     let options = Options {
         layer_aware: args.layer_aware,
     };
     let prediction = predict(&graph, options).map_err(CliError::input)?;
-    let requests = prediction.total() * args.views as f64;
+    let runs = crate::cmd::args::check_closed("runs", args.runs, 1, 100)?;
+    let requests = prediction.total() * args.views as f64 * rules.len() as f64 * runs as f64;
     if requests > MAX_REQUESTS {
         return Err(CliError::input(format!(
             "--views {} would send about {requests:.3e} requests; at most {MAX_REQUESTS:.0e}",
             args.views
         )));
     }
-    let chain_options = ChainOptions {
-        layer_aware: args.layer_aware,
-        rule,
-        seed: args.seed,
-        ..ChainOptions::default()
-    };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let (measurement, addresses) = runtime.block_on(async {
-        let chain = Chain::start(&graph, chain_options)
-            .await
-            .map_err(anyhow::Error::from)?;
-        let ctrl_c = async {
-            if tokio::signal::ctrl_c().await.is_err() {
-                std::future::pending::<()>().await;
-            }
-        };
-        let driven = chain.drive_until(args.views, ctrl_c).await;
-        let addresses: Vec<String> = chain.addresses().iter().map(ToString::to_string).collect();
-        let stopped = chain.shutdown().await;
-        let measurement = driven.map_err(anyhow::Error::from)?;
-        stopped.map_err(anyhow::Error::from)?;
-        Ok::<_, CliError>((measurement, addresses))
-    })?;
     let deterministic = graph.is_deterministic();
-    let comparisons = measurement.compare(&prediction, deterministic, simulation_slack(&graph));
-    let agrees = comparisons.iter().all(|c| c.agrees);
-    let report = Report {
-        graph: &label,
-        views: measurement.views,
-        layer_aware: args.layer_aware,
-        rule: args.rule.as_str(),
-        deterministic,
-        agrees,
-        failed_views: measurement.failed_views,
-        interrupted: measurement.interrupted,
-        services: rows(&measurement, comparisons, &addresses),
-    };
+    let mut drives = Vec::new();
+    let jobs = rules
+        .iter()
+        .zip(built)
+        .flat_map(|(name, rule)| (0..runs).map(move |i| (name, rule, args.seed.wrapping_add(i))));
+    for (name, rule, seed) in jobs {
+        let chain_options = ChainOptions {
+            layer_aware: args.layer_aware,
+            rule,
+            seed,
+            ..ChainOptions::default()
+        };
+        let spinner = progress::spinner(format!(
+            "lab chain: rule {name}, seed {seed}, {} views",
+            args.views
+        ));
+        let drive = runtime.block_on(async {
+            let chain = Chain::start(&graph, chain_options)
+                .await
+                .map_err(anyhow::Error::from)?;
+            let ctrl_c = async {
+                if tokio::signal::ctrl_c().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            };
+            let driven = chain.drive_until(args.views, ctrl_c).await;
+            let addresses: Vec<String> =
+                chain.addresses().iter().map(ToString::to_string).collect();
+            let stopped = chain.shutdown().await;
+            let measurement = driven.map_err(anyhow::Error::from)?;
+            stopped.map_err(anyhow::Error::from)?;
+            Ok::<_, CliError>((measurement, addresses))
+        });
+        spinner.finish_and_clear();
+        let (measurement, addresses) = drive?;
+        let interrupted = measurement.interrupted;
+        drives.push((*name, seed, measurement, addresses));
+        if interrupted {
+            break;
+        }
+    }
+    let reports: Vec<Report<'_>> = drives
+        .iter()
+        .map(|(name, seed, measurement, addresses)| {
+            let comparisons =
+                measurement.compare(&prediction, deterministic, simulation_slack(&graph));
+            let agrees = comparisons.iter().all(|c| c.agrees);
+            let verdict = if measurement.too_small_to_judge(deterministic) {
+                Verdict::TooSmall
+            } else {
+                match (agrees, deterministic) {
+                    (true, true) => Verdict::Equal,
+                    (true, false) => Verdict::Agrees,
+                    (false, _) => Verdict::Differs,
+                }
+            };
+            Report {
+                graph: &label,
+                views: measurement.views,
+                layer_aware: args.layer_aware,
+                rule: name.as_str(),
+                seed: *seed,
+                deterministic,
+                verdict,
+                failed_views: measurement.failed_views,
+                interrupted: measurement.interrupted,
+                services: rows(measurement, comparisons, addresses),
+            }
+        })
+        .collect();
     let mut out = BufWriter::new(io::stdout().lock());
     match args.format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &report).map_err(anyhow::Error::from)?;
+            serde_json::to_writer_pretty(&mut out, &JsonOut { results: &reports })
+                .map_err(anyhow::Error::from)?;
             writeln!(out)?;
         }
-        Format::Table => write_table(&mut out, &report)?,
+        Format::Table => {
+            for (i, report) in reports.iter().enumerate() {
+                if i > 0 {
+                    writeln!(out)?;
+                }
+                write_table(&mut out, report)?;
+            }
+        }
+        Format::Csv => write_csv(&mut out, &reports)?,
     }
     out.flush()?;
-    if measurement.interrupted {
+    if let Some((_, _, m, _)) = drives.iter().find(|(_, _, m, _)| m.interrupted) {
         return Err(CliError::Run(anyhow::anyhow!(
             "interrupted after {} of {} views",
-            measurement.views,
+            m.views,
             args.views
         )));
     }
-    if deterministic && !agrees {
+    if reports.iter().any(|r| r.verdict == Verdict::Differs) {
         return Err(CliError::Run(anyhow::anyhow!(
             "measured counts differ from the prediction"
         )));
+    }
+    Ok(())
+}
+
+fn write_csv(out: &mut impl Write, reports: &[Report<'_>]) -> io::Result<()> {
+    writeln!(
+        out,
+        "rule,seed,service,address,views,received,measured,std_error,predicted,agrees,verdict"
+    )?;
+    for r in reports {
+        let verdict = serde_json::to_value(r.verdict)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        for s in &r.services {
+            writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{},{verdict}",
+                r.rule,
+                r.seed,
+                csv_field(&s.name),
+                s.address,
+                r.views,
+                s.received,
+                s.measured,
+                s.std_error,
+                s.predicted,
+                s.agrees
+            )?;
+        }
     }
     Ok(())
 }
@@ -214,7 +318,7 @@ fn rows(m: &Measurement, comparisons: Vec<Comparison>, addresses: &[String]) -> 
             name: s.name,
             address: address.clone(),
             received: s.received,
-            receives: s.per_view,
+            measured: s.per_view,
             std_error: s.std_error,
             predicted: c.predicted,
             agrees: c.agrees,
@@ -230,8 +334,8 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
     };
     writeln!(
         out,
-        "{}: {} view(s) on 127.0.0.1, {mode}, rule {}",
-        r.graph, r.views, r.rule
+        "{}: {} view(s) on 127.0.0.1, {mode}, rule {}, seed {}",
+        r.graph, r.views, r.rule, r.seed
     )?;
     let width = r
         .services
@@ -247,11 +351,15 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
     )?;
     for s in &r.services {
         let measured = if r.deterministic || s.std_error == 0.0 {
-            count(s.receives)
+            count(s.measured)
         } else {
-            format!("{:.4} ± {:.4}", s.receives, s.std_error)
+            format!("{:.4} ± {:.4}", s.measured, s.std_error)
         };
-        let mark = if s.agrees { "" } else { "  ← differs" };
+        let mark = if s.agrees || r.verdict == Verdict::TooSmall {
+            ""
+        } else {
+            "  ← differs"
+        };
         writeln!(
             out,
             "{:<width$}  {:>21}  {:>10}  {:>14}  {:>10}{mark}",
@@ -262,11 +370,17 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
             count(s.predicted)
         )?;
     }
-    let verdict = match (r.agrees, r.deterministic) {
-        (true, true) => "measured equals predicted for every service",
-        (true, false) => "measured agrees with predicted within the sampling error",
-        (false, true) => "MEASURED DIFFERS from predicted",
-        (false, false) => "measured is outside the sampling error of predicted",
+    let too_small = format!(
+        "too few views to judge a graph with random failures ({} of at least \
+         {MIN_VIEWS_TO_JUDGE}; try --views {MIN_VIEWS_TO_JUDGE} or more)",
+        r.views
+    );
+    let verdict = match (r.verdict, r.deterministic) {
+        (Verdict::Equal, _) => "measured equals predicted for every service",
+        (Verdict::Agrees, _) => "measured agrees with predicted within the sampling error",
+        (Verdict::Differs, true) => "MEASURED DIFFERS from predicted",
+        (Verdict::Differs, false) => "measured is outside the sampling error of predicted",
+        (Verdict::TooSmall, _) => too_small.as_str(),
     };
     writeln!(
         out,

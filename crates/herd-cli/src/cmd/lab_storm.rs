@@ -5,12 +5,13 @@ use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
-use herd::RuleName;
-use herd_lab::storm::{DEFAULT_SCENARIO, LabError, LabReport, LabStorm};
+use herd_lab::storm::descriptors::{self, Descriptors};
+use herd_lab::storm::{DEFAULT_SCENARIO, LabError, LabReport, LabStorm, MAX_CLIENTS, Verdict};
 use herd_sim::Scenario;
 use serde::Serialize;
 
-use crate::cmd::amplify::Format;
+use crate::cmd::args::{Format, check_closed};
+use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
 
 /// Play a storm scenario on real sockets and timers and print it beside the simulator
@@ -23,6 +24,11 @@ use crate::error::{CliError, CliResult};
 /// client, peak after the outage) are printed beside herd storm's prediction for the same
 /// scenario, rule and seed, with the difference.
 ///
+/// Every run ends with a verdict line: measured against simulated, with the tolerance.
+/// The command exits 1 when a run differs, or when attempts were lost on the wire (transport
+/// errors: the run is not comparable). Before starting it makes sure the process may open
+/// two file descriptors per client, raising the soft limit when the hard limit allows.
+///
 /// Without a scenario file it plays a small storm: 200 clients, capacity 5 per 100 ms
 /// window, an outage over the first 5 s, rules constant and full.
 #[derive(Debug, Args)]
@@ -30,27 +36,25 @@ use crate::error::{CliError, CliResult};
 pub(crate) struct LabStormArgs {
     /// The scenario file (TOML, as for herd storm); a small built-in storm when omitted.
     scenario: Option<PathBuf>,
-    /// Real seconds per scenario second (0.25: a 100 ms step lasts 25 ms). 0.1 keeps up on
-    /// an idle machine; a busy one makes attempts miss their step (the report counts them).
+    /// Real seconds per scenario second, in (0, 10] (0.25: a 100 ms step lasts 25 ms). 0.1
+    /// keeps up on an idle machine; a busy one makes attempts miss their step (the report
+    /// counts them).
     #[arg(long, default_value_t = 0.25, value_name = "F")]
     time_scale: f64,
-    /// Rule to play (repeatable); the scenario's rules by default.
-    #[arg(long = "rule", value_name = "R", value_parser = parse_rule)]
-    rules: Vec<RuleName>,
+    #[command(flatten)]
+    rules: super::args::RuleArgs,
     /// Seed of the simulation and of the clients' generators; the scenario's by default.
-    #[arg(long)]
+    #[arg(long, value_name = "S")]
     seed: Option<u64>,
+    /// Play each rule K times, with seeds S..S+K-1.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    runs: u64,
     /// Override the number of clients (at most 5000).
     #[arg(long, value_name = "N")]
     clients: Option<u64>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
-}
-
-fn parse_rule(s: &str) -> Result<RuleName, String> {
-    s.parse()
-        .map_err(|e: herd::rule::UnknownRule| e.to_string())
 }
 
 fn lab_error(e: LabError) -> CliError {
@@ -83,20 +87,25 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
         }
     };
     if let Some(n) = args.clients {
-        scenario.clients.count = n;
+        scenario.clients.count = check_closed("clients", n, 1, MAX_CLIENTS)?;
     }
+    let runs = check_closed("runs", args.runs, 1, 100)?;
     let seed = args.seed.unwrap_or(scenario.seed);
-    let rules = if args.rules.is_empty() {
-        scenario.retry.rules.clone()
-    } else {
-        args.rules.clone()
-    };
+    let rules = args.rules.rules_or(&scenario.retry.rules);
     // Check every rule before playing any: a bad setting fails at once, not minutes later.
     let labs = rules
         .iter()
-        .map(|&rule| LabStorm::new(scenario.clone(), rule, seed, args.time_scale))
+        .flat_map(|&rule| (0..runs).map(move |i| (rule, seed.wrapping_add(i))))
+        .map(|(rule, seed)| LabStorm::new(scenario.clone(), rule, seed, args.time_scale))
         .collect::<Result<Vec<_>, _>>()
         .map_err(lab_error)?;
+    // Too few descriptors lose attempts on the wire: raise the limit or refuse before starting.
+    let needed = descriptors::needed(scenario.clients.count);
+    if let Descriptors::Raised { from, to } =
+        descriptors::ensure(needed, scenario.clients.count).map_err(lab_error)?
+    {
+        eprintln!("note: raised the open-file limit from {from} to {to} ({needed} needed)");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -134,8 +143,17 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
         )?;
     }
     let mut reports = Vec::new();
-    for lab in &labs {
-        let report = runtime.block_on(lab.run()).map_err(lab_error)?;
+    for (i, lab) in labs.iter().enumerate() {
+        let spinner = progress::spinner(format!(
+            "lab storm: run {} of {}, rule {}, seed {}",
+            i + 1,
+            labs.len(),
+            lab.rule(),
+            lab.seed()
+        ));
+        let report = runtime.block_on(lab.run());
+        spinner.finish_and_clear();
+        let report = report.map_err(lab_error)?;
         if table {
             writeln!(stdout, "\n== {}", report.rule)?;
             write!(stdout, "{}", report.render())?;
@@ -148,8 +166,72 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
             scenario: &scenario,
             results: &reports,
         };
-        serde_json::to_writer_pretty(&mut stdout, &out).context("writing JSON")?;
-        writeln!(stdout)?;
+        match args.format {
+            Format::Csv => write_csv(&mut stdout, &reports)?,
+            _ => {
+                serde_json::to_writer_pretty(&mut stdout, &out).context("writing JSON")?;
+                writeln!(stdout)?;
+            }
+        }
+    }
+    let verdicts = reports
+        .iter()
+        .filter_map(|r| r.verdict.as_ref().map(|v| v.verdict));
+    let not_comparable = verdicts
+        .clone()
+        .filter(|v| *v == Verdict::NotComparable)
+        .count();
+    let differs = verdicts.filter(|v| *v == Verdict::Differs).count();
+    if not_comparable > 0 {
+        return Err(CliError::Run(anyhow::anyhow!(
+            "{not_comparable} of {} runs lost attempts on the wire and are not comparable",
+            reports.len()
+        )));
+    }
+    if differs > 0 {
+        return Err(CliError::Run(anyhow::anyhow!(
+            "{differs} of {} runs differ from the simulation beyond the tolerance",
+            reports.len()
+        )));
+    }
+    Ok(())
+}
+
+/// One line per run: measured and simulated figures side by side, and the verdict.
+fn write_csv(out: &mut impl Write, reports: &[LabReport]) -> io::Result<()> {
+    writeln!(
+        out,
+        "rule,seed,clients,time_scale,verdict,transport_errors,late_attempts,\
+         measured_requests_per_client,simulated_requests_per_client,\
+         measured_peak_after_outage,simulated_peak_after_outage,\
+         measured_half_served_s,simulated_half_served_s,\
+         measured_all_served_s,simulated_all_served_s"
+    )?;
+    let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    for r in reports {
+        let verdict = r.verdict.as_ref().map_or("", |j| match j.verdict {
+            Verdict::Agrees => "agrees",
+            Verdict::Differs => "differs",
+            Verdict::NotComparable => "not_comparable",
+        });
+        writeln!(
+            out,
+            "{},{},{},{},{verdict},{},{},{},{},{},{},{},{},{},{}",
+            r.rule,
+            r.seed,
+            r.clients,
+            r.time_scale,
+            r.transport_errors,
+            r.late_attempts,
+            r.measured.requests_per_client,
+            r.simulated.requests_per_client,
+            r.measured.peak_after_outage,
+            r.simulated.peak_after_outage,
+            opt(r.measured.half_served_s),
+            opt(r.simulated.half_served_s),
+            opt(r.measured.all_served_s),
+            opt(r.simulated.all_served_s),
+        )?;
     }
     Ok(())
 }

@@ -1,7 +1,9 @@
 //! One module per subcommand.
 pub(crate) mod amplify;
+pub(crate) mod args;
 pub(crate) mod lab;
 pub(crate) mod lab_storm;
+pub(crate) mod progress;
 pub(crate) mod rules;
 pub(crate) mod serve;
 pub(crate) mod storm;

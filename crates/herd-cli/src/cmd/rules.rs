@@ -34,7 +34,7 @@ const MAX_VALUES: u64 = 1_000_000_000;
 pub(crate) struct RulesArgs {
     /// The rule: immediate, constant, exponential, full, equal, decorrelated, grpc,
     /// decorrelated-v2.
-    #[arg(long, value_parser = parse_rule)]
+    #[arg(long, value_name = "R", value_parser = parse_rule)]
     rule: RuleName,
     /// First pause of the exponential family, in milliseconds.
     #[arg(long, default_value_t = 100.0, value_name = "MS")]
@@ -46,10 +46,10 @@ pub(crate) struct RulesArgs {
     #[arg(long, default_value_t = 1_000.0, value_name = "MS")]
     pause_ms: f64,
     /// Growth per failure for `grpc` (at least 1).
-    #[arg(long, default_value_t = 1.6)]
+    #[arg(long, default_value_t = 1.6, value_name = "X")]
     multiplier: f64,
     /// ± jitter fraction for `grpc`, in [0, 1].
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_name = "F")]
     jitter: f64,
     /// K: the number of failures (pauses per client).
     #[arg(long, default_value_t = 10, value_name = "K")]
@@ -58,7 +58,7 @@ pub(crate) struct RulesArgs {
     #[arg(long, default_value_t = 1, value_name = "N")]
     samples: u64,
     /// Seed of the generator.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_name = "S")]
     seed: u64,
 }
 

@@ -1,6 +1,5 @@
 //! `herd serve`: the interactive page on loopback.
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::process::{Command, Stdio};
+use std::net::{SocketAddr, ToSocketAddrs};
 
 use anyhow::Context as _;
 use clap::Args;
@@ -16,13 +15,14 @@ use crate::error::{CliError, CliResult};
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {
     /// Port to listen on (0 picks a free one).
-    #[arg(long, default_value_t = 7878)]
+    #[arg(long, default_value_t = 7878, value_name = "P")]
     port: u16,
-    /// Address to bind. The default, 127.0.0.1, keeps the page on this machine; anything
-    /// else exposes an unauthenticated simulator to the network.
-    #[arg(long, default_value_t = IpAddr::V4(Ipv4Addr::LOCALHOST))]
-    host: IpAddr,
-    /// Open the page in a browser (xdg-open); a failure to open is ignored.
+    /// Address or host name to bind (127.0.0.1, ::1, localhost, …). The default keeps the
+    /// page on this machine; anything else exposes an unauthenticated simulator to the
+    /// network.
+    #[arg(long, default_value = "127.0.0.1", value_name = "HOST")]
+    host: String,
+    /// Open the page in the default browser; a failure to open is only a note.
     #[arg(long)]
     open: bool,
     /// Simulations that may run at once; more requests get 503 until one finishes.
@@ -34,16 +34,18 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
     if args.max_concurrent == 0 {
         return Err(CliError::input("--max-concurrent must be at least 1"));
     }
-    if !args.host.is_loopback() {
+    let addr = resolve(&args.host, args.port)?;
+    let loopback = addr.ip().is_loopback();
+    if !loopback {
         eprintln!(
             "warning: binding {} exposes the page and its API beyond this machine",
-            args.host
+            addr.ip()
         );
     }
     let limits = ServeLimits {
         max_concurrent: args.max_concurrent,
         // On another address the page is reached by other names; on loopback, refuse them.
-        any_host: !args.host.is_loopback(),
+        any_host: !loopback,
         ..ServeLimits::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -51,7 +53,6 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async {
-        let addr = SocketAddr::new(args.host, args.port);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
@@ -70,15 +71,25 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
     })
 }
 
-/// Best effort: a machine without a desktop has no `xdg-open`, and that is fine.
+/// The address to bind: `--host` as an address, or a name resolved (loopback first, so that
+/// `localhost` binds 127.0.0.1 or ::1 rather than whatever the resolver lists first).
+fn resolve(host: &str, port: u16) -> CliResult<SocketAddr> {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let mut addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| CliError::input(format!("host {host:?} does not resolve: {e} (--host)")))?
+        .collect();
+    addrs.sort_by_key(|a| (!a.ip().is_loopback(), a.is_ipv6()));
+    addrs
+        .first()
+        .copied()
+        .ok_or_else(|| CliError::input(format!("host {host:?} has no address (--host)")))
+}
+
+/// Best effort, on every desktop (the `open` crate knows each system's opener): a machine
+/// without one prints a note and keeps serving.
 fn open_browser(url: &str) {
-    let spawned = Command::new("xdg-open")
-        .arg(url)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn();
-    if spawned.is_err() {
-        eprintln!("note: could not run xdg-open; open {url} yourself");
+    if let Err(e) = open::that_detached(url) {
+        eprintln!("note: could not open a browser ({e}); open {url} yourself");
     }
 }

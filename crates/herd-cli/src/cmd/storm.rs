@@ -20,7 +20,7 @@ mod table;
 
 /// Simulate a retry storm: clients that fail together during an outage, retrying by each rule.
 ///
-/// With no SCENARIO it runs the default scenario of the design brief (2000 clients, an outage
+/// With no SCENARIO it runs the built-in default scenario (2000 clients, an outage
 /// over the first 10 s, then 50 answers per 100 ms) for the six classic rules and prints one
 /// row per rule: when half and all of the clients were served, the requests each client sent,
 /// the peak load after the outage, and a sparkline of arrivals per window against capacity.
@@ -37,9 +37,8 @@ pub(crate) struct StormArgs {
     /// Scenario file (TOML). Without one, the embedded default scenario.
     #[arg(value_name = "SCENARIO")]
     scenario: Option<PathBuf>,
-    /// Rule to run (repeatable); defaults to the scenario's rules.
-    #[arg(long = "rule", value_name = "R", value_parser = parse_rule)]
-    rules: Vec<RuleName>,
+    #[command(flatten)]
+    rules: super::args::RuleArgs,
     /// Seed of the first run; defaults to the scenario's seed.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
@@ -102,11 +101,6 @@ pub(crate) enum Format {
     Csv,
 }
 
-fn parse_rule(s: &str) -> Result<RuleName, String> {
-    s.parse()
-        .map_err(|e: herd::rule::UnknownRule| e.to_string())
-}
-
 /// The most runs one invocation may ask for.
 const MAX_RUNS: u32 = 100_000;
 /// The most attempts one run may simulate: a minute or two of work, so that a scenario whose
@@ -130,12 +124,7 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
         }
     };
     if let Some(r) = args.refusal_cost {
-        if !r.is_finite() || !(0.0..1.0).contains(&r) {
-            return Err(CliError::input(format!(
-                "--refusal-cost must be at least 0 and below 1, got {r}"
-            )));
-        }
-        scenario.server.refusal_cost = r;
+        scenario.server.refusal_cost = super::args::check_half_open("refusal_cost", r, 0.0, 1.0)?;
     }
     if let Some(n) = args.clients {
         if args.scale_capacity {
@@ -156,14 +145,8 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
-    if !args.rules.is_empty() {
-        let mut rules = args.rules.clone();
-        let mut seen = Vec::new();
-        rules.retain(|r| {
-            let new = !seen.contains(r);
-            seen.push(*r);
-            new
-        });
+    let rules = args.rules.rules();
+    if !rules.is_empty() {
         scenario.retry.rules = rules;
     }
     Ok((scenario, name))

@@ -7,7 +7,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
-use herd::RuleName;
 use herd_sim::Limits;
 use herd_sim::sweep::{Axis, Row, Sweep};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -42,7 +41,7 @@ mod output;
 /// calls, calls_per_client, completion_ms (docs/contention.md).
 ///
 /// Example: herd sweep --set outage_s=5,10,20,40 --set clients.arrivals_per_s=0,100,200,300
-/// --set horizon_s=300 --rules full --seeds 10 --heatmap phase.png
+/// --set horizon_s=300 --rule full --runs 10 --heatmap phase.png
 #[derive(Debug, Args)]
 pub(crate) struct SweepArgs {
     /// Scenario file (TOML). Without one, the embedded default scenario.
@@ -51,15 +50,14 @@ pub(crate) struct SweepArgs {
     /// A field and its values: PATH=V1,V2,… or PATH=A..B:STEP (repeatable; one axis each).
     #[arg(long = "set", value_name = "PATH=VALUES", value_parser = parse_axis)]
     axes: Vec<Axis>,
-    /// Rules to run, comma-separated, or `all` or `classic`; defaults to the scenario's.
-    #[arg(long, value_name = "R,…", value_delimiter = ',')]
-    rules: Vec<String>,
+    #[command(flatten)]
+    rules: super::args::RuleArgs,
     /// First seed; defaults to the scenario's seed.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
-    /// Seeds per cell and rule: S..S+K-1.
-    #[arg(long, value_name = "K", default_value_t = 10)]
-    seeds: u64,
+    /// Runs per cell and rule, with seeds S..S+K-1 (`--seeds` is another spelling).
+    #[arg(long, visible_alias = "seeds", value_name = "K", default_value_t = 10)]
+    runs: u64,
     /// Metrics to report, comma-separated; the heat map shows the first. Default for the
     /// table: recovered_s, all_served_s, requests_per_client, peak_after_outage; for CSV and
     /// JSON: all.
@@ -113,24 +111,6 @@ const TABLE_METRICS: [&str; 4] = [
     "requests_per_client",
     "peak_after_outage",
 ];
-
-fn rules(names: &[String]) -> CliResult<Option<Vec<RuleName>>> {
-    if names.is_empty() {
-        return Ok(None);
-    }
-    let mut out = Vec::new();
-    for name in names {
-        match name.trim() {
-            "all" => out.extend(RuleName::ALL),
-            "classic" => out.extend(RuleName::CLASSIC),
-            n => out.push(
-                n.parse::<RuleName>()
-                    .map_err(|e| CliError::input(format!("--rules: {e}")))?,
-            ),
-        }
-    }
-    Ok(Some(out))
-}
 
 /// The scenario tree: the file as TOML, or an empty tree for the default scenario.
 fn base(args: &SweepArgs) -> CliResult<(Value, String)> {
@@ -209,9 +189,11 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     let sweep = Sweep::new(
         &base,
         args.axes.clone(),
-        rules(&args.rules)?.as_deref(),
+        Some(args.rules.rules())
+            .filter(|r| !r.is_empty())
+            .as_deref(),
         args.seed,
-        args.seeds,
+        args.runs,
         &Limits {
             max_attempts: MAX_ATTEMPTS_PER_RUN,
             ..Limits::default()
@@ -233,7 +215,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     let work = sweep.client_runs();
     if work > u128::from(args.max_work) {
         return Err(CliError::input(format!(
-            "the sweep simulates {work} client-runs ({} cells × {} rules × {} seeds × clients); --max-work allows {} (fewer --set values, --rules or --seeds, or raise --max-work)",
+            "the sweep simulates {work} client-runs ({} cells × {} rules × {} seeds × clients); --max-work allows {} (fewer --set values, --rule or --runs, or raise --max-work)",
             sweep.cells().len(),
             sweep.rules().len(),
             sweep.seeds().len(),

@@ -31,6 +31,11 @@ pub struct Measurement {
     sum_sq: Vec<f64>,
 }
 
+/// Fewest entry requests from which a graph with random failures is judged: with fewer, a
+/// standard error computed from the sample says little (from one view it is zero), so a
+/// difference would be reported as significant when it is only noise.
+pub const MIN_VIEWS_TO_JUDGE: u64 = 30;
+
 /// Measured beside predicted for one service.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison {
@@ -101,6 +106,14 @@ impl Measurement {
                 }
             })
             .collect()
+    }
+
+    /// Whether the sample is too small to compare with a prediction: a random graph with
+    /// fewer than [`MIN_VIEWS_TO_JUDGE`] completed views. A deterministic graph is judged
+    /// from one view.
+    #[must_use]
+    pub fn too_small_to_judge(&self, deterministic: bool) -> bool {
+        !deterministic && self.views < MIN_VIEWS_TO_JUDGE
     }
 
     /// Sets the measurement beside the prediction, service by service.

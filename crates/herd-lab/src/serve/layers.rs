@@ -45,8 +45,9 @@ pub struct Layers {
 pub struct ServiceLoad {
     /// The service.
     pub name: String,
-    /// Requests it receives per entry request.
-    pub receives: f64,
+    /// Requests it receives per entry request, computed exactly (as `herd amplify`'s
+    /// `predicted`).
+    pub predicted: f64,
 }
 
 impl LayersRequest {
@@ -89,9 +90,9 @@ impl LayersRequest {
                 .services()
                 .iter()
                 .zip(prediction.receives)
-                .map(|(s, receives)| ServiceLoad {
+                .map(|(s, predicted)| ServiceLoad {
                     name: s.name.clone(),
-                    receives,
+                    predicted,
                 })
                 .collect(),
             layer_aware: self.layer_aware,
@@ -113,7 +114,7 @@ mod tests {
             .unwrap()
             .services
             .iter()
-            .map(|s| s.receives)
+            .map(|s| s.predicted)
             .collect()
     }
 

@@ -40,6 +40,11 @@ pub struct ServeLimits {
     /// Answer requests addressed to any host name. Off (the default), a request whose `Host`
     /// is not loopback gets 421: a guard against DNS rebinding for a server on 127.0.0.1.
     pub any_host: bool,
+    /// Connections open at once; more wait in the kernel's backlog until one closes.
+    pub max_connections: usize,
+    /// A connection whose request headers have not all arrived within this is closed, so a
+    /// half-sent request cannot hold a connection (or shutdown) for ever.
+    pub header_read_timeout: std::time::Duration,
 }
 
 impl Default for ServeLimits {
@@ -48,6 +53,8 @@ impl Default for ServeLimits {
             max_body_bytes: 16 * 1024,
             max_concurrent: 2,
             any_host: false,
+            max_connections: 64,
+            header_read_timeout: std::time::Duration::from_secs(10),
         }
     }
 }

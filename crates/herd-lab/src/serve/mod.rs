@@ -36,6 +36,7 @@ mod error;
 mod host;
 pub mod layers;
 mod limits;
+mod listen;
 mod rules;
 pub mod six;
 pub mod storm;
@@ -45,6 +46,8 @@ pub use limits::{
     MAX_CAPACITY, MAX_DOT_CLIENTS, MAX_DOT_FAILURES, MAX_LAYER_ATTEMPTS, MAX_LAYERS, MAX_OUTAGE_S,
     MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS, ServeLimits,
 };
+
+pub use listen::SHUTDOWN_GRACE;
 
 use limits::Gate;
 
@@ -80,19 +83,19 @@ pub fn router(limits: ServeLimits) -> Router {
     }
 }
 
-/// Serves the page on `listener` until `shutdown` completes.
+/// Serves the page on `listener` until `shutdown` completes, with at most
+/// [`ServeLimits::max_connections`] connections open and a deadline on request headers;
+/// after `shutdown`, open connections get [`SHUTDOWN_GRACE`] and are then dropped.
 ///
 /// # Errors
 ///
-/// Accepting connections failed.
+/// None today: a failed accept is retried. The `Result` leaves room for binding errors.
 pub async fn serve(
     listener: TcpListener,
     limits: ServeLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    axum::serve(listener, router(limits))
-        .with_graceful_shutdown(shutdown)
-        .await
+    listen::run(listener, router(limits), limits, shutdown).await
 }
 
 async fn rules_info() -> Json<Value> {
@@ -123,8 +126,9 @@ async fn storm_handler(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<storm::StormRequest>,
 ) -> Result<Json<storm::StormAnswer>, ApiError> {
-    // Reject bad parameters before taking a simulation slot.
-    request.scenario()?;
+    // Reject bad parameters, and work past the cap, before taking a simulation slot.
+    let (_, scenario) = request.scenario()?;
+    request.horizon_s(&scenario)?;
     let result = state.gate.run(move || request.run()).await?;
     Ok(Json(result))
 }

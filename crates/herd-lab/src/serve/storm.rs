@@ -1,5 +1,11 @@
-//! The *Storm* scene: SPEC §4's default scenario with the page's knobs (rule, refusal cost,
+//! The *Storm* scene: the default storm scenario with the page's knobs (rule, refusal cost,
 //! clients, outage, capacity), run by `herd-sim` exactly as `herd storm` runs it.
+//!
+//! A storm that never ends (a refusal that costs work, and clients that retry faster than
+//! the server can refuse them) must still be shown, not refused. A waiting client makes at
+//! most one attempt per step, so `clients · horizon / step` bounds a run's attempts before it
+//! starts: the run's horizon is cut to what [`MAX_STORM_ATTEMPTS`] allows, and the answer says
+//! so (`horizon_s`, `cut_short`), so the page can say "nobody served in the first N s".
 use herd::RuleName;
 use herd_sim::{Limits, RunResult, Scenario, Simulation};
 use serde::{Deserialize, Serialize};
@@ -8,7 +14,7 @@ use super::error::ApiError;
 use super::limits::{MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS};
 use super::rules::{in_range, rule_name};
 
-/// What the page asks for. Absent fields take SPEC §4's default scenario's values.
+/// What the page asks for. Absent fields take the default scenario's values.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StormRequest {
@@ -54,7 +60,16 @@ pub struct StormAnswer {
     pub outages: Vec<[f64; 2]>,
     /// The refusal cost the run used.
     pub refusal_cost: f64,
+    /// How far the run looked, in seconds: the scenario's horizon, or less when following
+    /// every client that long would exceed the page's work cap.
+    pub horizon_s: f64,
+    /// The horizon was cut for the work cap, and clients were still waiting at it.
+    pub cut_short: bool,
 }
+
+/// Fewest seconds a run must be able to show after the outage; a request whose work cap
+/// leaves less is refused before running.
+pub const MIN_SHOWN_AFTER_OUTAGE_S: f64 = 5.0;
 
 impl StormRequest {
     /// The scenario this request describes, checked.
@@ -72,7 +87,7 @@ impl StormRequest {
         let outage_s = in_range("outage_s", self.outage_s, 0.0, MAX_OUTAGE_S)?;
         if !(self.refusal_cost.is_finite() && (0.0..1.0).contains(&self.refusal_cost)) {
             return Err(ApiError::bad_request(format!(
-                "refusal_cost must be at least 0 and below 1, got {}",
+                "refusal_cost must be in [0, 1), got {}",
                 self.refusal_cost
             )));
         }
@@ -108,18 +123,49 @@ impl StormRequest {
     ///
     /// A 400 [`ApiError`] for a bad parameter, or when the run would exceed the page's caps.
     pub fn run(&self) -> Result<StormAnswer, ApiError> {
-        let (rule, scenario) = self.scenario()?;
+        let (rule, mut scenario) = self.scenario()?;
+        let horizon_s = self.horizon_s(&scenario)?;
+        let cut = horizon_s < scenario.horizon_s;
+        scenario.horizon_s = horizon_s;
         let limits = Limits {
             max_attempts: MAX_STORM_ATTEMPTS,
             ..Limits::interactive()
         };
         let simulation = Simulation::new(&scenario, &limits).map_err(scenario_error)?;
         let result = simulation.run(rule, self.seed).map_err(scenario_error)?;
+        let cut_short = cut && result.waiting > 0;
         Ok(StormAnswer {
             result,
             outages: scenario.server.outages,
             refusal_cost: self.refusal_cost,
+            horizon_s,
+            cut_short,
         })
+    }
+
+    /// The horizon the work cap allows, estimated before running: at most one attempt per
+    /// waiting client per step.
+    ///
+    /// # Errors
+    ///
+    /// A 400 [`ApiError`] when that horizon would not reach
+    /// [`MIN_SHOWN_AFTER_OUTAGE_S`] past the outage (too many clients to follow).
+    pub fn horizon_s(&self, scenario: &Scenario) -> Result<f64, ApiError> {
+        let step_s = scenario.step_ms / 1000.0;
+        let clients = scenario.clients.count.max(1) as f64;
+        // Whole seconds, a little under the bound, so that the cap is never reached.
+        let affordable = (MAX_STORM_ATTEMPTS as f64 * step_s / clients * 0.95).floor();
+        let needed = self.outage_s + MIN_SHOWN_AFTER_OUTAGE_S;
+        if affordable < needed {
+            let most = (MAX_STORM_ATTEMPTS as f64 * step_s * 0.95 / needed).floor();
+            return Err(ApiError::bad_request(format!(
+                "clients: the page can follow {} clients for only {affordable} s, less than the \
+                 outage and {MIN_SHOWN_AFTER_OUTAGE_S} s after it; at most {most} clients with a \
+                 {} s outage",
+                self.clients, self.outage_s
+            )));
+        }
+        Ok(scenario.horizon_s.min(affordable))
     }
 }
 

@@ -31,11 +31,14 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 mod clients;
+pub mod descriptors;
 mod measure;
 mod report;
 mod server;
+pub mod verdict;
 
 pub use report::{Figures, LabReport, Range, SeedSpread};
+pub use verdict::{Judgement, Verdict};
 
 use clients::{ClientEnd, Crowd, Tally};
 use server::{Budget, Ledger, Rules, ServerThread, StepClock};
@@ -48,6 +51,11 @@ pub const MAX_REAL_S: f64 = 600.0;
 pub const SPREAD_SEEDS: u32 = 20;
 /// The shortest real step: tokio's timers have a millisecond's resolution.
 pub const MIN_STEP_REAL_MS: f64 = 2.0;
+/// The largest time scale: slower than real time shows nothing more, and keeps every real
+/// duration far from what `Duration` can hold.
+pub const MAX_TIME_SCALE: f64 = 10.0;
+/// Steps the lab waits past the simulated storm's end for late attempts.
+const LATE_STEPS: u64 = 50;
 
 /// The scenario `herd lab storm` plays without a file: SPEC §4's default storm shrunk to fit
 /// real sockets (200 clients, capacity 5 per window, a 5 s outage).
@@ -137,9 +145,9 @@ impl LabStorm {
         if scenario.retry.budget_percent > 0.0 {
             return Err(unsupported("retry.budget_percent", "retry budgets"));
         }
-        if !(time_scale.is_finite() && time_scale > 0.0) {
+        if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= MAX_TIME_SCALE) {
             return Err(LabError::Input(format!(
-                "time scale must be a positive number, got {time_scale}"
+                "time_scale must be in (0, {MAX_TIME_SCALE}], got {time_scale} (--time-scale)"
             )));
         }
         let step_real_ms = scenario.step_ms * time_scale;
@@ -157,6 +165,18 @@ impl LabStorm {
             seed,
             time_scale,
         })
+    }
+
+    /// The rule.
+    #[must_use]
+    pub fn rule(&self) -> RuleName {
+        self.rule
+    }
+
+    /// The seed.
+    #[must_use]
+    pub fn seed(&self) -> u64 {
+        self.seed
     }
 
     /// The scenario.
@@ -247,17 +267,19 @@ impl LabStorm {
     pub async fn run(&self) -> Result<LabReport, LabError> {
         let simulated = self.simulate()?;
         let sim_end_s = simulated.last_attempt_s.unwrap_or(0.0);
-        let real_s = sim_end_s * self.time_scale;
+        // The whole wait, the steps allowed for late attempts included.
+        let real_s = (sim_end_s * 1.5 + LATE_STEPS as f64 * self.scenario.step_ms / 1000.0)
+            * self.time_scale;
         if real_s > MAX_REAL_S {
             return Err(LabError::Input(format!(
-                "the storm lasts {sim_end_s:.1} s, {real_s:.0} s of real time at time scale {}; \
-                 at most {MAX_REAL_S} s: lower the time scale or shorten the scenario",
+                "the storm lasts {sim_end_s:.1} s, up to {real_s:.0} s of real time at time scale \
+                 {}; at most {MAX_REAL_S} s: lower the time scale or shorten the scenario",
                 self.time_scale
             )));
         }
         // Give the real storm room to run late, but not forever.
         let horizon_steps = self.steps(self.scenario.horizon_s);
-        let max_steps = (self.steps(sim_end_s * 1.5) + 50).min(horizon_steps);
+        let max_steps = (self.steps(sim_end_s * 1.5) + LATE_STEPS).min(horizon_steps);
 
         let mut server =
             ServerThread::spawn(Budget::new(self.rules()), self.seed, max_steps).await?;
@@ -282,7 +304,9 @@ impl LabStorm {
         }
         let _ = tokio::time::timeout(Duration::from_secs(10), warming.join_all()).await;
 
-        let lead = (step_real * 5).max(Duration::from_millis(100));
+        // Room to start every task before step 0; at most a second, so that a slow time
+        // scale does not keep a short storm silent.
+        let lead = (step_real * 5).clamp(Duration::from_millis(100), Duration::from_secs(1));
         let clock = StepClock {
             epoch: Instant::now() + lead,
             step: step_real,
@@ -323,6 +347,7 @@ impl LabStorm {
         let mut report = self.report(&simulated, &ledger, &ends, &crowd.tally, clients, real_s);
         drop(crowd);
         report.seed_spread = self.seed_spread()?;
+        report.verdict = Some(verdict::judge(&report));
         Ok(report)
     }
 
@@ -366,6 +391,7 @@ impl LabStorm {
             transport_errors: tally.transport_errors.load(Ordering::Relaxed),
             worst_tick_lag_ms: ledger.worst_tick_lag.as_secs_f64() * 1000.0,
             real_s,
+            verdict: None,
         }
     }
 }

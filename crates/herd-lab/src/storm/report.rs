@@ -144,6 +144,8 @@ pub struct LabReport {
     pub worst_tick_lag_ms: f64,
     /// How long the storm took in real seconds.
     pub real_s: f64,
+    /// Measured against simulated, with the tolerance ([`super::verdict::judge`]).
+    pub verdict: Option<super::verdict::Judgement>,
 }
 
 fn seconds(value: Option<f64>) -> String {
@@ -318,6 +320,9 @@ impl LabReport {
             self.worst_tick_lag_ms,
             self.real_s
         );
+        if let Some(judgement) = &self.verdict {
+            let _ = writeln!(out, "{}", judgement.line());
+        }
         out
     }
 }

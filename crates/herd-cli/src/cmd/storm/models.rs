@@ -117,10 +117,10 @@ fn run_metastable(args: &StormArgs, mut scenario: MetastableScenario) -> CliResu
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
-    let rules = if args.rules.is_empty() {
+    let rules = if args.rules.rules().is_empty() {
         vec![scenario.retry.rule]
     } else {
-        args.rules.clone()
+        args.rules.rules()
     };
     let limits = Limits::default();
     let seeds = seeds(args, scenario.seed);
@@ -234,8 +234,8 @@ fn run_contention(args: &StormArgs, mut scenario: ContentionScenario) -> CliResu
     if args.runs > 1 {
         scenario.runs = args.runs;
     }
-    if !args.rules.is_empty() {
-        scenario.retry.rules = args.rules.clone();
+    if !args.rules.rules().is_empty() {
+        scenario.retry.rules = args.rules.rules();
     }
     let model = Contention::new(&scenario, &Limits::default()).map_err(CliError::input)?;
     let counts: Vec<u64> = match &args.models.sweep_clients {

@@ -1,0 +1,161 @@
+//! Measured against simulated: one verdict per run, with the tolerance it used.
+//!
+//! Real timers fire late and a busy machine answers late, so the lab cannot match the
+//! simulator to the request. A deterministic rule must come within [`TOLERANCE`] of the
+//! simulated figure (times also get [`SLACK_WINDOWS`] windows for late attempts); a jittered
+//! rule's clients draw from other generators than the simulator's, so its figures must fall
+//! within the simulated seeds' range, widened by the same tolerance. A run that lost attempts
+//! on the wire (transport errors) played another storm and is not compared at all.
+use serde::Serialize;
+
+use super::report::{LabReport, Range};
+
+/// Relative tolerance on every figure.
+pub const TOLERANCE: f64 = 0.10;
+/// Extra tolerance on times, in windows.
+pub const SLACK_WINDOWS: f64 = 2.0;
+
+/// The outcome of one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Every figure within the tolerance.
+    Agrees,
+    /// Some figure outside it.
+    Differs,
+    /// Attempts were lost on the wire: the measured storm is another one.
+    NotComparable,
+}
+
+/// The verdict and why.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Judgement {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The tolerance, in words.
+    pub tolerance: String,
+    /// The figures outside it, or why the run is not comparable.
+    pub reasons: Vec<String>,
+}
+
+impl Judgement {
+    /// One line for people: `verdict: …`.
+    #[must_use]
+    pub fn line(&self) -> String {
+        let head = match self.verdict {
+            Verdict::Agrees => "verdict: measured agrees with simulated",
+            Verdict::Differs => "verdict: MEASURED DIFFERS from simulated",
+            Verdict::NotComparable => "verdict: NOT COMPARABLE",
+        };
+        if self.reasons.is_empty() {
+            format!("{head} ({})", self.tolerance)
+        } else {
+            format!("{head} ({}): {}", self.tolerance, self.reasons.join("; "))
+        }
+    }
+}
+
+/// Whether `measured` is within the tolerance of `expected` (a point or a range).
+fn within(measured: f64, lo: f64, hi: f64, slack: f64) -> bool {
+    measured >= lo - (TOLERANCE * lo.abs() + slack)
+        && measured <= hi + (TOLERANCE * hi.abs() + slack)
+}
+
+/// Judges one run.
+#[must_use]
+pub fn judge(r: &LabReport) -> Judgement {
+    let jittered = r.seed_spread.is_some();
+    let tolerance = if jittered {
+        format!(
+            "tolerance: within the range of {} simulated seeds ± {:.0} %, times ± {SLACK_WINDOWS} windows",
+            r.seed_spread.as_ref().map_or(0, |s| s.seeds),
+            TOLERANCE * 100.0
+        )
+    } else {
+        format!(
+            "tolerance: ± {:.0} %, times ± {SLACK_WINDOWS} windows",
+            TOLERANCE * 100.0
+        )
+    };
+    if r.transport_errors > 0 {
+        return Judgement {
+            verdict: Verdict::NotComparable,
+            tolerance,
+            reasons: vec![format!(
+                "{} attempts failed without an HTTP answer, so the server saw another storm \
+                 (too few file descriptors, or an overloaded machine)",
+                r.transport_errors
+            )],
+        };
+    }
+    let m = &r.measured;
+    let s = &r.simulated;
+    let spread = r.seed_spread.as_ref();
+    let point = |v: f64| Range { min: v, max: v };
+    let time_slack = SLACK_WINDOWS * r.window_s;
+    let mut reasons = Vec::new();
+    let mut check = |name: &str, measured: f64, expected: Range, slack: f64| {
+        if !within(measured, expected.min, expected.max, slack) {
+            let want = if expected.min == expected.max {
+                format!("{:.2}", expected.min)
+            } else {
+                format!("{:.2}–{:.2}", expected.min, expected.max)
+            };
+            reasons.push(format!("{name} {measured:.2}, simulated {want}"));
+        }
+    };
+    check(
+        "requests per client",
+        m.requests_per_client,
+        spread
+            .and_then(|sp| sp.requests_per_client)
+            .unwrap_or(point(s.requests_per_client)),
+        0.0,
+    );
+    check(
+        "peak after outage",
+        m.peak_after_outage as f64,
+        spread
+            .and_then(|sp| sp.peak_after_outage)
+            .unwrap_or(point(s.peak_after_outage as f64)),
+        1.0,
+    );
+    let times = [
+        (
+            "half served by",
+            m.half_served_s,
+            s.half_served_s,
+            spread.and_then(|sp| sp.half_served_s),
+        ),
+        (
+            "all served by",
+            m.all_served_s,
+            s.all_served_s,
+            spread.and_then(|sp| sp.all_served_s),
+        ),
+    ];
+    for (name, measured, simulated, range) in times {
+        match (measured, simulated) {
+            (Some(mv), Some(sv)) => check(name, mv, range.unwrap_or(point(sv)), time_slack),
+            (None, None) => {}
+            (Some(_), None) => check(name, f64::INFINITY, point(0.0), 0.0),
+            (None, Some(sv)) => check(name, f64::INFINITY, point(sv), 0.0),
+        }
+    }
+    if !reasons.is_empty() && r.late_attempts > 0 {
+        reasons.push(format!(
+            "{} attempts arrived a step late: the machine did not keep up (try a larger \
+             --time-scale)",
+            r.late_attempts
+        ));
+    }
+    Judgement {
+        verdict: if reasons.is_empty() {
+            Verdict::Agrees
+        } else {
+            Verdict::Differs
+        },
+        tolerance,
+        reasons,
+    }
+}
