@@ -111,7 +111,7 @@ async fn copies_go_out_one_delay_apart_up_to_the_maximum() {
     assert_eq!((answer.value, answer.copies_sent), (1, 4));
     assert_eq!(
         *sent_at.lock().unwrap(),
-        [MS * 0, MS * 10, MS * 20, MS * 30]
+        [Duration::ZERO, MS * 10, MS * 20, MS * 30]
     );
     assert_eq!(t0.elapsed(), MS * 100);
 }
@@ -412,5 +412,119 @@ mod on_loopback {
         }
         assert_eq!(seen.abandoned.load(Ordering::SeqCst), 3);
         assert_eq!(seen.requests.load(Ordering::SeqCst), 6);
+    }
+}
+
+/// The tower layer: the same runner behind `Service`.
+#[cfg(feature = "tower")]
+mod layer {
+    use super::*;
+    use herd::hedge::{HedgeLayer, http_idempotent};
+    use std::convert::Infallible;
+    use tower::{Layer, ServiceExt, service_fn};
+
+    type Req = http::Request<&'static str>;
+    type Res = http::Response<&'static str>;
+
+    /// Copy `n` (counted across the service's clones) answers with `statuses[n]`, or hangs
+    /// when that status is 0.
+    fn service(
+        statuses: &'static [u16],
+        seen: Arc<AtomicU32>,
+    ) -> impl tower::Service<Req, Response = Res, Error = Infallible, Future: Send>
+    + Clone
+    + Send
+    + 'static {
+        service_fn(move |_req: Req| {
+            let n = seen.fetch_add(1, Ordering::SeqCst) as usize;
+            async move {
+                sleep(MS).await;
+                match statuses[n] {
+                    0 => pending().await,
+                    s => Ok(http::Response::builder().status(s).body("body").unwrap()),
+                }
+            }
+        })
+    }
+
+    fn failure_statuses(answer: Result<&Res, &Infallible>) -> Option<Verdict> {
+        let status = answer.ok()?.status();
+        if status.is_server_error() {
+            Some(Verdict::transient())
+        } else if status.is_client_error() {
+            Some(Verdict::permanent())
+        } else {
+            None
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hung_copy_is_hedged_through_the_layer() {
+        let seen = Arc::new(AtomicU32::new(0));
+        let hedges = Arc::new(AtomicU32::new(0));
+        let h = hedges.clone();
+        let svc = HedgeLayer::new(policy(2, 10))
+            .on_hedge(move |_| {
+                h.fetch_add(1, Ordering::SeqCst);
+            })
+            .layer(service(&[0, 200], seen.clone()));
+        let t0 = Instant::now();
+        let res = svc.oneshot(http::Request::new("")).await.unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(t0.elapsed(), MS * 11);
+        assert_eq!(
+            (seen.load(Ordering::SeqCst), hedges.load(Ordering::SeqCst)),
+            (2, 1)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failure_status_is_non_fatal_and_a_client_error_is_fatal() {
+        // 503 then 200: the 503 sends the next copy at once (no 50 ms wait).
+        let seen = Arc::new(AtomicU32::new(0));
+        let svc = HedgeLayer::new(policy(3, 50))
+            .classify(failure_statuses)
+            .layer(service(&[503, 200], seen.clone()));
+        let t0 = Instant::now();
+        let res = svc.oneshot(http::Request::new("")).await.unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(t0.elapsed(), MS * 2);
+        // 400 while copy 1 hangs: fatal, the caller gets the 400 and no third copy is sent.
+        let seen = Arc::new(AtomicU32::new(0));
+        let svc = HedgeLayer::new(policy(3, 10))
+            .classify(failure_statuses)
+            .layer(service(&[0, 400, 200], seen.clone()));
+        let res = svc.oneshot(http::Request::new("")).await.unwrap();
+        assert_eq!(res.status(), 400);
+        assert_eq!(seen.load(Ordering::SeqCst), 2);
+        // Without the classifier a 503 is an answer like any other.
+        let seen = Arc::new(AtomicU32::new(0));
+        let svc = HedgeLayer::new(policy(3, 50)).layer(service(&[503, 200], seen.clone()));
+        assert_eq!(
+            svc.oneshot(http::Request::new("")).await.unwrap().status(),
+            503
+        );
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_post_is_sent_once_when_only_idempotent_methods_are_hedged() {
+        let seen = Arc::new(AtomicU32::new(0));
+        let svc = HedgeLayer::new(policy(3, 10))
+            .idempotent_if(http_idempotent)
+            .layer(service(&[200, 200, 200], seen.clone()));
+        let slow_post = http::Request::post("/").body("").unwrap();
+        // Each copy takes 1 ms; a 0 ms delay would hedge a GET at once, never a POST.
+        let res = svc.clone().oneshot(slow_post).await.unwrap();
+        assert_eq!(res.status(), 200);
+        assert_eq!(seen.load(Ordering::SeqCst), 1);
+        let seen = Arc::new(AtomicU32::new(0));
+        let svc = HedgeLayer::new(policy(3, 0))
+            .idempotent_if(http_idempotent)
+            .layer(service(&[200, 200, 200], seen.clone()));
+        svc.oneshot(http::Request::get("/").body("").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), 3);
     }
 }

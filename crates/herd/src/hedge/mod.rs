@@ -53,6 +53,8 @@
 //! ```
 
 mod histogram;
+#[cfg(feature = "tower")]
+mod layer;
 mod run;
 
 use std::fmt;
@@ -60,6 +62,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use histogram::LatencyHistogram;
+#[cfg(feature = "tower")]
+pub use layer::{Hedge, HedgeLayer, http_idempotent};
 pub use run::{
     HedgeCall, HedgeCause, HedgeError, HedgeEvent, HedgeStop, Hedged, NoHedgeHook, OnHedge,
 };
