@@ -1,5 +1,6 @@
 //! One module per subcommand.
 pub(crate) mod amplify;
+pub(crate) mod hedge;
 pub(crate) mod lab;
 pub(crate) mod lab_storm;
 pub(crate) mod rules;
