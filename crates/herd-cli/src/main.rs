@@ -27,6 +27,7 @@ enum Command {
     Sweep(cmd::sweep::SweepArgs),
     Serve(cmd::serve::ServeArgs),
     Amplify(cmd::amplify::AmplifyArgs),
+    Hedge(cmd::hedge::HedgeArgs),
     Lab(cmd::lab::LabArgs),
 }
 
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         Command::Sweep(args) => cmd::sweep::run(&args),
         Command::Serve(args) => cmd::serve::run(&args),
         Command::Amplify(args) => cmd::amplify::run(&args),
+        Command::Hedge(args) => cmd::hedge::run(&args),
         Command::Lab(args) => cmd::lab::run(&args),
     };
     match result {

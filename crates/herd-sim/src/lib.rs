@@ -40,6 +40,7 @@ pub mod contention;
 mod engine;
 mod error;
 mod fields;
+pub mod latency;
 mod limits;
 pub mod metastable;
 mod metrics;

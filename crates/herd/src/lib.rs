@@ -97,6 +97,7 @@ pub mod guide {
         #![doc = include_str!("../../../docs/retrying-safely.md")]
     }
 }
+pub mod hedge;
 pub mod idempotency;
 #[cfg(feature = "tower")]
 pub mod layer;

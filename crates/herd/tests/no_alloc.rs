@@ -106,3 +106,39 @@ fn the_counter_sees_this_threads_allocations() {
     assert!(allocations() > before);
     drop(v);
 }
+
+/// A hedged call whose first copy answers in time: the copies live on the call's own future,
+/// and recording the latency into the learned-delay histogram is one atomic add.
+#[test]
+fn a_hedged_call_answered_by_its_first_copy_does_not_allocate() {
+    use herd::clock::FakeClock;
+    use herd::hedge::{HedgeDelay, HedgePolicy};
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+
+    let clock = FakeClock::new();
+    let policy = HedgePolicy::builder(HedgeDelay::percentile(
+        0.95,
+        Duration::from_millis(1),
+        Duration::from_secs(1),
+    ))
+    .max_copies(5)
+    .clock(clock.clone())
+    .build()
+    .unwrap();
+    let mut cx = Context::from_waker(Waker::noop());
+    let before = allocations();
+    for i in 0..1000u32 {
+        let call = policy
+            .hedge(|copy| std::future::ready(Ok::<_, ()>(copy.number + i)))
+            .run_async_with(&clock);
+        let mut call = std::pin::pin!(call);
+        let Poll::Ready(Ok(answer)) = call.as_mut().poll(&mut cx) else {
+            panic!("the first copy is ready at once");
+        };
+        assert_eq!((answer.value, answer.copies_sent), (1 + i, 1));
+    }
+    let after = allocations();
+    assert_eq!(after - before, 0, "hedged calls allocated");
+    assert_eq!(policy.histogram().unwrap().current_count(), 1000);
+}

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 pub(crate) mod amplify;
 pub(crate) mod args;
+pub(crate) mod hedge;
 pub(crate) mod lab;
 pub(crate) mod lab_storm;
 pub(crate) mod progress;

@@ -1,0 +1,193 @@
+//! `herd hedge` end to end: the JSON shape, CSV, the sweep over utilisation, charts, the
+//! overload scenario, and one-line errors with exit code 2.
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn herd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("herd runs")
+}
+
+fn json(args: &[&str]) -> Value {
+    let out = herd(args);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("valid JSON")
+}
+
+fn error(args: &[&str]) -> String {
+    let out = herd(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+    err
+}
+
+#[test]
+fn json_has_one_result_per_policy_with_the_tail_and_the_cost() {
+    let v = json(&["hedge", "--format", "json", "--requests", "20000"]);
+    let results = v["results"].as_array().expect("results");
+    let names: Vec<&str> = results
+        .iter()
+        .map(|r| r["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "none",
+            "hedge-10ms",
+            "hedge-10ms-3-copies",
+            "hedge-p99",
+            "hedge-10ms-budget-2%",
+            "tied"
+        ]
+    );
+    for r in results {
+        for field in [
+            "p50_ms",
+            "p99_ms",
+            "p999_ms",
+            "mean_ms",
+            "extra_load_percent",
+            "utilisation_percent",
+        ] {
+            assert!(r[field].as_f64().is_some(), "{field} in {r}");
+        }
+        assert_eq!(r["requests"], 20000);
+    }
+    let (none, hedged) = (&results[0], &results[1]);
+    assert!(hedged["p99_ms"].as_f64().unwrap() * 3.0 < none["p99_ms"].as_f64().unwrap());
+    // The first key is the policy, as a reader expects.
+    let text = String::from_utf8(herd(&["hedge", "--format", "json", "--requests", "100"]).stdout)
+        .unwrap();
+    let first_key = text.lines().find(|l| l.contains(':')).unwrap();
+    assert!(first_key.contains("\"results\""), "{first_key}");
+    assert!(text.find("\"policy\"").unwrap() < text.find("\"p50_ms\"").unwrap());
+}
+
+#[test]
+fn near_saturation_unbudgeted_hedges_lose_and_the_budget_holds() {
+    let v = json(&[
+        "hedge",
+        "scenarios/hedge-overload.toml",
+        "--format",
+        "json",
+        "--requests",
+        "40000",
+    ]);
+    let r = v["results"].as_array().unwrap();
+    let p99 = |i: usize| r[i]["p99_ms"].as_f64().unwrap();
+    assert_eq!(r[0]["policy"], "none");
+    assert!(
+        p99(1) > 10.0 * p99(0),
+        "hedge-10ms {} vs none {}",
+        p99(1),
+        p99(0)
+    );
+    assert_eq!(r[3]["policy"], "hedge-10ms-budget-2%");
+    assert!(
+        p99(3) < 2.0 * p99(0),
+        "budgeted {} vs none {}",
+        p99(3),
+        p99(0)
+    );
+    assert!(r[3]["extra_load_percent"].as_f64().unwrap() <= 2.0 + 1e-9);
+}
+
+#[test]
+fn a_sweep_over_utilisation_reports_each_point() {
+    let v = json(&[
+        "hedge",
+        "--format",
+        "json",
+        "--requests",
+        "2000",
+        "--utilisation",
+        "0.2,0.4",
+    ]);
+    let sweep = v["sweep"].as_array().unwrap();
+    assert_eq!(sweep.len(), 2);
+    assert_eq!(sweep[0]["utilisation"], 0.2);
+    // 0.2 · 20 servers / (10 sub-requests · 1 ms) = 400 requests/s.
+    assert!((sweep[0]["rate_per_s"].as_f64().unwrap() - 400.0).abs() < 1e-6);
+    assert_eq!(sweep[1]["results"].as_array().unwrap().len(), 6);
+    let csv = String::from_utf8(
+        herd(&[
+            "hedge",
+            "--format",
+            "csv",
+            "--requests",
+            "500",
+            "--utilisation",
+            "0.3",
+        ])
+        .stdout,
+    )
+    .unwrap();
+    let mut lines = csv.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .starts_with("utilisation,rate_per_s,policy,")
+    );
+    assert_eq!(lines.count(), 6);
+}
+
+#[test]
+fn charts_are_written_for_the_tail_and_the_sweep() {
+    let dir = std::env::temp_dir().join(format!("herd-hedge-chart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let tail = dir.join("tail.svg");
+    let out = herd(&[
+        "hedge",
+        "--requests",
+        "2000",
+        "--chart",
+        tail.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let svg = std::fs::read_to_string(&tail).unwrap();
+    assert!(svg.contains("hedge-10ms") && svg.contains("fraction slower"));
+    let cross = dir.join("cross.png");
+    let out = herd(&[
+        "hedge",
+        "--requests",
+        "1000",
+        "--utilisation",
+        "0.2,0.5",
+        "--chart",
+        cross.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::read(&cross).unwrap().starts_with(b"\x89PNG"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_input_gets_one_line_naming_the_field() {
+    assert!(error(&["hedge", "--requests", "-5"]).contains("--requests"));
+    assert!(error(&["hedge", "--requests", "0"]).contains("--requests"));
+    assert!(error(&["hedge", "--seed", "-1"]).contains("--seed"));
+    assert!(error(&["hedge", "--utilisation", "0.5,-0.1"]).contains("--utilisation"));
+    assert!(error(&["hedge", "--utilisation", "nan"]).contains("--utilisation"));
+    assert!(error(&["hedge", "--chart", "x.gif"]).contains("--chart"));
+    assert!(error(&["hedge", "no-such-file.toml"]).contains("no-such-file.toml"));
+    let err = error(&["hedge", "scenarios/default.toml"]);
+    assert!(err.contains("scenarios/default.toml"), "{err}");
+}

@@ -1,0 +1,150 @@
+//! The latency model: what hedged requests do to the tail a user sees, and to the load.
+//!
+//! # Why
+//!
+//! Retries answer failures; hedges answer slowness. A hedge (a second copy of a request sent
+//! when the first is late) cuts the tail that one slow server adds, and a fan-out makes that
+//! tail everyone's: a user request that needs ten servers is as slow as the slowest of ten.
+//! But every copy is work, and copies sent when the servers are busy make them busier. This
+//! model shows both sides on a user's own numbers.
+//!
+//! # The model
+//!
+//! Continuous time in nanoseconds.
+//!
+//! - **Arrivals**: user requests arrive as a Poisson process of `traffic.rate_per_s` (open
+//!   loop: a slow answer does not slow arrivals). Each needs `traffic.fan_out`
+//!   sub-requests, all sent at its arrival; its **latency** is the time until its last
+//!   sub-request is answered.
+//! - **Servers**: `servers.count` servers, each with its own FIFO queue, serving one copy at a
+//!   time. A copy goes to a server drawn uniformly at random; a further copy of the same
+//!   sub-request goes to a server that sub-request has not used (while there is one).
+//! - **Service**: a copy takes a time drawn when it starts service: `constant`,
+//!   `exponential` or `lognormal` with mean `service.mean_ms` (and shape `sigma`).
+//! - **Hiccups**: each server runs for an exponential time of mean `hiccups.every_s`, then
+//!   pauses for `hiccups.pause_ms` (garbage collection, a background job), and so on; a pause
+//!   stops the copy in service too, which resumes when the pause ends.
+//! - **Policies**, one result row each:
+//!   - `none`: one copy per sub-request;
+//!   - `delay`: while no copy has answered, a further copy every `delay_ms`, up to
+//!     `max_copies` in all;
+//!   - `percentile`: the same with the delay at the `quantile` of recent sub-request
+//!     latencies, learned by herd's own [`LatencyHistogram`](herd::hedge::LatencyHistogram)
+//!     over windows of 1 s with at least 100 samples (no hedge until a window has them);
+//!   - `tied`: two copies at once to two servers; when one starts service the other is
+//!     cancelled (Dean and Barroso's tied requests);
+//!   - `budget_percent` adds herd's [`RetryBudget`](herd::budget::RetryBudget) (that
+//!     percentage of sub-requests over 10 s, no reserve), which each hedge must pass.
+//!   - `cancel_losers` (default true): once a copy answers, the others leave their queues
+//!     and stop in service. When false they run to the end, as wasted work.
+//!
+//! Every copy occupies a queue and a server like any request. Events at the same
+//! nanosecond run in the order they were scheduled; an arrival at the same time as an event
+//! goes first.
+//!
+//! # Figures
+//!
+//! Per policy: user-latency percentiles p50, p99, p99.9 by nearest rank over the measured
+//! requests (exact for the sample), the mean, `extra_load_percent` (copies sent beyond one
+//! per sub-request, per sub-request), hedges a budget refused, copies cancelled, and server
+//! utilisation (time spent serving, wasted copies included). The first `warmup_requests`
+//! are run but not measured.
+//!
+//! # Randomness
+//!
+//! One seed, split into streams: arrivals, routing, service times, and one per server for
+//! its pauses. Arrivals and pauses do not depend on the policy, so every policy of a run
+//! meets the same users and the same hiccups. Exponential draws are `−mean · ln(1 − u)`,
+//! normal draws Box–Muller, both through libm (`ln`, `exp`, `cos`), so their last bits may
+//! differ across platforms.
+//!
+//! # Examples
+//!
+//! ```
+//! use herd_sim::latency::{LatencyModel, LatencyScenario};
+//!
+//! let scenario = LatencyScenario { requests: 20_000, warmup_requests: 2_000, ..LatencyScenario::default() };
+//! let model = LatencyModel::new(&scenario)?;
+//! let results = model.run_all();
+//! let (none, hedged) = (&results[0], &results[1]);
+//! assert_eq!((none.policy.as_str(), hedged.policy.as_str()), ("none", "hedge-10ms"));
+//! assert!(hedged.p99_ms * 3.0 < none.p99_ms, "a hedge cuts the tail");
+//! assert!(hedged.extra_load_percent < 10.0, "for a few percent more requests");
+//! # Ok::<(), herd_sim::ScenarioError>(())
+//! ```
+mod engine;
+mod report;
+mod scenario;
+
+use rayon::prelude::*;
+
+pub use report::LatencyResult;
+pub use scenario::{
+    Distribution, Hiccups, LatencyScenario, MAX_FAN_OUT, MAX_REQUESTS, MAX_SERVERS, PolicyKind,
+    PolicySpec, Servers, Service, Traffic,
+};
+
+use crate::error::ScenarioError;
+
+/// A checked latency scenario, ready to run.
+#[derive(Clone, Debug)]
+pub struct LatencyModel {
+    plan: scenario::Plan,
+}
+
+impl LatencyModel {
+    /// Checks `scenario`.
+    ///
+    /// # Errors
+    ///
+    /// A [`ScenarioError`] naming the first field out of range.
+    pub fn new(scenario: &LatencyScenario) -> Result<Self, ScenarioError> {
+        Ok(Self {
+            plan: scenario.plan()?,
+        })
+    }
+
+    /// The policies' names, in the scenario's order.
+    #[must_use]
+    pub fn policies(&self) -> Vec<&str> {
+        self.plan.policies.iter().map(|p| p.name.as_str()).collect()
+    }
+
+    /// Runs every policy (in parallel), in the scenario's order.
+    #[must_use]
+    pub fn run_all(&self) -> Vec<LatencyResult> {
+        self.plan
+            .policies
+            .par_iter()
+            .map(|p| engine::run(&self.plan, p).0)
+            .collect()
+    }
+
+    /// Runs policy number `index` with `seed`, and returns its figures and every measured
+    /// user latency in nanoseconds, sorted; `None` when there is no such policy.
+    #[must_use]
+    pub fn run_policy(&self, index: usize, seed: u64) -> Option<(LatencyResult, Vec<u64>)> {
+        let policy = self.plan.policies.get(index)?;
+        let plan = scenario::Plan {
+            seed,
+            ..self.plan.clone()
+        };
+        Some(engine::run(&plan, policy))
+    }
+
+    /// The number of sub-requests (copies included) one run sends at most, for estimating
+    /// work: requests × fan-out × the largest `max_copies`.
+    #[must_use]
+    pub fn work_estimate(&self) -> u64 {
+        let copies = self
+            .plan
+            .policies
+            .iter()
+            .map(|p| p.max_copies)
+            .max()
+            .unwrap_or(1);
+        (self.plan.requests + self.plan.warmup)
+            .saturating_mul(u64::from(self.plan.fan_out))
+            .saturating_mul(u64::from(copies))
+    }
+}

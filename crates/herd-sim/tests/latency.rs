@@ -1,0 +1,232 @@
+//! The latency model against queueing theory, against the minimum of two independent draws,
+//! and on the two sides of hedging: the tail it cuts and the overload it can cause.
+//!
+//! Distribution checks run many independent seeds and compare across them: each seed's
+//! figure is one independent sample, so the standard error is honest even though the
+//! latencies within one run are correlated.
+use herd_sim::latency::{
+    Distribution, Hiccups, LatencyModel, LatencyScenario, PolicyKind, PolicySpec, Servers, Service,
+    Traffic,
+};
+
+fn policy(name: &str, kind: PolicyKind) -> PolicySpec {
+    PolicySpec {
+        name: name.into(),
+        kind,
+        ..PolicySpec::default()
+    }
+}
+
+/// Mean and standard error of the mean.
+fn mean_se(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0);
+    (mean, (var / n).sqrt())
+}
+
+/// Per seed, the mean latency (ms) and the fraction of latencies above each threshold.
+fn per_seed(model: &LatencyModel, seeds: u64, thresholds_ms: &[f64]) -> (Vec<f64>, Vec<Vec<f64>>) {
+    let mut means = Vec::new();
+    let mut tails = vec![Vec::new(); thresholds_ms.len()];
+    for seed in 1..=seeds {
+        let (_, lat) = model.run_policy(0, seed).unwrap();
+        let n = lat.len() as f64;
+        means.push(lat.iter().map(|&l| l as f64 / 1e6).sum::<f64>() / n);
+        for (i, &t) in thresholds_ms.iter().enumerate() {
+            let above = lat.iter().filter(|&&l| l as f64 / 1e6 > t).count();
+            tails[i].push(above as f64 / n);
+        }
+    }
+    (means, tails)
+}
+
+fn assert_within(what: &str, got: (f64, f64), expected: f64) {
+    let (mean, se) = got;
+    assert!(
+        (mean - expected).abs() <= 4.0 * se,
+        "{what}: {mean:.5} ± {se:.5} (se), theory {expected:.5}"
+    );
+}
+
+/// One server, Poisson arrivals, exponential service, FIFO, no hedging: the time in the
+/// system is exponential with rate μ − λ (M/M/1).
+#[test]
+fn one_exponential_server_matches_mm1() {
+    let scenario = LatencyScenario {
+        requests: 20_000,
+        warmup_requests: 2_000,
+        traffic: Traffic {
+            rate_per_s: 500.0,
+            fan_out: 1,
+        },
+        servers: Servers { count: 1 },
+        service: Service {
+            distribution: Distribution::Exponential,
+            mean_ms: 1.0,
+            sigma: 0.0,
+        },
+        hiccups: Hiccups {
+            every_s: 0.0,
+            pause_ms: 0.0,
+        },
+        policies: vec![policy("none", PolicyKind::None)],
+        ..LatencyScenario::default()
+    };
+    let model = LatencyModel::new(&scenario).unwrap();
+    let thresholds = [1.0, 2.0, 4.0, 8.0];
+    let (means, tails) = per_seed(&model, 40, &thresholds);
+    // μ − λ = 1000/s − 500/s: mean 2 ms, P(T > t) = exp(−t / 2 ms).
+    assert_within("mean", mean_se(&means), 2.0);
+    for (t, tail) in thresholds.iter().zip(&tails) {
+        assert_within(&format!("P(T > {t} ms)"), mean_se(tail), (-t / 2.0).exp());
+    }
+}
+
+/// Idle servers: a hedge after d goes to another idle server, so the latency is
+/// min(S1, d + S2) with S1, S2 independent: P(L > t) = P(S1 > t) · P(S2 > t − d).
+#[test]
+fn on_idle_servers_the_hedged_tail_is_the_minimum_of_two_draws() {
+    let mut hedge = policy("hedge", PolicyKind::Delay);
+    hedge.delay_ms = 5.0;
+    let scenario = LatencyScenario {
+        requests: 10_000,
+        warmup_requests: 0,
+        traffic: Traffic {
+            rate_per_s: 0.1,
+            fan_out: 1,
+        },
+        servers: Servers { count: 10 },
+        service: Service {
+            distribution: Distribution::Exponential,
+            mean_ms: 10.0,
+            sigma: 0.0,
+        },
+        hiccups: Hiccups {
+            every_s: 0.0,
+            pause_ms: 0.0,
+        },
+        policies: vec![hedge],
+        ..LatencyScenario::default()
+    };
+    let model = LatencyModel::new(&scenario).unwrap();
+    let thresholds = [2.0, 5.0, 10.0, 20.0, 30.0];
+    let (_, tails) = per_seed(&model, 20, &thresholds);
+    for (t, tail) in thresholds.iter().zip(&tails) {
+        let s = |x: f64| if x <= 0.0 { 1.0 } else { (-x / 10.0).exp() };
+        assert_within(&format!("P(L > {t} ms)"), mean_se(tail), s(*t) * s(t - 5.0));
+    }
+    // Without the hedge the tail at 20 ms would be exp(−2) = 0.135; with it, 0.030.
+}
+
+#[test]
+fn the_default_scenario_cuts_the_tail_for_a_few_percent_more_requests() {
+    let model = LatencyModel::new(&LatencyScenario::default()).unwrap();
+    let results = model.run_all();
+    let find = |name: &str| results.iter().find(|r| r.policy == name).unwrap();
+    let none = find("none");
+    let hedged = find("hedge-10ms");
+    let three = find("hedge-10ms-3-copies");
+    assert!(hedged.p99_ms * 4.0 < none.p99_ms, "{hedged:?} vs {none:?}");
+    assert!(three.p999_ms * 3.0 < none.p999_ms, "{three:?} vs {none:?}");
+    assert!(
+        hedged.extra_load_percent > 0.5 && hedged.extra_load_percent < 5.0,
+        "{hedged:?}"
+    );
+    assert_eq!(none.extra_load_percent, 0.0);
+    assert!((none.utilisation_percent - 30.0).abs() < 3.0, "{none:?}");
+    // Tied requests cancel the second copy when the first starts: every sub-request sends
+    // two, and at most one of them is served.
+    let tied = find("tied");
+    assert_eq!(tied.extra_load_percent, 100.0);
+    assert!(
+        (tied.utilisation_percent - none.utilisation_percent).abs() < 1.0,
+        "{tied:?}"
+    );
+}
+
+/// Near saturation, hedges whose losers keep working add load the servers do not have; a
+/// budget keeps the extra copies to its percentage.
+#[test]
+fn near_saturation_unbudgeted_hedging_makes_the_tail_worse_and_a_budget_bounds_it() {
+    let mut hedge = policy("hedge", PolicyKind::Delay);
+    hedge.delay_ms = 10.0;
+    let mut budgeted = hedge.clone();
+    budgeted.name = "budgeted".into();
+    budgeted.budget_percent = Some(2.0);
+    let scenario = LatencyScenario {
+        requests: 40_000,
+        warmup_requests: 5_000,
+        traffic: Traffic {
+            rate_per_s: 1800.0,
+            fan_out: 10,
+        },
+        servers: Servers { count: 20 },
+        policies: vec![policy("none", PolicyKind::None), hedge, budgeted],
+        ..LatencyScenario::default()
+    };
+    let model = LatencyModel::new(&scenario).unwrap();
+    let r = model.run_all();
+    let (none, hedge, budgeted) = (&r[0], &r[1], &r[2]);
+    assert!(hedge.p99_ms > 5.0 * none.p99_ms, "{hedge:?} vs {none:?}");
+    assert!(hedge.utilisation_percent > 97.0, "{hedge:?}");
+    assert!(budgeted.extra_load_percent <= 2.0 + 1e-9, "{budgeted:?}");
+    assert!(
+        budgeted.p99_ms < 2.0 * none.p99_ms,
+        "{budgeted:?} vs {none:?}"
+    );
+    assert!(budgeted.hedges_refused > 0);
+}
+
+#[test]
+fn a_run_is_reproducible_from_its_seed_and_seeds_differ() {
+    let scenario = LatencyScenario {
+        requests: 5_000,
+        warmup_requests: 500,
+        ..LatencyScenario::default()
+    };
+    let model = LatencyModel::new(&scenario).unwrap();
+    for i in 0..model.policies().len() {
+        let a = model.run_policy(i, 7).unwrap();
+        let b = model.run_policy(i, 7).unwrap();
+        assert_eq!(a, b);
+        let c = model.run_policy(i, 8).unwrap();
+        assert_ne!(a.1, c.1);
+    }
+}
+
+#[test]
+fn bad_scenarios_name_the_field() {
+    let err = |text: &str| {
+        LatencyScenario::from_toml(text)
+            .and_then(|s| LatencyModel::new(&s).map(|_| ()))
+            .unwrap_err()
+            .to_string()
+    };
+    assert!(
+        err("requests = 0").starts_with("requests: "),
+        "{}",
+        err("requests = 0")
+    );
+    assert!(err("[traffic]\nrate_per_s = -1").starts_with("traffic.rate_per_s: "));
+    assert!(err("[traffic]\nrate_per_s = nan").starts_with("traffic.rate_per_s: "));
+    assert!(err("[servers]\ncount = 0").starts_with("servers.count: "));
+    assert!(err("[service]\nmean_ms = 0").starts_with("service.mean_ms: "));
+    assert!(err("[service]\ndistribution = \"weibull\"").contains("line 2"));
+    assert!(err("[hiccups]\nevery_s = 1\npause_ms = 0").starts_with("hiccups.pause_ms: "));
+    assert!(err("bogus = 1").contains("bogus"));
+    assert!(err("model = \"storm\"").starts_with("model: "));
+    let one_server = "[servers]\ncount = 1\n[[policies]]\nname = \"h\"\nkind = \"delay\"";
+    assert!(
+        err(one_server).starts_with("policies[0].kind: "),
+        "{}",
+        err(one_server)
+    );
+    let six = "[[policies]]\nname = \"h\"\nkind = \"delay\"\nmax_copies = 6";
+    assert!(err(six).starts_with("policies[0].max_copies: "));
+    let q = "[[policies]]\nname = \"h\"\nkind = \"percentile\"\nquantile = 1.5";
+    assert!(err(q).starts_with("policies[0].quantile: "));
+    let dup = "[[policies]]\nname = \"a\"\n[[policies]]\nname = \"a\"";
+    assert!(err(dup).starts_with("policies[1].name: "));
+    assert!(err("policies = []").starts_with("policies: "));
+}
