@@ -58,7 +58,8 @@ fn tail(sorted: &[u64]) -> Vec<(f64, f64)> {
     for k in 0..TAIL_POINTS {
         let frac = (lowest * k as f64 / (TAIL_POINTS - 1) as f64).exp();
         // The sample of rank n − ceil(frac · n) + 1 has about `frac` of the samples at or above it.
-        let above = ((frac * n as f64).ceil() as usize).clamp(1, n);
+        // (The small margin keeps exp(ln(x)) = x + 1 ulp from rounding a whole count up.)
+        let above = ((frac * n as f64 - 1e-9).ceil() as usize).clamp(1, n);
         let x = sorted[n - above] as f64 / 1e6;
         pts.push((x.max(1e-3), above as f64 / n as f64));
     }
