@@ -32,6 +32,8 @@
 use std::io;
 use std::time::Duration;
 
+use crate::server_delay::ServerDelay;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Transient,
@@ -46,7 +48,7 @@ enum Kind {
 pub struct Verdict {
     kind: Kind,
     not_processed: bool,
-    delay: Option<Duration>,
+    delay: Option<ServerDelay>,
 }
 
 impl Verdict {
@@ -88,10 +90,19 @@ impl Verdict {
         self
     }
 
-    /// The server's own delay (`Retry-After`, pushback), which replaces the rule's pause.
+    /// The server's `Retry-After` delay: a floor under the rule's pause (see
+    /// [`server_delay`](crate::server_delay)).
     #[must_use]
     pub const fn after(mut self, delay: Duration) -> Self {
-        self.delay = Some(delay);
+        self.delay = Some(ServerDelay::RetryAfter(delay));
+        self
+    }
+
+    /// The server's gRPC pushback: retry after exactly this delay, then restart the backoff
+    /// sequence (see [`server_delay`](crate::server_delay)).
+    #[must_use]
+    pub const fn pushback(mut self, delay: Duration) -> Self {
+        self.delay = Some(ServerDelay::Pushback(delay));
         self
     }
 
@@ -119,10 +130,23 @@ impl Verdict {
         self.not_processed
     }
 
-    /// The server's delay, if it gave one.
+    /// The server's delay, if it gave one (either kind).
     #[must_use]
     pub const fn server_delay(&self) -> Option<Duration> {
-        self.delay
+        match self.delay {
+            Some(ServerDelay::RetryAfter(d) | ServerDelay::Pushback(d)) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// What the server said about coming back, with its kind: `Retry-After`, pushback, or
+    /// (for [`pushback_stop`](Self::pushback_stop)) do not retry.
+    #[must_use]
+    pub const fn server_delay_kind(&self) -> Option<ServerDelay> {
+        match self.kind {
+            Kind::PushbackStop => Some(ServerDelay::DoNotRetry),
+            _ => self.delay,
+        }
     }
 }
 
@@ -252,7 +276,7 @@ pub fn http_response<C: crate::clock::Clock>(
     }
     match pushback_from_headers(headers) {
         Some(Pushback::Stop) => return Verdict::pushback_stop(),
-        Some(Pushback::After(delay)) => return verdict.after(delay),
+        Some(Pushback::After(delay)) => return verdict.pushback(delay),
         None => {}
     }
     http_status_after(

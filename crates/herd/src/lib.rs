@@ -16,6 +16,8 @@
 //!   delays, idempotency; one state machine every loop drives.
 //! - [`classify`]: which errors are transient (HTTP statuses, `io::ErrorKind`, your closure).
 //! - [`retry_after`]: `Retry-After` in both RFC 9110 forms and gRPC pushback, never panicking.
+//! - [`server_delay`]: what a server delay leads to (a wait never earlier than asked, or a
+//!   stop), one pure function shared with the simulator.
 //! - [`budget`]: lock-free retry budgets shared by many calls (ratio form and gRPC
 //!   throttling).
 //! - [`breaker`]: a circuit breaker with a sliding window and jittered cool-down.
@@ -105,6 +107,7 @@ pub mod policy;
 pub mod retry_after;
 pub mod rng;
 pub mod rule;
+pub mod server_delay;
 mod window;
 
 /// Emits a `tracing` event for a retry (feature `tracing`).

@@ -27,6 +27,7 @@ use crate::idempotency::IdempotencyKey;
 
 /// Why a retry loop stopped without a success.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StopReason {
     /// The attempt limit was reached.
     Attempts,
@@ -40,6 +41,10 @@ pub enum StopReason {
     Breaker,
     /// The server asked not to be retried (gRPC pushback).
     Pushback,
+    /// The server asked for a delay longer than `max_server_delay`, or one that would not
+    /// end before the deadline. Coming back earlier than asked would only meet a server that
+    /// said it is not ready, so the call stops instead.
+    ServerDelay,
     /// The call is not idempotent and the error does not prove the request was not
     /// processed.
     NotIdempotent,
@@ -56,6 +61,7 @@ impl StopReason {
             StopReason::Budget => "budget",
             StopReason::Breaker => "breaker",
             StopReason::Pushback => "pushback",
+            StopReason::ServerDelay => "server-delay",
             StopReason::NotIdempotent => "not-idempotent",
         }
     }

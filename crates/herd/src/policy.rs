@@ -17,11 +17,12 @@
 //! would end past it stops the loop at once with the last error, rather than sleeping only to
 //! give up (or, worse, sleeping past it because the server said `Retry-After: 3600`).
 //!
-//! The server's delay replaces the rule's pause, clamped to
-//! [`max_server_delay`](PolicyBuilder::max_server_delay) and jittered by up to
-//! [`server_delay_jitter`](PolicyBuilder::server_delay_jitter) of itself, *after* the delay
-//! (a client never comes back earlier than asked unless the delay was clamped), and never past
-//! the maximum.
+//! A server's delay is never undercut: [`server_delay::decide`](crate::server_delay::decide)
+//! turns it into a wait (a `Retry-After` is a floor under the rule's pause, jittered upwards
+//! by up to [`server_delay_jitter`](PolicyBuilder::server_delay_jitter); a gRPC pushback is
+//! waited exactly, and restarts the backoff sequence) or stops the call with
+//! [`StopReason::ServerDelay`] when the delay is longer than
+//! [`max_server_delay`](PolicyBuilder::max_server_delay) or does not end before the deadline.
 //!
 //! # Examples
 //!
@@ -49,11 +50,12 @@ use std::time::Duration;
 use crate::breaker::Breaker;
 use crate::budget::Budget;
 use crate::classify::Verdict;
-use crate::clock::{Clock, SystemClock, saturating_nanos};
+use crate::clock::{Clock, SystemClock};
 use crate::idempotency::{Attempt, IdempotencyKey};
 use crate::outcome::StopReason;
 use crate::rng::Rng;
 use crate::rule::{Rule, RuleState};
+use crate::server_delay::{self, ServerDelay, ServerDelayLimits, ServerStop, ServerWait};
 
 /// Why a policy could not be built. Each variant names the field.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -115,15 +117,18 @@ impl<C: Clock> PolicyBuilder<C> {
         self
     }
 
-    /// The longest server delay (`Retry-After`, pushback) honoured (default 60 s). Longer
-    /// delays are clamped to it.
+    /// The longest server delay (`Retry-After`, pushback) honoured (default 60 s). A longer
+    /// delay stops the call with [`StopReason::ServerDelay`]: it is never cut short, since
+    /// coming back earlier than asked only meets a server that said it is not ready.
     pub fn max_server_delay(mut self, max: Duration) -> Self {
         self.policy.max_server_delay = max;
         self
     }
 
-    /// Random extra added to a server delay, as a fraction of it (default 0.1: a client told
-    /// 60 s comes back between 60 and 66 s).
+    /// Random extra added to a `Retry-After` wait, as a fraction of it (default 0.1: a client
+    /// told 60 s comes back between 60 and 66 s). The wait is `max(rule pause, delay)` plus
+    /// this extra, so a `Retry-After: 0` still spreads clients by the rule's pause. Kept to
+    /// millionths. gRPC pushback is waited exactly, without jitter.
     pub fn server_delay_jitter(mut self, fraction: f64) -> Self {
         self.policy.server_delay_jitter = fraction;
         self
@@ -140,6 +145,15 @@ impl<C: Clock> PolicyBuilder<C> {
     /// [`GrpcThrottle`](crate::budget::GrpcThrottle), or your own [`Budget`]).
     pub fn budget(mut self, budget: impl Budget + 'static) -> Self {
         self.policy.budget = Some(Arc::new(budget));
+        self
+    }
+
+    /// A retry starts only with more than this left before the deadline (default zero: any
+    /// time at all). A pause that would leave no more stops the call at once with
+    /// [`StopReason::Deadline`], instead of sleeping to start an attempt that cannot do useful
+    /// work. The first attempt always starts.
+    pub fn min_time_left(mut self, least: Duration) -> Self {
+        self.policy.min_time_left = least;
         self
     }
 
@@ -160,6 +174,8 @@ impl<C: Clock> PolicyBuilder<C> {
                 attempt_timeout: p.attempt_timeout,
                 max_server_delay: p.max_server_delay,
                 server_delay_jitter: p.server_delay_jitter,
+                server_delay: p.server_delay,
+                min_time_left: p.min_time_left,
                 idempotent: p.idempotent,
                 budget: p.budget,
                 breaker: p.breaker,
@@ -184,10 +200,10 @@ impl<C: Clock> PolicyBuilder<C> {
         if p.attempt_timeout.is_some_and(|d| d.is_zero()) {
             return Err(InvalidPolicy::AttemptTimeout);
         }
-        if !(0.0..=1.0).contains(&p.server_delay_jitter) {
-            return Err(InvalidPolicy::ServerDelayJitter(p.server_delay_jitter));
-        }
-        Ok(self.policy)
+        let limits = ServerDelayLimits::new(p.max_server_delay, p.server_delay_jitter)?;
+        let mut policy = self.policy;
+        policy.server_delay = limits;
+        Ok(policy)
     }
 }
 
@@ -201,6 +217,9 @@ pub struct RetryPolicy<C: Clock = SystemClock> {
     attempt_timeout: Option<Duration>,
     max_server_delay: Duration,
     server_delay_jitter: f64,
+    /// Set from the two fields above by `build`.
+    server_delay: ServerDelayLimits,
+    min_time_left: Duration,
     idempotent: bool,
     budget: Option<Arc<dyn Budget>>,
     breaker: Option<Arc<dyn Breaker>>,
@@ -216,6 +235,7 @@ impl<C: Clock> fmt::Debug for RetryPolicy<C> {
             .field("attempt_timeout", &self.attempt_timeout)
             .field("max_server_delay", &self.max_server_delay)
             .field("server_delay_jitter", &self.server_delay_jitter)
+            .field("min_time_left", &self.min_time_left)
             .field("idempotent", &self.idempotent)
             .field("budget", &self.budget.is_some())
             .field("breaker", &self.breaker.is_some())
@@ -235,6 +255,8 @@ impl RetryPolicy<SystemClock> {
                 attempt_timeout: None,
                 max_server_delay: Duration::from_secs(60),
                 server_delay_jitter: 0.1,
+                server_delay: ServerDelayLimits::default(),
+                min_time_left: Duration::ZERO,
                 idempotent: true,
                 budget: None,
                 breaker: None,
@@ -384,7 +406,7 @@ impl<C: Clock> RetryPolicy<C> {
         } else {
             self.remaining(state)
         };
-        if state.attempts > 0 && remaining.is_some_and(|r| r.is_zero()) {
+        if state.attempts > 0 && remaining.is_some_and(|r| r <= self.min_time_left) {
             return Err(StopReason::Deadline);
         }
         if self.breaker.as_ref().is_some_and(|b| !b.try_acquire()) {
@@ -413,9 +435,11 @@ impl<C: Clock> RetryPolicy<C> {
     ///
     /// In order: a permanent error or a pushback stop ends the call; so does a non-idempotent
     /// call whose error does not prove the request unprocessed; then the attempt limit; then
-    /// the pause is drawn (the server's delay, clamped and jittered, or the rule's) and the
-    /// call stops if the pause would end past the deadline; then an open breaker; last, the
-    /// budget is asked (last, because asking consumes a retry).
+    /// the rule's pause is drawn, and a server delay turned into a wait or a stop by
+    /// [`server_delay::decide`]; the call stops if the pause would leave less than
+    /// [`min_time_left`](PolicyBuilder::min_time_left) before the deadline; then a breaker that
+    /// would refuse the retry; last, the budget is asked (last, because asking consumes a
+    /// retry).
     pub fn on_failure<R: Rng + ?Sized>(
         &self,
         state: &mut CallState,
@@ -446,14 +470,33 @@ impl<C: Clock> RetryPolicy<C> {
         }
         // The rule always advances, so a later rule pause continues the growth.
         let rule_pause = self.rule.pause(&mut state.rule, rng);
-        let (pause, server_delay) = match verdict.server_delay() {
-            Some(delay) => (self.server_pause(delay, rng), true),
-            None => (rule_pause, false),
+        // The longest pause after which a retry may still start.
+        let left = self
+            .remaining(state)
+            .map(|r| r.saturating_sub(self.min_time_left));
+        let (pause, server_delay) = match verdict.server_delay_kind() {
+            Some(delay) => {
+                match server_delay::decide(rule_pause, delay, left, &self.server_delay, rng) {
+                    ServerWait::Wait(wait) => {
+                        if let ServerDelay::Pushback(_) = delay {
+                            // gRPC A6: after a pushback the backoff sequence starts over.
+                            state.rule = RuleState::default();
+                        }
+                        (wait, true)
+                    }
+                    ServerWait::Stop(ServerStop::DoNotRetry) => {
+                        return Decision::Stop(StopReason::Pushback);
+                    }
+                    ServerWait::Stop(_) => return Decision::Stop(StopReason::ServerDelay),
+                }
+            }
+            None => {
+                if left.is_some_and(|left| rule_pause >= left) {
+                    return Decision::Stop(StopReason::Deadline);
+                }
+                (rule_pause, false)
+            }
         };
-        let ends = self.elapsed(state).saturating_add(pause);
-        if self.deadline.is_some_and(|deadline| ends >= deadline) {
-            return Decision::Stop(StopReason::Deadline);
-        }
         if self.breaker.as_ref().is_some_and(|b| b.is_open()) {
             return Decision::Stop(StopReason::Breaker);
         }
@@ -464,23 +507,6 @@ impl<C: Clock> RetryPolicy<C> {
             pause,
             server_delay,
         }
-    }
-
-    /// The pause for a server delay: clamped to `max_server_delay`, plus up to
-    /// `server_delay_jitter` of itself, never beyond the maximum. A delay at or past the
-    /// maximum is jittered downwards instead, so clamped clients still spread out.
-    #[must_use]
-    pub fn server_pause<R: Rng + ?Sized>(&self, delay: Duration, rng: &mut R) -> Duration {
-        let max = saturating_nanos(self.max_server_delay);
-        let delay = saturating_nanos(delay);
-        let base = delay.min(max);
-        let spread = (base as f64 * self.server_delay_jitter) as u64;
-        let (lo, hi) = if delay >= max {
-            (max.saturating_sub(spread), max)
-        } else {
-            (base, base.saturating_add(spread).min(max))
-        };
-        Duration::from_nanos(rng.range_inclusive(lo, hi))
     }
 }
 
@@ -493,46 +519,6 @@ mod tests {
     fn policy() -> PolicyBuilder<FakeClock> {
         RetryPolicy::builder(Rule::constant(Duration::from_secs(1)).unwrap())
             .clock(FakeClock::new())
-    }
-
-    #[test]
-    fn server_pause_never_exceeds_the_max_and_never_precedes_the_delay() {
-        let p = policy()
-            .max_server_delay(Duration::from_secs(30))
-            .build()
-            .unwrap();
-        let mut rng = SplitMix64::new(1);
-        for secs in [0u64, 1, 10, 29, 30, 31, 3600, u64::MAX] {
-            for _ in 0..200 {
-                let pause = p.server_pause(Duration::from_secs(secs), &mut rng);
-                assert!(pause <= Duration::from_secs(30), "{secs}: {pause:?}");
-                if secs < 30 {
-                    assert!(pause >= Duration::from_secs(secs), "{secs}: {pause:?}");
-                } else {
-                    assert!(pause >= Duration::from_secs(27), "{secs}: {pause:?}");
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn server_pause_spreads_the_herd() {
-        let p = policy().build().unwrap();
-        let mut rng = SplitMix64::new(2);
-        let pauses: std::collections::BTreeSet<_> = (0..100)
-            .map(|_| {
-                p.server_pause(Duration::from_secs(30), &mut rng)
-                    .as_millis()
-            })
-            .collect();
-        assert!(
-            pauses.len() > 90,
-            "told 30 s, the clients must not all return together"
-        );
-        assert!(
-            pauses.iter().all(|ms| (30_000..=33_000).contains(ms)),
-            "{pauses:?}"
-        );
     }
 
     #[test]
@@ -573,7 +559,7 @@ mod tests {
         let verdict = Verdict::transient().after(Duration::from_secs(30));
         assert_eq!(
             p.on_failure(&mut state, verdict, &mut rng),
-            Decision::Stop(StopReason::Deadline)
+            Decision::Stop(StopReason::ServerDelay)
         );
     }
 

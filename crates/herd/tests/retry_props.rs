@@ -11,7 +11,7 @@ use herd::clock::{Clock, FakeClock};
 use herd::policy::RetryPolicy;
 use herd::retry_after::{parse_pushback, parse_retry_after};
 use herd::rng::SplitMix64;
-use herd::{Rule, RuleName, RuleParams};
+use herd::{RuleName, RuleParams};
 use proptest::prelude::*;
 
 fn now() -> SystemTime {
@@ -31,23 +31,40 @@ proptest! {
     }
 
     #[test]
-    fn server_pauses_stay_within_bounds(
+    fn server_waits_are_never_earlier_than_asked_or_past_the_deadline(
+        rule_ms in any::<u32>(),
         delay_ms in any::<u64>(),
         max_ms in 0u64..10_000_000,
+        left_ms in proptest::option::of(0u64..20_000_000),
         jitter in 0.0f64..=1.0,
+        pushback in any::<bool>(),
         seed in any::<u64>(),
     ) {
-        let policy = RetryPolicy::builder(Rule::immediate())
-            .max_server_delay(Duration::from_millis(max_ms))
-            .server_delay_jitter(jitter)
-            .build()
-            .unwrap();
+        use herd::server_delay::{decide, ServerDelay, ServerDelayLimits, ServerStop, ServerWait};
+        let limits = ServerDelayLimits::new(Duration::from_millis(max_ms), jitter).unwrap();
         let delay = Duration::from_millis(delay_ms);
-        let max = Duration::from_millis(max_ms);
-        let pause = policy.server_pause(delay, &mut SplitMix64::new(seed));
-        prop_assert!(pause <= max, "{pause:?} > {max:?}");
-        if delay < max {
-            prop_assert!(pause >= delay, "came back before the server asked");
+        let left = left_ms.map(Duration::from_millis);
+        let rule = Duration::from_millis(rule_ms.into());
+        let kind = if pushback { ServerDelay::Pushback(delay) } else { ServerDelay::RetryAfter(delay) };
+        match decide(rule, kind, left, &limits, &mut SplitMix64::new(seed)) {
+            ServerWait::Wait(wait) => {
+                prop_assert!(delay <= limits.max_server_delay());
+                prop_assert!(wait >= delay, "came back before the server asked");
+                if let Some(left) = left {
+                    prop_assert!(wait < left, "{wait:?} not before {left:?}");
+                }
+                if pushback {
+                    prop_assert_eq!(wait, delay);
+                } else if left.is_none() {
+                    prop_assert!(wait >= rule.max(delay));
+                }
+            }
+            ServerWait::Stop(ServerStop::TooLong) => prop_assert!(delay > limits.max_server_delay()),
+            ServerWait::Stop(ServerStop::PastDeadline) => {
+                prop_assert!(delay <= limits.max_server_delay());
+                prop_assert!(left.is_some_and(|l| delay >= l));
+            }
+            ServerWait::Stop(other) => prop_assert!(false, "{other:?}"),
         }
     }
 
