@@ -39,6 +39,7 @@ enum Kind {
     Transient,
     Permanent,
     PushbackStop,
+    DownstreamExhausted,
 }
 
 /// What a classifier says about one failed attempt. Build one with [`Verdict::transient`],
@@ -80,6 +81,23 @@ impl Verdict {
             not_processed: false,
             delay: None,
         }
+    }
+
+    /// A layer below already retried and gave up (its answer carries `retry-exhausted`): do
+    /// not retry here, and count it as a failure for the breaker and the budget.
+    #[must_use]
+    pub const fn downstream_exhausted() -> Self {
+        Self {
+            kind: Kind::DownstreamExhausted,
+            not_processed: false,
+            delay: None,
+        }
+    }
+
+    /// Whether a layer below already retried and gave up.
+    #[must_use]
+    pub const fn is_downstream_exhausted(&self) -> bool {
+        matches!(self.kind, Kind::DownstreamExhausted)
     }
 
     /// Marks that the failure proves the server did not process the request, so even a

@@ -348,7 +348,7 @@ where
                 let status = response.status();
                 if config.respect_exhausted && response.headers().contains_key(RETRY_EXHAUSTED) {
                     // Someone below already retried and gave up: do not multiply.
-                    policy.on_failure(&mut state, Verdict::permanent(), &mut rng);
+                    policy.on_failure(&mut state, Verdict::downstream_exhausted(), &mut rng);
                     return Ok(response);
                 }
                 if status.as_u16() < 400 {

@@ -108,6 +108,7 @@ pub mod retry_after;
 pub mod rng;
 pub mod rule;
 pub mod server_delay;
+mod sync;
 mod window;
 
 /// Emits a `tracing` event for a retry (feature `tracing`).

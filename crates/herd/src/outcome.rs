@@ -45,6 +45,9 @@ pub enum StopReason {
     /// end before the deadline. Coming back earlier than asked would only meet a server that
     /// said it is not ready, so the call stops instead.
     ServerDelay,
+    /// A layer below already retried and gave up (it marked its answer `retry-exhausted`);
+    /// retrying here would multiply the load. Counts as a failure for the breaker.
+    DownstreamExhausted,
     /// The call is not idempotent and the error does not prove the request was not
     /// processed.
     NotIdempotent,
@@ -62,6 +65,7 @@ impl StopReason {
             StopReason::Breaker => "breaker",
             StopReason::Pushback => "pushback",
             StopReason::ServerDelay => "server-delay",
+            StopReason::DownstreamExhausted => "downstream-exhausted",
             StopReason::NotIdempotent => "not-idempotent",
         }
     }
@@ -73,7 +77,11 @@ impl StopReason {
     pub const fn is_exhaustion(self) -> bool {
         matches!(
             self,
-            StopReason::Attempts | StopReason::Deadline | StopReason::Budget | StopReason::Breaker
+            StopReason::Attempts
+                | StopReason::Deadline
+                | StopReason::Budget
+                | StopReason::Breaker
+                | StopReason::DownstreamExhausted
         )
     }
 }

@@ -47,7 +47,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::breaker::Breaker;
+use crate::breaker::{Breaker, BreakerOutcome, BreakerPermit};
 use crate::budget::Budget;
 use crate::classify::Verdict;
 use crate::clock::{Clock, SystemClock};
@@ -273,6 +273,8 @@ pub struct CallState {
     attempts: u32,
     rule: RuleState,
     key: IdempotencyKey,
+    /// The breaker's permit for the attempt in flight.
+    permit: Option<BreakerPermit>,
 }
 
 impl CallState {
@@ -344,8 +346,8 @@ impl<C: Clock> RetryPolicy<C> {
         }
     }
 
-    /// Starts a logical call: records the request with the budget and draws its idempotency
-    /// key.
+    /// Starts a logical call and draws its idempotency key. (The budget hears of the request
+    /// when its first attempt is admitted: a call the breaker refuses earns no retries.)
     #[inline]
     pub fn begin<R: Rng + ?Sized>(&self, rng: &mut R) -> CallState {
         self.begin_with_key(IdempotencyKey::random(rng))
@@ -355,14 +357,12 @@ impl<C: Clock> RetryPolicy<C> {
     /// one the loop already holds).
     #[inline]
     pub fn begin_with_key(&self, key: IdempotencyKey) -> CallState {
-        if let Some(budget) = &self.budget {
-            budget.on_request();
-        }
         CallState {
             started: self.clock.now(),
             attempts: 0,
             rule: RuleState::default(),
             key,
+            permit: None,
         }
     }
 
@@ -409,8 +409,17 @@ impl<C: Clock> RetryPolicy<C> {
         if state.attempts > 0 && remaining.is_some_and(|r| r <= self.min_time_left) {
             return Err(StopReason::Deadline);
         }
-        if self.breaker.as_ref().is_some_and(|b| !b.try_acquire()) {
-            return Err(StopReason::Breaker);
+        if let Some(breaker) = &self.breaker {
+            match breaker.try_acquire() {
+                Some(permit) => state.permit = Some(permit),
+                None => return Err(StopReason::Breaker),
+            }
+        }
+        if state.attempts == 0 {
+            if let Some(budget) = &self.budget {
+                // Only a call that is actually sent earns retries.
+                budget.on_request();
+            }
         }
         state.attempts = state.attempts.saturating_add(1);
         Ok(Attempt {
@@ -422,12 +431,19 @@ impl<C: Clock> RetryPolicy<C> {
 
     /// Records a successful attempt with the breaker and the budget.
     #[inline]
-    pub fn on_success(&self, _state: &CallState) {
-        if let Some(breaker) = &self.breaker {
-            breaker.record_success();
-        }
+    pub fn on_success(&self, state: &CallState) {
+        self.record(state, BreakerOutcome::Success);
         if let Some(budget) = &self.budget {
             budget.on_success();
+        }
+    }
+
+    /// Records an attempt's outcome with the breaker, through the permit it was admitted
+    /// under.
+    #[inline]
+    fn record(&self, state: &CallState, outcome: BreakerOutcome) {
+        if let (Some(breaker), Some(permit)) = (&self.breaker, state.permit) {
+            breaker.record(permit, outcome);
         }
     }
 
@@ -447,17 +463,15 @@ impl<C: Clock> RetryPolicy<C> {
         rng: &mut R,
     ) -> Decision {
         if verdict.is_permanent() {
-            // The dependency answered: for the breaker that is a sign of life.
-            if let Some(breaker) = &self.breaker {
-                breaker.record_success();
-            }
+            self.record(state, BreakerOutcome::Permanent);
             return Decision::Stop(StopReason::Permanent);
         }
-        if let Some(breaker) = &self.breaker {
-            breaker.record_failure();
-        }
+        self.record(state, BreakerOutcome::Failure);
         if let Some(budget) = &self.budget {
             budget.on_failure();
+        }
+        if verdict.is_downstream_exhausted() {
+            return Decision::Stop(StopReason::DownstreamExhausted);
         }
         if verdict.is_pushback_stop() {
             return Decision::Stop(StopReason::Pushback);
@@ -497,7 +511,9 @@ impl<C: Clock> RetryPolicy<C> {
                 (rule_pause, false)
             }
         };
-        if self.breaker.as_ref().is_some_and(|b| b.is_open()) {
+        // Before the budget and before any pause: a retry the breaker would refuse (open, or
+        // half-open with every probe out) must not sleep and spend a retry first.
+        if self.breaker.as_ref().is_some_and(|b| b.refuses()) {
             return Decision::Stop(StopReason::Breaker);
         }
         if self.budget.as_ref().is_some_and(|b| !b.try_retry()) {

@@ -344,15 +344,8 @@ fn grpc_throttle_stops_retrying_at_half_the_tokens() {
 #[test]
 fn an_open_breaker_refuses_before_the_first_attempt() {
     let clock = FakeClock::new();
-    let breaker = CircuitBreaker::with_seed(
-        BreakerConfig {
-            min_calls: 2,
-            ..BreakerConfig::default()
-        },
-        clock.clone(),
-        1,
-    )
-    .unwrap();
+    let breaker =
+        CircuitBreaker::with_seed(BreakerConfig::default().min_calls(2), clock.clone(), 1).unwrap();
     let policy = RetryPolicy::builder(Rule::immediate())
         .max_attempts(5)
         .breaker(breaker.clone())

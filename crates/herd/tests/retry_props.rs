@@ -4,7 +4,7 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use herd::breaker::{BreakerConfig, CircuitBreaker};
+use herd::breaker::{BreakerConfig, BreakerOutcome, BreakerPermit, BreakerState, CircuitBreaker};
 use herd::budget::{BudgetConfig, RetryBudget};
 use herd::classify::Verdict;
 use herd::clock::{Clock, FakeClock};
@@ -90,22 +90,53 @@ proptest! {
     }
 
     #[test]
-    fn breakers_survive_any_sequence(ops in proptest::collection::vec(0u8..4, 0..300), seed in any::<u64>()) {
+    fn a_breaker_follows_its_specification_under_any_sequence(
+        ops in proptest::collection::vec((0u8..5, any::<prop::sample::Index>()), 0..300),
+        probes in 1u32..4,
+        seed in any::<u64>(),
+    ) {
+        // A long window (nothing expires within the test) and no jitter, so a small
+        // independent model can say exactly what the breaker must do after every step.
         let clock = FakeClock::new();
-        let breaker = CircuitBreaker::with_seed(
-            BreakerConfig { min_calls: 3, half_open_probes: 2, ..BreakerConfig::default() },
-            clock.clone(),
-            seed,
-        ).unwrap();
-        for op in ops {
+        let config = BreakerConfig::default()
+            .min_calls(3)
+            .half_open_probes(probes)
+            .window(Duration::from_secs(86_400))
+            .cool_down(Duration::from_secs(5))
+            .cool_down_jitter(0.0);
+        let breaker = CircuitBreaker::with_seed(config, clock.clone(), seed).unwrap();
+        let mut model = BreakerModel::new(probes);
+        let mut outstanding: Vec<(BreakerPermit, u64)> = Vec::new();
+        for (op, index) in ops {
             match op {
-                0 => { breaker.try_acquire(); }
-                1 => breaker.record_success(),
-                2 => breaker.record_failure(),
-                _ => clock.advance(Duration::from_millis(700)),
+                0 => {
+                    let got = breaker.try_acquire();
+                    let expected = model.acquire();
+                    prop_assert_eq!(got.is_some(), expected.is_some(), "admission");
+                    if let (Some(permit), Some(generation)) = (got, expected) {
+                        outstanding.push((permit, generation));
+                    }
+                }
+                1..=3 if !outstanding.is_empty() => {
+                    let (permit, generation) = outstanding.remove(index.index(outstanding.len()));
+                    let outcome = match op {
+                        1 => BreakerOutcome::Success,
+                        2 => BreakerOutcome::Failure,
+                        _ => BreakerOutcome::Permanent,
+                    };
+                    breaker.record(permit, outcome);
+                    if op != 3 {
+                        model.record(generation, op == 2);
+                    }
+                }
+                _ => {
+                    clock.advance(Duration::from_millis(700));
+                    model.now += 700;
+                }
             }
+            prop_assert_eq!(breaker.state(), model.state());
+            prop_assert_eq!(breaker.refuses(), model.refuses());
         }
-        let _ = breaker.state();
     }
 
     #[test]
@@ -144,6 +175,124 @@ proptest! {
         // Every attempt starts before the deadline: no pause ever crosses it.
         for t in &started_at {
             prop_assert!(*t < Duration::from_millis(deadline_ms));
+        }
+    }
+}
+
+/// The breaker's specification, in milliseconds, with nothing expiring and no jitter.
+enum Phase {
+    Closed {
+        ok: u64,
+        failed: u64,
+    },
+    Open {
+        until: u64,
+    },
+    HalfOpen {
+        issued: u32,
+        succeeded: u32,
+        since: u64,
+    },
+}
+
+struct BreakerModel {
+    phase: Phase,
+    generation: u64,
+    now: u64,
+    probes: u32,
+}
+
+impl BreakerModel {
+    const COOL_DOWN: u64 = 5_000;
+
+    fn new(probes: u32) -> Self {
+        Self {
+            phase: Phase::Closed { ok: 0, failed: 0 },
+            generation: 0,
+            now: 0,
+            probes,
+        }
+    }
+
+    fn acquire(&mut self) -> Option<u64> {
+        match self.phase {
+            Phase::Closed { .. } => return Some(self.generation),
+            Phase::Open { until } if self.now < until => return None,
+            Phase::HalfOpen { issued, since, .. }
+                if issued >= self.probes && self.now - since < Self::COOL_DOWN =>
+            {
+                return None;
+            }
+            Phase::HalfOpen { issued, .. } if issued < self.probes => {}
+            _ => {
+                // The cool-down ended (or every probe of the round was lost): a new round.
+                self.generation += 1;
+                self.phase = Phase::HalfOpen {
+                    issued: 0,
+                    succeeded: 0,
+                    since: self.now,
+                };
+            }
+        }
+        if let Phase::HalfOpen { issued, .. } = &mut self.phase {
+            *issued += 1;
+        }
+        Some(self.generation)
+    }
+
+    fn record(&mut self, generation: u64, failed: bool) {
+        if generation != self.generation {
+            return; // an answer from an earlier state
+        }
+        match &mut self.phase {
+            Phase::Closed {
+                ok,
+                failed: failures,
+            } => {
+                if failed {
+                    *failures += 1;
+                    let total = *ok + *failures;
+                    if total >= 3 && *failures as f64 >= 0.5 * total as f64 {
+                        self.open();
+                    }
+                } else {
+                    *ok += 1;
+                }
+            }
+            Phase::HalfOpen { .. } if failed => self.open(),
+            Phase::HalfOpen { succeeded, .. } => {
+                *succeeded += 1;
+                if *succeeded >= self.probes {
+                    self.generation += 1;
+                    self.phase = Phase::Closed { ok: 0, failed: 0 };
+                }
+            }
+            Phase::Open { .. } => {}
+        }
+    }
+
+    fn open(&mut self) {
+        self.generation += 1;
+        self.phase = Phase::Open {
+            until: self.now + Self::COOL_DOWN,
+        };
+    }
+
+    fn state(&self) -> BreakerState {
+        match self.phase {
+            Phase::Closed { .. } => BreakerState::Closed,
+            Phase::Open { until } if self.now < until => BreakerState::Open,
+            _ => BreakerState::HalfOpen,
+        }
+    }
+
+    fn refuses(&self) -> bool {
+        match self.phase {
+            Phase::Closed { .. } => false,
+            Phase::Open { until } => self.now < until,
+            Phase::HalfOpen { issued, since, .. } => {
+                issued >= self.probes && self.now - since < Self::COOL_DOWN
+            }
         }
     }
 }
