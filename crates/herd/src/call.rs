@@ -54,6 +54,8 @@ pub struct Call<'p, C: Clock, Op, K = AlwaysTransient, H = NoHook, G = NoHook, R
     pub(crate) on_retry: H,
     pub(crate) on_give_up: G,
     pub(crate) rng: R,
+    /// Keys from the OS-seeded generator (the default) or from `rng` (once one is set).
+    pub(crate) os_keys: bool,
 }
 
 impl<C: Clock> RetryPolicy<C> {
@@ -71,6 +73,7 @@ impl<C: Clock> RetryPolicy<C> {
             on_retry: NoHook,
             on_give_up: NoHook,
             rng: ThreadRng,
+            os_keys: true,
         }
     }
 }
@@ -86,6 +89,7 @@ impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
             on_retry: self.on_retry,
             on_give_up: self.on_give_up,
             rng: self.rng,
+            os_keys: self.os_keys,
         }
     }
 
@@ -98,6 +102,7 @@ impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
             on_retry: hook,
             on_give_up: self.on_give_up,
             rng: self.rng,
+            os_keys: self.os_keys,
         }
     }
 
@@ -110,11 +115,15 @@ impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
             on_retry: self.on_retry,
             on_give_up: hook,
             rng: self.rng,
+            os_keys: self.os_keys,
         }
     }
 
-    /// The generator for jitter and the idempotency key (default the thread-local one); pass
-    /// a seeded [`SplitMix64`](crate::rng::SplitMix64) for reproducible tests.
+    /// The generator for jitter (default the thread-local one); pass a seeded
+    /// [`SplitMix64`](crate::rng::SplitMix64) for reproducible tests and simulations. The
+    /// call's idempotency key is then drawn from it too, so the whole call is reproducible;
+    /// without it the key comes from [`IdempotencyKey::generate`] (OS-seeded), as a key sent
+    /// to a real server should.
     pub fn rng<R2: Rng>(self, rng: R2) -> Call<'p, C, Op, K, H, G, R2> {
         Call {
             policy: self.policy,
@@ -123,6 +132,7 @@ impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
             on_retry: self.on_retry,
             on_give_up: self.on_give_up,
             rng,
+            os_keys: false,
         }
     }
 }
@@ -133,7 +143,11 @@ impl<C: Clock, Op, K, H, G, R: Rng> Call<'_, C, Op, K, H, G, R> {
     /// stall on the success path.
     #[inline]
     pub(crate) fn start(&mut self) -> (IdempotencyKey, CallState) {
-        let key = IdempotencyKey::random(&mut self.rng);
+        let key = if self.os_keys {
+            IdempotencyKey::generate()
+        } else {
+            IdempotencyKey::random(&mut self.rng)
+        };
         (key, self.policy.begin_with_key(key))
     }
 

@@ -135,9 +135,20 @@ impl<C: Clock> PolicyBuilder<C> {
     }
 
     /// Whether the operation is safe to repeat (default true). A non-idempotent call is
-    /// retried only after failures that prove the request was not processed.
+    /// retried after an ambiguous failure (a timeout, a 500) only if the server deduplicates
+    /// by key ([`server_deduplicates`](Self::server_deduplicates)); otherwise only after
+    /// failures that prove the request was not processed (a refused connection, a 429).
     pub fn idempotent(mut self, idempotent: bool) -> Self {
         self.policy.idempotent = idempotent;
+        self
+    }
+
+    /// Whether the server deduplicates by the call's idempotency key, so a repeated request
+    /// is answered from the first one's result (default false). Sending a key is not proof
+    /// of that: say so only when the server's API promises it. Makes a non-idempotent call
+    /// retryable after ambiguous failures.
+    pub fn server_deduplicates(mut self, deduplicates: bool) -> Self {
+        self.policy.server_deduplicates = deduplicates;
         self
     }
 
@@ -177,6 +188,7 @@ impl<C: Clock> PolicyBuilder<C> {
                 server_delay: p.server_delay,
                 min_time_left: p.min_time_left,
                 idempotent: p.idempotent,
+                server_deduplicates: p.server_deduplicates,
                 budget: p.budget,
                 breaker: p.breaker,
                 clock,
@@ -221,6 +233,7 @@ pub struct RetryPolicy<C: Clock = SystemClock> {
     server_delay: ServerDelayLimits,
     min_time_left: Duration,
     idempotent: bool,
+    server_deduplicates: bool,
     budget: Option<Arc<dyn Budget>>,
     breaker: Option<Arc<dyn Breaker>>,
     clock: C,
@@ -237,6 +250,7 @@ impl<C: Clock> fmt::Debug for RetryPolicy<C> {
             .field("server_delay_jitter", &self.server_delay_jitter)
             .field("min_time_left", &self.min_time_left)
             .field("idempotent", &self.idempotent)
+            .field("server_deduplicates", &self.server_deduplicates)
             .field("budget", &self.budget.is_some())
             .field("breaker", &self.breaker.is_some())
             .finish_non_exhaustive()
@@ -258,6 +272,7 @@ impl RetryPolicy<SystemClock> {
                 server_delay: ServerDelayLimits::default(),
                 min_time_left: Duration::ZERO,
                 idempotent: true,
+                server_deduplicates: false,
                 budget: None,
                 breaker: None,
                 clock: SystemClock::new(),
@@ -328,6 +343,12 @@ impl<C: Clock> RetryPolicy<C> {
     #[must_use]
     pub const fn is_idempotent(&self) -> bool {
         self.idempotent
+    }
+
+    /// Whether the server deduplicates by idempotency key.
+    #[must_use]
+    pub const fn server_deduplicates(&self) -> bool {
+        self.server_deduplicates
     }
 
     /// The policy's clock.
@@ -476,7 +497,7 @@ impl<C: Clock> RetryPolicy<C> {
         if verdict.is_pushback_stop() {
             return Decision::Stop(StopReason::Pushback);
         }
-        if !self.idempotent && !verdict.proves_not_processed() {
+        if !self.idempotent && !self.server_deduplicates && !verdict.proves_not_processed() {
             return Decision::Stop(StopReason::NotIdempotent);
         }
         if state.attempts >= self.max_attempts {
