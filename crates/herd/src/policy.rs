@@ -59,6 +59,7 @@ use crate::server_delay::{self, ServerDelay, ServerDelayLimits, ServerStop, Serv
 
 /// Why a policy could not be built. Each variant names the field.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum InvalidPolicy {
     /// `max_attempts` must be at least 1.
     MaxAttempts,
@@ -308,6 +309,7 @@ impl CallState {
 
 /// What to do after a failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Decision {
     /// Pause, then make another attempt.
     Retry {
@@ -483,6 +485,25 @@ impl<C: Clock> RetryPolicy<C> {
         verdict: Verdict,
         rng: &mut R,
     ) -> Decision {
+        self.on_failure_with(state, verdict, rng, |rule, rule_state, rng| {
+            Some(rule.pause(rule_state, rng))
+        })
+    }
+
+    /// [`on_failure`](Self::on_failure) with the rule's pause drawn by `next_pause` (a call's
+    /// own schedule); `None` from it means the schedule ran out: stop with
+    /// [`StopReason::Attempts`].
+    pub(crate) fn on_failure_with<R, P>(
+        &self,
+        state: &mut CallState,
+        verdict: Verdict,
+        rng: &mut R,
+        next_pause: P,
+    ) -> Decision
+    where
+        R: Rng + ?Sized,
+        P: FnOnce(&Rule, &mut RuleState, &mut R) -> Option<Duration>,
+    {
         if verdict.is_permanent() {
             self.record(state, BreakerOutcome::Permanent);
             return Decision::Stop(StopReason::Permanent);
@@ -504,7 +525,9 @@ impl<C: Clock> RetryPolicy<C> {
             return Decision::Stop(StopReason::Attempts);
         }
         // The rule always advances, so a later rule pause continues the growth.
-        let rule_pause = self.rule.pause(&mut state.rule, rng);
+        let Some(rule_pause) = next_pause(&self.rule, &mut state.rule, rng) else {
+            return Decision::Stop(StopReason::Attempts);
+        };
         // The longest pause after which a retry may still start.
         let left = self
             .remaining(state)

@@ -427,7 +427,9 @@ fn hooks_see_each_retry_and_the_give_up_once() {
     let mut dead_letters = Vec::new();
     let err = policy
         .call(|a| Err::<(), _>(format!("failure {}", a.number)))
-        .on_retry(|e: &RetryEvent<'_, String>| events.push((e.attempt, e.error.clone(), e.pause)))
+        .on_retry(|e: &RetryEvent<'_, String>| {
+            events.push((e.attempt, e.error.cloned().unwrap(), e.pause))
+        })
         .on_give_up(|e: &RetryError<String>| dead_letters.push((e.key(), e.reason())))
         .run_with(&clock)
         .unwrap_err();
@@ -508,7 +510,7 @@ fn a_classifier_type_shared_between_calls() {
     let policy = constant(secs(1), &clock).max_attempts(3).build().unwrap();
     let busy = policy
         .call(|_| Err::<(), _>(503u16))
-        .classify(OnlyCode(503))
+        .classifier(OnlyCode(503))
         .run_with(&clock)
         .unwrap_err();
     assert_eq!(busy.attempts(), 3);
