@@ -177,6 +177,66 @@ proptest! {
             prop_assert!(*t < Duration::from_millis(deadline_ms));
         }
     }
+
+    /// The loop keeps retrying while the attempt limit and the deadline allow: the number of
+    /// attempts is exactly what a reference computes from the same draws, so a loop that gave
+    /// up early (a lower bound) fails this as surely as one that ran late (an upper bound).
+    #[test]
+    fn the_loop_keeps_retrying_while_attempts_and_deadline_allow(
+        rule_index in 0usize..RuleName::ALL.len(),
+        max_attempts in 1u32..30,
+        deadline_ms in proptest::option::of(1u64..120_000),
+        attempt_ms in 0u64..3_000,
+        min_left_ms in prop_oneof![Just(0u64), 0u64..5_000],
+        seed in any::<u64>(),
+    ) {
+        use herd::rng::Rng;
+        let rule = RuleName::ALL[rule_index].build(&RuleParams::default()).unwrap();
+        let clock = FakeClock::new();
+        let mut builder = RetryPolicy::builder(rule)
+            .max_attempts(max_attempts)
+            .min_time_left(Duration::from_millis(min_left_ms))
+            .clock(clock.clone());
+        if let Some(ms) = deadline_ms {
+            builder = builder.deadline(Duration::from_millis(ms));
+        }
+        let policy = builder.build().unwrap();
+        let err = policy
+            .call(|_| {
+                clock.advance(Duration::from_millis(attempt_ms));
+                Err::<(), _>(())
+            })
+            .rng(SplitMix64::new(seed))
+            .run_with(&clock)
+            .unwrap_err();
+
+        // The reference: the same generator (two words for the key, then the rule's draws).
+        let mut rng = SplitMix64::new(seed);
+        rng.next_u64();
+        rng.next_u64();
+        let mut state = herd::RuleState::default();
+        let deadline = deadline_ms.map(Duration::from_millis);
+        let min_left = Duration::from_millis(min_left_ms);
+        let (mut now, mut attempts) = (Duration::ZERO, 0u32);
+        let expected_reason = loop {
+            attempts += 1;
+            now += Duration::from_millis(attempt_ms);
+            if attempts == max_attempts {
+                break herd::StopReason::Attempts;
+            }
+            let pause = rule.pause(&mut state, &mut rng);
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_sub(now).saturating_sub(min_left);
+                if pause >= left {
+                    break herd::StopReason::Deadline;
+                }
+            }
+            now += pause;
+        };
+        prop_assert_eq!(err.attempts(), attempts, "attempts");
+        prop_assert_eq!(err.reason(), expected_reason);
+        prop_assert_eq!(clock.now(), now);
+    }
 }
 
 /// The breaker's specification, in milliseconds, with nothing expiring and no jitter.
