@@ -99,6 +99,7 @@ impl<B: Budget + ?Sized> Budget for Arc<B> {
 
 /// Why a budget could not be built. Each variant names the field.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum InvalidBudget {
     /// `percent` must be a finite number in `[0, 1000]`.
     Percent(f64),

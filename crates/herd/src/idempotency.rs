@@ -16,8 +16,8 @@
 //! connection, a 429 ([`Verdict::proves_not_processed`](crate::classify::Verdict)).
 //!
 //! Keys leave the process, so they must not be guessable or collide across clients: the
-//! retry loops draw them with [`IdempotencyKey::generate`], from a per-thread ChaCha12
-//! generator seeded by the operating system's randomness (as `uuid`'s and `rand`'s thread
+//! retry loops draw them with [`IdempotencyKey::generate`], from a per-thread ChaCha8
+//! generator seeded by the operating system's randomness (as `rand`'s thread
 //! generators are). [`IdempotencyKey::random`] draws from a generator you pass, such as the
 //! deterministic [`SplitMix64`](crate::rng::SplitMix64), for simulations and tests.
 //!
@@ -37,14 +37,14 @@ use std::cell::RefCell;
 use std::fmt;
 use std::time::Duration;
 
-use rand_chacha::ChaCha12Rng;
+use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
 use crate::rng::Rng;
 
 thread_local! {
     /// Seeded from the OS on first use in each thread.
-    static KEYS: RefCell<Option<ChaCha12Rng>> = const { RefCell::new(None) };
+    static KEYS: RefCell<Option<ChaCha8Rng>> = const { RefCell::new(None) };
 }
 
 /// A seed from the OS's randomness. Should the OS refuse, the seed comes from std's
@@ -71,7 +71,7 @@ fn os_seed() -> [u8; 32] {
 fn os_words() -> (u64, u64) {
     KEYS.with(|cell| {
         let mut rng = cell.borrow_mut();
-        let rng = rng.get_or_insert_with(|| ChaCha12Rng::from_seed(os_seed()));
+        let rng = rng.get_or_insert_with(|| ChaCha8Rng::from_seed(os_seed()));
         (rng.next_u64(), rng.next_u64())
     })
 }
@@ -88,7 +88,7 @@ pub struct IdempotencyKey {
 
 impl IdempotencyKey {
     /// A fresh, unguessable key for a call whose key leaves the process: 122 bits from a
-    /// per-thread ChaCha12 generator seeded by the operating system. What the retry loops
+    /// per-thread ChaCha8 generator seeded by the operating system. What the retry loops
     /// and the tower layer use.
     #[must_use]
     #[inline]

@@ -189,7 +189,7 @@ fn nanos(d: Duration) -> u64 {
 ///
 /// In this order:
 ///
-/// 1. [`ServerDelay::DoNotRetry`]: `Stop(DoNotRetry)`.
+/// 1. [`ServerDelay::DoNotRetry`] gives `Stop(DoNotRetry)`.
 /// 2. A delay longer than `limits.max_server_delay()`: `Stop(TooLong)`.
 /// 3. With a deadline, a delay `>= left`: `Stop(PastDeadline)` (a wait must end strictly
 ///    before the point past which no attempt is worth starting).
