@@ -25,10 +25,10 @@
 //! this crate exists to break up. Each breaker draws from its own generator, seeded per breaker
 //! unless you fix the seed for a test.
 //!
-//! A closed breaker, the common case, is lock-free: admitting a call is one atomic load and
+//! A closed breaker, the common case, takes no lock: admitting a call is one atomic load and
 //! recording an outcome is one atomic load and one atomic add on a ten-slot sliding window
-//! (the same window the retry budget uses). State changes (opening, probing, closing) take a
-//! mutex held for a few instructions.
+//! (the same window the retry budget uses; it locks briefly once per slot, when time moves
+//! on). State changes (opening, probing, closing) take a mutex held for a few instructions.
 //!
 //! # Examples
 //!

@@ -25,7 +25,8 @@
 //! - [`RetryBudget`] (ratio form): each request [`deposit`](RetryBudget::deposit)s
 //!   `percent / 100` of a retry, each retry [`withdraw`](RetryBudget::withdraw)s one; deposits
 //!   expire after `window`. Time comes from an injected [`Clock`], so the storm simulator and
-//!   tests drive it with a [`FakeClock`](crate::clock::FakeClock). A deposit is lock-free; a
+//!   tests drive it with a [`FakeClock`](crate::clock::FakeClock). A deposit takes no lock (but once per slot, when
+//!   time moves on); a
 //!   withdrawal (a retry, the rare case) takes a short lock so that racing threads never take
 //!   more than the balance holds.
 //! - [`GrpcThrottle`] (gRPC's retry throttling, proposal A6): a token bucket that loses one
