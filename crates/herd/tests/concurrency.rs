@@ -3,7 +3,6 @@
 //! breaker would refuse, and exact accounting from four threads.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use herd::breaker::{BreakerConfig, BreakerOutcome, BreakerState, CircuitBreaker};
@@ -180,38 +179,39 @@ fn a_downstream_retry_exhausted_counts_as_a_failure_and_is_not_retried() {
 #[test]
 fn four_threads_deposit_and_withdraw_with_exact_accounting() {
     // Regression: the thread that moved the window to a new slot cleared that slot after
-    // other threads had already added to it (deposits lost), and racing withdrawals could
-    // both take the last retry. 4 × 5000 deposits at 10 % are exactly 2000 retries, with
-    // the clock crossing slot boundaries while the threads run.
-    for round in 0..20 {
+    // other threads had already added to it (deposits lost), and two threads racing for the
+    // last retries could both take one. 4 × 5000 deposits at 10 % are exactly 2000 retries,
+    // with the clock crossing slot boundaries while the threads deposit, and all four
+    // threads then withdrawing at once until the budget says no.
+    for round in 0..50 {
         let clock = FakeClock::new();
         let budget = budget(&clock, 10.0);
-        let granted = Arc::new(AtomicU64::new(0));
+        let start = Arc::new(std::sync::Barrier::new(4));
         let threads: Vec<_> = (0..4)
             .map(|t| {
-                let (budget, clock, granted) = (budget.clone(), clock.clone(), granted.clone());
+                let (budget, clock, start) = (budget.clone(), clock.clone(), start.clone());
                 std::thread::spawn(move || {
+                    start.wait();
                     for i in 0..5000 {
                         budget.deposit();
                         if t == 0 && i % 1000 == 999 {
                             // One slot (1 s) on: nothing expires within the 10 s window.
                             clock.advance(Duration::from_millis(1000));
                         }
-                        if budget.withdraw() {
-                            granted.fetch_add(1, Ordering::Relaxed);
-                        }
                     }
+                    start.wait();
+                    let mut granted = 0u64;
+                    while budget.withdraw() {
+                        granted += 1;
+                    }
+                    granted
                 })
             })
             .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        while budget.withdraw() {
-            granted.fetch_add(1, Ordering::Relaxed);
-        }
+        let granted: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
         assert!(clock.now() < secs(10));
-        assert_eq!(granted.load(Ordering::Relaxed), 2000, "round {round}");
+        assert_eq!(granted, 2000, "round {round}");
+        assert!(!budget.withdraw());
     }
 }
 
