@@ -7,10 +7,12 @@
 //!
 //! Async adds two limits the blocking loop cannot enforce: an optional per-attempt timeout
 //! ([`PolicyBuilder::attempt_timeout`](crate::policy::PolicyBuilder::attempt_timeout)), and the
-//! last attempt being **cut at the deadline**, so the deadline really bounds the call. An
-//! attempt that is cut becomes an error through `E: From<`[`AttemptTimedOut`]`>` (provided for
-//! `std::io::Error` and for boxed errors) and counts as transient *and possibly processed*:
-//! a non-idempotent call is never retried after a timeout.
+//! last attempt being **cut at the deadline**, so the deadline really bounds the call. The
+//! error type stays yours, whatever it is (`reqwest::Error`, `tonic::Status`, …): an attempt
+//! that is cut is reported beside it, as [`RetryError::timed_out`] and
+//! [`RetryEvent::timed_out`](crate::outcome::RetryEvent), and counts as transient *and
+//! possibly processed*: a non-idempotent call is not retried after a timeout unless the
+//! server deduplicates.
 //!
 //! # Examples
 //!
@@ -43,13 +45,12 @@
 //! # fn main() {}
 //! ```
 
-use std::fmt;
 use std::future::Future;
 use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::call::Call;
+use crate::call::{Call, Failed, Last, PauseSource};
 use crate::classify::{Classify, Verdict};
 use crate::clock::{Clock, FakeClock};
 use crate::idempotency::Attempt;
@@ -126,26 +127,7 @@ impl Future for FakeSleep {
     }
 }
 
-/// An attempt ran past its timeout or the call's deadline and was abandoned.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AttemptTimedOut {
-    /// How long the attempt was allowed.
-    pub after: Duration,
-}
-
-impl fmt::Display for AttemptTimedOut {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "attempt timed out after {:?}", self.after)
-    }
-}
-
-impl std::error::Error for AttemptTimedOut {}
-
-impl From<AttemptTimedOut> for std::io::Error {
-    fn from(e: AttemptTimedOut) -> Self {
-        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
-    }
-}
+pub use crate::outcome::AttemptTimedOut;
 
 /// tokio's sleep (feature `tokio`). Honours tokio's paused test time.
 #[cfg(feature = "tokio")]
@@ -217,16 +199,16 @@ pub(crate) async fn with_limit<F: Future, S: Sleeper + ?Sized>(
     .await
 }
 
-impl<C, Op, Fut, K, H, G, R, T, E> Call<'_, C, Op, K, H, G, R>
+impl<C, Op, Fut, K, H, G, R, B, T, E> Call<'_, C, Op, K, H, G, R, B>
 where
     C: Clock,
     Op: FnMut(Attempt) -> Fut,
     Fut: Future<Output = Result<T, E>>,
-    E: From<AttemptTimedOut>,
     K: Classify<E>,
     H: OnRetry<E>,
     G: OnGiveUp<E>,
     R: Rng,
+    B: PauseSource<R>,
 {
     /// Runs the call on tokio (feature `tokio`). Use a [`TokioClock`] in the policy so that
     /// tokio's paused test time drives the deadline too.
@@ -251,11 +233,11 @@ where
     ) -> Result<Success<T>, RetryError<E>> {
         let policy = self.policy;
         let (key, mut state) = self.start();
-        let mut last_error = None;
+        let mut last = Last::none();
         loop {
-            let attempt = self.next_attempt(&mut state, key, &mut last_error)?;
+            let attempt = self.next_attempt(&mut state, key, &mut last)?;
             let limit = policy.attempt_limit(&state);
-            let (error, verdict) = match with_limit((self.op)(attempt), limit, sleeper).await {
+            let (failed, verdict) = match with_limit((self.op)(attempt), limit, sleeper).await {
                 Some(Ok(value)) => {
                     policy.on_success(&state);
                     return Ok(Success {
@@ -265,26 +247,19 @@ where
                 }
                 Some(Err(error)) => {
                     let verdict = self.classify.classify(&error);
-                    (error, verdict)
+                    (Failed::Error(error), verdict)
                 }
-                None => {
-                    let error = E::from(AttemptTimedOut {
+                // A timed-out request may have been processed: transient, never proof of
+                // "not processed".
+                None => (
+                    Failed::TimedOut(AttemptTimedOut {
                         after: limit.unwrap_or_default(),
-                    });
-                    // Whatever the classifier says, a timed-out request may have been
-                    // processed: transient, never proof of "not processed".
-                    let verdict = match self.classify.classify(&error) {
-                        v if v.is_transient() => match v.server_delay() {
-                            Some(d) => Verdict::transient().after(d),
-                            None => Verdict::transient(),
-                        },
-                        _ => Verdict::transient(),
-                    };
-                    (error, verdict)
-                }
+                    }),
+                    Verdict::transient(),
+                ),
             };
-            let (pause, error) = self.after_failure(&mut state, attempt.number, error, verdict)?;
-            last_error = Some(error);
+            let pause =
+                self.after_failure(&mut state, attempt.number, failed, verdict, &mut last)?;
             if !pause.is_zero() {
                 sleeper.sleep(pause).await;
             }

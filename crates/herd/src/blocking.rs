@@ -23,7 +23,7 @@
 
 use std::time::Duration;
 
-use crate::call::Call;
+use crate::call::{Call, Failed, Last, PauseSource};
 use crate::classify::Classify;
 use crate::clock::{Clock, FakeClock};
 use crate::idempotency::Attempt;
@@ -61,7 +61,7 @@ impl<S: BlockingSleep + ?Sized> BlockingSleep for &S {
     }
 }
 
-impl<C, Op, K, H, G, R, T, E> Call<'_, C, Op, K, H, G, R>
+impl<C, Op, K, H, G, R, B, T, E> Call<'_, C, Op, K, H, G, R, B>
 where
     C: Clock,
     Op: FnMut(Attempt) -> Result<T, E>,
@@ -69,6 +69,7 @@ where
     H: OnRetry<E>,
     G: OnGiveUp<E>,
     R: Rng,
+    B: PauseSource<R>,
 {
     /// Runs the call, sleeping the thread between attempts.
     ///
@@ -93,9 +94,9 @@ where
     ) -> Result<Success<T>, RetryError<E>> {
         let policy = self.policy;
         let (key, mut state) = self.start();
-        let mut last_error = None;
+        let mut last = Last::none();
         loop {
-            let attempt = self.next_attempt(&mut state, key, &mut last_error)?;
+            let attempt = self.next_attempt(&mut state, key, &mut last)?;
             let error = match (self.op)(attempt) {
                 Ok(value) => {
                     policy.on_success(&state);
@@ -107,8 +108,13 @@ where
                 Err(error) => error,
             };
             let verdict = self.classify.classify(&error);
-            let (pause, error) = self.after_failure(&mut state, attempt.number, error, verdict)?;
-            last_error = Some(error);
+            let pause = self.after_failure(
+                &mut state,
+                attempt.number,
+                Failed::Error(error),
+                verdict,
+                &mut last,
+            )?;
             sleeper.sleep(pause);
         }
     }

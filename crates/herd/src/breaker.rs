@@ -7,60 +7,138 @@
 //! goes **half-open** and lets a bounded number of probe calls through; if they all succeed it
 //! **closes**, and one failure opens it again.
 //!
+//! **An outcome belongs to the permit it was admitted under.** Admission
+//! ([`try_acquire`](CircuitBreaker::try_acquire)) hands out a [`BreakerPermit`] carrying the
+//! breaker's generation, which moves on at every change of state; the outcome is recorded
+//! through it ([`record`](CircuitBreaker::record)). An answer from an earlier state is
+//! ignored: a slow success from a call admitted while the breaker was closed cannot close a
+//! half-open breaker that is waiting for its probes, and a slow failure from before the
+//! breaker closed cannot count against the fresh window.
+//!
+//! What counts: a success, a transient failure, and a downstream's `retry-exhausted` answer
+//! (a failure: the layer below already retried and gave up). A permanent error (a 404, bad
+//! input) says nothing about the dependency's health, so by default it counts as neither
+//! ([`PermanentErrors`]).
+//!
 //! The cool-down is jittered (uniform in `[cool_down, cool_down · (1 + jitter)]`): breakers in
 //! a fleet that opened together would otherwise all probe in the same instant, the very herd
 //! this crate exists to break up. Each breaker draws from its own generator, seeded per breaker
 //! unless you fix the seed for a test.
 //!
-//! A closed breaker, the common case, is lock-free: admitting a call is one atomic load and
-//! recording an outcome is one atomic add on a ten-slot sliding window (the same window the
-//! retry budget uses). State changes (opening, probing, closing) take a mutex held for a few
-//! instructions.
+//! A closed breaker, the common case, takes no lock: admitting a call is one atomic load and
+//! recording an outcome is one atomic load and one atomic add on a ten-slot sliding window
+//! (the same window the retry budget uses; it locks briefly once per slot, when time moves
+//! on). State changes (opening, probing, closing) take a mutex held for a few instructions.
 //!
 //! # Examples
 //!
 //! ```
 //! use std::time::Duration;
-//! use herd::breaker::{BreakerConfig, BreakerState, CircuitBreaker};
+//! use herd::breaker::{BreakerConfig, BreakerOutcome, BreakerState, CircuitBreaker};
 //! use herd::clock::FakeClock;
 //!
 //! let clock = FakeClock::new();
-//! let config = BreakerConfig { min_calls: 4, cool_down_jitter: 0.0, ..BreakerConfig::default() };
+//! let config = BreakerConfig::default().min_calls(4).cool_down_jitter(0.0);
 //! let breaker = CircuitBreaker::new(config, clock.clone())?;
+//! let early = breaker.try_acquire().unwrap(); // admitted while closed, answers late
 //! for _ in 0..4 {
-//!     assert!(breaker.try_acquire());
-//!     breaker.record_failure();
+//!     let permit = breaker.try_acquire().unwrap();
+//!     breaker.record(permit, BreakerOutcome::Failure);
 //! }
 //! assert_eq!(breaker.state(), BreakerState::Open);
-//! assert!(!breaker.try_acquire());
+//! assert!(breaker.try_acquire().is_none());
 //! clock.advance(Duration::from_secs(5));
 //! assert_eq!(breaker.state(), BreakerState::HalfOpen);
-//! assert!(breaker.try_acquire()); // the one probe
-//! assert!(!breaker.try_acquire());
-//! breaker.record_success();
+//! let probe = breaker.try_acquire().unwrap(); // the one probe
+//! assert!(breaker.try_acquire().is_none());
+//! breaker.record(early, BreakerOutcome::Success); // from the closed state: ignored
+//! assert_eq!(breaker.state(), BreakerState::HalfOpen);
+//! breaker.record(probe, BreakerOutcome::Success);
 //! assert_eq!(breaker.state(), BreakerState::Closed);
 //! # Ok::<(), herd::breaker::InvalidBreaker>(())
 //! ```
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock, saturating_nanos};
 use crate::rng::{Rng, SplitMix64, ThreadRng};
+use crate::sync::{AtomicU64, Mutex, MutexGuard, Ordering, lock};
 use crate::window::Ring;
+
+/// Admission to one attempt, carrying the breaker's generation when it was issued. Record the
+/// attempt's outcome through it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct BreakerPermit {
+    generation: u64,
+}
+
+impl BreakerPermit {
+    /// A permit for `generation` (for your own [`Breaker`] implementations).
+    #[must_use]
+    pub const fn new(generation: u64) -> Self {
+        Self { generation }
+    }
+
+    /// The generation the permit was issued in.
+    #[must_use]
+    pub const fn generation(self) -> u64 {
+        self.generation
+    }
+}
+
+/// What became of an admitted attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BreakerOutcome {
+    /// It succeeded.
+    Success,
+    /// It failed transiently, or a downstream layer retried and gave up (`retry-exhausted`).
+    Failure,
+    /// It failed permanently; counted as [`BreakerConfig::permanent`] says.
+    Permanent,
+}
+
+/// How a breaker counts permanent errors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum PermanentErrors {
+    /// Neither success nor failure (the default): a 404 or a rejected input says nothing
+    /// about the dependency's health, and counting it as a success would let a client that
+    /// sends bad requests close a half-open breaker.
+    #[default]
+    Ignore,
+    /// As a success: the dependency answered.
+    Success,
+    /// As a failure.
+    Failure,
+}
 
 /// What a retry loop asks of a breaker; implemented by [`CircuitBreaker`].
 pub trait Breaker: Send + Sync {
-    /// May an attempt be made now? In half-open state this takes one of the probe permits.
-    fn try_acquire(&self) -> bool;
-    /// The attempt succeeded (or the dependency answered, even with a permanent error).
-    fn record_success(&self);
-    /// The attempt failed transiently.
-    fn record_failure(&self);
-    /// Whether calls are being refused right now (without taking a permit).
-    fn is_open(&self) -> bool;
+    /// May an attempt be made now? `None` refuses it. In half-open state this takes one of
+    /// the probe permits.
+    fn try_acquire(&self) -> Option<BreakerPermit>;
+    /// Records the outcome of the attempt admitted under `permit`. An outcome from an earlier
+    /// generation must not change the present state.
+    fn record(&self, permit: BreakerPermit, outcome: BreakerOutcome);
+    /// Whether an attempt asked for now would be refused (open, or half-open with every probe
+    /// out), without taking a permit. A retry loop asks this *before* pausing and spending
+    /// budget on a retry that would be refused.
+    fn refuses(&self) -> bool;
+}
+
+impl<B: Breaker + ?Sized> Breaker for Arc<B> {
+    fn try_acquire(&self) -> Option<BreakerPermit> {
+        (**self).try_acquire()
+    }
+    fn record(&self, permit: BreakerPermit, outcome: BreakerOutcome) {
+        (**self).record(permit, outcome);
+    }
+    fn refuses(&self) -> bool {
+        (**self).refuses()
+    }
 }
 
 /// The three states of a breaker.
@@ -74,8 +152,10 @@ pub enum BreakerState {
     HalfOpen,
 }
 
-/// Settings of a [`CircuitBreaker`].
+/// Settings of a [`CircuitBreaker`]. Start from [`BreakerConfig::default`] and change fields
+/// with the setters (the struct may gain fields).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct BreakerConfig {
     /// Failure rate that opens the breaker, in `(0, 1]`.
     pub failure_rate: f64,
@@ -89,10 +169,13 @@ pub struct BreakerConfig {
     pub cool_down_jitter: f64,
     /// Probe calls let through while half-open; all must succeed to close. At least 1.
     pub half_open_probes: u32,
+    /// How permanent errors count (default: neither success nor failure).
+    pub permanent: PermanentErrors,
 }
 
 impl Default for BreakerConfig {
-    /// 50 % failures over 10 s with at least 20 calls; open for 5 s (+ up to 20 %); one probe.
+    /// 50 % failures over 10 s with at least 20 calls; open for 5 s (+ up to 20 %); one probe;
+    /// permanent errors ignored.
     fn default() -> Self {
         Self {
             failure_rate: 0.5,
@@ -101,12 +184,59 @@ impl Default for BreakerConfig {
             cool_down: Duration::from_secs(5),
             cool_down_jitter: 0.2,
             half_open_probes: 1,
+            permanent: PermanentErrors::Ignore,
         }
+    }
+}
+
+impl BreakerConfig {
+    /// Sets [`failure_rate`](Self::failure_rate).
+    #[must_use]
+    pub const fn failure_rate(mut self, rate: f64) -> Self {
+        self.failure_rate = rate;
+        self
+    }
+    /// Sets [`window`](Self::window).
+    #[must_use]
+    pub const fn window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+    /// Sets [`min_calls`](Self::min_calls).
+    #[must_use]
+    pub const fn min_calls(mut self, calls: u32) -> Self {
+        self.min_calls = calls;
+        self
+    }
+    /// Sets [`cool_down`](Self::cool_down).
+    #[must_use]
+    pub const fn cool_down(mut self, cool_down: Duration) -> Self {
+        self.cool_down = cool_down;
+        self
+    }
+    /// Sets [`cool_down_jitter`](Self::cool_down_jitter).
+    #[must_use]
+    pub const fn cool_down_jitter(mut self, jitter: f64) -> Self {
+        self.cool_down_jitter = jitter;
+        self
+    }
+    /// Sets [`half_open_probes`](Self::half_open_probes).
+    #[must_use]
+    pub const fn half_open_probes(mut self, probes: u32) -> Self {
+        self.half_open_probes = probes;
+        self
+    }
+    /// Sets [`permanent`](Self::permanent).
+    #[must_use]
+    pub const fn permanent(mut self, permanent: PermanentErrors) -> Self {
+        self.permanent = permanent;
+        self
     }
 }
 
 /// Why a breaker could not be built. Each variant names the field.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum InvalidBreaker {
     /// `failure_rate` must be in `(0, 1]`.
     FailureRate(f64),
@@ -153,14 +283,19 @@ enum Phase {
 
 struct Inner {
     phase: Phase,
+    /// Moves on at every change of state (and every fresh round of probes).
+    generation: u64,
     rng: SplitMix64,
 }
+
+/// `generation << 1 | 1` while closed, `generation << 1` otherwise: the closed path's one load.
+const CLOSED: u64 = 1;
 
 struct Shared<C> {
     config: BreakerConfig,
     clock: C,
-    /// Mirrors `phase == Closed`, so the closed path needs no lock.
-    closed: AtomicBool,
+    /// Mirrors `inner`'s generation and whether it is closed, so the closed path needs no lock.
+    state: AtomicU64,
     successes: Ring,
     failures: Ring,
     inner: Mutex<Inner>,
@@ -224,12 +359,13 @@ impl<C: Clock> CircuitBreaker<C> {
         Ok(Self {
             shared: Arc::new(Shared {
                 config,
-                closed: AtomicBool::new(true),
+                state: AtomicU64::new(CLOSED),
                 successes: Ring::new(config.window, now),
                 failures: Ring::new(config.window, now),
                 clock,
                 inner: Mutex::new(Inner {
                     phase: Phase::Closed,
+                    generation: 0,
                     rng: SplitMix64::new(seed),
                 }),
             }),
@@ -240,7 +376,7 @@ impl<C: Clock> CircuitBreaker<C> {
     /// [`BreakerState::HalfOpen`].
     #[must_use]
     pub fn state(&self) -> BreakerState {
-        if self.shared.closed.load(Ordering::Acquire) {
+        if self.shared.state.load(Ordering::Acquire) & CLOSED == CLOSED {
             return BreakerState::Closed;
         }
         let now = self.now();
@@ -256,111 +392,166 @@ impl<C: Clock> CircuitBreaker<C> {
     ///
     /// A probe whose outcome is never recorded (its future was dropped, its thread panicked)
     /// would hold its permit forever; so when every permit is out and a whole cool-down has
-    /// passed without a verdict, a fresh round of probes is issued.
-    pub fn try_acquire(&self) -> bool {
-        if self.shared.closed.load(Ordering::Acquire) {
-            return true;
+    /// passed without a verdict, a fresh round of probes is issued (in a new generation, so
+    /// the lost probes' late answers no longer count).
+    pub fn try_acquire(&self) -> Option<BreakerPermit> {
+        let state = self.shared.state.load(Ordering::Acquire);
+        if state & CLOSED == CLOSED {
+            return Some(BreakerPermit::new(state >> 1));
         }
         let probes = self.shared.config.half_open_probes;
         let mut inner = self.lock();
         match inner.phase {
             // Only a breaker that is not closed needs the time: the closed fast path reads
             // no clock.
-            Phase::Closed => return true,
+            Phase::Closed => return Some(BreakerPermit::new(inner.generation)),
             Phase::Open { until } => {
                 let now = self.now();
                 if now < until {
-                    return false;
+                    return None;
                 }
-                inner.phase = Phase::HalfOpen {
-                    issued: 0,
-                    succeeded: 0,
-                    since: now,
-                };
+                self.enter(
+                    &mut inner,
+                    Phase::HalfOpen {
+                        issued: 0,
+                        succeeded: 0,
+                        since: now,
+                    },
+                );
             }
             Phase::HalfOpen { issued, since, .. } if issued >= probes => {
                 let now = self.now();
                 if now.saturating_sub(since) < saturating_nanos(self.shared.config.cool_down) {
-                    return false;
+                    return None;
                 }
-                inner.phase = Phase::HalfOpen {
-                    issued: 0,
-                    succeeded: 0,
-                    since: now,
-                };
+                self.enter(
+                    &mut inner,
+                    Phase::HalfOpen {
+                        issued: 0,
+                        succeeded: 0,
+                        since: now,
+                    },
+                );
             }
             Phase::HalfOpen { .. } => {}
         }
+        let generation = inner.generation;
         match &mut inner.phase {
             Phase::HalfOpen { issued, .. } if *issued < probes => {
                 *issued += 1;
-                true
+                Some(BreakerPermit::new(generation))
             }
-            _ => false,
+            _ => None,
         }
     }
 
-    /// Records a success. Half-open: once every probe has succeeded the breaker closes with a
-    /// fresh window.
-    pub fn record_success(&self) {
+    /// Whether an attempt asked for now would be refused, without taking a permit: open with
+    /// the cool-down still running, or half-open with every probe out (and not yet lost).
+    #[must_use]
+    pub fn refuses(&self) -> bool {
+        if self.shared.state.load(Ordering::Acquire) & CLOSED == CLOSED {
+            return false;
+        }
+        let now = self.now();
+        let inner = self.lock();
+        match inner.phase {
+            Phase::Closed => false,
+            Phase::Open { until } => now < until,
+            Phase::HalfOpen { issued, since, .. } => {
+                issued >= self.shared.config.half_open_probes
+                    && now.saturating_sub(since) < saturating_nanos(self.shared.config.cool_down)
+            }
+        }
+    }
+
+    /// Records the outcome of the attempt admitted under `permit`. An outcome from an earlier
+    /// generation than the present one is ignored.
+    ///
+    /// Closed: successes and failures enter the window; the breaker opens once the window
+    /// holds at least `min_calls` calls and the failure rate reaches `failure_rate`.
+    /// Half-open: a failure opens it again at once; once every probe has succeeded it closes
+    /// with a fresh window.
+    pub fn record(&self, permit: BreakerPermit, outcome: BreakerOutcome) {
+        let failed = match (outcome, self.shared.config.permanent) {
+            (BreakerOutcome::Success, _)
+            | (BreakerOutcome::Permanent, PermanentErrors::Success) => false,
+            (BreakerOutcome::Failure, _)
+            | (BreakerOutcome::Permanent, PermanentErrors::Failure) => true,
+            (BreakerOutcome::Permanent, PermanentErrors::Ignore) => return,
+        };
         let shared = &*self.shared;
-        if shared.closed.load(Ordering::Acquire) {
-            shared.successes.add(shared.clock.now(), 1);
+        let now = shared.clock.now();
+        let state = shared.state.load(Ordering::Acquire);
+        if state == (permit.generation << 1 | CLOSED) {
+            if !failed {
+                shared.successes.add(now, 1);
+                return;
+            }
+            shared.failures.add(now, 1);
+            if !self.rate_trips(now) {
+                return;
+            }
+        } else if state & CLOSED == CLOSED {
+            // Closed in a later generation than the permit's: a late answer, ignored.
+            return;
+        }
+        let mut inner = self.lock();
+        if inner.generation != permit.generation {
             return;
         }
         let probes = shared.config.half_open_probes;
-        let mut inner = self.lock();
         match &mut inner.phase {
-            Phase::Closed => shared.successes.add(shared.clock.now(), 1),
+            // The closed path above already counted it; trip, unless a racing thread opened
+            // the breaker first (then the generation would differ).
+            Phase::Closed => {
+                if failed && self.rate_trips(now) {
+                    self.trip(&mut inner, saturating_nanos(now));
+                }
+            }
+            Phase::HalfOpen { .. } if failed => self.trip(&mut inner, saturating_nanos(now)),
             Phase::HalfOpen { succeeded, .. } => {
                 *succeeded += 1;
                 if *succeeded >= probes {
                     shared.successes.clear();
                     shared.failures.clear();
-                    inner.phase = Phase::Closed;
-                    shared.closed.store(true, Ordering::Release);
+                    self.enter(&mut inner, Phase::Closed);
                 }
             }
             Phase::Open { .. } => {}
         }
     }
 
-    /// Records a transient failure. Closed: opens once the window holds at least `min_calls`
-    /// calls and the failure rate reaches `failure_rate`. Half-open: opens again at once.
-    pub fn record_failure(&self) {
+    /// Whether the window's failure rate, with enough calls, reaches the threshold.
+    fn rate_trips(&self, now: Duration) -> bool {
         let shared = &*self.shared;
-        let now = shared.clock.now();
-        if shared.closed.load(Ordering::Acquire) {
-            shared.failures.add(now, 1);
-            shared.successes.slot(now); // expire old successes too
-            let failed: u64 = shared.failures.words().fold(0, u64::wrapping_add);
-            let ok: u64 = shared.successes.words().fold(0, u64::wrapping_add);
-            let total = ok.saturating_add(failed);
-            let config = &shared.config;
-            if total < u64::from(config.min_calls)
-                || (failed as f64) < config.failure_rate * total as f64
-            {
-                return;
-            }
-        }
-        let mut inner = self.lock();
-        match inner.phase {
-            // Trip, unless a racing thread opened the breaker first.
-            Phase::Closed => self.open(&mut inner, saturating_nanos(now)),
-            Phase::HalfOpen { .. } => self.open(&mut inner, saturating_nanos(now)),
-            Phase::Open { .. } => {}
-        }
+        let failed = shared.failures.sum(now);
+        let ok = shared.successes.sum(now);
+        let total = ok.saturating_add(failed);
+        let config = &shared.config;
+        total >= u64::from(config.min_calls) && failed as f64 >= config.failure_rate * total as f64
     }
 
-    fn open(&self, inner: &mut Inner, now: u64) {
+    fn trip(&self, inner: &mut Inner, now: u64) {
         let config = &self.shared.config;
         let base = saturating_nanos(config.cool_down);
         let spread = (base as f64 * config.cool_down_jitter) as u64;
         let cool_down = base.saturating_add(inner.rng.range_inclusive(0, spread));
-        inner.phase = Phase::Open {
-            until: now.saturating_add(cool_down),
-        };
-        self.shared.closed.store(false, Ordering::Release);
+        self.enter(
+            inner,
+            Phase::Open {
+                until: now.saturating_add(cool_down),
+            },
+        );
+    }
+
+    /// Moves to `phase` in a new generation, and publishes it for the lock-free paths.
+    fn enter(&self, inner: &mut Inner, phase: Phase) {
+        inner.generation = inner.generation.wrapping_add(1) & (u64::MAX >> 1);
+        let closed = matches!(phase, Phase::Closed);
+        inner.phase = phase;
+        self.shared
+            .state
+            .store(inner.generation << 1 | u64::from(closed), Ordering::Release);
     }
 
     fn now(&self) -> u64 {
@@ -368,26 +559,19 @@ impl<C: Clock> CircuitBreaker<C> {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        // The state is valid after any panic (plain counters), so a poisoned lock is usable.
-        self.shared
-            .inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        lock(&self.shared.inner)
     }
 }
 
 impl<C: Clock> Breaker for CircuitBreaker<C> {
-    fn try_acquire(&self) -> bool {
+    fn try_acquire(&self) -> Option<BreakerPermit> {
         CircuitBreaker::try_acquire(self)
     }
-    fn record_success(&self) {
-        CircuitBreaker::record_success(self);
+    fn record(&self, permit: BreakerPermit, outcome: BreakerOutcome) {
+        CircuitBreaker::record(self, permit, outcome);
     }
-    fn record_failure(&self) {
-        CircuitBreaker::record_failure(self);
-    }
-    fn is_open(&self) -> bool {
-        self.state() == BreakerState::Open
+    fn refuses(&self) -> bool {
+        CircuitBreaker::refuses(self)
     }
 }
 
@@ -395,6 +579,20 @@ impl<C: Clock> Breaker for CircuitBreaker<C> {
 mod tests {
     use super::*;
     use crate::clock::FakeClock;
+
+    /// A call admitted now whose outcome is recorded at once.
+    fn call(b: &CircuitBreaker<FakeClock>, outcome: BreakerOutcome) {
+        let permit = b.try_acquire().expect("admitted");
+        b.record(permit, outcome);
+    }
+
+    fn fail(b: &CircuitBreaker<FakeClock>) {
+        call(b, BreakerOutcome::Failure);
+    }
+
+    fn succeed(b: &CircuitBreaker<FakeClock>) {
+        call(b, BreakerOutcome::Success);
+    }
 
     fn breaker(config: BreakerConfig) -> (CircuitBreaker<FakeClock>, FakeClock) {
         let clock = FakeClock::new();
@@ -411,10 +609,10 @@ mod tests {
             ..BreakerConfig::default()
         });
         for _ in 0..9 {
-            b.record_failure();
+            fail(&b);
         }
         assert_eq!(b.state(), BreakerState::Closed);
-        b.record_failure();
+        fail(&b);
         assert_eq!(b.state(), BreakerState::Open);
     }
 
@@ -426,13 +624,13 @@ mod tests {
             ..BreakerConfig::default()
         });
         for _ in 0..6 {
-            b.record_success();
+            succeed(&b);
         }
         for _ in 0..5 {
-            b.record_failure();
+            fail(&b);
         }
         assert_eq!(b.state(), BreakerState::Closed, "5 of 11 is below 50 %");
-        b.record_failure();
+        fail(&b);
         assert_eq!(b.state(), BreakerState::Open, "6 of 12");
     }
 
@@ -443,10 +641,10 @@ mod tests {
             ..BreakerConfig::default()
         });
         for _ in 0..3 {
-            b.record_failure();
+            fail(&b);
         }
         clock.advance(Duration::from_secs(11));
-        b.record_failure();
+        fail(&b);
         assert_eq!(b.state(), BreakerState::Closed);
     }
 
@@ -462,7 +660,7 @@ mod tests {
         for seed in 0..20 {
             let clock = FakeClock::new();
             let b = CircuitBreaker::with_seed(config, clock.clone(), seed).unwrap();
-            b.record_failure();
+            fail(&b);
             clock.advance(Duration::from_millis(9_999));
             assert_eq!(b.state(), BreakerState::Open);
             let mut ms = 9_999;
@@ -484,16 +682,17 @@ mod tests {
             cool_down_jitter: 0.0,
             ..BreakerConfig::default()
         });
-        b.record_failure();
+        fail(&b);
         clock.advance(Duration::from_secs(5));
-        assert!(b.try_acquire());
-        assert!(b.try_acquire());
-        assert!(!b.try_acquire());
-        b.record_success();
+        let first = b.try_acquire().unwrap();
+        let second = b.try_acquire().unwrap();
+        assert!(b.try_acquire().is_none());
+        assert!(b.refuses(), "every probe is out");
+        b.record(first, BreakerOutcome::Success);
         assert_eq!(b.state(), BreakerState::HalfOpen);
-        b.record_failure();
+        b.record(second, BreakerOutcome::Failure);
         assert_eq!(b.state(), BreakerState::Open);
-        assert!(!b.try_acquire());
+        assert!(b.try_acquire().is_none());
     }
 
     #[test]
@@ -503,18 +702,113 @@ mod tests {
             cool_down_jitter: 0.0,
             ..BreakerConfig::default()
         });
-        b.record_failure();
+        fail(&b);
         clock.advance(Duration::from_secs(5));
-        assert!(b.try_acquire()); // this probe's caller is cancelled and never reports
+        let lost = b.try_acquire().unwrap(); // this probe's caller is cancelled
         clock.advance(Duration::from_secs(4));
-        assert!(!b.try_acquire());
+        assert!(b.try_acquire().is_none());
         clock.advance(Duration::from_secs(1));
-        assert!(
-            b.try_acquire(),
-            "a lost probe must not wedge the breaker half-open"
+        let fresh = b
+            .try_acquire()
+            .expect("a lost probe must not wedge the breaker half-open");
+        b.record(lost, BreakerOutcome::Failure);
+        assert_eq!(
+            b.state(),
+            BreakerState::HalfOpen,
+            "the lost probe's late answer belongs to the expired round"
         );
-        b.record_success();
+        b.record(fresh, BreakerOutcome::Success);
         assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn a_late_success_from_the_closed_state_cannot_close_a_half_open_breaker() {
+        // Regression: outcomes were not tied to the state they were admitted in, so a slow
+        // call admitted while closed closed the half-open breaker before any probe answered.
+        let (b, clock) = breaker(BreakerConfig {
+            min_calls: 2,
+            cool_down_jitter: 0.0,
+            ..BreakerConfig::default()
+        });
+        let slow = b.try_acquire().unwrap();
+        fail(&b);
+        fail(&b);
+        assert_eq!(b.state(), BreakerState::Open);
+        clock.advance(Duration::from_secs(5));
+        let probe = b.try_acquire().unwrap();
+        b.record(slow, BreakerOutcome::Success);
+        assert_eq!(b.state(), BreakerState::HalfOpen);
+        b.record(slow, BreakerOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::HalfOpen, "nor reopen it");
+        b.record(probe, BreakerOutcome::Success);
+        assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn a_late_failure_from_before_closing_does_not_count_in_the_fresh_window() {
+        let (b, clock) = breaker(BreakerConfig {
+            min_calls: 1,
+            cool_down_jitter: 0.0,
+            ..BreakerConfig::default()
+        });
+        let slow = b.try_acquire().unwrap();
+        fail(&b);
+        clock.advance(Duration::from_secs(5));
+        succeed(&b); // the probe closes it
+        assert_eq!(b.state(), BreakerState::Closed);
+        b.record(slow, BreakerOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Closed);
+    }
+
+    #[test]
+    fn permanent_errors_count_as_configured() {
+        let config = BreakerConfig {
+            min_calls: 2,
+            cool_down_jitter: 0.0,
+            ..BreakerConfig::default()
+        };
+        // Default: neither. Two permanent errors then one failure: 1 call in the window.
+        let (b, _) = breaker(config);
+        call(&b, BreakerOutcome::Permanent);
+        call(&b, BreakerOutcome::Permanent);
+        fail(&b);
+        assert_eq!(b.state(), BreakerState::Closed);
+        fail(&b);
+        assert_eq!(b.state(), BreakerState::Open);
+        // As failures: two of them trip it.
+        let (b, _) = breaker(config.permanent(PermanentErrors::Failure));
+        call(&b, BreakerOutcome::Permanent);
+        call(&b, BreakerOutcome::Permanent);
+        assert_eq!(b.state(), BreakerState::Open);
+        // As successes: they dilute the rate.
+        let (b, _) = breaker(config.permanent(PermanentErrors::Success).min_calls(3));
+        call(&b, BreakerOutcome::Permanent);
+        call(&b, BreakerOutcome::Permanent);
+        fail(&b);
+        assert_eq!(b.state(), BreakerState::Closed, "1 of 3 is below 50 %");
+        // And a permanent error from a half-open probe neither closes nor reopens by default.
+        let (b, clock) = breaker(config);
+        fail(&b);
+        fail(&b);
+        clock.advance(Duration::from_secs(5));
+        call(&b, BreakerOutcome::Permanent);
+        assert_eq!(b.state(), BreakerState::HalfOpen);
+    }
+
+    #[test]
+    fn refuses_only_when_an_attempt_now_would_be_refused() {
+        let (b, clock) = breaker(BreakerConfig {
+            min_calls: 1,
+            cool_down_jitter: 0.0,
+            ..BreakerConfig::default()
+        });
+        assert!(!b.refuses());
+        fail(&b);
+        assert!(b.refuses());
+        clock.advance(Duration::from_secs(5));
+        assert!(!b.refuses(), "cool-down over: a probe would be admitted");
+        let _probe = b.try_acquire().unwrap();
+        assert!(b.refuses());
     }
 
     #[test]

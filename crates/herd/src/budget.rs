@@ -5,28 +5,37 @@
 //! "Three attempts" sounds modest, but it is a multiplier: when a dependency is down, every
 //! caller sends three times the load it sent while the dependency was healthy, exactly when
 //! it can least afford it; with retries at several layers the multipliers compound (3 · 3 · 3
-//! = 27). A budget caps retries to a *fraction of the traffic*: with 10 %, a fully failed
-//! dependency sees at most 1.1 times its normal load, whatever the attempt limits say. The
-//! per-call attempt limit still bounds the latency of one call; the budget protects the
-//! server. (Finagle's `RetryBudget`, tower's `TpsBudget`, the Google SRE book's "retry
-//! budget", chapter 22.)
+//! = 27). A budget caps retries to a *fraction of the traffic*: with 10 %, the retries earned
+//! by requests add at most 10 % to a fully failed dependency's load, whatever the attempt
+//! limits say. The per-call attempt limit still bounds the latency of one call; the budget
+//! protects the server. (Finagle's `RetryBudget`, tower's `TpsBudget`, the Google SRE book's
+//! "retry budget", chapter 22.)
 //!
-//! Two forms are offered, both cheap `Clone` handles onto shared atomic state, safe to use
-//! from many threads at once, never taking a lock:
+//! **The reserve is on top of the percentage.** `min_per_sec` lets a quiet client still
+//! retry, so the real bound is `percent` of the requests *plus* `min_per_sec` retries per
+//! second; and since the reserve is a balance over the whole window, not a rate, all
+//! `min_per_sec · window` of it can be spent in one burst (the default 10/s over 10 s is 100
+//! retries at once). For a client whose traffic is small next to that reserve, the reserve,
+//! not the percentage, is the limit: size it to what the dependency can take in a burst, or
+//! set it to zero.
+//!
+//! Two forms are offered, both cheap `Clone` handles onto shared state, safe to use from many
+//! threads at once:
 //!
 //! - [`RetryBudget`] (ratio form): each request [`deposit`](RetryBudget::deposit)s
 //!   `percent / 100` of a retry, each retry [`withdraw`](RetryBudget::withdraw)s one; deposits
-//!   expire after `window`. A reserve of `min_per_sec` retries per second lets a quiet client
-//!   still retry. Time comes from an injected [`Clock`], so the storm simulator and tests drive
-//!   it with a [`FakeClock`](crate::clock::FakeClock).
+//!   expire after `window`. Time comes from an injected [`Clock`], so the storm simulator and
+//!   tests drive it with a [`FakeClock`](crate::clock::FakeClock). A deposit takes no lock (but once per slot, when
+//!   time moves on); a
+//!   withdrawal (a retry, the rare case) takes a short lock so that racing threads never take
+//!   more than the balance holds.
 //! - [`GrpcThrottle`] (gRPC's retry throttling, proposal A6): a token bucket that loses one
 //!   token per failed attempt, gains `token_ratio` per success, and allows retries only while
 //!   more than half of `max_tokens` remain.
 //!
 //! Both implement [`Budget`], which is what a [`RetryPolicy`](crate::policy::RetryPolicy)
-//! consults. Under contention a budget is approximate by design: two threads racing for the
-//! last retry may both get it. That bounds the overshoot by the number of racing threads and
-//! keeps the check at a few atomic operations.
+//! consults. The policy deposits only for calls that were actually sent: a call an open
+//! breaker refused earns no retries.
 //!
 //! # Examples
 //!
@@ -55,10 +64,10 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::{Clock, SystemClock, saturating_nanos};
+use crate::sync::{AtomicU64, Ordering};
 use crate::window::Ring;
 
 /// What a retry loop asks of a budget. Implemented by [`RetryBudget`] and [`GrpcThrottle`];
@@ -91,6 +100,7 @@ impl<B: Budget + ?Sized> Budget for Arc<B> {
 
 /// Why a budget could not be built. Each variant names the field.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum InvalidBudget {
     /// `percent` must be a finite number in `[0, 1000]`.
     Percent(f64),
@@ -256,12 +266,16 @@ impl<C: Clock> RetryBudget<C> {
     }
 
     /// Asks for one retry; takes it and answers `true` if the budget allows it.
+    ///
+    /// Exact under contention: the check and the withdrawal happen under the window's lock,
+    /// so racing threads never take more retries than the balance holds. (Deposits stay
+    /// lock-free; they only raise the balance.)
     #[inline]
     pub fn withdraw(&self) -> bool {
         let inner = &*self.inner;
-        let slot = inner.ring.slot(inner.clock.now());
-        if self.balance() >= RETRY_COST {
-            inner.ring.add_at(slot, RETRY_COST.wrapping_neg() as u64);
+        let locked = inner.ring.lock(inner.clock.now());
+        if inner.balance(locked.sum()) >= RETRY_COST {
+            locked.add(RETRY_COST.wrapping_neg() as u64);
             true
         } else {
             false
@@ -271,18 +285,16 @@ impl<C: Clock> RetryBudget<C> {
     /// Retries available now (fractional), for metrics and tests.
     #[must_use]
     pub fn available(&self) -> f64 {
-        self.inner.ring.slot(self.inner.clock.now());
-        self.balance().max(0) as f64 / RETRY_COST as f64
-    }
-
-    /// The reserve plus every live slot (the caller has expired old slots).
-    #[inline]
-    fn balance(&self) -> i64 {
         let inner = &*self.inner;
-        inner
-            .ring
-            .words()
-            .fold(inner.reserve, |sum, word| sum.saturating_add(word as i64))
+        inner.balance(inner.ring.sum(inner.clock.now())).max(0) as f64 / RETRY_COST as f64
+    }
+}
+
+impl<C> Ratio<C> {
+    /// The reserve plus the live slots' sum.
+    #[inline]
+    fn balance(&self, sum: u64) -> i64 {
+        self.reserve.saturating_add(sum as i64)
     }
 }
 

@@ -24,8 +24,8 @@
 //!         }
 //!     })
 //!     .classify(classify::io_error)
-//!     .on_retry(|event: &herd::outcome::RetryEvent<'_, io::Error>| retries.push(event.attempt))
-//!     .on_give_up(|_: &herd::outcome::RetryError<io::Error>| dead_letters += 1)
+//!     .on_retry(|event| retries.push(event.attempt))
+//!     .on_give_up(|_| dead_letters += 1)
 //!     .run_with(&clock);
 //! let err = result.unwrap_err();
 //! assert_eq!(err.reason(), herd::outcome::StopReason::Permanent);
@@ -35,31 +35,117 @@
 //! # Ok::<(), herd::policy::InvalidPolicy>(())
 //! ```
 
-use crate::classify::AlwaysTransient;
-use crate::clock::Clock;
+use std::future::Future;
 use std::time::Duration;
 
+use crate::classify::{AlwaysTransient, Verdict};
+use crate::clock::Clock;
 use crate::idempotency::{Attempt, IdempotencyKey};
-use crate::outcome::{NoHook, OnGiveUp, OnRetry, RetryError, RetryEvent, StopReason};
+use crate::outcome::{
+    AttemptTimedOut, NoHook, OnGiveUp, OnRetry, RetryError, RetryEvent, StopReason,
+};
 use crate::policy::{CallState, Decision, RetryPolicy};
 use crate::rng::{Rng, ThreadRng};
+use crate::rule::{Rule, RuleState};
 
 /// A logical call under a policy, being configured. Run it with [`run`](Call::run) (blocking)
 /// or `run_async` (async).
 #[must_use = "a call does nothing until it is run"]
-pub struct Call<'p, C: Clock, Op, K = AlwaysTransient, H = NoHook, G = NoHook, R = ThreadRng> {
+pub struct Call<
+    'p,
+    C: Clock,
+    Op,
+    K = AlwaysTransient,
+    H = NoHook,
+    G = NoHook,
+    R = ThreadRng,
+    B = PolicyRule,
+> {
     pub(crate) policy: &'p RetryPolicy<C>,
     pub(crate) op: Op,
     pub(crate) classify: K,
     pub(crate) on_retry: H,
     pub(crate) on_give_up: G,
     pub(crate) rng: R,
+    /// Keys from the OS-seeded generator (the default) or from `rng` (once one is set).
+    pub(crate) os_keys: bool,
+    pub(crate) backoff: B,
+}
+
+/// What an operation returns, for inferring the error type of the closures given to
+/// [`Call::classify`], [`Call::when`], [`Call::on_retry`] and [`Call::on_give_up`]:
+/// a `Result` (a blocking operation, marker [`Blocking`]) or a future of one (marker
+/// [`Async`]). You never implement it.
+pub trait OperationOutput<M> {
+    /// The operation's error type.
+    type Error;
+}
+
+/// Marks a blocking operation's output (see [`OperationOutput`]).
+#[derive(Debug)]
+pub enum Blocking {}
+
+/// Marks an async operation's output (see [`OperationOutput`]).
+#[derive(Debug)]
+pub enum Async {}
+
+impl<T, E> OperationOutput<Blocking> for Result<T, E> {
+    type Error = E;
+}
+
+impl<T, E, F: Future<Output = Result<T, E>>> OperationOutput<Async> for F {
+    type Error = E;
+}
+
+/// Where a call's pauses come from: the policy's [`Rule`] ([`PolicyRule`], the default), or a
+/// schedule given to [`Call::backoff`] ([`Schedule`]). You never implement it.
+pub trait PauseSource<R: ?Sized> {
+    /// The pause after one more failure, or `None` when the schedule has run out.
+    fn next_pause(&mut self, rule: &Rule, state: &mut RuleState, rng: &mut R) -> Option<Duration>;
+}
+
+/// Pauses drawn by the policy's rule (the default).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PolicyRule;
+
+impl<R: Rng + ?Sized> PauseSource<R> for PolicyRule {
+    #[inline]
+    fn next_pause(&mut self, rule: &Rule, state: &mut RuleState, rng: &mut R) -> Option<Duration> {
+        Some(rule.pause(state, rng))
+    }
+}
+
+/// Pauses from any iterator of durations (see [`Call::backoff`]).
+#[derive(Clone, Debug)]
+pub struct Schedule<I>(I);
+
+impl<R: ?Sized, I: Iterator<Item = Duration>> PauseSource<R> for Schedule<I> {
+    #[inline]
+    fn next_pause(&mut self, _: &Rule, _: &mut RuleState, _: &mut R) -> Option<Duration> {
+        self.0.next()
+    }
+}
+
+/// A classifier from a predicate (see [`Call::when`]): `true` is transient, `false` permanent.
+#[derive(Clone, Copy, Debug)]
+pub struct When<P>(P);
+
+impl<E: ?Sized, P: Fn(&E) -> bool> crate::classify::Classify<E> for When<P> {
+    #[inline]
+    fn classify(&self, error: &E) -> Verdict {
+        if (self.0)(error) {
+            Verdict::transient()
+        } else {
+            Verdict::permanent()
+        }
+    }
 }
 
 impl<C: Clock> RetryPolicy<C> {
     /// Starts a call of `op` under this policy. `op` receives an
     /// [`Attempt`](crate::idempotency::Attempt) (its number, the call's idempotency key, the
-    /// time left) and returns a `Result` (blocking) or a future of one (async).
+    /// time left) and returns a `Result` (blocking) or a future of one (async). The error type
+    /// is yours, any type at all.
     pub fn call<Op, Out>(&self, op: Op) -> Call<'_, C, Op>
     where
         Op: FnMut(crate::idempotency::Attempt) -> Out,
@@ -71,14 +157,29 @@ impl<C: Clock> RetryPolicy<C> {
             on_retry: NoHook,
             on_give_up: NoHook,
             rng: ThreadRng,
+            os_keys: true,
+            backoff: PolicyRule,
         }
     }
 }
 
-impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
-    /// Which errors are transient: any [`Classify`](crate::classify::Classify), such as a
-    /// closure `Fn(&E) -> Verdict`. Default: every error is transient.
-    pub fn classify<K2>(self, classify: K2) -> Call<'p, C, Op, K2, H, G, R> {
+impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
+    /// Which errors are transient: a closure (or function) from `&E` to a
+    /// [`Verdict`], whose argument type is inferred. Default: every error is transient. For
+    /// a named [`Classify`](crate::classify::Classify) type, use
+    /// [`classifier`](Self::classifier).
+    pub fn classify<K2, Out, M>(self, classify: K2) -> Call<'p, C, Op, K2, H, G, R, B>
+    where
+        Op: FnMut(Attempt) -> Out,
+        Out: OperationOutput<M>,
+        K2: Fn(&Out::Error) -> Verdict,
+    {
+        self.classifier(classify)
+    }
+
+    /// Which errors are transient, by any [`Classify`](crate::classify::Classify)
+    /// implementation (a named, reusable classifier).
+    pub fn classifier<K2>(self, classify: K2) -> Call<'p, C, Op, K2, H, G, R, B> {
         Call {
             policy: self.policy,
             op: self.op,
@@ -86,11 +187,30 @@ impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
             on_retry: self.on_retry,
             on_give_up: self.on_give_up,
             rng: self.rng,
+            os_keys: self.os_keys,
+            backoff: self.backoff,
         }
     }
 
-    /// Called before each retry's pause with the attempt, its error and the pause.
-    pub fn on_retry<H2>(self, hook: H2) -> Call<'p, C, Op, K, H2, G, R> {
+    /// Which errors are transient, by a predicate: `true` retries, `false` stops (backon's
+    /// `when`). The argument type is inferred.
+    pub fn when<P, Out, M>(self, predicate: P) -> Call<'p, C, Op, When<P>, H, G, R, B>
+    where
+        Op: FnMut(Attempt) -> Out,
+        Out: OperationOutput<M>,
+        P: Fn(&Out::Error) -> bool,
+    {
+        self.classifier(When(predicate))
+    }
+
+    /// Called before each retry's pause with the attempt, its error (or its timeout) and the
+    /// pause. The argument type is inferred.
+    pub fn on_retry<H2, Out, M>(self, hook: H2) -> Call<'p, C, Op, K, H2, G, R, B>
+    where
+        Op: FnMut(Attempt) -> Out,
+        Out: OperationOutput<M>,
+        H2: FnMut(&RetryEvent<'_, Out::Error>),
+    {
         Call {
             policy: self.policy,
             op: self.op,
@@ -98,11 +218,19 @@ impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
             on_retry: hook,
             on_give_up: self.on_give_up,
             rng: self.rng,
+            os_keys: self.os_keys,
+            backoff: self.backoff,
         }
     }
 
-    /// Called once when the call gives up, with the final error: a dead-letter hand-off.
-    pub fn on_give_up<G2>(self, hook: G2) -> Call<'p, C, Op, K, H, G2, R> {
+    /// Called once when the call gives up, with the final error: a dead-letter hand-off. The
+    /// argument type is inferred.
+    pub fn on_give_up<G2, Out, M>(self, hook: G2) -> Call<'p, C, Op, K, H, G2, R, B>
+    where
+        Op: FnMut(Attempt) -> Out,
+        Out: OperationOutput<M>,
+        G2: FnMut(&RetryError<Out::Error>),
+    {
         Call {
             policy: self.policy,
             op: self.op,
@@ -110,12 +238,56 @@ impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
             on_retry: self.on_retry,
             on_give_up: hook,
             rng: self.rng,
+            os_keys: self.os_keys,
+            backoff: self.backoff,
         }
     }
 
-    /// The generator for jitter and the idempotency key (default the thread-local one); pass
-    /// a seeded [`SplitMix64`](crate::rng::SplitMix64) for reproducible tests.
-    pub fn rng<R2: Rng>(self, rng: R2) -> Call<'p, C, Op, K, H, G, R2> {
+    /// Pauses from any schedule instead of the policy's rule: an iterator of durations (a
+    /// backon builder's output, a hand-made list, [`Rule::schedule`]). When it runs out the
+    /// call stops with [`StopReason::Attempts`]. Everything else (the attempt limit, the
+    /// deadline, server delays, the budget, the breaker) still applies. A gRPC pushback
+    /// cannot restart a schedule it does not own: the schedule simply continues.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herd::{Rule, policy::RetryPolicy, clock::{Clock, FakeClock}, outcome::StopReason};
+    ///
+    /// let clock = FakeClock::new();
+    /// let policy = RetryPolicy::builder(Rule::immediate()).max_attempts(10).clock(clock.clone()).build()?;
+    /// let err = policy
+    ///     .call(|_| Err::<(), _>("down"))
+    ///     .backoff([Duration::from_millis(10), Duration::from_millis(30)])
+    ///     .run_with(&clock)
+    ///     .unwrap_err();
+    /// assert_eq!((err.reason(), err.attempts()), (StopReason::Attempts, 3));
+    /// assert_eq!(clock.now(), Duration::from_millis(40));
+    /// # Ok::<(), herd::policy::InvalidPolicy>(())
+    /// ```
+    pub fn backoff<I>(self, schedule: I) -> Call<'p, C, Op, K, H, G, R, Schedule<I::IntoIter>>
+    where
+        I: IntoIterator<Item = Duration>,
+    {
+        Call {
+            policy: self.policy,
+            op: self.op,
+            classify: self.classify,
+            on_retry: self.on_retry,
+            on_give_up: self.on_give_up,
+            rng: self.rng,
+            os_keys: self.os_keys,
+            backoff: Schedule(schedule.into_iter()),
+        }
+    }
+
+    /// The generator for jitter (default the thread-local one); pass a seeded
+    /// [`SplitMix64`](crate::rng::SplitMix64) for reproducible tests and simulations. The
+    /// call's idempotency key is then drawn from it too, so the whole call is reproducible;
+    /// without it the key comes from [`IdempotencyKey::generate`] (OS-seeded), as a key sent
+    /// to a real server should.
+    pub fn rng<R2: Rng>(self, rng: R2) -> Call<'p, C, Op, K, H, G, R2, B> {
         Call {
             policy: self.policy,
             op: self.op,
@@ -123,17 +295,55 @@ impl<'p, C: Clock, Op, K, H, G, R> Call<'p, C, Op, K, H, G, R> {
             on_retry: self.on_retry,
             on_give_up: self.on_give_up,
             rng,
+            os_keys: false,
+            backoff: self.backoff,
         }
     }
 }
 
-impl<C: Clock, Op, K, H, G, R: Rng> Call<'_, C, Op, K, H, G, R> {
+/// What a failed attempt left: the operation's error, or a timeout (async only).
+pub(crate) enum Failed<E> {
+    Error(E),
+    TimedOut(AttemptTimedOut),
+}
+
+/// The last failure a loop remembers: the last error an attempt returned, and whether the
+/// last attempt timed out instead.
+pub(crate) struct Last<E> {
+    pub(crate) error: Option<E>,
+    pub(crate) timed_out: Option<AttemptTimedOut>,
+}
+
+impl<E> Last<E> {
+    pub(crate) const fn none() -> Self {
+        Self {
+            error: None,
+            timed_out: None,
+        }
+    }
+
+    fn remember(&mut self, failed: Failed<E>) {
+        match failed {
+            Failed::Error(e) => {
+                self.error = Some(e);
+                self.timed_out = None;
+            }
+            Failed::TimedOut(t) => self.timed_out = Some(t),
+        }
+    }
+}
+
+impl<C: Clock, Op, K, H, G, R: Rng, B: PauseSource<R>> Call<'_, C, Op, K, H, G, R, B> {
     /// Starts the logical call: its idempotency key and the policy's state for it. The loops
     /// keep the key in a local: read back from the state it would cost a store-forwarding
     /// stall on the success path.
     #[inline]
     pub(crate) fn start(&mut self) -> (IdempotencyKey, CallState) {
-        let key = IdempotencyKey::random(&mut self.rng);
+        let key = if self.os_keys {
+            IdempotencyKey::generate()
+        } else {
+            IdempotencyKey::random(&mut self.rng)
+        };
         (key, self.policy.begin_with_key(key))
     }
 
@@ -144,7 +354,7 @@ impl<C: Clock, Op, K, H, G, R: Rng> Call<'_, C, Op, K, H, G, R> {
         &mut self,
         state: &mut CallState,
         key: IdempotencyKey,
-        last_error: &mut Option<E>,
+        last: &mut Last<E>,
     ) -> Result<Attempt, RetryError<E>>
     where
         G: OnGiveUp<E>,
@@ -154,7 +364,7 @@ impl<C: Clock, Op, K, H, G, R: Rng> Call<'_, C, Op, K, H, G, R> {
             Err(reason) => Err(give_up(
                 self.policy,
                 state,
-                last_error.take(),
+                std::mem::replace(last, Last::none()),
                 reason,
                 &mut self.on_give_up,
             )),
@@ -163,24 +373,32 @@ impl<C: Clock, Op, K, H, G, R: Rng> Call<'_, C, Op, K, H, G, R> {
 
     /// After a failed attempt, the step the blocking and async loops share: asks the policy,
     /// then either gives up (event, give-up hook, the final error) or reports the retry
-    /// (event, retry hook) and hands back the pause and the error to keep as the last one.
+    /// (event, retry hook), remembers the failure and hands back the pause.
     #[inline]
     pub(crate) fn after_failure<E>(
         &mut self,
         state: &mut CallState,
         attempt: u32,
-        error: E,
-        verdict: crate::classify::Verdict,
-    ) -> Result<(Duration, E), RetryError<E>>
+        failed: Failed<E>,
+        verdict: Verdict,
+        last: &mut Last<E>,
+    ) -> Result<Duration, RetryError<E>>
     where
         H: OnRetry<E>,
         G: OnGiveUp<E>,
     {
-        match self.policy.on_failure(state, verdict, &mut self.rng) {
+        let backoff = &mut self.backoff;
+        let decision =
+            self.policy
+                .on_failure_with(state, verdict, &mut self.rng, |rule, rule_state, rng| {
+                    backoff.next_pause(rule, rule_state, rng)
+                });
+        last.remember(failed);
+        match decision {
             Decision::Stop(reason) => Err(give_up(
                 self.policy,
                 state,
-                Some(error),
+                std::mem::replace(last, Last::none()),
                 reason,
                 &mut self.on_give_up,
             )),
@@ -191,12 +409,17 @@ impl<C: Clock, Op, K, H, G, R: Rng> Call<'_, C, Op, K, H, G, R> {
                 crate::event_retry!(attempt, pause, server_delay);
                 self.on_retry.on_retry(&RetryEvent {
                     attempt,
-                    error: &error,
+                    error: if last.timed_out.is_some() {
+                        None
+                    } else {
+                        last.error.as_ref()
+                    },
+                    timed_out: last.timed_out,
                     pause,
                     server_delay,
                     key: state.key(),
                 });
-                Ok((pause, error))
+                Ok(pause)
             }
         }
     }
@@ -206,12 +429,13 @@ impl<C: Clock, Op, K, H, G, R: Rng> Call<'_, C, Op, K, H, G, R> {
 pub(crate) fn give_up<C: Clock, E, G: crate::outcome::OnGiveUp<E>>(
     policy: &RetryPolicy<C>,
     state: &CallState,
-    last_error: Option<E>,
+    last: Last<E>,
     reason: StopReason,
     hook: &mut G,
 ) -> RetryError<E> {
     let error = RetryError {
-        last_error,
+        last_error: last.error,
+        timed_out: last.timed_out,
         attempts: state.attempts(),
         elapsed: policy.elapsed(state),
         reason,

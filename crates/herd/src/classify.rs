@@ -8,9 +8,11 @@
 //!
 //! A [`Verdict`] carries more than yes or no:
 //!
-//! - whether the error **proves the request was not processed** (a refused connection, a 429,
-//!   a 503 with `Retry-After`). Only such errors may be retried for a call marked
-//!   non-idempotent; after a timeout the server may well have done the work.
+//! - whether the error **proves the request was not processed** (a refused connection, a
+//!   429). Only such errors may be retried for a call marked non-idempotent (unless the
+//!   server deduplicates by key); after a timeout or a 5xx the server may well have done the
+//!   work. A 503, even with `Retry-After`, proves nothing: RFC 9110 does not promise the
+//!   request was left alone, and a proxy can answer 503 after the upstream did the work.
 //! - a **server delay** (`Retry-After`, gRPC pushback) that replaces the rule's pause;
 //! - a **pushback stop**: the server asked not to be retried at all.
 //!
@@ -32,11 +34,14 @@
 use std::io;
 use std::time::Duration;
 
+use crate::server_delay::ServerDelay;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Transient,
     Permanent,
     PushbackStop,
+    DownstreamExhausted,
 }
 
 /// What a classifier says about one failed attempt. Build one with [`Verdict::transient`],
@@ -46,7 +51,7 @@ enum Kind {
 pub struct Verdict {
     kind: Kind,
     not_processed: bool,
-    delay: Option<Duration>,
+    delay: Option<ServerDelay>,
 }
 
 impl Verdict {
@@ -80,6 +85,23 @@ impl Verdict {
         }
     }
 
+    /// A layer below already retried and gave up (its answer carries `retry-exhausted`): do
+    /// not retry here, and count it as a failure for the breaker and the budget.
+    #[must_use]
+    pub const fn downstream_exhausted() -> Self {
+        Self {
+            kind: Kind::DownstreamExhausted,
+            not_processed: false,
+            delay: None,
+        }
+    }
+
+    /// Whether a layer below already retried and gave up.
+    #[must_use]
+    pub const fn is_downstream_exhausted(&self) -> bool {
+        matches!(self.kind, Kind::DownstreamExhausted)
+    }
+
     /// Marks that the failure proves the server did not process the request, so even a
     /// non-idempotent call may be retried.
     #[must_use]
@@ -88,10 +110,19 @@ impl Verdict {
         self
     }
 
-    /// The server's own delay (`Retry-After`, pushback), which replaces the rule's pause.
+    /// The server's `Retry-After` delay: a floor under the rule's pause (see
+    /// [`server_delay`](crate::server_delay)).
     #[must_use]
     pub const fn after(mut self, delay: Duration) -> Self {
-        self.delay = Some(delay);
+        self.delay = Some(ServerDelay::RetryAfter(delay));
+        self
+    }
+
+    /// The server's gRPC pushback: retry after exactly this delay, then restart the backoff
+    /// sequence (see [`server_delay`](crate::server_delay)).
+    #[must_use]
+    pub const fn pushback(mut self, delay: Duration) -> Self {
+        self.delay = Some(ServerDelay::Pushback(delay));
         self
     }
 
@@ -119,10 +150,23 @@ impl Verdict {
         self.not_processed
     }
 
-    /// The server's delay, if it gave one.
+    /// The server's delay, if it gave one (either kind).
     #[must_use]
     pub const fn server_delay(&self) -> Option<Duration> {
-        self.delay
+        match self.delay {
+            Some(ServerDelay::RetryAfter(d) | ServerDelay::Pushback(d)) => Some(d),
+            _ => None,
+        }
+    }
+
+    /// What the server said about coming back, with its kind: `Retry-After`, pushback, or
+    /// (for [`pushback_stop`](Self::pushback_stop)) do not retry.
+    #[must_use]
+    pub const fn server_delay_kind(&self) -> Option<ServerDelay> {
+        match self.kind {
+            Kind::PushbackStop => Some(ServerDelay::DoNotRetry),
+            _ => self.delay,
+        }
     }
 }
 
@@ -190,8 +234,9 @@ pub fn http_status(status: u16) -> Verdict {
 }
 
 /// [`http_status`] with the server's `Retry-After` delay, already parsed (see
-/// [`retry_after`](crate::retry_after)). A 503 that carries `Retry-After` proves the request
-/// was refused, not processed (RFC 9110 §15.6.4), so a non-idempotent call may retry it.
+/// [`retry_after`](crate::retry_after)). The delay does not change what the status proves: a
+/// 503 with `Retry-After` may still have been processed (a proxy can answer 503 after the
+/// upstream did the work), so a non-idempotent call does not retry it.
 ///
 /// # Examples
 ///
@@ -200,21 +245,14 @@ pub fn http_status(status: u16) -> Verdict {
 /// use herd::classify::http_status_after;
 /// let v = http_status_after(503, Some(Duration::from_secs(2)));
 /// assert_eq!(v.server_delay(), Some(Duration::from_secs(2)));
-/// assert!(v.proves_not_processed());
-/// assert!(!http_status_after(503, None).proves_not_processed());
+/// assert!(!v.proves_not_processed());
+/// assert!(http_status_after(429, Some(Duration::from_secs(2))).proves_not_processed());
 /// ```
 #[must_use]
 pub fn http_status_after(status: u16, retry_after: Option<Duration>) -> Verdict {
     let verdict = http_status(status);
     match retry_after {
-        Some(delay) if verdict.is_transient() => {
-            let verdict = verdict.after(delay);
-            if status == 503 {
-                verdict.not_processed()
-            } else {
-                verdict
-            }
-        }
+        Some(delay) if verdict.is_transient() => verdict.after(delay),
         _ => verdict,
     }
 }
@@ -252,7 +290,7 @@ pub fn http_response<C: crate::clock::Clock>(
     }
     match pushback_from_headers(headers) {
         Some(Pushback::Stop) => return Verdict::pushback_stop(),
-        Some(Pushback::After(delay)) => return verdict.after(delay),
+        Some(Pushback::After(delay)) => return verdict.pushback(delay),
         None => {}
     }
     http_status_after(
@@ -323,6 +361,14 @@ mod tests {
         assert!(http_status(429).proves_not_processed());
         assert!(!http_status(503).proves_not_processed());
         assert!(!http_status(504).proves_not_processed());
+    }
+
+    #[test]
+    fn a_503_with_retry_after_does_not_prove_the_request_unprocessed() {
+        // Regression: it used to, so a non-idempotent POST was retried after a 503 that a
+        // proxy sent once the upstream had done the work.
+        let v = http_status_after(503, Some(Duration::from_secs(1)));
+        assert!(v.is_transient() && !v.proves_not_processed());
     }
 
     #[test]

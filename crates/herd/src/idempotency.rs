@@ -7,11 +7,19 @@
 //! it for a retry. herd makes that key and hands it to the operation in its [`Attempt`], so an
 //! HTTP client can put it in an `Idempotency-Key` header.
 //!
-//! A call marked non-idempotent (see
-//! [`PolicyBuilder::idempotent`](crate::policy::PolicyBuilder::idempotent)) is retried only
-//! after failures that *prove* the request was not processed: a refused connection, a 429,
-//! a 503 with `Retry-After` ([`Verdict::proves_not_processed`](crate::classify::Verdict)).
-//! Never after a timeout: the server may have done the work and only the answer was lost.
+//! Sending a key is not proof that the server deduplicates by it. A call marked
+//! non-idempotent (see [`PolicyBuilder::idempotent`](crate::policy::PolicyBuilder::idempotent))
+//! is retried after an ambiguous failure (a timeout, a 500, a reset connection) only when you
+//! say the server deduplicates by key
+//! ([`PolicyBuilder::server_deduplicates`](crate::policy::PolicyBuilder::server_deduplicates));
+//! otherwise only after failures that *prove* the request was not processed: a refused
+//! connection, a 429 ([`Verdict::proves_not_processed`](crate::classify::Verdict)).
+//!
+//! Keys leave the process, so they must not be guessable or collide across clients: the
+//! retry loops draw them with [`IdempotencyKey::generate`], from a per-thread ChaCha8
+//! generator seeded by the operating system's randomness (as `rand`'s thread
+//! generators are). [`IdempotencyKey::random`] draws from a generator you pass, such as the
+//! deterministic [`SplitMix64`](crate::rng::SplitMix64), for simulations and tests.
 //!
 //! # Examples
 //!
@@ -25,10 +33,48 @@
 //! assert_eq!(&text[14..15], "4");
 //! ```
 
+use std::cell::RefCell;
 use std::fmt;
 use std::time::Duration;
 
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+
 use crate::rng::Rng;
+
+thread_local! {
+    /// Seeded from the OS on first use in each thread.
+    static KEYS: RefCell<Option<ChaCha8Rng>> = const { RefCell::new(None) };
+}
+
+/// A seed from the OS's randomness. Should the OS refuse, the seed comes from std's
+/// `RandomState` keys (themselves OS-seeded where the platform allows) and the time, so key
+/// generation never panics.
+fn os_seed() -> [u8; 32] {
+    let mut seed = [0u8; 32];
+    if getrandom::fill(&mut seed).is_err() {
+        use std::hash::{BuildHasher, Hasher};
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        for (i, chunk) in seed.chunks_mut(8).enumerate() {
+            let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+            h.write_u128(nanos);
+            h.write_usize(i);
+            chunk.copy_from_slice(&h.finish().to_le_bytes());
+        }
+    }
+    seed
+}
+
+/// Two words from the OS-seeded per-thread generator (for keys).
+fn os_words() -> (u64, u64) {
+    KEYS.with(|cell| {
+        let mut rng = cell.borrow_mut();
+        let rng = rng.get_or_insert_with(|| ChaCha8Rng::from_seed(os_seed()));
+        (rng.next_u64(), rng.next_u64())
+    })
+}
 
 /// A random key naming one logical call, the same for all its attempts. Displays as a
 /// version-4 UUID (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`).
@@ -41,12 +87,29 @@ pub struct IdempotencyKey {
 }
 
 impl IdempotencyKey {
-    /// A fresh key drawn from `rng` (122 random bits, UUID version and variant bits set).
+    /// A fresh, unguessable key for a call whose key leaves the process: 122 bits from a
+    /// per-thread ChaCha8 generator seeded by the operating system. What the retry loops
+    /// and the tower layer use.
+    #[must_use]
+    #[inline]
+    pub fn generate() -> Self {
+        let (hi, lo) = os_words();
+        Self::from_words(hi, lo)
+    }
+
+    /// A fresh key drawn from `rng` (122 random bits, UUID version and variant bits set). With
+    /// a seeded generator the keys are reproducible: for simulations and tests, not for keys
+    /// sent to a real server (use [`generate`](Self::generate)).
     #[must_use]
     #[inline]
     pub fn random<R: Rng + ?Sized>(rng: &mut R) -> Self {
         let hi = rng.next_u64();
         let lo = rng.next_u64();
+        Self::from_words(hi, lo)
+    }
+
+    #[inline]
+    const fn from_words(hi: u64, lo: u64) -> Self {
         Self {
             // version 4 in bits 76..80 of the UUID, variant 0b10 in bits 62..64
             hi: (hi & !(0xF << 12)) | (0x4 << 12),
@@ -122,6 +185,21 @@ mod tests {
             assert_eq!(parts, [8, 4, 4, 4, 12]);
             assert!(s.as_bytes()[14] == b'4');
             assert!(matches!(s.as_bytes()[19], b'8' | b'9' | b'a' | b'b'), "{s}");
+        }
+    }
+
+    #[test]
+    fn generated_keys_come_from_the_os_not_a_fixed_seed() {
+        let a = IdempotencyKey::generate();
+        let b = IdempotencyKey::generate();
+        assert_ne!(a, b);
+        assert_eq!(a.to_string().as_bytes()[14], b'4');
+        // Another thread has its own OS seed: no shared or default seed.
+        let c = std::thread::spawn(IdempotencyKey::generate).join().unwrap();
+        assert!(c != a && c != b);
+        // Not the SplitMix64 stream of any small seed a fixed default could use.
+        for seed in 0..1000 {
+            assert_ne!(a, IdempotencyKey::random(&mut SplitMix64::new(seed)));
         }
     }
 }

@@ -36,9 +36,11 @@
 //! # Idempotency
 //!
 //! GET, HEAD, OPTIONS, TRACE, PUT and DELETE are idempotent (RFC 9110 §9.2.2); POST and PATCH
-//! are not, unless the request carries an `Idempotency-Key` header (or the layer adds one, see
-//! [`RetryLayer::send_idempotency_key`]). A non-idempotent request is retried only after a
-//! refused connection, a 429 or a 503 with `Retry-After`.
+//! are not, unless the policy says the server deduplicates by key
+//! (`PolicyBuilder::server_deduplicates`; the layer can send the key, see
+//! [`RetryLayer::send_idempotency_key`]). A policy built with `.idempotent(false)` stays so
+//! for every method, whatever headers the request carries. A non-idempotent request is
+//! retried only after a refused connection or a 429.
 //!
 //! # Examples
 //!
@@ -162,7 +164,8 @@ impl<C: Clock, S: Clone> RetryLayer<C, S> {
     }
 
     /// Add an `Idempotency-Key` header (the call's key, the same on every attempt) to requests
-    /// that have none, which also makes POST and PATCH retryable (default false).
+    /// that have none (default false). Sending a key does not make POST and PATCH retryable
+    /// after ambiguous failures: the policy's `server_deduplicates` does.
     #[must_use]
     pub fn send_idempotency_key(self, send: bool) -> Self {
         self.with(|c| c.send_idempotency_key = send)
@@ -310,9 +313,10 @@ where
     let (mut parts, body) = request.into_parts();
     let has_key = parts.headers.contains_key(IDEMPOTENCY_KEY);
     let base = &config.policy;
-    let idempotent = has_key
-        || config.send_idempotency_key
-        || (base.is_idempotent() && is_idempotent_method(&parts.method));
+    // Neither a key received from upstream nor one this layer sends proves that the server
+    // deduplicates: only the policy's `server_deduplicates` says so.
+    let idempotent =
+        base.server_deduplicates() || (base.is_idempotent() && is_idempotent_method(&parts.method));
     let adjusted;
     let policy = if idempotent == base.is_idempotent() {
         base
@@ -321,7 +325,7 @@ where
         &adjusted
     };
     let mut rng = ThreadRng;
-    let mut state = policy.begin(&mut rng);
+    let mut state = policy.begin_with_key(crate::idempotency::IdempotencyKey::generate());
     if config.send_idempotency_key && !has_key {
         if let Ok(value) = HeaderValue::from_str(&state.key().to_string()) {
             parts.headers.insert(IDEMPOTENCY_KEY, value);
@@ -348,7 +352,7 @@ where
                 let status = response.status();
                 if config.respect_exhausted && response.headers().contains_key(RETRY_EXHAUSTED) {
                     // Someone below already retried and gave up: do not multiply.
-                    policy.on_failure(&mut state, Verdict::permanent(), &mut rng);
+                    policy.on_failure(&mut state, Verdict::downstream_exhausted(), &mut rng);
                     return Ok(response);
                 }
                 if status.as_u16() < 400 {

@@ -16,11 +16,14 @@
 //!   delays, idempotency; one state machine every loop drives.
 //! - [`classify`]: which errors are transient (HTTP statuses, `io::ErrorKind`, your closure).
 //! - [`retry_after`]: `Retry-After` in both RFC 9110 forms and gRPC pushback, never panicking.
-//! - [`budget`]: lock-free retry budgets shared by many calls (ratio form and gRPC
-//!   throttling).
-//! - [`breaker`]: a circuit breaker with a sliding window and jittered cool-down.
-//! - [`idempotency`]: one key per logical call; non-idempotent calls retried only when the
-//!   error proves the request was not processed.
+//! - [`server_delay`]: what a server delay leads to (a wait never earlier than asked, or a
+//!   stop), one pure function shared with the simulator.
+//! - [`budget`]: retry budgets shared by many calls (ratio form and gRPC throttling), exact
+//!   under contention.
+//! - [`breaker`]: a circuit breaker with a sliding window and jittered cool-down, whose
+//!   outcomes are tied to the permits they were admitted under.
+//! - [`idempotency`]: one OS-seeded key per logical call; non-idempotent calls retried only
+//!   when the error proves the request was not processed, or the server deduplicates.
 //! - [`clock`]: injected time, with a fake clock whose clones share time.
 //!
 //! Wrap:
@@ -106,6 +109,8 @@ pub mod policy;
 pub mod retry_after;
 pub mod rng;
 pub mod rule;
+pub mod server_delay;
+mod sync;
 mod window;
 
 /// Emits a `tracing` event for a retry (feature `tracing`).

@@ -27,6 +27,7 @@ use crate::idempotency::IdempotencyKey;
 
 /// Why a retry loop stopped without a success.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum StopReason {
     /// The attempt limit was reached.
     Attempts,
@@ -40,6 +41,13 @@ pub enum StopReason {
     Breaker,
     /// The server asked not to be retried (gRPC pushback).
     Pushback,
+    /// The server asked for a delay longer than `max_server_delay`, or one that would not
+    /// end before the deadline. Coming back earlier than asked would only meet a server that
+    /// said it is not ready, so the call stops instead.
+    ServerDelay,
+    /// A layer below already retried and gave up (it marked its answer `retry-exhausted`);
+    /// retrying here would multiply the load. Counts as a failure for the breaker.
+    DownstreamExhausted,
     /// The call is not idempotent and the error does not prove the request was not
     /// processed.
     NotIdempotent,
@@ -56,6 +64,8 @@ impl StopReason {
             StopReason::Budget => "budget",
             StopReason::Breaker => "breaker",
             StopReason::Pushback => "pushback",
+            StopReason::ServerDelay => "server-delay",
+            StopReason::DownstreamExhausted => "downstream-exhausted",
             StopReason::NotIdempotent => "not-idempotent",
         }
     }
@@ -67,7 +77,11 @@ impl StopReason {
     pub const fn is_exhaustion(self) -> bool {
         matches!(
             self,
-            StopReason::Attempts | StopReason::Deadline | StopReason::Budget | StopReason::Breaker
+            StopReason::Attempts
+                | StopReason::Deadline
+                | StopReason::Budget
+                | StopReason::Breaker
+                | StopReason::DownstreamExhausted
         )
     }
 }
@@ -94,10 +108,34 @@ impl<T> Success<T> {
     }
 }
 
+/// An attempt ran past its timeout or the call's deadline and was abandoned (async loops
+/// only). It is reported beside your own error type, never converted into it: see
+/// [`RetryError::timed_out`] and [`RetryEvent::timed_out`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptTimedOut {
+    /// How long the attempt was allowed.
+    pub after: Duration,
+}
+
+impl fmt::Display for AttemptTimedOut {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "attempt timed out after {:?}", self.after)
+    }
+}
+
+impl std::error::Error for AttemptTimedOut {}
+
+impl From<AttemptTimedOut> for std::io::Error {
+    fn from(e: AttemptTimedOut) -> Self {
+        std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+    }
+}
+
 /// A call that failed for good. Carries the caller's own last error unchanged.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetryError<E> {
     pub(crate) last_error: Option<E>,
+    pub(crate) timed_out: Option<AttemptTimedOut>,
     pub(crate) attempts: u32,
     pub(crate) elapsed: Duration,
     pub(crate) reason: StopReason,
@@ -105,8 +143,10 @@ pub struct RetryError<E> {
 }
 
 impl<E> RetryError<E> {
-    /// The error of the last attempt. `None` only when no attempt was made (the breaker was
-    /// open before the first one).
+    /// The last error an attempt returned. `None` when no attempt was made (the breaker was
+    /// open before the first one), or when every attempt timed out. If the *last* attempt
+    /// timed out, this is an earlier attempt's error and [`timed_out`](Self::timed_out) says
+    /// so.
     pub fn last_error(&self) -> Option<&E> {
         self.last_error.as_ref()
     }
@@ -114,6 +154,12 @@ impl<E> RetryError<E> {
     /// The error of the last attempt, by value.
     pub fn into_last_error(self) -> Option<E> {
         self.last_error
+    }
+
+    /// `Some` if the last attempt was abandoned at its timeout or at the deadline (async
+    /// loops), rather than returning an error.
+    pub fn timed_out(&self) -> Option<AttemptTimedOut> {
+        self.timed_out
     }
 
     /// Attempts made (0 if the breaker refused the first).
@@ -147,7 +193,9 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
             self.elapsed,
             self.reason
         )?;
-        if let Some(e) = &self.last_error {
+        if let Some(t) = &self.timed_out {
+            write!(f, ": {t}")?;
+        } else if let Some(e) = &self.last_error {
             write!(f, ": {e}")?;
         }
         Ok(())
@@ -164,11 +212,14 @@ impl<E: std::error::Error + 'static> std::error::Error for RetryError<E> {
 
 /// What the retry hook sees: a failed attempt about to be retried after `pause`.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct RetryEvent<'a, E> {
     /// The attempt that failed (1 = the first).
     pub attempt: u32,
-    /// Its error.
-    pub error: &'a E,
+    /// Its error; `None` when it timed out instead (see [`timed_out`](Self::timed_out)).
+    pub error: Option<&'a E>,
+    /// `Some` when the attempt was abandoned at its timeout (async loops).
+    pub timed_out: Option<AttemptTimedOut>,
     /// The pause before the next attempt.
     pub pause: Duration,
     /// Whether the pause is the server's (`Retry-After`, pushback) rather than the rule's.

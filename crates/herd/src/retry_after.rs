@@ -1,12 +1,12 @@
 //! The server's own delay: `Retry-After` (RFC 9110 §10.2.3) and gRPC pushback.
 //!
-//! A server that says "come back in 60 s" knows more than any backoff rule, so its delay
-//! *replaces* the rule's pause. But a server's header is input, not trusted configuration:
-//! garbage and negative values are ignored, values too large to represent are saturated, and
-//! the [`RetryPolicy`](crate::policy::RetryPolicy) then clamps the delay by its
-//! `max_server_delay` and by the call's deadline (a delay that would end past the deadline
-//! stops the loop at once), and adds a little jitter so that every client told "60 s" does not
-//! return in the same millisecond. Nothing here panics, whatever the header says.
+//! A server that says "come back in 60 s" knows more than any backoff rule, so its delay is a
+//! floor the client never undercuts. But a server's header is input, not trusted
+//! configuration: garbage and negative values are ignored and values too large to represent
+//! are saturated here; then [`server_delay::decide`](crate::server_delay::decide) stops the
+//! call for a delay longer than `max_server_delay` or than the deadline allows, and adds a
+//! little jitter so that every client told "60 s" does not return in the same millisecond.
+//! Nothing here panics, whatever the header says.
 //!
 //! Both forms of `Retry-After` are understood:
 //!

@@ -310,6 +310,8 @@ pub fn format_ms(d: Duration) -> String {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rule {
     kind: Kind,
+    /// Opt-in spread below the cap, in millionths of the cap (0: none, the default).
+    below_cap_ppm: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -404,6 +406,8 @@ fn check_base_cap(base: Duration, cap: Duration) -> Result<(u64, u64), InvalidRu
     Ok((nanos(base), nanos(cap)))
 }
 
+const PPM: u32 = 1_000_000;
+
 /// Polly's scaling so that median pauses fall near base, 2·base, 4·base, …
 const POLLY_SCALE: f64 = 1.0 / 1.4;
 /// Polly's smoothing factor for the first pause.
@@ -415,6 +419,7 @@ impl Rule {
     pub const fn immediate() -> Self {
         Self {
             kind: Kind::Immediate,
+            below_cap_ppm: 0,
         }
     }
 
@@ -428,6 +433,7 @@ impl Rule {
             return Err(InvalidRule::ZeroPause);
         }
         Ok(Self {
+            below_cap_ppm: 0,
             kind: Kind::Constant {
                 pause: nanos(pause),
             },
@@ -442,6 +448,7 @@ impl Rule {
     pub fn exponential(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
         let (base, cap) = check_base_cap(base, cap)?;
         Ok(Self {
+            below_cap_ppm: 0,
             kind: Kind::Exponential { base, cap },
         })
     }
@@ -454,6 +461,7 @@ impl Rule {
     pub fn full(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
         let (base, cap) = check_base_cap(base, cap)?;
         Ok(Self {
+            below_cap_ppm: 0,
             kind: Kind::Full { base, cap },
         })
     }
@@ -466,6 +474,7 @@ impl Rule {
     pub fn equal(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
         let (base, cap) = check_base_cap(base, cap)?;
         Ok(Self {
+            below_cap_ppm: 0,
             kind: Kind::Equal { base, cap },
         })
     }
@@ -479,6 +488,7 @@ impl Rule {
     pub fn decorrelated(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
         let (base, cap) = check_base_cap(base, cap)?;
         Ok(Self {
+            below_cap_ppm: 0,
             kind: Kind::Decorrelated { base, cap },
         })
     }
@@ -505,6 +515,7 @@ impl Rule {
             return Err(InvalidRule::Jitter(jitter));
         }
         Ok(Self {
+            below_cap_ppm: 0,
             kind: Kind::Grpc {
                 base,
                 cap,
@@ -526,6 +537,7 @@ impl Rule {
     pub fn decorrelated_v2(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
         let (base, cap) = check_base_cap(base, cap)?;
         Ok(Self {
+            below_cap_ppm: 0,
             kind: Kind::DecorrelatedV2 { base, cap },
         })
     }
@@ -651,7 +663,61 @@ impl Rule {
                 }
             }
         };
+        if self.below_cap_ppm > 0 && nanos > 0 && nanos == self.max_pause_nanos() {
+            // Opt-in only: existing rules draw exactly what they always drew.
+            let spread = u128::from(nanos) * u128::from(self.below_cap_ppm) / u128::from(PPM);
+            let spread = u64::try_from(spread).unwrap_or(u64::MAX);
+            return Duration::from_nanos(nanos - rng.range_inclusive(0, spread));
+        }
         Duration::from_nanos(nanos)
+    }
+
+    /// Spreads pauses that reach the cap over `[cap · (1 − fraction), cap]`, uniformly.
+    ///
+    /// Once a rule's pauses reach its cap, clients cluster at the cap: about two thirds of
+    /// `decorrelated`'s pauses and all of `decorrelated-v2`'s and `exponential`'s sit exactly
+    /// at it, so a herd that failed together keeps returning together every `cap`. This
+    /// option (off by default, as backon's jitter is opt-in) draws one more value from the
+    /// generator for a pause at the cap, and only then; a rule without it gives exactly the
+    /// pauses it always gave. The rule's memory (`decorrelated`'s previous pause) keeps the
+    /// unspread value, so the schedule's growth is unchanged.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidRule::Jitter`] unless `fraction` is in `[0, 1]`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herd::{Rule, rng::SplitMix64};
+    ///
+    /// let rule = Rule::exponential(Duration::from_secs(1), Duration::from_secs(8))?
+    ///     .spread_below_cap(0.25)?;
+    /// let pauses: Vec<Duration> = rule.schedule(SplitMix64::new(1)).skip(3).take(50).collect();
+    /// assert!(pauses.iter().all(|p| *p >= Duration::from_secs(6) && *p <= Duration::from_secs(8)));
+    /// assert!(pauses.iter().any(|p| *p < Duration::from_secs(8)));
+    /// # Ok::<(), herd::InvalidRule>(())
+    /// ```
+    pub fn spread_below_cap(mut self, fraction: f64) -> Result<Self, InvalidRule> {
+        if !(0.0..=1.0).contains(&fraction) {
+            return Err(InvalidRule::Jitter(fraction));
+        }
+        self.below_cap_ppm = (fraction * f64::from(PPM)).round() as u32;
+        Ok(self)
+    }
+
+    fn max_pause_nanos(&self) -> u64 {
+        match self.kind {
+            Kind::Immediate => 0,
+            Kind::Constant { pause } => pause,
+            Kind::Exponential { cap, .. }
+            | Kind::Full { cap, .. }
+            | Kind::Equal { cap, .. }
+            | Kind::Decorrelated { cap, .. }
+            | Kind::Grpc { cap, .. }
+            | Kind::DecorrelatedV2 { cap, .. } => cap,
+        }
     }
 
     /// An endless schedule of pauses drawn with `rng`, starting before the first failure.

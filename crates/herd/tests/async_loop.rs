@@ -36,7 +36,8 @@ async fn each_attempt_is_cut_at_its_timeout() {
         .await
         .unwrap_err();
     assert_eq!((err.reason(), err.attempts()), (StopReason::Attempts, 3));
-    assert_eq!(err.last_error().unwrap().kind(), io::ErrorKind::TimedOut);
+    assert_eq!(err.timed_out(), Some(AttemptTimedOut { after: secs(2) }));
+    assert!(err.last_error().is_none(), "no attempt returned an error");
     assert_eq!(err.elapsed(), secs(2 + 1 + 2 + 1 + 2));
     assert_eq!(clock.now(), secs(8));
 }
@@ -72,7 +73,12 @@ async fn the_last_attempt_is_cut_at_the_deadline() {
         secs(10),
         "6 s, 1 s pause, then cut after 3 s"
     );
-    assert_eq!(err.last_error().unwrap().kind(), io::ErrorKind::TimedOut);
+    assert_eq!(err.timed_out(), Some(AttemptTimedOut { after: secs(3) }));
+    assert_eq!(
+        err.last_error().unwrap().kind(),
+        io::ErrorKind::ConnectionReset,
+        "the first attempt's own error is kept"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -123,16 +129,10 @@ async fn a_timeout_never_proves_not_processed() {
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
+/// An error type with no `From<AttemptTimedOut>`: the loop takes any error type.
 #[derive(Debug, PartialEq)]
 enum AppError {
     Busy,
-    TimedOut,
-}
-
-impl From<AttemptTimedOut> for AppError {
-    fn from(_: AttemptTimedOut) -> Self {
-        AppError::TimedOut
-    }
 }
 
 /// The async loop needs no runtime: a fake clock is a sleeper too.
@@ -167,8 +167,51 @@ fn a_fake_clock_times_out_pending_attempts() {
             .run_async_with(&clock),
     )
     .unwrap_err();
-    assert_eq!(err.last_error(), Some(&AppError::TimedOut));
+    assert_eq!(err.last_error(), None);
+    assert_eq!(err.timed_out(), Some(AttemptTimedOut { after: secs(5) }));
     assert_eq!(clock.now(), secs(10));
+}
+
+/// Regression: `run_async` required `E: From<AttemptTimedOut>`, which ruled out error types
+/// the caller does not own (`reqwest::Error`, `tonic::Status`). A foreign error type with no
+/// conversion, closures whose argument types are inferred, and the timeout reported beside
+/// the error, in the retry hook too.
+#[test]
+fn any_error_type_and_inferred_closures() {
+    #[derive(Debug)]
+    struct Foreign(u16);
+    let clock = FakeClock::new();
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(3)
+        .attempt_timeout(secs(1))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let mut seen = Vec::new();
+    let mut gave_up = 0;
+    let err = block_on(
+        policy
+            .call(|a| async move {
+                if a.number == 1 {
+                    Err(Foreign(503))
+                } else {
+                    std::future::pending::<Result<(), Foreign>>().await
+                }
+            })
+            .when(|e| e.0 == 503)
+            .on_retry(|event| seen.push((event.error.map(|e| e.0), event.timed_out.is_some())))
+            .on_give_up(|e| gave_up += e.attempts())
+            .run_async_with(&clock),
+    )
+    .unwrap_err();
+    assert_eq!(seen, [(Some(503), false), (None, true)]);
+    assert_eq!(gave_up, 3);
+    assert_eq!(err.last_error().map(|e| e.0), Some(503));
+    assert!(err.timed_out().is_some());
+    assert_eq!(
+        err.timed_out().unwrap().to_string(),
+        "attempt timed out after 1s"
+    );
 }
 
 /// A minimal executor for futures that never wait on anything but a fake clock.

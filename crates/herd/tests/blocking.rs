@@ -109,7 +109,26 @@ fn permanent_errors_are_not_retried() {
 }
 
 #[test]
-fn retry_after_replaces_the_rule_and_is_clamped_and_jittered() {
+fn a_retry_after_longer_than_the_limit_stops_instead_of_coming_back_early() {
+    // Regression: `Retry-After: 3600` with a 30 s limit used to be clamped and come back
+    // after 27-30 s, earlier than the server asked.
+    let clock = FakeClock::new();
+    let policy = constant(Duration::from_millis(100), &clock)
+        .max_attempts(2)
+        .max_server_delay(secs(30))
+        .build()
+        .unwrap();
+    let err = policy
+        .call(|_| Err::<(), _>(()))
+        .classify(|_: &()| Verdict::transient().after(secs(3600)))
+        .run_with(&clock)
+        .unwrap_err();
+    assert_eq!((err.reason(), err.attempts()), (StopReason::ServerDelay, 1));
+    assert_eq!(clock.now(), Duration::ZERO, "no sleep before stopping");
+}
+
+#[test]
+fn retry_after_is_a_floor_under_the_rule_and_jittered_upwards() {
     let clock = FakeClock::new();
     let policy = constant(Duration::from_millis(100), &clock)
         .max_attempts(2)
@@ -119,12 +138,12 @@ fn retry_after_replaces_the_rule_and_is_clamped_and_jittered() {
     let mut pauses = Vec::new();
     let _ = policy
         .call(|_| Err::<(), _>(()))
-        .classify(|_: &()| Verdict::transient().after(secs(3600)))
+        .classify(|_: &()| Verdict::transient().after(secs(20)))
         .on_retry(|e: &RetryEvent<'_, ()>| pauses.push((e.pause, e.server_delay)))
         .run_with(&clock);
     let (pause, server) = pauses[0];
     assert!(server);
-    assert!(pause <= secs(30) && pause >= secs(27), "{pause:?}");
+    assert!(pause >= secs(20) && pause <= secs(22), "{pause:?}");
 
     // Parsed from the header text, both forms.
     for use_date in [false, true] {
@@ -164,7 +183,7 @@ fn a_retry_after_beyond_the_deadline_stops_without_sleeping() {
         .classify(|_: &()| Verdict::transient().after(secs(60)))
         .run_with(&clock)
         .unwrap_err();
-    assert_eq!(err.reason(), StopReason::Deadline);
+    assert_eq!(err.reason(), StopReason::ServerDelay);
     assert_eq!(clock.now(), Duration::ZERO);
 }
 
@@ -176,11 +195,87 @@ fn pushback_stop_ends_the_call() {
         .call(|_| Err::<(), _>("-1"))
         .classify(|v: &&str| match herd::retry_after::parse_pushback(v) {
             herd::retry_after::Pushback::Stop => Verdict::pushback_stop(),
-            herd::retry_after::Pushback::After(d) => Verdict::transient().after(d),
+            herd::retry_after::Pushback::After(d) => Verdict::transient().pushback(d),
         })
         .run_with(&clock)
         .unwrap_err();
     assert_eq!((err.reason(), err.attempts()), (StopReason::Pushback, 1));
+}
+
+#[test]
+fn pushback_is_waited_exactly_and_restarts_the_backoff() {
+    // gRPC A6: after a pushback the next backoff is the first one again (grpc-go resets it).
+    let clock = FakeClock::new();
+    let policy = RetryPolicy::builder(Rule::exponential(secs(1), secs(60)).unwrap())
+        .clock(clock.clone())
+        .max_attempts(6)
+        .build()
+        .unwrap();
+    let mut pauses = Vec::new();
+    let _ = policy
+        .call(|a| Err::<(), _>(a.number))
+        .classify(|n: &u32| {
+            if *n == 3 {
+                Verdict::transient().pushback(Duration::from_millis(250))
+            } else {
+                Verdict::transient()
+            }
+        })
+        .on_retry(|e: &RetryEvent<'_, u32>| pauses.push(e.pause))
+        .run_with(&clock);
+    assert_eq!(
+        pauses,
+        [
+            secs(1),
+            secs(2),
+            Duration::from_millis(250),
+            secs(1),
+            secs(2)
+        ]
+    );
+}
+
+#[test]
+fn a_zero_retry_after_does_not_bring_every_client_back_at_once() {
+    // Regression: 10 % jitter of a zero delay is zero, so every client told
+    // `Retry-After: 0` retried in the same instant.
+    let clock = FakeClock::new();
+    let policy = RetryPolicy::builder(Rule::full(Duration::from_millis(100), secs(10)).unwrap())
+        .clock(clock.clone())
+        .max_attempts(2)
+        .build()
+        .unwrap();
+    let mut pauses = std::collections::BTreeSet::new();
+    for seed in 0..200 {
+        let _ = policy
+            .call(|_| Err::<(), _>(()))
+            .classify(|_: &()| Verdict::transient().after(Duration::ZERO))
+            .rng(herd::rng::SplitMix64::new(seed))
+            .on_retry(|e: &RetryEvent<'_, ()>| {
+                pauses.insert(e.pause);
+            })
+            .run_with(&clock);
+    }
+    assert!(pauses.len() > 190, "{} distinct pauses", pauses.len());
+}
+
+#[test]
+fn a_retry_needs_the_minimum_time_left_before_the_deadline() {
+    let clock = FakeClock::new();
+    let policy = constant(secs(1), &clock)
+        .max_attempts(10)
+        .deadline(secs(10))
+        .min_time_left(secs(3))
+        .build()
+        .unwrap();
+    let err = policy
+        .call(|_| Err::<(), _>(()))
+        .run_with(&clock)
+        .unwrap_err();
+    // Retries start at 1, 2, ... 6 s (4 s left); a pause to 7 s would leave only the 3 s
+    // minimum, so the call stops at 6 s without sleeping.
+    assert_eq!((err.reason(), err.attempts()), (StopReason::Deadline, 7));
+    assert_eq!(clock.now(), secs(6));
 }
 
 #[test]
@@ -249,15 +344,8 @@ fn grpc_throttle_stops_retrying_at_half_the_tokens() {
 #[test]
 fn an_open_breaker_refuses_before_the_first_attempt() {
     let clock = FakeClock::new();
-    let breaker = CircuitBreaker::with_seed(
-        BreakerConfig {
-            min_calls: 2,
-            ..BreakerConfig::default()
-        },
-        clock.clone(),
-        1,
-    )
-    .unwrap();
+    let breaker =
+        CircuitBreaker::with_seed(BreakerConfig::default().min_calls(2), clock.clone(), 1).unwrap();
     let policy = RetryPolicy::builder(Rule::immediate())
         .max_attempts(5)
         .breaker(breaker.clone())
@@ -339,7 +427,9 @@ fn hooks_see_each_retry_and_the_give_up_once() {
     let mut dead_letters = Vec::new();
     let err = policy
         .call(|a| Err::<(), _>(format!("failure {}", a.number)))
-        .on_retry(|e: &RetryEvent<'_, String>| events.push((e.attempt, e.error.clone(), e.pause)))
+        .on_retry(|e: &RetryEvent<'_, String>| {
+            events.push((e.attempt, e.error.cloned().unwrap(), e.pause))
+        })
         .on_give_up(|e: &RetryError<String>| dead_letters.push((e.key(), e.reason())))
         .run_with(&clock)
         .unwrap_err();
@@ -420,7 +510,7 @@ fn a_classifier_type_shared_between_calls() {
     let policy = constant(secs(1), &clock).max_attempts(3).build().unwrap();
     let busy = policy
         .call(|_| Err::<(), _>(503u16))
-        .classify(OnlyCode(503))
+        .classifier(OnlyCode(503))
         .run_with(&clock)
         .unwrap_err();
     assert_eq!(busy.attempts(), 3);

@@ -364,7 +364,13 @@ async fn idempotency_key_is_the_same_on_every_attempt() {
         }
     })
     .await;
-    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
+    let deduplicating = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(3)
+        .server_deduplicates(true)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let mut svc = RetryLayer::new(deduplicating)
         .send_idempotency_key(true)
         .sleeper(Recorder::default())
         .layer(client());
@@ -377,7 +383,11 @@ async fn idempotency_key_is_the_same_on_every_attempt() {
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let keys = hits.keys.lock().unwrap().clone();
-    assert_eq!(keys.len(), 3, "the key makes the POST retryable");
+    assert_eq!(
+        keys.len(),
+        3,
+        "a deduplicating server makes the POST retryable"
+    );
     assert!(
         keys.iter().all(|k| k == &keys[0] && k.len() == 36),
         "{keys:?}"

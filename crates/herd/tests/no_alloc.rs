@@ -1,4 +1,5 @@
-//! Drawing pauses and a first-attempt success through the blocking loop never touch the heap:
+//! Drawing pauses, deciding on server delays and a first-attempt success through the blocking
+//! loop (its OS-seeded idempotency key included) never touch the heap:
 //! a counting global allocator proves it.
 //!
 //! The allocator counts per thread, so the two tests (and the harness's own threads) cannot
@@ -13,6 +14,7 @@ use herd::budget::{BudgetConfig, RetryBudget};
 use herd::clock::SystemClock;
 use herd::policy::RetryPolicy;
 use herd::rng::{SplitMix64, ThreadRng};
+use herd::server_delay::{ServerDelay, ServerDelayLimits, ServerWait, decide};
 use herd::{Rule, RuleName, RuleParams, RuleState};
 
 thread_local! {
@@ -62,6 +64,24 @@ fn drawing_pauses_allocates_nothing() {
         }
         for pause in rule.schedule(ThreadRng).take(100) {
             total += pause;
+        }
+    }
+    // The server-delay decision the loops and the simulator share.
+    let limits = ServerDelayLimits::default();
+    for ms in 0..1000u64 {
+        for delay in [
+            ServerDelay::RetryAfter(Duration::from_millis(ms)),
+            ServerDelay::Pushback(Duration::from_millis(ms)),
+        ] {
+            if let ServerWait::Wait(w) = decide(
+                Duration::from_millis(7),
+                delay,
+                Some(Duration::from_secs(1)),
+                &limits,
+                &mut rng,
+            ) {
+                total += w;
+            }
         }
     }
     let after = allocations();

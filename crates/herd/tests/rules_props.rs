@@ -72,6 +72,44 @@ proptest! {
         }
     }
 
+    /// The rules with memory at huge failure counts (near and at `u32::MAX`), from any memory
+    /// word they can hold there: never a panic, never past the cap, decorrelated never below
+    /// its base, and the count saturates instead of wrapping.
+    #[test]
+    fn memory_rules_stay_in_bounds_at_huge_failure_counts(
+        base in 1u64..10_000_000_000,
+        extra in 0u64..1_000_000_000_000,
+        failures in prop_oneof![Just(u32::MAX), Just(u32::MAX - 1), (u32::MAX - 70)..=u32::MAX],
+        fraction in 0.0f64..=1.0,
+        v2_memory in prop_oneof![Just(f64::INFINITY), Just(f64::MAX), 0.0f64..1e300],
+        seed in any::<u64>(),
+    ) {
+        let cap = base.saturating_add(extra);
+        let p = params(base, cap);
+        let within = base + ((cap - base) as f64 * fraction) as u64;
+        for (name, memory) in [
+            (RuleName::Decorrelated, within),
+            (RuleName::Grpc, within),
+            (RuleName::DecorrelatedV2, v2_memory.to_bits()),
+        ] {
+            let rule = name.build(&p).unwrap();
+            let mut state = RuleState::from_parts(failures, memory);
+            let mut rng = SplitMix64::new(seed);
+            for _ in 0..5 {
+                let pause = rule.pause(&mut state, &mut rng).as_nanos() as u64;
+                prop_assert!(pause <= cap, "{name} at {failures}: {pause} > {cap}");
+                if name == RuleName::Decorrelated {
+                    prop_assert!(pause >= base, "{name} at {failures}: {pause} < {base}");
+                }
+                if name == RuleName::DecorrelatedV2 {
+                    prop_assert_eq!(pause, cap, "past 2^1024 the formula is infinite: the cap");
+                }
+                prop_assert!(state.failures() >= failures, "the count wrapped");
+            }
+            prop_assert_eq!(state.failures(), failures.saturating_add(5));
+        }
+    }
+
     /// Decorrelated stays in [base, min(cap, 3 · previous)].
     #[test]
     fn decorrelated_within_three_times_previous(
@@ -187,4 +225,106 @@ fn unit_floats_have_mean_one_half() {
     let n = 200_000;
     let mean: f64 = (0..n).map(|_| rng.next_f64()).sum::<f64>() / f64::from(n);
     assert!((mean - 0.5).abs() < 0.003, "{mean}");
+}
+
+/// The share of clients whose pause after `k` failures sits exactly at the cap.
+fn share_at_cap(rule: Rule, k: u32, clients: u64) -> f64 {
+    let cap = rule.max_pause();
+    let mut at_cap = 0u64;
+    for client in 0..clients {
+        let mut rng = SplitMix64::derive(17, client);
+        let pause = rule.schedule(&mut rng).nth(k as usize - 1).unwrap();
+        at_cap += u64::from(pause == cap);
+    }
+    at_cap as f64 / clients as f64
+}
+
+/// Once pauses reach the cap, clients cluster there: measured, for the guide's numbers. The
+/// common estimate for `decorrelated` is two thirds (a draw from `[base, 3 · cap]` lands at
+/// or past the cap with probability (3c − c) / (3c − b)), but that holds only right after a
+/// pause *at* the cap; a pause below it shrinks the next range, and in the steady state about
+/// 31 % of pauses sit at the cap. All of `decorrelated-v2`'s and `exponential`'s do, about
+/// half of `grpc`'s (±20 % around a backoff grown to the cap), and almost none of the
+/// full- and equal-jitter rules'. `spread_below_cap` takes the cluster apart.
+#[test]
+fn clients_cluster_at_the_cap_unless_spread_below_it() {
+    let (base, cap) = (Duration::from_millis(100), Duration::from_secs(10));
+    let p = RuleParams {
+        base,
+        cap,
+        ..RuleParams::default()
+    };
+    let share = |name: RuleName| share_at_cap(name.build(&p).unwrap(), 40, 20_000);
+    let decorrelated = share(RuleName::Decorrelated);
+    let v2 = share(RuleName::DecorrelatedV2);
+    let exponential = share(RuleName::Exponential);
+    let full = share(RuleName::Full);
+    let equal = share(RuleName::Equal);
+    let grpc = share(RuleName::Grpc);
+    eprintln!(
+        "share at the cap after 40 failures: decorrelated {decorrelated:.3}, \
+         decorrelated-v2 {v2:.3}, exponential {exponential:.3}, full {full:.4}, \
+         equal {equal:.4}, grpc {grpc:.3}"
+    );
+    assert!((0.29..0.34).contains(&decorrelated), "{decorrelated}");
+    // Right after a pause at the cap, the share is the textbook two thirds.
+    let rule = RuleName::Decorrelated.build(&p).unwrap();
+    let mut after_cap = 0u32;
+    for client in 0..20_000u64 {
+        let mut rng = SplitMix64::derive(18, client);
+        let mut state = RuleState::from_parts(40, cap.as_nanos() as u64);
+        after_cap += u32::from(rule.pause(&mut state, &mut rng) == cap);
+    }
+    let two_thirds = f64::from(after_cap) / 20_000.0;
+    let expected = (3.0 * 10.0 - 10.0) / (3.0 * 10.0 - 0.1);
+    assert!(
+        (two_thirds - expected).abs() < 0.015,
+        "{two_thirds} vs {expected}"
+    );
+    assert!((0.45..0.55).contains(&grpc), "{grpc}");
+    assert_eq!(v2, 1.0);
+    assert_eq!(exponential, 1.0);
+    assert!(full < 0.001 && equal < 0.001, "{full} {equal}");
+    // Spread below the cap: nobody sits exactly at it, everyone within 20 % under it.
+    for name in [
+        RuleName::Decorrelated,
+        RuleName::DecorrelatedV2,
+        RuleName::Exponential,
+    ] {
+        let rule = name.build(&p).unwrap().spread_below_cap(0.2).unwrap();
+        assert!(share_at_cap(rule, 40, 2_000) < 0.01, "{name}");
+        let pauses: Vec<Duration> = rule
+            .schedule(SplitMix64::new(3))
+            .skip(30)
+            .take(200)
+            .collect();
+        assert!(pauses.iter().all(|d| *d <= cap), "{name}");
+        if name != RuleName::Decorrelated {
+            // These sat at the cap every time; now they spread over its last 20 %.
+            assert!(pauses.iter().all(|d| *d >= cap.mul_f64(0.8)), "{name}");
+            let distinct: std::collections::BTreeSet<_> = pauses.iter().collect();
+            assert!(distinct.len() > 190, "{name}: {}", distinct.len());
+        }
+    }
+}
+
+/// `spread_below_cap` is opt-in: without it every rule draws exactly the pauses it always
+/// drew (the simulator and `tools/herd_rules.py` depend on them), and with a zero fraction
+/// too.
+#[test]
+fn rules_without_the_spread_are_unchanged() {
+    let p = RuleParams::default();
+    for name in RuleName::ALL {
+        let rule = name.build(&p).unwrap();
+        let plain: Vec<Duration> = rule.schedule(SplitMix64::new(5)).take(64).collect();
+        let zero: Vec<Duration> = rule
+            .spread_below_cap(0.0)
+            .unwrap()
+            .schedule(SplitMix64::new(5))
+            .take(64)
+            .collect();
+        assert_eq!(plain, zero, "{name}");
+    }
+    assert!(Rule::immediate().spread_below_cap(1.5).is_err());
+    assert!(Rule::immediate().spread_below_cap(f64::NAN).is_err());
 }

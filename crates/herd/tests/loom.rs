@@ -1,0 +1,155 @@
+//! Model checks of the shared counters with `loom`: every interleaving of the small cases.
+//!
+//! Run with `RUSTFLAGS="--cfg loom" cargo test -p herd --test loom --release`. Under
+//! `cfg(loom)` the crate's `sync` shim swaps std's atomics and Mutex for loom's, so these
+//! check the very code the crate ships. (The fake clock's own atomic stays std's: it is set
+//! before the threads start and only read by them.)
+#![cfg(loom)]
+
+use std::time::Duration;
+
+use herd::breaker::{BreakerConfig, BreakerOutcome, BreakerState, CircuitBreaker};
+use herd::budget::{BudgetConfig, RetryBudget};
+use herd::clock::FakeClock;
+use loom::thread;
+
+fn budget(clock: &FakeClock) -> RetryBudget<FakeClock> {
+    RetryBudget::new(
+        BudgetConfig {
+            percent: 100.0,
+            min_per_sec: 0,
+            window: Duration::from_secs(10),
+        },
+        clock.clone(),
+    )
+    .unwrap()
+}
+
+/// The ring's lost update: two threads add while the window moves to a new slot. Each
+/// deposit at 100 % is one retry; none may be lost in any interleaving.
+#[test]
+fn ring_deposits_across_a_slot_boundary_are_never_lost() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let budget = budget(&clock);
+        clock.set(Duration::from_secs(1)); // the next slot: the first add moves the window
+        let other = budget.clone();
+        let t = thread::spawn(move || other.deposit());
+        budget.deposit();
+        t.join().unwrap();
+        assert_eq!(budget.available(), 2.0);
+    });
+}
+
+/// A slot cleared by a jump in time never swallows a deposit made at the new time.
+#[test]
+fn ring_expiry_and_a_deposit_at_the_new_time() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let budget = budget(&clock);
+        budget.deposit(); // at 0 s
+        clock.set(Duration::from_secs(11)); // the first deposit has expired
+        let other = budget.clone();
+        let t = thread::spawn(move || other.deposit());
+        let seen = budget.available(); // moves the window too
+        t.join().unwrap();
+        assert!(seen == 0.0 || seen == 1.0, "{seen}");
+        assert_eq!(budget.available(), 1.0);
+    });
+}
+
+/// Two threads race for the last retry: exactly one gets it.
+#[test]
+fn budget_last_retry_goes_to_exactly_one_thread() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let budget = budget(&clock);
+        budget.deposit();
+        let other = budget.clone();
+        let t = thread::spawn(move || other.withdraw());
+        let here = budget.withdraw();
+        let there = t.join().unwrap();
+        assert!(here ^ there, "{here} {there}");
+        assert_eq!(budget.available(), 0.0);
+    });
+}
+
+/// A deposit racing a withdrawal: the withdrawal sees the balance before or after it, and
+/// the final balance is exact either way.
+#[test]
+fn budget_deposit_racing_a_withdrawal() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let budget = budget(&clock);
+        let other = budget.clone();
+        let t = thread::spawn(move || other.deposit());
+        let took = budget.withdraw();
+        t.join().unwrap();
+        assert_eq!(budget.available(), if took { 0.0 } else { 1.0 });
+    });
+}
+
+fn breaker(clock: &FakeClock, min_calls: u32) -> CircuitBreaker<FakeClock> {
+    CircuitBreaker::with_seed(
+        BreakerConfig::default()
+            .min_calls(min_calls)
+            .cool_down_jitter(0.0),
+        clock.clone(),
+        1,
+    )
+    .unwrap()
+}
+
+/// Two closed-state failures race; together they reach `min_calls`, so the breaker must end
+/// open whichever records first.
+#[test]
+fn breaker_racing_failures_trip_it_once() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let b = breaker(&clock, 2);
+        let (p1, p2) = (b.try_acquire().unwrap(), b.try_acquire().unwrap());
+        let other = b.clone();
+        let t = thread::spawn(move || other.record(p2, BreakerOutcome::Failure));
+        b.record(p1, BreakerOutcome::Failure);
+        t.join().unwrap();
+        assert_eq!(b.state(), BreakerState::Open);
+        assert!(b.try_acquire().is_none());
+    });
+}
+
+/// Half-open with one probe: a late success from the closed state races the probe's
+/// failure. The stale success never closes the breaker; the probe's failure reopens it.
+#[test]
+fn breaker_stale_success_cannot_close_a_half_open_breaker() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let b = breaker(&clock, 1);
+        let stale = b.try_acquire().unwrap();
+        let trip = b.try_acquire().unwrap();
+        b.record(trip, BreakerOutcome::Failure);
+        clock.set(Duration::from_secs(5));
+        let probe = b.try_acquire().unwrap();
+        let other = b.clone();
+        let t = thread::spawn(move || other.record(stale, BreakerOutcome::Success));
+        b.record(probe, BreakerOutcome::Failure);
+        t.join().unwrap();
+        assert_eq!(b.state(), BreakerState::Open);
+    });
+}
+
+/// Two threads ask a half-open breaker with one probe: exactly one is admitted.
+#[test]
+fn breaker_half_open_admits_exactly_its_probes() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let b = breaker(&clock, 1);
+        let trip = b.try_acquire().unwrap();
+        b.record(trip, BreakerOutcome::Failure);
+        clock.set(Duration::from_secs(5));
+        let other = b.clone();
+        let t = thread::spawn(move || other.try_acquire().is_some());
+        let here = b.try_acquire().is_some();
+        let there = t.join().unwrap();
+        assert!(here ^ there, "{here} {there}");
+    });
+}
