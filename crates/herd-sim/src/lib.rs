@@ -46,6 +46,7 @@ mod metrics;
 pub mod model;
 mod plan;
 mod record;
+pub mod refusal;
 mod sample;
 mod scenario;
 mod server;
