@@ -18,6 +18,9 @@ fn run(s: &MetastableScenario, seed: u64) -> MetastableReport {
 
 const SEEDS: u64 = 8;
 
+/// A change to a scenario.
+type Edit = fn(&mut MetastableScenario);
+
 /// Runs of `s` that recovered, out of [`SEEDS`], and the mean attempts and goodput per second
 /// after the outage.
 fn over_seeds(s: &MetastableScenario) -> (u64, f64, f64) {
@@ -72,7 +75,7 @@ fn without_a_knee_the_threshold_is_where_the_backlog_outlasts_the_timeout() {
 /// waiting) comes after 60 s; the other three recover by the verdict too.
 #[test]
 fn every_mitigation_breaks_the_loop_when_the_server_does_not_slow() {
-    let mitigations: [(&str, fn(&mut MetastableScenario)); 4] = [
+    let mitigations: [(&str, Edit); 4] = [
         ("bounded queue of 300", |s| s.server.max_queue = 300),
         ("server-side deadlines", |s| s.server.drop_expired = true),
         ("LIFO above 100", |s| s.server.lifo_above = 100),

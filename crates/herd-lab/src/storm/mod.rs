@@ -326,8 +326,7 @@ impl LabStorm {
         let ledger = server.finish().await?;
         let mut report = self.report(
             &simulated,
-            &rules,
-            &ledger,
+            (&rules, &ledger),
             &ends,
             &crowd.tally,
             clients,
@@ -341,8 +340,8 @@ impl LabStorm {
     fn report(
         &self,
         simulated: &RunResult,
-        rules: &Rules,
-        ledger: &Ledger,
+        // The server's rules and what it saw.
+        (rules, ledger): (&Rules, &Ledger),
         ends: &[ClientEnd],
         tally: &Tally,
         clients: u64,

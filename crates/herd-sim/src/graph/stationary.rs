@@ -316,9 +316,9 @@ impl Space<'_> {
         while at < order.len() {
             let x = order[at];
             at += 1;
-            for y in 0..n {
-                if !seen[y] && step.v[x * n + y] > 0.0 {
-                    seen[y] = true;
+            for (y, seen_y) in seen.iter_mut().enumerate() {
+                if !*seen_y && step.v[x * n + y] > 0.0 {
+                    *seen_y = true;
                     order.push(y);
                 }
             }
@@ -327,8 +327,8 @@ impl Space<'_> {
         let w = self.width;
         let mut figures = vec![0.0; w];
         for (k, &x) in order.iter().enumerate() {
-            for j in 0..w {
-                figures[j] += pi[k] * entry.counts[x * w + j];
+            for (f, &c) in figures.iter_mut().zip(&entry.counts[x * w..(x + 1) * w]) {
+                *f += pi[k] * c;
             }
         }
         (figures, order.len())
