@@ -261,8 +261,8 @@ pub fn predict(graph: &Graph, options: Options) -> Result<Prediction, GraphError
                             states,
                             last_change,
                         } => format!(
-                            "the budgets' joint states grew past {states} (last change \
-                             {last_change:.1e})"
+                            "the figures had not settled (last change {last_change:.1e}) \
+                             when the budgets' chain needed {states} states, past its bound"
                         ),
                     },
                 };

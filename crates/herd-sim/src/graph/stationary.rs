@@ -27,6 +27,8 @@ use super::model::Graph;
 pub(crate) const TOLERANCE: f64 = 1e-9;
 /// The most joint budget states the exact computation handles.
 pub(crate) const MAX_STATES: usize = 600;
+/// The most arithmetic the exact computation may do (about a second in a release build).
+const MAX_WORK: f64 = 3e9;
 /// The largest denominator a budget's fraction may have (`budget_percent` with up to one
 /// decimal after the point).
 const MAX_DENOMINATOR: u64 = 1_000;
@@ -46,7 +48,8 @@ pub(crate) struct Stationary {
 pub(crate) enum Skipped {
     /// A budget is not a fraction with a small denominator.
     Fraction(f64),
-    /// The joint state space grew past [`MAX_STATES`] before the figures settled.
+    /// The joint state space grew past [`MAX_STATES`] (or the work past [`MAX_WORK`])
+    /// before the figures settled.
     TooManyStates { states: usize, last_change: f64 },
 }
 
@@ -411,9 +414,11 @@ pub(crate) fn compute(graph: &Graph, options: Options) -> Result<Stationary, Ski
     let mut caps: Vec<usize> = buckets.iter().map(|b| b.price + b.deposit).collect();
     let mut last: Option<Vec<f64>> = None;
     let mut last_change = f64::INFINITY;
+    // About 5 matrix products per attempt on every edge, each n³ at worst.
+    let attempts: f64 = graph.edges().map(|(_, c)| f64::from(c.attempts)).sum();
     loop {
         let n: usize = caps.iter().map(|c| c + 1).product();
-        if n > MAX_STATES {
+        if n > MAX_STATES || 5.0 * attempts * (n as f64).powi(3) > MAX_WORK {
             return Err(Skipped::TooManyStates {
                 states: n,
                 last_change,
