@@ -154,3 +154,15 @@ fn without_retries_the_server_is_an_m_d_1_queue() {
         "mean response {mean:.6} s ± {se:.6}, M/D/1 {want:.6} s"
     );
 }
+
+#[test]
+fn bad_mitigation_values_name_their_field() {
+    let mut s = shipped();
+    s.server.shed_wait_s = -1.0;
+    let err = Metastable::new(&s, &Limits::default()).unwrap_err();
+    assert_eq!(err.field_name(), Some("server.shed_wait_s"), "{err}");
+    let err =
+        MetastableScenario::from_toml_str("model = \"metastable\"\n[server]\nmax_queue = -5\n")
+            .unwrap_err();
+    assert_eq!(err.field_name(), Some("server.max_queue"), "{err}");
+}
