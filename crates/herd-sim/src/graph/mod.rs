@@ -32,7 +32,7 @@
 //! form (`min(D, β)` retries per call, `D = q + … + q^(k−1)`) treats every call as meeting an
 //! independent, average bucket, which a caller's successive retries do not; so graphs with
 //! budgets are computed from the stationary law of the buckets' tokens (see `stationary.rs`),
-//! and labelled approximate (with [`Exactness::Approximate`]) only when that chain is too big.
+//! and labelled approximate (with [`Exactness::Approximate`](crate::graph::Exactness::Approximate)) only when that chain is too big.
 //! The Monte Carlo runs the bucket itself, in the same whole units.
 //! `budget_percent = 0` (the default) means no budget.
 //!
