@@ -86,6 +86,42 @@ fn layer_aware_json_gives_1_1_1_3() {
     );
 }
 
+/// Regression: with a budget below a caller that retries, b was printed as 1.6525 and
+/// called exact; the stationary law of the bucket gives 1.6415, and the label says how.
+#[test]
+fn budget_below_retries_is_exact_from_the_stationary_law() {
+    let v = json(&[
+        "amplify",
+        "scenarios/graphs/budget-below-retries.toml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["exactness"]["kind"], "stationary");
+    assert!(v["exactness"]["error"].as_f64().unwrap() < 1e-9);
+    let b = v["services"][1]["receives"].as_f64().unwrap();
+    assert!((b - 1.6415).abs() < 5e-5, "{b}");
+    assert!(v.get("simulation").is_none());
+}
+
+/// Approximate figures are labelled, and a Monte Carlo run measures their error unasked.
+#[test]
+fn approximate_figures_come_with_a_measured_error() {
+    let v = json(&[
+        "amplify",
+        "scenarios/graphs/partial-failure.toml",
+        "--format",
+        "json",
+    ]);
+    assert_eq!(v["exactness"]["kind"], "approximate");
+    assert_eq!(v["simulation"]["requests"], 200_000);
+    assert!(
+        v["simulation"]["services"][2]["std_error"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+}
+
 #[test]
 fn monte_carlo_check_agrees_on_the_partial_failure_graph() {
     let v = json(&[

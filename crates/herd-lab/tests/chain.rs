@@ -80,8 +80,9 @@ async fn partial_failure_graph_agrees_within_sampling_error() {
         let chain = Chain::start(&g, options).await.expect("chain starts");
         let m = chain.drive(1_500).await.expect("drive");
         chain.shutdown().await.expect("clean shutdown");
-        // Budgets: the exact figure is the token bucket's long-run limit; allow 2 % more.
-        for c in m.compare(&p, false, 0.02) {
+        // Within five standard errors, no fixed slack: the budgets count in whole units on
+        // both sides (herd's RetryBudget and the model), and the views run one at a time.
+        for c in m.compare(&p, false, 0.0) {
             assert!(c.agrees, "layer_aware={layer_aware}: {c:?}");
         }
     }

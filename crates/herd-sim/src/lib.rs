@@ -47,6 +47,7 @@ mod metrics;
 pub mod model;
 mod plan;
 mod record;
+pub mod refusal;
 mod sample;
 mod scenario;
 mod server;

@@ -157,7 +157,7 @@ impl<'p> Meter<'p> {
             peak_after_outage,
             series: Series {
                 window_s: plan.window_s(),
-                capacity: plan.capacity,
+                capacity: plan.capacity as f64,
                 arrivals: self.arrivals,
                 served: self.served_per_window,
             },

@@ -247,7 +247,7 @@ fn unknown_model(name: &str) -> ScenarioError {
 pub enum Model {
     /// SPEC §4's retry storm.
     Storm(Simulation),
-    /// Metastable failures: open-loop traffic, timeouts, a server that slows past its knee.
+    /// Metastable failures: open-loop traffic, timeouts and a queue (a slowdown optional).
     Metastable(Metastable),
     /// Brooker's optimistic-concurrency contention; one run is one seed at `clients.count`.
     Contention(Contention),

@@ -14,6 +14,7 @@ use herd::{InvalidRule, Rule, RuleName, RuleParams};
 
 use crate::error::ScenarioError;
 use crate::limits::Limits;
+use crate::refusal::RefusalCost;
 use crate::scenario::Scenario;
 
 const NANOS_PER_SEC: f64 = 1e9;
@@ -35,8 +36,8 @@ pub(crate) struct Plan {
     pub(crate) open_loop_total: u64,
     pub(crate) max_attempts: u32,
     pub(crate) deadline_steps: Option<u64>,
-    pub(crate) capacity: f64,
-    pub(crate) refusal_cost: f64,
+    pub(crate) capacity: u64,
+    pub(crate) refusal_cost: RefusalCost,
     pub(crate) collapse_above: Option<u64>,
     /// Down steps, `[start, end)`, sorted and disjoint.
     pub(crate) outages: Vec<(u64, u64)>,
@@ -175,12 +176,8 @@ impl Plan {
         let deadline_steps = (deadline_ns > 0).then(|| ceil_div(deadline_ns, step_ns));
 
         let v = &s.server;
-        if !v.refusal_cost.is_finite() || !(0.0..1.0).contains(&v.refusal_cost) {
-            return Err(ScenarioError::field(
-                "server.refusal_cost",
-                format!("must be at least 0 and below 1, got {}", v.refusal_cost),
-            ));
-        }
+        let refusal_cost = RefusalCost::new(v.refusal_cost)
+            .map_err(|e| ScenarioError::field("server.refusal_cost", e.to_string()))?;
         let mut outages = Vec::with_capacity(v.outages.len());
         let mut sorted = v.outages.clone();
         sorted.sort_by(|a, b| a[0].total_cmp(&b[0]));
@@ -264,8 +261,8 @@ impl Plan {
             open_loop_total,
             max_attempts: c.max_attempts,
             deadline_steps,
-            capacity: v.capacity as f64,
-            refusal_cost: v.refusal_cost,
+            capacity: v.capacity,
+            refusal_cost,
             collapse_above: (v.collapse_above > 0).then_some(v.collapse_above),
             outages,
             warmup_ns,

@@ -2,7 +2,8 @@
 //!
 //! At a step with `A` arrivals and `B` of the window's budget left, the server first pays for
 //! accepting them all, then serves `s = clamp(floor((B − r·A) / (1 − r)), 0, A)` of them, and
-//! the budget drops by `s + r·(A − s)` (an answer costs 1, a refusal `r`). Arrivals at earlier
+//! the budget drops by `s + r·(A − s)` (an answer costs 1, a refusal `r`), all in exact
+//! arithmetic (see [`crate::refusal`]). Arrivals at earlier
 //! steps of a window meet a fuller budget, so they come first. With `collapse_above = T` a
 //! step with more than `T` arrivals serves none of them (the refusals are still paid for).
 //!
@@ -10,6 +11,7 @@
 //! `capacity · min(1, (e_w − e) · step / warmup)`: the ramp sampled at the window's end, so
 //! the first window after the outage already serves a little.
 use crate::plan::Plan;
+use crate::refusal::WindowBudget;
 
 /// What the server does with one step's arrivals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,7 +28,7 @@ pub(crate) enum Verdict {
 pub(crate) struct Server<'p> {
     plan: &'p Plan,
     window: u64,
-    budget: f64,
+    budget: WindowBudget,
     /// The first outage that has not ended by the current step.
     outage: usize,
 }
@@ -36,7 +38,7 @@ impl<'p> Server<'p> {
         Self {
             plan,
             window: u64::MAX,
-            budget: 0.0,
+            budget: WindowBudget::full(0, plan.refusal_cost),
             outage: 0,
         }
     }
@@ -51,18 +53,19 @@ impl<'p> Server<'p> {
     }
 
     /// The work budget of window `w`.
-    pub(crate) fn capacity_of(&self, w: u64) -> f64 {
+    pub(crate) fn capacity_of(&self, w: u64) -> WindowBudget {
         let plan = self.plan;
+        let full = WindowBudget::full(plan.capacity, plan.refusal_cost);
         if plan.warmup_ns == 0 {
-            return plan.capacity;
+            return full;
         }
         let end = w.saturating_add(1).saturating_mul(plan.steps_per_window);
         let ended = plan.outages.partition_point(|o| o.1 <= end);
         if ended == 0 {
-            return plan.capacity;
+            return full;
         }
-        let since = (end - plan.outages[ended - 1].1) as f64 * plan.step_ns as f64;
-        plan.capacity * (since / plan.warmup_ns as f64).min(1.0)
+        let since = (end - plan.outages[ended - 1].1).saturating_mul(plan.step_ns);
+        WindowBudget::ramped(plan.capacity, plan.refusal_cost, since, plan.warmup_ns)
     }
 
     /// `arrivals` knock at `step`: the verdict, and the budget paid.
@@ -75,15 +78,11 @@ impl<'p> Server<'p> {
             self.window = w;
             self.budget = self.capacity_of(w);
         }
-        let r = self.plan.refusal_cost;
-        let a = arrivals as f64;
         if self.plan.collapse_above.is_some_and(|t| arrivals > t) {
-            self.budget -= r * a;
+            self.budget.refuse_all(arrivals);
             return Verdict::Collapsed;
         }
-        let s = ((self.budget - r * a) / (1.0 - r)).floor().clamp(0.0, a);
-        self.budget -= s + r * (a - s);
-        Verdict::Serve(s as u64)
+        Verdict::Serve(self.budget.serve(arrivals))
     }
 }
 
@@ -121,6 +120,14 @@ mod tests {
         assert_eq!(server.arrive(101, 100), Verdict::Serve(44));
     }
 
+    /// Regression: the float formula served 46 here; `47 + 0.1 · 30 = 50` exactly.
+    #[test]
+    fn exact_boundary_serves_the_last_client() {
+        let p = plan(|s| s.server.refusal_cost = 0.1);
+        let mut server = Server::new(&p);
+        assert_eq!(server.arrive(100, 77), Verdict::Serve(47));
+    }
+
     #[test]
     fn collapse_serves_none() {
         let p = plan(|s| s.server.collapse_above = 10);
@@ -133,10 +140,11 @@ mod tests {
     fn warmup_ramps_linearly() {
         let p = plan(|s| s.server.warmup_s = 1.0);
         let server = Server::new(&p);
-        assert_eq!(server.capacity_of(5), 50.0); // before the outage ends... no outage ended yet
-        assert_eq!(server.capacity_of(100), 5.0); // window ending 0.1 s after the end
-        assert_eq!(server.capacity_of(104), 25.0);
-        assert_eq!(server.capacity_of(109), 50.0);
-        assert_eq!(server.capacity_of(500), 50.0);
+        let left = |w| server.capacity_of(w).left();
+        assert_eq!(left(5), 50.0); // before the outage ends... no outage ended yet
+        assert_eq!(left(100), 5.0); // window ending 0.1 s after the end
+        assert_eq!(left(104), 25.0);
+        assert_eq!(left(109), 50.0);
+        assert_eq!(left(500), 50.0);
     }
 }

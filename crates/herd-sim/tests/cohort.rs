@@ -164,7 +164,7 @@ proptest::proptest! {
         arrivals_per_s in 0.0f64..50.0,
         max_attempts in 0u32..6,
         deadline_s in 0.0f64..40.0,
-        refusal_cost in 0.0f64..0.5,
+        refusal_thousandths in 0u32..500,
         collapse_share in 0u64..4,
         retry_after_s in 0.0f64..1.0,
         timeout_s in 0.0f64..0.5,
@@ -184,7 +184,7 @@ proptest::proptest! {
             },
             server: Server {
                 capacity: count / capacity_share + 1,
-                refusal_cost,
+                refusal_cost: f64::from(refusal_thousandths) / 1000.0,
                 collapse_above: count / 4 * collapse_share,
                 retry_after_s,
                 timeout_s,

@@ -244,7 +244,7 @@ fn absurd_memory_is_refused_up_front() {
 fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
     (
         (1u64..200, 0.0f64..30.0, 0u32..6, 0.0f64..8.0, 0.0f64..3.0),
-        (0u64..40, 0.0f64..0.9, 0u64..60, 0.0f64..6.0, 0.0f64..3.0),
+        (0u64..40, 0u32..900, 0u64..60, 0.0f64..6.0, 0.0f64..3.0),
         (0.0f64..1.5, 0.0f64..1.0, 1u64..4, 0usize..8, any::<u64>()),
     )
         .prop_map(|(c, v, m)| {
@@ -265,7 +265,8 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
                 },
                 server: herd_sim::Server {
                     capacity,
-                    refusal_cost,
+                    // A decimal, as a scenario file writes it.
+                    refusal_cost: f64::from(refusal_cost) / 1000.0,
                     collapse_above: collapse,
                     outages: vec![[0.0, outage_end.max(0.1)], [20.0, 22.0]],
                     warmup_s: warmup,

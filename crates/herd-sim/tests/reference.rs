@@ -5,6 +5,8 @@
 //! the scenario at every step. It shares no code with the engine except herd's rules and
 //! generator, and follows the documented order of events (docs/storm.md), so both must agree
 //! on every figure and every window of the series, for every rule, on random small scenes.
+//! Its budget is an exact fraction, and a step serves the most clients whose work fits it,
+//! found by counting, not by the engine's division.
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -44,16 +46,28 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
         .map(|o| (ceil_div(ns(o[0]), step), ceil_div(ns(o[1]), step)))
         .collect();
     let down = |n: u64| outages.iter().any(|&(a, b)| a <= n && n < b);
-    let capacity_of = |w: u64| {
-        let cap = s.server.capacity as f64;
+    // The budget in exact rationals `(num, den)`: the refusal cost as the fraction with the
+    // smallest denominator that reads back as the scenario's float, the warm-up ramp as
+    // nanoseconds over nanoseconds.
+    let r = smallest_fraction(s.server.refusal_cost);
+    let capacity_of = |w: u64| -> (i128, i128) {
+        let cap = i128::from(s.server.capacity);
         let warmup = ns(s.server.warmup_s);
         if warmup == 0 {
-            return cap;
+            return (cap, 1);
         }
         let end = (w + 1) * spw;
         match outages.iter().filter(|o| o.1 <= end).map(|o| o.1).max() {
-            None => cap,
-            Some(e) => cap * (((end - e) as f64 * step as f64) / warmup as f64).min(1.0),
+            None => (cap, 1),
+            Some(e) => {
+                let since = i128::from((end - e) * step);
+                let warmup = i128::from(warmup);
+                if since >= warmup {
+                    (cap, 1)
+                } else {
+                    (cap * since, warmup)
+                }
+            }
         }
     };
     let per_step = s.clients.arrivals_per_s * step as f64 / 1e9;
@@ -88,7 +102,7 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
         served_per_window: vec![0; windows],
     };
     let mut window = u64::MAX;
-    let mut budget = 0.0f64;
+    let mut budget: (i128, i128) = (0, 1);
     for n in start..steps {
         let mut due = due_at.remove(&n).unwrap_or_default();
         let new = if n == start { s.clients.count } else { 0 } + open_loop(n);
@@ -104,7 +118,6 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
         let w = n / spw;
         f.arrivals[w as usize] += a;
         f.requests += a;
-        let r = s.server.refusal_cost;
         let (served, up) = if down(n) {
             (0, false)
         } else {
@@ -112,14 +125,16 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
                 window = w;
                 budget = capacity_of(w);
             }
-            if s.server.collapse_above > 0 && a > s.server.collapse_above {
-                budget -= r * a as f64;
+            let a = i128::from(a);
+            // Work of `s` answers and `a − s` refusals, over the common denominator.
+            let cost = |s: i128| (s * r.1 + r.0 * (a - s), r.1);
+            if s.server.collapse_above > 0 && a > i128::from(s.server.collapse_above) {
+                budget = minus(budget, cost(0));
                 (0, true)
             } else {
-                let x = ((budget - r * a as f64) / (1.0 - r))
-                    .floor()
-                    .clamp(0.0, a as f64);
-                budget -= x + r * (a as f64 - x);
+                // The most answers whose work fits the budget, counting down.
+                let x = (0..=a).rev().find(|&x| fits(cost(x), budget)).unwrap_or(0);
+                budget = minus(budget, cost(x));
                 (x as u64, true)
             }
         };
@@ -158,6 +173,32 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
     f
 }
 
+/// `p/q` with the smallest `q <= 10^6` that reads back as `x`.
+fn smallest_fraction(x: f64) -> (i128, i128) {
+    (1..=1_000_000_i128)
+        .find_map(|q| {
+            let p = (x * q as f64).round();
+            (p / q as f64 == x).then_some((p as i128, q))
+        })
+        .expect("a refusal cost with a short fraction")
+}
+
+/// `a − b` for fractions `(num, den)`, reduced.
+fn minus(a: (i128, i128), b: (i128, i128)) -> (i128, i128) {
+    let (n, d) = (a.0 * b.1 - b.0 * a.1, a.1 * b.1);
+    let mut g = (n.abs(), d);
+    while g.1 != 0 {
+        g = (g.1, g.0 % g.1);
+    }
+    let g = g.0.max(1);
+    (n / g, d / g)
+}
+
+/// `a <= b` for fractions with positive denominators.
+fn fits(a: (i128, i128), b: (i128, i128)) -> bool {
+    a.0 * b.1 <= b.0 * a.1
+}
+
 fn engine(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
     let r = Simulation::new(s, &Limits::unlimited())
         .unwrap()
@@ -190,7 +231,7 @@ fn agrees_on_the_shipped_scenes() {
 fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
     (
         (1u64..300, 0.0f64..20.0, 0u32..7, 0.0f64..6.0, 0.0f64..2.0),
-        (0u64..40, 0.0f64..0.9, 0u64..80, 0.1f64..6.0, 0.0f64..2.0),
+        (0u64..40, 0u32..90, 0u64..80, 0.1f64..6.0, 0.0f64..2.0),
         (0.0f64..1.0, 0.0f64..0.6, 1u64..4, 0usize..8, any::<u64>()),
     )
         .prop_map(|(c, v, m)| {
@@ -206,7 +247,7 @@ fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
             s.clients.deadline_s = c.3;
             s.clients.start_s = c.4;
             s.server.capacity = v.0;
-            s.server.refusal_cost = v.1;
+            s.server.refusal_cost = f64::from(v.1) / 100.0;
             s.server.collapse_above = v.2;
             s.server.outages = vec![[0.0, v.3], [15.0, 17.5]];
             s.server.warmup_s = v.4;

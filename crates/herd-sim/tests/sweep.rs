@@ -1,4 +1,4 @@
-//! Sweeps: grid parsing, override errors, determinism and common random numbers.
+//! Sweeps: grid parsing, override errors, determinism, counts and intervals.
 use herd::RuleName;
 use herd_sim::Limits;
 use herd_sim::model::{self, Metrics};
@@ -148,7 +148,7 @@ fn sweep_is_deterministic_whatever_the_threads() {
 }
 
 #[test]
-fn common_random_numbers_and_the_model_dispatch_agree() {
+fn same_seeds_and_the_model_dispatch_agree() {
     // A cell whose value is the base's own runs exactly what the model runs directly.
     let s = sweep(&["server.capacity=10,20"], &[RuleName::Full], 3).unwrap();
     assert_eq!(s.seeds(), [1, 2, 3]);
@@ -162,6 +162,22 @@ fn common_random_numbers_and_the_model_dispatch_agree() {
         .sum::<f64>()
         / 3.0;
     assert_eq!(rows[0].metric("half_served_s").unwrap().mean, Some(mean));
+}
+
+/// Regression: `recovered` got a t-interval, a point `[1, 1]` when every run recovered.
+#[test]
+fn recovered_is_a_proportion_with_a_wilson_interval() {
+    let s = sweep(&["server.capacity=50"], &[RuleName::Full], 4).unwrap();
+    let rows = run(&s);
+    let rec = rows[0].metric("recovered").unwrap();
+    assert_eq!(rec.interval, herd_sim::sweep::Interval::Wilson);
+    assert_eq!((rec.mean, rec.hi), (Some(1.0), Some(1.0)));
+    // Wilson, 4 of 4: lower end n / (n + z²) = 4 / 7.8415.
+    assert!((rec.lo.unwrap() - 4.0 / (4.0 + 1.959_964_f64.powi(2))).abs() < 1e-6);
+    assert_eq!(
+        rows[0].metric("requests_per_client").unwrap().interval,
+        herd_sim::sweep::Interval::T
+    );
 }
 
 #[test]

@@ -97,8 +97,8 @@ mod tests {
 
     fn rules(steps_per_window: u64) -> Rules {
         Rules {
-            capacity: 2.0,
-            refusal_cost: 0.0,
+            capacity: 2,
+            refusal_cost: herd_sim::refusal::RefusalCost::FREE,
             collapse_above: None,
             outages: vec![(0, 2)],
             steps_per_window,

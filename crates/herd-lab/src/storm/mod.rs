@@ -23,6 +23,7 @@ use herd::asynchronous::TokioClock;
 use herd::policy::RetryPolicy;
 use herd::rule::millis;
 use herd::{RuleName, RuleParams};
+use herd_sim::refusal::RefusalCost;
 use herd_sim::{Limits, RunResult, Scenario, Simulation};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -221,11 +222,13 @@ impl LabStorm {
         (seconds * 1e9 / step_ns).ceil() as u64
     }
 
-    fn rules(&self) -> Rules {
+    fn rules(&self) -> Result<Rules, LabError> {
         let s = &self.scenario.server;
-        Rules {
-            capacity: s.capacity as f64,
-            refusal_cost: s.refusal_cost,
+        let refusal_cost = RefusalCost::new(s.refusal_cost)
+            .map_err(|e| LabError::Input(format!("server.refusal_cost: {e}")))?;
+        Ok(Rules {
+            capacity: s.capacity,
+            refusal_cost,
             collapse_above: (s.collapse_above > 0).then_some(s.collapse_above),
             outages: s
                 .outages
@@ -233,7 +236,7 @@ impl LabStorm {
                 .map(|&[a, b]| (self.steps(a), self.steps(b)))
                 .collect(),
             steps_per_window: (self.scenario.window_ms / self.scenario.step_ms).round() as u64,
-        }
+        })
     }
 
     fn policy(&self) -> Result<RetryPolicy<TokioClock>, LabError> {
@@ -281,8 +284,9 @@ impl LabStorm {
         let horizon_steps = self.steps(self.scenario.horizon_s);
         let max_steps = (self.steps(sim_end_s * 1.5) + LATE_STEPS).min(horizon_steps);
 
+        let rules = self.rules()?;
         let mut server =
-            ServerThread::spawn(Budget::new(self.rules()), self.seed, max_steps).await?;
+            ServerThread::spawn(Budget::new(rules.clone()), self.seed, max_steps).await?;
         let addr = server.addr;
 
         let mut connector = HttpConnector::new();
@@ -344,7 +348,14 @@ impl LabStorm {
         }
         let real_s = started.elapsed().as_secs_f64();
         let ledger = server.finish().await?;
-        let mut report = self.report(&simulated, &ledger, &ends, &crowd.tally, clients, real_s);
+        let mut report = self.report(
+            &simulated,
+            (&rules, &ledger),
+            &ends,
+            &crowd.tally,
+            clients,
+            real_s,
+        );
         drop(crowd);
         report.seed_spread = self.seed_spread()?;
         report.verdict = Some(verdict::judge(&report));
@@ -354,7 +365,8 @@ impl LabStorm {
     fn report(
         &self,
         simulated: &RunResult,
-        ledger: &Ledger,
+        // The server's rules and what it saw.
+        (rules, ledger): (&Rules, &Ledger),
         ends: &[ClientEnd],
         tally: &Tally,
         clients: u64,
@@ -362,14 +374,8 @@ impl LabStorm {
     ) -> LabReport {
         let clients_served = ends.iter().filter(|e| e.served).count() as u64;
         let gave_up = ends.iter().filter(|e| !e.served).count() as u64;
-        let measured = measure::measure(
-            ledger,
-            &self.rules(),
-            self.step(),
-            clients,
-            clients_served,
-            gave_up,
-        );
+        let measured =
+            measure::measure(ledger, rules, self.step(), clients, clients_served, gave_up);
         LabReport {
             rule: self.rule.as_str().to_owned(),
             seed: self.seed,

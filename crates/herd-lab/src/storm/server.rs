@@ -19,6 +19,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use herd::rng::{Rng, SplitMix64};
+use herd_sim::refusal::{RefusalCost, WindowBudget};
 use tokio::sync::oneshot;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -61,8 +62,9 @@ pub(crate) enum Verdict {
 /// The server's rules, in steps: SPEC §4's work budget per window.
 #[derive(Clone, Debug)]
 pub(crate) struct Rules {
-    pub(crate) capacity: f64,
-    pub(crate) refusal_cost: f64,
+    pub(crate) capacity: u64,
+    /// Exact, so a window serves exactly what the simulator's server does.
+    pub(crate) refusal_cost: RefusalCost,
     pub(crate) collapse_above: Option<u64>,
     /// `[start, end)` in steps.
     pub(crate) outages: Vec<(u64, u64)>,
@@ -74,15 +76,16 @@ pub(crate) struct Rules {
 pub(crate) struct Budget {
     rules: Rules,
     window: u64,
-    left: f64,
+    left: WindowBudget,
 }
 
 impl Budget {
     pub(crate) fn new(rules: Rules) -> Self {
+        let left = WindowBudget::full(0, rules.refusal_cost);
         Self {
             rules,
             window: u64::MAX,
-            left: 0.0,
+            left,
         }
     }
 
@@ -95,18 +98,14 @@ impl Budget {
         let window = step / rules.steps_per_window.max(1);
         if window != self.window {
             self.window = window;
-            self.left = rules.capacity;
+            self.left = WindowBudget::full(rules.capacity, rules.refusal_cost);
         }
-        let r = rules.refusal_cost;
-        let a = arrivals as f64;
         if rules.collapse_above.is_some_and(|t| arrivals > t) {
-            self.left -= r * a;
+            self.left.refuse_all(arrivals);
             return Verdict::Collapsed;
         }
         // Accepting all of them costs r each; each one served costs the remaining 1 − r.
-        let served = ((self.left - r * a) / (1.0 - r)).floor().clamp(0.0, a);
-        self.left -= served + r * (a - served);
-        Verdict::Serve(served as u64)
+        Verdict::Serve(self.left.serve(arrivals))
     }
 }
 
@@ -391,8 +390,8 @@ mod tests {
 
     fn rules(refusal_cost: f64) -> Rules {
         Rules {
-            capacity: 50.0,
-            refusal_cost,
+            capacity: 50,
+            refusal_cost: RefusalCost::new(refusal_cost).unwrap(),
             collapse_above: None,
             outages: vec![(0, 100)],
             steps_per_window: 1,
@@ -412,5 +411,12 @@ mod tests {
         let mut b = Budget::new(rules(0.1));
         assert_eq!(b.settle(100, 2000), Verdict::Serve(0));
         assert_eq!(b.settle(101, 100), Verdict::Serve(44));
+    }
+
+    /// Regression: the float formula served 46 here; `47 + 0.1 · 30 = 50` exactly.
+    #[test]
+    fn exact_boundary_serves_the_last_client() {
+        let mut b = Budget::new(rules(0.1));
+        assert_eq!(b.settle(100, 77), Verdict::Serve(47));
     }
 }

@@ -28,12 +28,12 @@
 //!
 //! **Budgets.** `budget_percent = β·100` on an edge allows at most β retries per first attempt
 //! on that edge, as a long-run ratio: a token bucket per edge, starting empty, uncapped, that
-//! gains β tokens per first attempt; a retry needs one whole token and spends it. The exact
-//! figure uses the bucket's long-run limit: expected retries per call `min(D, β)` with
-//! `D = q + … + q^(k−1)` the unbudgeted demand; and since each attempt made succeeds with
-//! `1 − q` whether or not it was allowed, a call succeeds with `(1 − q)(1 + retries)`. The
-//! Monte Carlo runs the bucket itself, so over N requests it differs from the limit by the
-//! bucket's start-up and boundary effects (O(1/√N)); tests allow 2 % for budgeted graphs.
+//! gains β tokens per first attempt; a retry needs one whole token and spends it. The closed
+//! form (`min(D, β)` retries per call, `D = q + … + q^(k−1)`) treats every call as meeting an
+//! independent, average bucket, which a caller's successive retries do not; so graphs with
+//! budgets are computed from the stationary law of the buckets' tokens (see `stationary.rs`),
+//! and labelled approximate (with [`Exactness::Approximate`](crate::graph::Exactness::Approximate)) only when that chain is too big.
+//! The Monte Carlo runs the bucket itself, in the same whole units.
 //! `budget_percent = 0` (the default) means no budget.
 //!
 //! # Layer-aware retries
@@ -53,10 +53,13 @@ mod exact;
 mod file;
 mod model;
 mod monte_carlo;
+mod stationary;
 mod validate;
 
 pub use advice::{Advice, Amplification, advise, amplification};
-pub use exact::{CallFigures, Options, Outcome, Prediction, call_figures, predict};
+pub use exact::{CallFigures, Exactness, Options, Outcome, Prediction, call_figures, predict};
 pub use file::GraphError;
 pub use model::{Call, Graph, MAX_ATTEMPTS, MAX_BUDGET_PERCENT, MAX_CALLS, MAX_SERVICES, Service};
-pub use monte_carlo::{MAX_SIMULATED_CALLS, SimulatedService, Simulation, simulate, tolerance};
+pub use monte_carlo::{
+    BATCHES, MAX_SIMULATED_CALLS, SimulatedService, Simulation, Z, known_error, simulate, tolerance,
+};

@@ -6,9 +6,10 @@
 
 use herd::rng::{Rng, SplitMix64};
 
-use super::exact::{Options, Prediction};
+use super::exact::{Exactness, Options, Prediction};
 use super::file::GraphError;
 use super::model::Graph;
+use super::stationary::fraction;
 
 /// The most calls a simulation may make in all (expected), to keep runs bounded.
 pub const MAX_SIMULATED_CALLS: f64 = 2e8;
@@ -18,7 +19,10 @@ pub const MAX_SIMULATED_CALLS: f64 = 2e8;
 pub struct SimulatedService {
     /// Sample mean of the requests the service received per entry request.
     pub mean: f64,
-    /// Standard error of that mean (sample standard deviation / √N).
+    /// Standard error of that mean: sample standard deviation / √N when requests are
+    /// independent (no budget), else by batch means (the spread of [`BATCHES`] consecutive
+    /// batches' means / √batches), since a bucket's state carries from one request to the
+    /// next and makes successive requests' counts correlated.
     pub std_error: f64,
 }
 
@@ -35,23 +39,45 @@ pub struct Simulation {
     pub entry_failed: f64,
 }
 
+/// How many standard errors a simulated mean may stray from the prediction before the two
+/// are said to differ (a two-sided chance of about 6 in 100 000 per service for a normal
+/// mean).
+pub const Z: f64 = 4.0;
+
+/// Consecutive batches for the batch-means standard error of graphs with budgets.
+pub const BATCHES: u64 = 50;
+
 impl Simulation {
-    /// Whether every service's mean lies within the tolerance of `prediction`:
-    /// `5 · std_error + 1e-9 · (1 + expected)`, plus `slack · (1 + expected)` for graphs with
-    /// budgets (whose exact figure is the long-run limit of the token bucket).
+    /// Whether every service's mean lies within [`tolerance`] of `prediction`.
     #[must_use]
-    pub fn agrees_with(&self, prediction: &Prediction, slack: f64) -> bool {
+    pub fn agrees_with(&self, prediction: &Prediction) -> bool {
+        let known = known_error(prediction);
         self.services
             .iter()
             .zip(&prediction.receives)
-            .all(|(s, &want)| (s.mean - want).abs() <= tolerance(s, want, slack))
+            .all(|(s, &want)| (s.mean - want).abs() <= tolerance(s, want, self.requests, known))
     }
 }
 
-/// The tolerance used by [`Simulation::agrees_with`].
+/// The prediction's own stated error: 0 when exact, the truncation error of the stationary
+/// computation, and 0 for an approximation (whose error is what the comparison shows).
 #[must_use]
-pub fn tolerance(s: &SimulatedService, expected: f64, slack: f64) -> f64 {
-    5.0 * s.std_error + (1e-9 + slack) * (1.0 + expected)
+pub fn known_error(prediction: &Prediction) -> f64 {
+    match prediction.exactness {
+        Exactness::Stationary {
+            truncation_error, ..
+        } => truncation_error,
+        _ => 0.0,
+    }
+}
+
+/// The tolerance used by [`Simulation::agrees_with`]: [`Z`] standard errors, the standard
+/// error floored at `1 / requests` (one request more or less; a run that never saw a rare
+/// event has a sample spread of 0), plus the prediction's stated error and float rounding
+/// (`1e-9 · (1 + expected)`). No fixed percentage.
+#[must_use]
+pub fn tolerance(s: &SimulatedService, expected: f64, requests: u64, known: f64) -> f64 {
+    Z * s.std_error.max(1.0 / requests.max(1) as f64) + known + 1e-9 * (1.0 + expected)
 }
 
 /// How an answer came back in one simulated execution.
@@ -65,8 +91,11 @@ struct Run<'g, R> {
     graph: &'g Graph,
     options: Options,
     rng: R,
-    /// Tokens per edge, indexed [service][call].
+    /// Tokens per edge, indexed [service][call], in units (see [`units`]).
     tokens: Vec<Vec<f64>>,
+    /// Per edge, `(deposit, price)` in units: `(m, den)` for a budget `β = m / den`, so
+    /// that the bucket counts exactly; `None` without a budget.
+    units: Vec<Vec<Option<(f64, f64)>>>,
     /// Requests received per service during the current entry request.
     counts: Vec<u64>,
 }
@@ -81,9 +110,9 @@ impl<R: Rng> Run<'_, R> {
         }
         let mut answer = Answer::Ok;
         for (i, call) in service.calls.iter().enumerate() {
-            let budget = call.budget_percent / 100.0;
-            if budget > 0.0 {
-                self.tokens[s][i] += budget;
+            let budget = self.units[s][i];
+            if let Some((deposit, _)) = budget {
+                self.tokens[s][i] += deposit;
             }
             let mut result;
             let mut attempt = 1;
@@ -104,11 +133,11 @@ impl<R: Rng> Run<'_, R> {
                 if attempt >= call.attempts {
                     break;
                 }
-                if budget > 0.0 {
-                    if self.tokens[s][i] < 1.0 {
+                if let Some((_, price)) = budget {
+                    if self.tokens[s][i] < price {
                         break;
                     }
-                    self.tokens[s][i] -= 1.0;
+                    self.tokens[s][i] -= price;
                 }
                 attempt += 1;
             }
@@ -125,6 +154,15 @@ impl<R: Rng> Run<'_, R> {
         }
         answer
     }
+}
+
+/// A budget's deposit and price in whole units when it is a small fraction (so that ten
+/// deposits of 10 % make exactly one token), else in tokens.
+fn units(percent: f64) -> Option<(f64, f64)> {
+    (percent > 0.0).then(|| match fraction(percent) {
+        Some((m, den)) => (m as f64, den as f64),
+        None => (percent / 100.0, 1.0),
+    })
 }
 
 /// Simulates `requests` entry requests with random failures.
@@ -160,12 +198,28 @@ pub fn simulate(
             .iter()
             .map(|s| vec![0.0; s.calls.len()])
             .collect(),
+        units: graph
+            .services()
+            .iter()
+            .map(|s| s.calls.iter().map(|c| units(c.budget_percent)).collect())
+            .collect(),
         counts: vec![0; n],
     };
+    let budgets = graph.edges().any(|(_, c)| c.budget_percent > 0.0);
+    let batches = if budgets && requests >= 10 * BATCHES {
+        BATCHES
+    } else {
+        1
+    };
+    // Request r belongs to batch ⌊r · batches / requests⌋: batches of near-equal size.
+    let batch_of = |r: u64| (u128::from(r) * u128::from(batches) / u128::from(requests)) as u64;
+    let mut in_batch = 0u64;
     let mut sum = vec![0.0f64; n];
     let mut sum_sq = vec![0.0f64; n];
+    let mut batch_sum = vec![0.0f64; n];
+    let mut batch_means: Vec<Vec<f64>> = vec![Vec::new(); n];
     let mut failed = 0u64;
-    for _ in 0..requests {
+    for r in 0..requests {
         run.counts.iter_mut().for_each(|c| *c = 0);
         if run.execute(graph.entry()) != Answer::Ok {
             failed += 1;
@@ -174,23 +228,34 @@ pub fn simulate(
             let c = c as f64;
             sum[i] += c;
             sum_sq[i] += c * c;
+            batch_sum[i] += c;
+        }
+        in_batch += 1;
+        if r + 1 == requests || batch_of(r + 1) != batch_of(r) {
+            for i in 0..n {
+                batch_means[i].push(batch_sum[i] / in_batch as f64);
+                batch_sum[i] = 0.0;
+            }
+            in_batch = 0;
         }
     }
     let count = requests as f64;
-    let services = sum
-        .iter()
-        .zip(&sum_sq)
-        .map(|(&s, &sq)| {
+    let services = (0..n)
+        .map(|i| {
+            let (s, sq) = (sum[i], sum_sq[i]);
             let mean = s / count;
-            let variance = if requests > 1 {
-                ((sq - s * mean) / (count - 1.0)).max(0.0)
+            let std_error = if batches > 1 {
+                let b = &batch_means[i];
+                let k = b.len() as f64;
+                let m = b.iter().sum::<f64>() / k;
+                let var = b.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (k - 1.0);
+                (var / k).sqrt()
+            } else if requests > 1 {
+                (((sq - s * mean) / (count - 1.0)).max(0.0) / count).sqrt()
             } else {
                 0.0
             };
-            SimulatedService {
-                mean,
-                std_error: (variance / count).sqrt(),
-            }
+            SimulatedService { mean, std_error }
         })
         .collect();
     Ok(Simulation {

@@ -51,6 +51,8 @@ pub(crate) fn simulate(
     // Every attempt sent, in send order: with one timeout for all, they also expire in order.
     let mut waiting: VecDeque<Attempt> = VecDeque::new();
     let mut retries_due: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+    // Attempts refused at the door this step: they fail at once.
+    let mut refused: Vec<Attempt> = Vec::new();
     let mut credit = 0.0_f64;
     let mut attempts_total = 0u64;
     let mut retries_after_horizon = 0u64;
@@ -82,10 +84,12 @@ pub(crate) fn simulate(
             }
             window.first_attempts += 1;
             send(
+                plan,
                 Attempt { request: id, sent },
                 down,
                 &mut queue,
                 &mut waiting,
+                &mut refused,
                 &mut window,
             );
         }
@@ -96,10 +100,12 @@ pub(crate) fn simulate(
             requests[id as usize].attempts += 1;
             window.retries += 1;
             send(
+                plan,
                 Attempt { request: id, sent },
                 down,
                 &mut queue,
                 &mut waiting,
+                &mut refused,
                 &mut window,
             );
         }
@@ -119,7 +125,24 @@ pub(crate) fn simulate(
             credit = 0.0;
         } else {
             credit += plan.work_per_step;
-            while let Some(&front) = queue.front() {
+            loop {
+                // Server-side deadlines: work whose client has left is dropped unworked. The
+                // queue stays in send order (LIFO only takes from the back), so the expired
+                // attempts are at its front.
+                if plan.drop_expired {
+                    let expired = |a: &Attempt| u64::from(a.sent) + plan.timeout_steps <= t;
+                    while queue.front().is_some_and(expired) {
+                        queue.pop_front();
+                        window.dropped += 1;
+                    }
+                }
+                let Some(&front) = queue.front() else { break };
+                let lifo = queue.len() as u64 > plan.lifo_above;
+                let next = if lifo {
+                    *queue.back().expect("not empty")
+                } else {
+                    front
+                };
                 let cost = if queue.len() as u64 > plan.knee_queue {
                     plan.slow_factor
                 } else {
@@ -129,12 +152,18 @@ pub(crate) fn simulate(
                     break;
                 }
                 credit -= cost;
-                queue.pop_front();
+                if lifo {
+                    queue.pop_back();
+                } else {
+                    queue.pop_front();
+                }
                 window.throughput += 1;
-                let request = &mut requests[front.request as usize];
-                if !request.answered && t < u64::from(front.sent) + plan.timeout_steps {
+                let request = &mut requests[next.request as usize];
+                if !request.answered && t < u64::from(next.sent) + plan.timeout_steps {
                     request.answered = true;
                     window.goodput += 1;
+                    // Sent at the start of step `sent`, answered by the end of step `t`.
+                    window.wait_steps += t + 1 - u64::from(next.sent);
                 }
             }
             if queue.is_empty() {
@@ -142,17 +171,22 @@ pub(crate) fn simulate(
             }
         }
 
-        // 4. Timeouts: attempts sent `timeout_steps` ago that were not answered have failed.
+        // 4. Failures: attempts refused at the door this step, and attempts sent
+        //    `timeout_steps` ago that were not answered.
+        let mut failed: Vec<u32> = refused.drain(..).map(|a| a.request).collect();
         while let Some(&front) = waiting.front() {
             if u64::from(front.sent) + plan.timeout_steps > t {
                 break;
             }
             waiting.pop_front();
-            let request = &mut requests[front.request as usize];
-            if request.answered {
+            if requests[front.request as usize].answered {
                 continue;
             }
             window.timeouts += 1;
+            failed.push(front.request);
+        }
+        for id in failed {
+            let request = &mut requests[id as usize];
             if plan.max_attempts > 0 && request.attempts >= plan.max_attempts {
                 window.gave_up += 1;
                 continue;
@@ -168,7 +202,7 @@ pub(crate) fn simulate(
             let steps = pause_ns.div_ceil(plan.step_ns).max(1);
             let at = t.saturating_add(steps);
             if at < plan.steps {
-                retries_due.entry(at).or_default().push(front.request);
+                retries_due.entry(at).or_default().push(id);
             } else {
                 retries_after_horizon += 1;
             }
@@ -191,19 +225,36 @@ pub(crate) fn simulate(
     Ok(report::build(plan, name, seed, windows, pending))
 }
 
+/// Where a sent attempt goes: lost (the server is down; the client learns it at its
+/// timeout), refused at the door (a full queue or admission control; the client learns it at
+/// once), or queued.
 fn send(
+    plan: &Plan,
     attempt: Attempt,
     down: bool,
     queue: &mut VecDeque<Attempt>,
     waiting: &mut VecDeque<Attempt>,
+    refused: &mut Vec<Attempt>,
     window: &mut Window,
 ) {
     if down {
         window.lost += 1; // the server is unreachable: the attempt never arrives
+        waiting.push_back(attempt);
+        return;
+    }
+    let full = queue.len() as u64 >= plan.max_queue;
+    let slow = plan.shed_wait_steps.is_some_and(|limit| {
+        queue
+            .front()
+            .is_some_and(|oldest| u64::from(attempt.sent - oldest.sent) > limit)
+    });
+    if full || slow {
+        window.refused += 1;
+        refused.push(attempt);
     } else {
         queue.push_back(attempt);
+        waiting.push_back(attempt);
     }
-    waiting.push_back(attempt);
 }
 
 fn too_many() -> ScenarioError {

@@ -5,13 +5,17 @@
 //! # Why a separate model
 //!
 //! SPEC §4's storm is about a *burst*: a herd that fails together and comes back. A metastable
-//! failure needs three things that model does not have: *open-loop* traffic (new requests keep
-//! arriving whatever happened to earlier ones), *timeouts* (a client gives up on an attempt it
-//! is still queued for, and retries), and a server that gets *slower* when overloaded, so that
-//! it spends its time on requests whose clients have already left. Then the retries of one
-//! bad moment double the load, the doubled load pushes the server past its knee, the slow
-//! server times everyone out, and everyone retries: the load stays doubled with the trigger
-//! long gone. A retry budget breaks the loop by capping retries to a fraction of new requests.
+//! failure needs what that model does not have: *open-loop* traffic (new requests keep
+//! arriving whatever happened to earlier ones) and *timeouts* (a client gives up on an attempt
+//! it is still queued for, and retries). That is enough, with a plain FIFO server: once the
+//! queue holds more than a timeout's worth of work, every answer comes too late, every request
+//! retries, and if the retried load exceeds the capacity the queue never drains. The load
+//! stays doubled with the trigger long gone. A server that also *slows down* past a knee
+//! (lock contention, thrash) lowers the threshold, but is not needed: the shipped example
+//! locks in with `slow_factor = 1` too (`docs/metastable.md` has the threshold over seeds).
+//! A retry budget breaks the loop by capping retries to a fraction of new requests; so do
+//! server-side mitigations ([`SlowingServer`]: a bounded queue, dropping work whose client
+//! has left, LIFO under overload, admission control by waiting time).
 //!
 //! # The model (`docs/metastable.md` has the details and the numbers)
 //!
@@ -21,15 +25,18 @@
 //!    run's one [`SplitMix64`](herd::rng::SplitMix64). Each deposits in the retry budget and
 //!    sends its first attempt.
 //! 2. **Retries** due at this step are sent.
-//! 3. An attempt sent while the server is down (an outage) is **lost**; otherwise it joins the
-//!    server's FIFO **queue**.
-//! 4. The **server** works for one step: it completes requests from the head of the queue while
-//!    its credit of server time allows. A request costs `1 / capacity_qps` seconds, or
+//! 3. An attempt sent while the server is down (an outage) is **lost**. Otherwise it is
+//!    **refused** at once when the queue is full (`max_queue`) or its oldest attempt has waited
+//!    longer than `shed_wait_s`, and joins the server's FIFO **queue** if not.
+//! 4. The **server** works for one step: it drops unworked the attempts whose client has timed
+//!    out (with `drop_expired`), and completes requests from the head of the queue (from its
+//!    tail while more than `lifo_above` wait) while its credit of server time allows. A request costs `1 / capacity_qps` seconds, or
 //!    `slow_factor` times that when more than `knee_queue` requests are waiting (lock
 //!    contention, cache thrash). A completion within the attempt's timeout answers the request
 //!    (**goodput**); a later one is **wasted** work (it counts in **throughput** only). An idle
 //!    or down server banks no credit.
-//! 5. **Timeouts**: an attempt sent `timeout_s` ago and not answered has failed. The request
+//! 5. **Failures**: an attempt refused this step, or sent `timeout_s` ago and not answered,
+//!    has failed. The request
 //!    gives up after `max_attempts` attempts; otherwise it asks the retry budget (a denial
 //!    fails the request) and draws its pause with [`herd::Rule::pause`], rounded up to whole
 //!    steps and at least one step.

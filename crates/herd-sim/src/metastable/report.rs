@@ -29,6 +29,13 @@ pub struct Window {
     pub denied_by_budget: u64,
     /// Requests waiting at the server (in service included) at the end of the window.
     pub queue: u64,
+    /// Attempts refused at the door (a full queue, or admission control by latency).
+    pub refused: u64,
+    /// Queued attempts the server dropped unworked because their client had timed out.
+    pub dropped: u64,
+    /// Sum over the window's in-time answers of the steps from sending to answering (the
+    /// answer is counted at the end of its step).
+    pub wait_steps: u64,
 }
 
 impl Window {
@@ -39,14 +46,14 @@ impl Window {
     }
 
     /// The window is healthy: at least `share` of the attempts that ended in it (answered in
-    /// time, or timed out) were answered, and at most `knee_queue` requests wait at its end.
+    /// time, timed out, or refused at the door) were answered, and at most `knee_queue` requests wait at its end.
     ///
     /// A ratio of endings rather than goodput against new requests: Poisson arrivals make a
     /// window's new requests swing by ±6 % around 280 per second, and a burst above the
     /// server's capacity is answered in the next window, so a healthy server would
     /// fail a fixed "goodput ≥ 90 % of new requests" now and then by chance.
     fn healthy(&self, share: f64, knee_queue: u64) -> bool {
-        self.goodput as f64 >= share * (self.goodput + self.timeouts) as f64
+        self.goodput as f64 >= share * (self.goodput + self.timeouts + self.refused) as f64
             && self.queue <= knee_queue
     }
 }
@@ -98,6 +105,15 @@ pub struct MetastableReport {
     pub denied_by_budget: u64,
     /// Requests still waiting for an answer or a retry at the horizon.
     pub pending: u64,
+    /// Attempts refused at the door (bounded queue or admission control).
+    pub refused: u64,
+    /// Attempts dropped unworked by server-side deadlines.
+    pub dropped: u64,
+    /// Mean time from sending an attempt to its in-time answer, over the whole run, in
+    /// seconds (`None` without answers). Time is in whole steps: an attempt counts as sent at
+    /// the start of its step and answered at the end of its step, so this is at most one
+    /// step longer than in continuous time.
+    pub mean_response_s: Option<f64>,
     /// Rates after the outage.
     pub after_outage: AfterOutage,
     /// The start of the first window after the outage from which every window to the horizon
@@ -180,6 +196,10 @@ pub(crate) fn build(
         gave_up: sum(|w| w.gave_up),
         denied_by_budget: sum(|w| w.denied_by_budget),
         pending,
+        refused: sum(|w| w.refused),
+        dropped: sum(|w| w.dropped),
+        mean_response_s: (served > 0)
+            .then(|| sum(|w| w.wait_steps) as f64 / served as f64 * plan.step_ns as f64 / 1e9),
         after_outage,
         recovered_at_s,
         verdict,
@@ -290,6 +310,13 @@ impl fmt::Display for MetastableReport {
             self.pending,
             self.wasted
         )?;
+        if self.refused > 0 || self.dropped > 0 {
+            writeln!(
+                f,
+                "refused at the door {}, dropped unworked (client gone) {}",
+                self.refused, self.dropped
+            )?;
+        }
         writeln!(f, "verdict: {}", self.verdict)
     }
 }

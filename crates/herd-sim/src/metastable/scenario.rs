@@ -8,8 +8,9 @@ use crate::error::ScenarioError;
 use crate::fields;
 use crate::limits::Limits;
 
-/// A metastable-failure scenario: open-loop clients with attempt timeouts, a server that
-/// slows down sharply past a knee, an outage, a retry rule and an optional retry budget.
+/// A metastable-failure scenario: open-loop clients with attempt timeouts, a FIFO server that
+/// may slow down past a knee and may carry mitigations, an outage, a retry rule and an
+/// optional retry budget.
 ///
 /// Every field is optional; the defaults are the Bronson et al. retry example (see
 /// `docs/metastable.md`): 280 requests per second, a server answering 300 per second that
@@ -68,6 +69,19 @@ pub struct SlowingServer {
     /// `[start_s, end_s)` intervals in which the server is unreachable: attempts sent then are
     /// lost (the client learns it at its timeout) and the server does no work.
     pub outages: Vec<[f64; 2]>,
+    /// Mitigation, a bounded queue (admission control by queue length): an attempt that
+    /// finds this many waiting is refused at once, and its client learns it at once (0 =
+    /// unbounded).
+    pub max_queue: u64,
+    /// Mitigation, server-side deadlines: the server drops, at no cost, queued attempts whose
+    /// client has already timed out, instead of doing their work.
+    pub drop_expired: bool,
+    /// Mitigation, LIFO under overload: while more than this many wait, the server takes the
+    /// newest attempt first (0 = always FIFO).
+    pub lifo_above: u64,
+    /// Mitigation, admission control by latency: an attempt is refused at once while the
+    /// oldest queued attempt has waited longer than this many seconds (0 = off).
+    pub shed_wait_s: f64,
 }
 
 /// `[retry]`: one rule and an optional retry budget shared by all clients.
@@ -127,6 +141,10 @@ impl Default for SlowingServer {
             slow_factor: 10.0,
             knee_queue: 100,
             outages: vec![[10.0, 20.0]],
+            max_queue: 0,
+            drop_expired: false,
+            lifo_above: 0,
+            shed_wait_s: 0.0,
         }
     }
 }
@@ -188,6 +206,13 @@ pub(crate) struct Plan {
     pub(crate) work_per_step: f64,
     pub(crate) slow_factor: f64,
     pub(crate) knee_queue: u64,
+    /// Refuse an attempt that finds this many waiting (`u64::MAX`: unbounded).
+    pub(crate) max_queue: u64,
+    pub(crate) drop_expired: bool,
+    /// Serve newest first while more than this many wait (`u64::MAX`: never).
+    pub(crate) lifo_above: u64,
+    /// Refuse arrivals while the oldest queued attempt has waited more steps than this.
+    pub(crate) shed_wait_steps: Option<u64>,
     /// Down steps `[start, end)`, sorted.
     pub(crate) outages: Vec<(u64, u64)>,
     pub(crate) params: RuleParams,
@@ -259,6 +284,9 @@ impl Plan {
         let v = &s.server;
         let capacity = fields::number_in("server.capacity_qps", v.capacity_qps, 1e-9, 1e12)?;
         let slow_factor = fields::number_in("server.slow_factor", v.slow_factor, 1.0, 1e6)?;
+        let shed_wait_s = fields::seconds("server.shed_wait_s", v.shed_wait_s, true)?;
+        let shed_wait_steps =
+            (shed_wait_s > 0.0).then(|| (shed_wait_s * 1e9 / step_ns as f64).ceil() as u64);
         let mut outages = Vec::new();
         for (start, end) in fields::outages("server.outages", &v.outages, horizon_s)? {
             let to_step = |t: f64| (t * 1e9 / step_ns as f64).ceil() as u64;
@@ -303,6 +331,18 @@ impl Plan {
             work_per_step: capacity * step_ns as f64 / 1e9,
             slow_factor,
             knee_queue: v.knee_queue,
+            max_queue: if v.max_queue == 0 {
+                u64::MAX
+            } else {
+                v.max_queue
+            },
+            drop_expired: v.drop_expired,
+            lifo_above: if v.lifo_above == 0 {
+                u64::MAX
+            } else {
+                v.lifo_above
+            },
+            shed_wait_steps,
             outages,
             params,
             budget,

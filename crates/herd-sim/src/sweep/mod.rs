@@ -6,10 +6,14 @@
 //! and an error names the `--set` and the field. Cells are the product of the axes, the first
 //! axis varying slowest.
 //!
-//! Every cell runs every rule with the same seeds `S..S+K-1` (common random numbers: a
-//! difference between two cells is not noise from different draws), on all cores. The output
-//! order is fixed by the grid, never by thread timing, so a sweep is reproducible bit for bit.
-//! Each (cell, rule) is summarised per metric by its mean and a 95 % interval ([`Stats`]).
+//! Every cell runs every rule with the same seeds `S..S+K-1`, on all cores. That makes a
+//! sweep reproducible, not paired: a cell's parameters change which draws its runs consume,
+//! so two cells' runs with one seed share no draws after the first that differs, and the
+//! intervals are per cell, not on differences. The output order is fixed by the grid, never
+//! by thread timing, so a sweep is reproducible bit for bit. Each (cell, rule) is summarised
+//! per metric by its mean and a 95 % interval ([`Stats`]: Wilson's for a proportion such as
+//! `recovered`, Student's t otherwise), over the runs where the metric happened, with their
+//! count.
 //!
 //! # Examples
 //!
@@ -42,7 +46,7 @@ mod stats;
 mod tree;
 
 pub use grid::{Axis, MAX_AXIS_VALUES, show};
-pub use stats::{Stats, t975};
+pub use stats::{Interval, PROPORTIONS, Stats, t975};
 
 use grid::Target;
 
@@ -403,7 +407,12 @@ impl Sweep {
                 stats: self
                     .metrics
                     .iter()
-                    .map(|&m| (m, Stats::of(runs.iter().map(|x| x.get(m).flatten()))))
+                    .map(|&m| {
+                        (
+                            m,
+                            Stats::of_metric(m, runs.iter().map(|x| x.get(m).flatten())),
+                        )
+                    })
                     .collect(),
             })
             .collect())

@@ -8,7 +8,28 @@
 //!
 //! A metric that did not happen in some runs (`all_served_s` when not everyone was served)
 //! is summarised over the runs where it did; `defined` says how many those were.
+//!
+//! A 0/1 metric (a *proportion*, such as `recovered`) gets the Wilson score interval instead:
+//! a t-interval on 0/1 values is a point when every run agrees (10 of 10 recovered says
+//! nothing about the 11th) and can leave `[0, 1]`; Wilson's stays inside and is never a
+//! point unless there are no runs.
 use serde::Serialize;
+
+/// Metrics that are 0 or 1 per run, summarised as a proportion with a Wilson interval.
+pub const PROPORTIONS: [&str; 1] = ["recovered"];
+
+/// `Φ⁻¹(0.975)`.
+const Z975: f64 = 1.959_963_984_540_054;
+
+/// Which interval a [`Stats`] carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Interval {
+    /// Student's t-interval on the mean.
+    T,
+    /// Wilson's score interval on a proportion.
+    Wilson,
+}
 
 /// `t(0.975, df)` for df = 1..=30.
 const T975: [f64; 30] = [
@@ -53,6 +74,8 @@ pub struct Stats {
     pub lo: Option<f64>,
     /// The upper end of the 95 % interval on the mean.
     pub hi: Option<f64>,
+    /// The kind of interval.
+    pub interval: Interval,
 }
 
 impl Stats {
@@ -76,6 +99,7 @@ impl Stats {
                 mean: None,
                 lo: None,
                 hi: None,
+                interval: Interval::T,
             };
         }
         let mean = values.iter().sum::<f64>() / n as f64;
@@ -85,6 +109,7 @@ impl Stats {
                 mean: Some(mean),
                 lo: None,
                 hi: None,
+                interval: Interval::T,
             };
         }
         let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
@@ -94,6 +119,60 @@ impl Stats {
             mean: Some(mean),
             lo: Some(mean - half),
             hi: Some(mean + half),
+            interval: Interval::T,
+        }
+    }
+
+    /// Summarises 0/1 values as a proportion: the share of ones, with the 95 % Wilson score
+    /// interval `(p̂ + z²/2n ± z·√(p̂(1 − p̂)/n + z²/4n²)) / (1 + z²/n)`, `z = 1.96`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use herd_sim::sweep::Stats;
+    /// // 10 of 10: the share is 1, but the interval admits 0.72.
+    /// let s = Stats::proportion([Some(1.0); 10]);
+    /// assert_eq!(s.mean, Some(1.0));
+    /// assert!((s.lo.unwrap() - 0.7225).abs() < 1e-4 && s.hi == Some(1.0));
+    /// ```
+    pub fn proportion(values: impl IntoIterator<Item = Option<f64>>) -> Self {
+        let values: Vec<f64> = values.into_iter().flatten().collect();
+        let n = values.len();
+        if n == 0 {
+            return Self {
+                interval: Interval::Wilson,
+                ..Self::of([])
+            };
+        }
+        let ones = values.iter().filter(|&&v| v >= 0.5).count();
+        let (nf, p) = (n as f64, ones as f64 / n as f64);
+        let z2 = Z975 * Z975;
+        let centre = (p + z2 / (2.0 * nf)) / (1.0 + z2 / nf);
+        let half = Z975 / (1.0 + z2 / nf) * (p * (1.0 - p) / nf + z2 / (4.0 * nf * nf)).sqrt();
+        Self {
+            defined: n,
+            mean: Some(p),
+            // Exactly 0 and 1 at the ends (the algebra gives them; floats may not).
+            lo: Some(if ones == 0 {
+                0.0
+            } else {
+                (centre - half).max(0.0)
+            }),
+            hi: Some(if ones == n {
+                1.0
+            } else {
+                (centre + half).min(1.0)
+            }),
+            interval: Interval::Wilson,
+        }
+    }
+
+    /// [`Stats::proportion`] for the metrics in [`PROPORTIONS`], [`Stats::of`] otherwise.
+    pub fn of_metric(name: &str, values: impl IntoIterator<Item = Option<f64>>) -> Self {
+        if PROPORTIONS.contains(&name) {
+            Self::proportion(values)
+        } else {
+            Self::of(values)
         }
     }
 
@@ -131,6 +210,29 @@ mod tests {
         assert_eq!(Stats::of([None, None]).mean, None);
         let one = Stats::of([None, Some(3.0)]);
         assert_eq!((one.defined, one.mean, one.lo), (1, Some(3.0), None));
+    }
+
+    /// Regression: `recovered` got a t-interval, a point at 10 of 10 and below 0 at 1 of 10.
+    #[test]
+    fn proportions_get_wilson_intervals() {
+        let all = Stats::of_metric("recovered", [Some(1.0); 10]);
+        assert_eq!(all.interval, Interval::Wilson);
+        assert!(all.lo.unwrap() < 0.73 && all.hi == Some(1.0));
+        let one = Stats::of_metric("recovered", (0..10).map(|i| Some(f64::from(i == 0))));
+        // Wilson for 1 of 10: [0.0179, 0.4042].
+        assert!((one.lo.unwrap() - 0.0179).abs() < 1e-4, "{one:?}");
+        assert!((one.hi.unwrap() - 0.4042).abs() < 1e-4, "{one:?}");
+        // The t-interval would have gone below zero.
+        assert!(
+            Stats::of((0..10).map(|i| Some(f64::from(i == 0))))
+                .lo
+                .unwrap()
+                < 0.0
+        );
+        assert_eq!(
+            Stats::of_metric("served", [Some(1.0); 3]).interval,
+            Interval::T
+        );
     }
 
     #[test]

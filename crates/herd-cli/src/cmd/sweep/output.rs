@@ -1,7 +1,7 @@
 //! The sweep as a table, CSV or JSON: one row per cell and rule.
 use std::io::{self, Write};
 
-use herd_sim::sweep::{Row, Stats, Sweep, show};
+use herd_sim::sweep::{Interval, PROPORTIONS, Row, Stats, Sweep, show};
 use serde_json::{Map, Value as Json, json};
 
 /// `1 rule`, `3 rules`.
@@ -40,14 +40,23 @@ fn half_width(h: f64, mean: f64) -> Option<String> {
     text.chars().any(|c| matches!(c, '1'..='9')).then_some(text)
 }
 
-/// `mean ±half [k/n]`, `never`/`-` when it never happened.
+/// `mean ±half [k/n]` (`share (lo–hi) [k/n]` for a proportion), `never`/`-` when it never
+/// happened.
 fn cell(stats: &Stats, runs: usize, metric: &str) -> String {
     let Some(mean) = stats.mean else {
         return if metric.ends_with("_s") { "never" } else { "-" }.to_owned();
     };
     let mut s = number(mean);
-    if let Some(h) = stats.half_width().and_then(|h| half_width(h, mean)) {
-        s.push_str(&format!(" ±{h}"));
+    match (stats.interval, stats.lo, stats.hi) {
+        // Wilson's interval is not symmetric: print its ends.
+        (Interval::Wilson, Some(lo), Some(hi)) => {
+            s.push_str(&format!(" ({}–{})", number(lo), number(hi)));
+        }
+        _ => {
+            if let Some(h) = stats.half_width().and_then(|h| half_width(h, mean)) {
+                s.push_str(&format!(" ±{h}"));
+            }
+        }
     }
     if stats.defined < runs {
         s.push_str(&format!(" [{}/{runs}]", stats.defined));
@@ -70,10 +79,12 @@ pub(crate) fn table(
     );
     writeln!(
         out,
-        "{name}: {} × {} × {} ({first}..={last}); mean ±half-width of the 95 % interval",
+        "{name}: {} × {} × {} ({first}..={last}); mean ±half-width of the 95 % t-interval \
+         ({}: share (ends of the 95 % Wilson interval))",
         count(sweep.cells().len(), "cell"),
         count(sweep.rules().len(), "rule"),
         count(seeds.len(), "seed"),
+        PROPORTIONS.join(", "),
     )?;
     let mut header: Vec<String> = sweep.axes().iter().map(|a| a.name().to_owned()).collect();
     header.push("rule".into());
@@ -223,6 +234,10 @@ pub(crate) fn json(
                             "lo": s.and_then(|s| s.lo),
                             "hi": s.and_then(|s| s.hi),
                             "defined": s.map_or(0, |s| s.defined),
+                            "interval": match s.map(|s| s.interval) {
+                                Some(Interval::Wilson) => "wilson",
+                                _ => "t",
+                            },
                         }),
                     )
                 })
@@ -243,7 +258,9 @@ pub(crate) fn json(
             "rules": sweep.rules().iter().map(|r| r.as_str()).collect::<Vec<_>>(),
             "seeds": {"first": sweep.seeds().first(), "count": sweep.seeds().len()},
             "metrics": metrics,
-            "interval": "95 % t-interval on the mean over the runs where the metric is defined",
+            "interval": "95 % interval on the mean over the `defined` runs where the metric \
+                         happened: Wilson's score interval for a 0/1 metric (`interval`: \
+                         \"wilson\"), Student's t otherwise (\"t\")",
         },
         "cells": cells,
     });
