@@ -98,7 +98,7 @@ fn budget_below_retries_is_exact_from_the_stationary_law() {
     ]);
     assert_eq!(v["exactness"]["kind"], "stationary");
     assert!(v["exactness"]["error"].as_f64().unwrap() < 1e-9);
-    let b = v["services"][1]["receives"].as_f64().unwrap();
+    let b = v["services"][1]["predicted"].as_f64().unwrap();
     assert!((b - 1.6415).abs() < 5e-5, "{b}");
     assert!(v.get("simulation").is_none());
 }
