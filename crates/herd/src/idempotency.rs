@@ -16,9 +16,9 @@
 //! connection, a 429 ([`Verdict::proves_not_processed`](crate::classify::Verdict)).
 //!
 //! Keys leave the process, so they must not be guessable or collide across clients: the
-//! retry loops draw them with [`IdempotencyKey::generate`], from a per-thread ChaCha8
-//! generator seeded by the operating system's randomness (as `rand`'s thread
-//! generators are). [`IdempotencyKey::random`] draws from a generator you pass, such as the
+//! retry loops draw them with [`IdempotencyKey::generate`], from ChaCha8 keyed by a secret
+//! from the operating system's randomness, one stream per call (as `rand`'s OS-seeded
+//! generators would), and only when the key is first read. [`IdempotencyKey::random`] draws from a generator you pass, such as the
 //! deterministic [`SplitMix64`](crate::rng::SplitMix64), for simulations and tests.
 //!
 //! # Examples
@@ -33,8 +33,11 @@
 //! assert_eq!(&text[14..15], "4");
 //! ```
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rand_chacha::ChaCha8Rng;
@@ -42,18 +45,13 @@ use rand_core::{RngCore, SeedableRng};
 
 use crate::rng::Rng;
 
-thread_local! {
-    /// Seeded from the OS on first use in each thread.
-    static KEYS: RefCell<Option<ChaCha8Rng>> = const { RefCell::new(None) };
-}
-
 /// A seed from the OS's randomness. Should the OS refuse, the seed comes from std's
 /// `RandomState` keys (themselves OS-seeded where the platform allows) and the time, so key
 /// generation never panics.
 fn os_seed() -> [u8; 32] {
     let mut seed = [0u8; 32];
     if getrandom::fill(&mut seed).is_err() {
-        use std::hash::{BuildHasher, Hasher};
+        use std::hash::BuildHasher;
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -67,34 +65,74 @@ fn os_seed() -> [u8; 32] {
     seed
 }
 
-/// Two words from the OS-seeded per-thread generator (for keys).
-fn os_words() -> (u64, u64) {
-    KEYS.with(|cell| {
-        let mut rng = cell.borrow_mut();
-        let rng = rng.get_or_insert_with(|| ChaCha8Rng::from_seed(os_seed()));
-        (rng.next_u64(), rng.next_u64())
+/// The process's secret: the ChaCha8 key every generated idempotency key is drawn under.
+fn secret() -> &'static [u8; 32] {
+    static SECRET: OnceLock<[u8; 32]> = OnceLock::new();
+    SECRET.get_or_init(os_seed)
+}
+
+/// Nonces are handed to threads in blocks, so taking one is a thread-local increment.
+const NONCE_BLOCK: u64 = 1 << 20;
+static NEXT_BLOCK: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// The next nonce of this thread's block, and the block's end (0, 0 before first use).
+    static NONCES: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// A nonce never handed out before in this process.
+#[inline]
+fn next_nonce() -> u64 {
+    NONCES.with(|cell| {
+        let (mut next, mut end) = cell.get();
+        if next == end {
+            next = NEXT_BLOCK.fetch_add(NONCE_BLOCK, Ordering::Relaxed);
+            end = next + NONCE_BLOCK;
+        }
+        cell.set((next + 1, end));
+        next
     })
+}
+
+/// The two words of the key with nonce `nonce`: the first 128 bits of ChaCha8's stream
+/// `nonce` under the process's secret.
+fn drawn_words(nonce: u64) -> (u64, u64) {
+    let mut rng = ChaCha8Rng::from_seed(*secret());
+    rng.set_stream(nonce);
+    (rng.next_u64(), rng.next_u64())
 }
 
 /// A random key naming one logical call, the same for all its attempts. Displays as a
 /// version-4 UUID (`xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+///
+/// A key from [`generate`](Self::generate) is drawn when it is first *read* (displayed,
+/// compared, hashed, turned into bits), not when the call starts: a call that never sends
+/// its key pays one thread-local increment for it, not a ChaCha block.
+#[derive(Clone, Copy)]
 pub struct IdempotencyKey {
-    // Two words rather than a u128: the key is copied into every `Attempt`, and 64-bit
-    // halves keep those copies in general-purpose registers on the success path.
-    hi: u64,
-    lo: u64,
+    repr: Repr,
+}
+
+#[derive(Clone, Copy)]
+enum Repr {
+    /// Known bits (drawn from a caller's generator, or given).
+    Bits { hi: u64, lo: u64 },
+    /// The OS-seeded key of this nonce, drawn on demand.
+    Drawn { nonce: u64 },
 }
 
 impl IdempotencyKey {
-    /// A fresh, unguessable key for a call whose key leaves the process: 122 bits from a
-    /// per-thread ChaCha8 generator seeded by the operating system. What the retry loops
-    /// and the tower layer use.
+    /// A fresh, unguessable key for a call whose key leaves the process: 122 bits of ChaCha8
+    /// keyed by a secret from the operating system's randomness, on a stream no other key of
+    /// the process uses. What the retry loops and the tower layer use.
     #[must_use]
     #[inline]
     pub fn generate() -> Self {
-        let (hi, lo) = os_words();
-        Self::from_words(hi, lo)
+        Self {
+            repr: Repr::Drawn {
+                nonce: next_nonce(),
+            },
+        }
     }
 
     /// A fresh key drawn from `rng` (122 random bits, UUID version and variant bits set). With
@@ -110,10 +148,9 @@ impl IdempotencyKey {
 
     #[inline]
     const fn from_words(hi: u64, lo: u64) -> Self {
+        let (hi, lo) = uuid_v4(hi, lo);
         Self {
-            // version 4 in bits 76..80 of the UUID, variant 0b10 in bits 62..64
-            hi: (hi & !(0xF << 12)) | (0x4 << 12),
-            lo: (lo & !(0x3 << 62)) | (0x2 << 62),
+            repr: Repr::Bits { hi, lo },
         }
     }
 
@@ -121,15 +158,57 @@ impl IdempotencyKey {
     #[must_use]
     pub const fn from_u128(value: u128) -> Self {
         Self {
-            hi: (value >> 64) as u64,
-            lo: value as u64,
+            repr: Repr::Bits {
+                hi: (value >> 64) as u64,
+                lo: value as u64,
+            },
         }
     }
 
     /// The key's 128 bits.
     #[must_use]
-    pub const fn as_u128(self) -> u128 {
-        ((self.hi as u128) << 64) | self.lo as u128
+    pub fn as_u128(self) -> u128 {
+        let (hi, lo) = match self.repr {
+            Repr::Bits { hi, lo } => (hi, lo),
+            Repr::Drawn { nonce } => {
+                let (hi, lo) = drawn_words(nonce);
+                uuid_v4(hi, lo)
+            }
+        };
+        (u128::from(hi) << 64) | u128::from(lo)
+    }
+}
+
+/// Random words with a version-4 UUID's version and variant bits set.
+#[inline]
+const fn uuid_v4(hi: u64, lo: u64) -> (u64, u64) {
+    // version 4 in bits 76..80 of the UUID, variant 0b10 in bits 62..64
+    (
+        (hi & !(0xF << 12)) | (0x4 << 12),
+        (lo & !(0x3 << 62)) | (0x2 << 62),
+    )
+}
+
+impl PartialEq for IdempotencyKey {
+    fn eq(&self, other: &Self) -> bool {
+        match (self.repr, other.repr) {
+            (Repr::Drawn { nonce: a }, Repr::Drawn { nonce: b }) if a == b => true,
+            _ => self.as_u128() == other.as_u128(),
+        }
+    }
+}
+
+impl Eq for IdempotencyKey {}
+
+impl Hash for IdempotencyKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.as_u128().hash(state);
+    }
+}
+
+impl fmt::Debug for IdempotencyKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "IdempotencyKey({self})")
     }
 }
 
@@ -186,6 +265,25 @@ mod tests {
             assert!(s.as_bytes()[14] == b'4');
             assert!(matches!(s.as_bytes()[19], b'8' | b'9' | b'a' | b'b'), "{s}");
         }
+    }
+
+    #[test]
+    fn a_generated_key_reads_the_same_every_time_and_differs_from_every_other() {
+        let keys: Vec<IdempotencyKey> = (0..2000).map(|_| IdempotencyKey::generate()).collect();
+        let a = keys[0];
+        assert_eq!(a.as_u128(), a.as_u128());
+        assert_eq!(a.to_string(), a.to_string());
+        let copy = a;
+        assert_eq!(copy, a);
+        assert_eq!(IdempotencyKey::from_u128(a.as_u128()), a, "equal by value");
+        let distinct: std::collections::HashSet<u128> = keys.iter().map(|k| k.as_u128()).collect();
+        assert_eq!(distinct.len(), keys.len());
+        // Keys from other threads take other nonces.
+        let others: Vec<u128> = (0..4)
+            .map(|_| std::thread::spawn(|| IdempotencyKey::generate().as_u128()))
+            .map(|t| t.join().unwrap())
+            .collect();
+        assert!(others.iter().all(|k| !distinct.contains(k)));
     }
 
     #[test]
