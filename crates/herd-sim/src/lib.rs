@@ -39,6 +39,7 @@ pub mod cohort;
 pub mod contention;
 mod engine;
 mod error;
+mod failure;
 mod fields;
 mod limits;
 pub mod metastable;

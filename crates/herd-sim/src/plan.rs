@@ -13,6 +13,7 @@ use herd::rule::millis;
 use herd::{InvalidRule, Rule, RuleName, RuleParams};
 
 use crate::error::ScenarioError;
+use crate::failure::ceil_div;
 use crate::limits::Limits;
 use crate::scenario::Scenario;
 
@@ -90,10 +91,6 @@ fn field_of(e: &InvalidRule) -> &'static str {
 pub(crate) fn build_rule(name: RuleName, params: &RuleParams) -> Result<Rule, ScenarioError> {
     name.build(params)
         .map_err(|e| ScenarioError::field(field_of(&e), format!("{e} (rule {name})")))
-}
-
-fn ceil_div(a: u64, b: u64) -> u64 {
-    a / b + u64::from(a % b != 0)
 }
 
 impl Plan {

@@ -82,6 +82,7 @@ use herd::RuleName;
 use herd::rng::SplitMix64;
 
 use crate::error::ScenarioError;
+use crate::failure::{AfterFailure, Fate};
 use crate::limits::Limits;
 use crate::metrics::{Meter, RunResult};
 use crate::plan::Plan;
@@ -199,10 +200,10 @@ pub(crate) fn simulate(
 
         let arrivals: u64 = due.iter().map(|(_, n)| n).sum();
         if arrivals > 0 {
-            let (served, honour_retry_after) = match server.arrive(step, arrivals) {
-                Verdict::Down => (0, false),
-                Verdict::Collapsed => (0, true),
-                Verdict::Serve(s) => (s, true),
+            let verdict = server.arrive(step, arrivals);
+            let served = match verdict {
+                Verdict::Down | Verdict::Collapsed => 0,
+                Verdict::Serve(s) => s,
             };
             meter.record(step, arrivals, served);
             work += due.len() as u64;
@@ -219,33 +220,26 @@ pub(crate) fn simulate(
             sizes.extend(due.iter().map(|(_, n)| *n));
             sample::multivariate_hypergeometric(&mut rng, &sizes, served, &mut served_of);
 
-            // Files `n` refused clients of a cohort: given up (`None`), or due again after
-            // drawing `Some((wait, memory))`.
+            // Files `n` refused clients of a cohort: given up (`None`: out of attempts), or
+            // due again after drawing `Some((wait, memory))`, by the engines' shared step.
+            let after = AfterFailure::new(plan, step, verdict);
             let mut file = |n: u64, drawn: Option<(u64, u64)>, failures: u32, first: u32| {
                 let Some((wait, memory)) = drawn else {
                     gave_up += n;
                     return;
                 };
-                let wait = if honour_retry_after {
-                    wait.max(plan.retry_after_steps)
-                } else {
-                    wait
-                };
-                let next = step + plan.timeout_steps + wait;
-                let past_deadline = plan
-                    .deadline_steps
-                    .is_some_and(|d| next - u64::from(first) >= d);
-                if past_deadline {
-                    gave_up += n;
-                } else if next >= plan.steps {
-                    beyond_horizon += n;
-                } else {
-                    let state = State {
-                        failures,
-                        memory,
-                        first,
-                    };
-                    calendar.add(next, state, n);
+                // No retry budget here: `check` refuses scenarios with one.
+                match after.fate(wait, first, || true) {
+                    Fate::GiveUp(_) => gave_up += n,
+                    Fate::BeyondHorizon => beyond_horizon += n,
+                    Fate::Due(next) => {
+                        let state = State {
+                            failures,
+                            memory,
+                            first,
+                        };
+                        calendar.add(next, state, n);
+                    }
                 }
             };
             nested.clear();
@@ -254,7 +248,7 @@ pub(crate) fn simulate(
                 if refused == 0 {
                     continue;
                 }
-                if plan.max_attempts > 0 && state.failures.saturating_add(1) >= plan.max_attempts {
+                if after.out_of_attempts(state.failures) {
                     file(refused, None, state.failures, state.first);
                     continue;
                 }
