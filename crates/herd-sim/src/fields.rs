@@ -109,24 +109,3 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     check(&value).map_err(|e| crate::scenario::locate(text, e))?;
     Ok(value)
 }
-
-/// The `model` key of a scenario file, if the file is TOML and has one; `None` for a file
-/// without the key or one that does not parse (its own parser then reports the error with
-/// the line).
-///
-/// # Errors
-///
-/// `model` is present but not a string.
-pub fn model_key(text: &str) -> Result<Option<String>, ScenarioError> {
-    let Ok(table) = text.parse::<toml::Table>() else {
-        return Ok(None);
-    };
-    match table.get("model") {
-        None => Ok(None),
-        Some(toml::Value::String(name)) => Ok(Some(name.clone())),
-        Some(other) => Err(ScenarioError::field(
-            "model",
-            format!("must be a string (\"storm\", \"metastable\" or \"contention\"), got {other}"),
-        )),
-    }
-}

@@ -50,6 +50,7 @@ mod record;
 mod sample;
 mod scenario;
 mod server;
+pub mod storm;
 pub mod sweep;
 mod trace;
 
@@ -61,7 +62,6 @@ use herd::{Rule, RuleName};
 pub mod guide {}
 
 pub use error::ScenarioError;
-pub use fields::model_key;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
 pub use scenario::{Clients, Retry, Scenario, Server};

@@ -66,6 +66,7 @@ use crate::error::ScenarioError;
 use crate::fields;
 use crate::limits::Limits;
 
+mod model;
 mod report;
 mod scenario;
 
@@ -353,6 +354,6 @@ fn check_clients(field: &str, clients: u64, limits: &Limits) -> Result<(), Scena
 }
 
 /// `docs/contention.md`, included so that its examples are compiled and run as doctests.
-#[doc = include_str!("../../../docs/contention.md")]
+#[doc = include_str!("../../../../docs/contention.md")]
 #[cfg(doctest)]
 pub struct ContentionGuide;

@@ -59,6 +59,7 @@
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
 mod engine;
+mod model;
 mod poisson;
 mod report;
 mod scenario;
