@@ -14,15 +14,10 @@
 //! 4. the next attempt is due at `step + timeout + wait`; past the client's deadline it gives
 //!    up, then the retry budget may deny it (a give-up too), then past the horizon it is
 //!    still waiting at the end ([`AfterFailure::fate`]).
+use crate::fields::ceil_div;
 use crate::plan::Plan;
 use crate::server::Verdict;
 use crate::trace::GiveUp;
-
-/// `ceil(a / b)` for `b > 0`: every length in the model is rounded up to whole steps.
-#[inline]
-pub(crate) const fn ceil_div(a: u64, b: u64) -> u64 {
-    a / b + (a % b != 0) as u64
-}
 
 /// A pause of `pause_ns` nanoseconds in whole steps: rounded up, and at least one step.
 #[inline]

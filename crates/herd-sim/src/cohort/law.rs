@@ -43,7 +43,8 @@ use herd::rng::Rng;
 use herd::{Rule, RuleName, RuleParams, RuleState};
 
 use crate::error::ScenarioError;
-use crate::failure::{ceil_div, pause_steps};
+use crate::failure::pause_steps;
+use crate::fields::ceil_div;
 
 /// The most steps a jittered rule's pauses may span: a law has one outcome per step.
 pub(crate) const MAX_PAUSE_STEPS: u64 = 200_000;

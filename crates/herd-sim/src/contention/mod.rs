@@ -191,7 +191,7 @@ impl Contention {
             ..RuleParams::default()
         };
         for &rule in &r.rules {
-            fields::rule(rule, &params)?;
+            fields::rule_of(rule, &params, "retry.rules")?;
         }
         Ok(Self {
             scenario: scenario.clone(),
@@ -227,7 +227,7 @@ impl Contention {
         clients: u64,
     ) -> Result<ContentionRun, ScenarioError> {
         check_clients("clients.count", clients, &Limits::unlimited())?;
-        let built = fields::rule(rule, &self.params)?;
+        let built = fields::rule_of(rule, &self.params, "retry.rules")?;
         let (calls, completion_ns) = self.simulate(&built, seed, clients as usize)?;
         Ok(ContentionRun {
             rule,

@@ -5,6 +5,7 @@ use herd::{Rule, RuleName, RuleParams};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::ScenarioError;
+use crate::fields::ceil_div;
 use crate::fields;
 use crate::limits::Limits;
 
@@ -260,9 +261,9 @@ impl Plan {
         let capacity = fields::number_in("server.capacity_qps", v.capacity_qps, 1e-9, 1e12)?;
         let slow_factor = fields::number_in("server.slow_factor", v.slow_factor, 1.0, 1e6)?;
         let mut outages = Vec::new();
-        for (start, end) in fields::outages("server.outages", &v.outages, horizon_s)? {
-            let to_step = |t: f64| (t * 1e9 / step_ns as f64).ceil() as u64;
-            outages.push((to_step(start), to_step(end).min(steps)));
+        let horizon_ns = fields::nanos("horizon_s", horizon_s)?;
+        for (start, end) in fields::outages("server.outages", &v.outages, horizon_ns)? {
+            outages.push((ceil_div(start, step_ns), ceil_div(end, step_ns).min(steps)));
         }
 
         let r = &s.retry;
