@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use herd_sim::graph::{
-    Advice, Amplification, Graph, Options, Prediction, Simulation, advise, amplification, predict,
+    Advice, Amplification, Graph, Options, Prediction, MonteCarlo, advise, amplification, predict,
     simulate,
 };
 use serde::Serialize;
@@ -186,7 +186,7 @@ fn build_report<'a>(
     amp: &[Amplification],
     advice: &Advice,
     aware: &Prediction,
-    simulation: &Option<Simulation>,
+    simulation: &Option<MonteCarlo>,
 ) -> Report<'a> {
     let services = graph.services();
     let name = |i: usize| services[i].name.as_str();

@@ -24,7 +24,7 @@ pub struct SimulatedService {
 
 /// The result of a Monte Carlo run.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Simulation {
+pub struct MonteCarlo {
     /// Entry requests simulated.
     pub requests: u64,
     /// Seed of the generator.
@@ -35,7 +35,7 @@ pub struct Simulation {
     pub entry_failed: f64,
 }
 
-impl Simulation {
+impl MonteCarlo {
     /// Whether every service's mean lies within the tolerance of `prediction`:
     /// `5 · std_error + 1e-9 · (1 + expected)`, plus `slack · (1 + expected)` for graphs with
     /// budgets (whose exact figure is the long-run limit of the token bucket).
@@ -48,7 +48,7 @@ impl Simulation {
     }
 }
 
-/// The tolerance used by [`Simulation::agrees_with`].
+/// The tolerance used by [`MonteCarlo::agrees_with`].
 #[must_use]
 pub fn tolerance(s: &SimulatedService, expected: f64, slack: f64) -> f64 {
     5.0 * s.std_error + (1e-9 + slack) * (1.0 + expected)
@@ -139,7 +139,7 @@ pub fn simulate(
     expected: &Prediction,
     requests: u64,
     seed: u64,
-) -> Result<Simulation, GraphError> {
+) -> Result<MonteCarlo, GraphError> {
     if requests == 0 {
         return Err(GraphError("--simulate must be at least 1".to_owned()));
     }
@@ -193,7 +193,7 @@ pub fn simulate(
             }
         })
         .collect();
-    Ok(Simulation {
+    Ok(MonteCarlo {
         requests,
         seed,
         services,
