@@ -124,12 +124,12 @@ fn run<R: Record, O: Observer>(
                 report_at = meter.requests + PROGRESS_EVERY;
                 observer.progress(step as f64 / plan.steps as f64);
             }
-            if meter.requests > plan.max_attempts_total {
+            if meter.requests > plan.max_run_attempts {
                 return Err(ScenarioError::field(
                     "clients.count",
                     format!(
                         "the run needs more than {} attempts, the most allowed here (fewer clients or a shorter horizon_s)",
-                        plan.max_attempts_total
+                        plan.max_run_attempts
                     ),
                 ));
             }

@@ -222,7 +222,7 @@ impl Simulation {
     /// # Errors
     ///
     /// The rule cannot be built from the scenario's parameters (`retry.pause_ms = 0` for
-    /// `constant`, say), or the run exceeds [`Limits::max_attempts`].
+    /// `constant`, say), or the run exceeds [`Limits::max_run_attempts`].
     pub fn run(&self, rule: RuleName, seed: u64) -> Result<RunResult, ScenarioError> {
         let built = self.rule(rule)?;
         match self.engine {
@@ -286,7 +286,7 @@ impl Simulation {
         }
         let built = self.rule(rule)?;
         let mut plan = self.plan.clone();
-        plan.max_attempts_total = plan.max_attempts_total.min(MAX_TRACE_EVENTS);
+        plan.max_run_attempts = plan.max_run_attempts.min(MAX_TRACE_EVENTS);
         let mut recorder = trace::Recorder {
             step_ns: plan.step_ns,
             events: Vec::new(),

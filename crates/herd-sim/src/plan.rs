@@ -44,7 +44,7 @@ pub(crate) struct Plan {
     pub(crate) params: RuleParams,
     pub(crate) rules: Vec<(RuleName, Rule)>,
     pub(crate) budget_percent: f64,
-    pub(crate) max_attempts_total: u64,
+    pub(crate) max_run_attempts: u64,
 }
 
 /// Builds `rule` from `params`, naming the scenario field at fault.
@@ -214,7 +214,7 @@ impl Plan {
             params,
             rules,
             budget_percent: r.budget_percent,
-            max_attempts_total: limits.max_attempts,
+            max_run_attempts: limits.max_run_attempts,
         };
         plan.check_memory(s, limits)?;
         Ok(plan)

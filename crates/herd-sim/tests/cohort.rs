@@ -143,7 +143,7 @@ fn what_the_cohort_engine_does_not_run_is_a_clear_error() {
 #[test]
 fn work_is_bounded_by_limits() {
     let limits = Limits {
-        max_attempts: 50,
+        max_run_attempts: 50,
         ..Limits::default()
     };
     let sim = Simulation::with_engine(&Scenario::default(), &limits, Engine::Cohort).unwrap();

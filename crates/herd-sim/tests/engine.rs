@@ -183,7 +183,7 @@ fn retry_budget_caps_retries_at_a_share_of_first_attempts() {
 #[test]
 fn work_limit_stops_a_run_with_an_error() {
     let limits = Limits {
-        max_attempts: 10_000,
+        max_run_attempts: 10_000,
         ..Limits::unlimited()
     };
     let sim = Simulation::new(&Scenario::default(), &limits).unwrap();

@@ -229,7 +229,7 @@ fn unlimited_retries_stop_at_the_attempt_cap_with_an_error() {
     s.clients.max_attempts = 0;
     s.retry.rule = RuleName::Immediate;
     let small = Limits {
-        max_attempts: 50_000,
+        max_run_attempts: 50_000,
         ..Limits::default()
     };
     let err = Metastable::new(&s, &small)

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 use herd::RuleName;
-use herd_lab::storm::{DEFAULT_SCENARIO, LabError, LabReport, LabStorm};
+use herd_lab::storm::{DEFAULT_SCENARIO, LabStormError, LabReport, LabStorm};
 use herd_sim::Scenario;
 use serde::Serialize;
 
@@ -53,10 +53,10 @@ fn parse_rule(s: &str) -> Result<RuleName, String> {
         .map_err(|e: herd::rule::UnknownRule| e.to_string())
 }
 
-fn lab_error(e: LabError) -> CliError {
+fn lab_error(e: LabStormError) -> CliError {
     match e {
-        LabError::Input(msg) => CliError::input(msg),
-        LabError::Run(msg) => CliError::Run(anyhow::anyhow!(msg)),
+        LabStormError::Input(msg) => CliError::input(msg),
+        LabStormError::Run(msg) => CliError::Run(anyhow::anyhow!(msg)),
     }
 }
 

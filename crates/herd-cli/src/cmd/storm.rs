@@ -197,7 +197,7 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
     let (scenario, name) = scenario(args)?;
     // For the cohort engine, `max_attempts` bounds cohort updates instead (its unit of work).
     let limits = Limits {
-        max_attempts: MAX_ATTEMPTS_PER_RUN,
+        max_run_attempts: MAX_ATTEMPTS_PER_RUN,
         ..Limits::default()
     };
     let sim = Simulation::with_engine(&scenario, &limits, args.engine.into()).map_err(|e| {

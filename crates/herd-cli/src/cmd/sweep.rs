@@ -213,7 +213,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         args.seed,
         args.seeds,
         &Limits {
-            max_attempts: MAX_ATTEMPTS_PER_RUN,
+            max_run_attempts: MAX_ATTEMPTS_PER_RUN,
             ..Limits::default()
         },
     )

@@ -110,7 +110,7 @@ impl StormRequest {
     pub fn run(&self) -> Result<StormAnswer, ApiError> {
         let (rule, scenario) = self.scenario()?;
         let limits = Limits {
-            max_attempts: MAX_STORM_ATTEMPTS,
+            max_run_attempts: MAX_STORM_ATTEMPTS,
             ..Limits::interactive()
         };
         let simulation = Simulation::new(&scenario, &limits).map_err(scenario_error)?;

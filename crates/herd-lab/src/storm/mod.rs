@@ -70,7 +70,7 @@ rules = [\"constant\", \"full\"]
 
 /// Why a lab run could not start or finish.
 #[derive(Debug, thiserror::Error)]
-pub enum LabError {
+pub enum LabStormError {
     /// The scenario or a setting is out of what the lab can play; names the field.
     #[error("{0}")]
     Input(String),
@@ -89,8 +89,8 @@ pub struct LabStorm {
     time_scale: f64,
 }
 
-fn unsupported(field: &str, what: &str) -> LabError {
-    LabError::Input(format!(
+fn unsupported(field: &str, what: &str) -> LabStormError {
+    LabStormError::Input(format!(
         "{field}: lab storm does not model {what}; set it to 0 (herd storm simulates it)"
     ))
 }
@@ -100,7 +100,7 @@ impl LabStorm {
     ///
     /// # Errors
     ///
-    /// [`LabError::Input`] naming the field: an invalid scenario, more than [`MAX_CLIENTS`]
+    /// [`LabStormError::Input`] naming the field: an invalid scenario, more than [`MAX_CLIENTS`]
     /// clients, a feature the lab does not model, or a time scale that makes a step shorter
     /// than [`MIN_STEP_REAL_MS`] or the storm longer than [`MAX_REAL_S`].
     pub fn new(
@@ -108,12 +108,12 @@ impl LabStorm {
         rule: RuleName,
         seed: u64,
         time_scale: f64,
-    ) -> Result<Self, LabError> {
+    ) -> Result<Self, LabStormError> {
         let simulation = Simulation::new(&scenario, &Limits::default())
-            .map_err(|e| LabError::Input(e.to_string()))?;
+            .map_err(|e| LabStormError::Input(e.to_string()))?;
         let count = scenario.clients.count;
         if !(1..=MAX_CLIENTS).contains(&count) {
-            return Err(LabError::Input(format!(
+            return Err(LabStormError::Input(format!(
                 "clients.count: lab storm runs 1 to {MAX_CLIENTS} clients (each a task with a socket), got {count}"
             )));
         }
@@ -138,13 +138,13 @@ impl LabStorm {
             return Err(unsupported("retry.budget_percent", "retry budgets"));
         }
         if !(time_scale.is_finite() && time_scale > 0.0) {
-            return Err(LabError::Input(format!(
+            return Err(LabStormError::Input(format!(
                 "time scale must be a positive number, got {time_scale}"
             )));
         }
         let step_real_ms = scenario.step_ms * time_scale;
         if step_real_ms < MIN_STEP_REAL_MS {
-            return Err(LabError::Input(format!(
+            return Err(LabStormError::Input(format!(
                 "time scale {time_scale}: a {} ms step would last {step_real_ms} ms of real time; \
                  at least {MIN_STEP_REAL_MS} ms (timers are not finer)",
                 scenario.step_ms
@@ -169,11 +169,11 @@ impl LabStorm {
     ///
     /// # Errors
     ///
-    /// [`LabError::Input`] when the simulator refuses the run (the rule's parameters, say).
-    pub fn simulate(&self) -> Result<RunResult, LabError> {
+    /// [`LabStormError::Input`] when the simulator refuses the run (the rule's parameters, say).
+    pub fn simulate(&self) -> Result<RunResult, LabStormError> {
         self.simulation
             .run(self.rule, self.seed)
-            .map_err(|e| LabError::Input(e.to_string()))
+            .map_err(|e| LabStormError::Input(e.to_string()))
     }
 
     /// For a jittered rule, the simulated figures over [`SPREAD_SEEDS`] seeds from the seed on.
@@ -181,14 +181,14 @@ impl LabStorm {
     /// # Errors
     ///
     /// As [`LabStorm::simulate`].
-    pub fn seed_spread(&self) -> Result<Option<SeedSpread>, LabError> {
+    pub fn seed_spread(&self) -> Result<Option<SeedSpread>, LabStormError> {
         if !self.rule.is_jittered() {
             return Ok(None);
         }
         let runs = (0..u64::from(SPREAD_SEEDS))
             .map(|i| self.simulation.run(self.rule, self.seed.wrapping_add(i)))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| LabError::Input(e.to_string()))?;
+            .map_err(|e| LabStormError::Input(e.to_string()))?;
         Ok(Some(SeedSpread::of(&runs)))
     }
 
@@ -216,9 +216,9 @@ impl LabStorm {
         }
     }
 
-    fn policy(&self) -> Result<RetryPolicy<TokioClock>, LabError> {
+    fn policy(&self) -> Result<RetryPolicy<TokioClock>, LabStormError> {
         let r = &self.scenario.retry;
-        let input = |e: herd::InvalidRule| LabError::Input(e.to_string());
+        let input = |e: herd::InvalidRule| LabStormError::Input(e.to_string());
         let params = RuleParams {
             base: millis("retry.base_ms", r.base_ms).map_err(input)?,
             cap: millis("retry.cap_ms", r.cap_ms).map_err(input)?,
@@ -234,7 +234,7 @@ impl LabStorm {
             .max_attempts(attempts)
             .clock(TokioClock::new())
             .build()
-            .map_err(|e| LabError::Input(e.to_string()))
+            .map_err(|e| LabStormError::Input(e.to_string()))
     }
 
     /// Plays the storm on loopback and reports measured beside simulated. Takes about the
@@ -242,14 +242,14 @@ impl LabStorm {
     ///
     /// # Errors
     ///
-    /// [`LabError::Input`] when the storm would take longer than [`MAX_REAL_S`];
-    /// [`LabError::Run`] when a socket cannot be bound.
-    pub async fn run(&self) -> Result<LabReport, LabError> {
+    /// [`LabStormError::Input`] when the storm would take longer than [`MAX_REAL_S`];
+    /// [`LabStormError::Run`] when a socket cannot be bound.
+    pub async fn run(&self) -> Result<LabReport, LabStormError> {
         let simulated = self.simulate()?;
         let sim_end_s = simulated.last_attempt_s.unwrap_or(0.0);
         let real_s = sim_end_s * self.time_scale;
         if real_s > MAX_REAL_S {
-            return Err(LabError::Input(format!(
+            return Err(LabStormError::Input(format!(
                 "the storm lasts {sim_end_s:.1} s, {real_s:.0} s of real time at time scale {}; \
                  at most {MAX_REAL_S} s: lower the time scale or shorten the scenario",
                 self.time_scale
@@ -269,7 +269,7 @@ impl LabStorm {
         let uri = |path: &str| {
             format!("http://{addr}{path}")
                 .parse::<hyper::Uri>()
-                .map_err(|e| LabError::Run(e.to_string()))
+                .map_err(|e| LabStormError::Run(e.to_string()))
         };
         let step_real = Duration::from_secs_f64(self.step().as_secs_f64() * self.time_scale);
 
@@ -309,7 +309,7 @@ impl LabStorm {
             match tokio::time::timeout_at(deadline, tasks.join_next()).await {
                 Ok(Some(Ok(end))) => ends.push(end),
                 Ok(Some(Err(e))) => {
-                    return Err(LabError::Run(format!("a client task failed: {e}")));
+                    return Err(LabStormError::Run(format!("a client task failed: {e}")));
                 }
                 Ok(None) => break,
                 Err(_) => {

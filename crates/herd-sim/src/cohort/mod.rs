@@ -92,7 +92,7 @@ use crate::server::{Server, Verdict};
 mod calendar;
 pub(crate) mod law;
 
-use calendar::{Calendar, State};
+use calendar::{CohortCalendar, State};
 use law::{Law, Laws};
 
 /// The most clients (burst plus open-loop) the cohort engine accepts: counts are `u64` and the
@@ -148,7 +148,7 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
 
 /// Runs `rule` over `plan` with the world's generator seeded by `seed`, in cohorts.
 ///
-/// `plan.max_attempts_total` bounds the cohort updates (one per cohort per step it knocks),
+/// `plan.max_run_attempts` bounds the cohort updates (one per cohort per step it knocks),
 /// the cohort engine's unit of work, and `max_cohorts` the cohorts waiting at once.
 pub(crate) fn simulate(
     plan: &Plan,
@@ -161,7 +161,7 @@ pub(crate) fn simulate(
     let mut rng = SplitMix64::new(seed);
     let mut server = Server::new(plan);
     let mut meter = Meter::new(plan);
-    let mut calendar = Calendar::default();
+    let mut calendar = CohortCalendar::default();
     let mut due: Vec<(State, u64)> = Vec::new();
     let mut sizes: Vec<u64> = Vec::new();
     let mut served_of: Vec<u64> = Vec::new();
@@ -207,12 +207,12 @@ pub(crate) fn simulate(
             };
             meter.record(step, arrivals, served);
             work += due.len() as u64;
-            if work > plan.max_attempts_total {
+            if work > plan.max_run_attempts {
                 return Err(ScenarioError::field(
                     "clients.count",
                     format!(
                         "the run needs more than {} cohort updates, the most allowed here",
-                        plan.max_attempts_total
+                        plan.max_run_attempts
                     ),
                 ));
             }

@@ -198,7 +198,7 @@ impl Contention {
             params,
             mean_ms,
             sd_ms,
-            max_calls: MAX_CALLS.min(limits.max_attempts),
+            max_calls: MAX_CALLS.min(limits.max_run_attempts),
         })
     }
 

@@ -103,13 +103,13 @@ pub(crate) fn simulate(
                 &mut window,
             );
         }
-        if attempts_total > plan.max_attempts_total {
+        if attempts_total > plan.max_run_attempts {
             return Err(ScenarioError::field(
                 "clients.max_attempts",
                 format!(
                     "the run exceeds {} attempts (retries without a limit pile up in the \
                      server's queue); set an attempt limit, a budget or a shorter horizon",
-                    plan.max_attempts_total
+                    plan.max_run_attempts
                 ),
             ));
         }

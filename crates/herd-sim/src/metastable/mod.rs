@@ -131,7 +131,7 @@ impl Metastable {
     /// # Errors
     ///
     /// The rule cannot be built from the scenario's parameters, or the run exceeds
-    /// [`Limits::max_attempts`].
+    /// [`Limits::max_run_attempts`].
     pub fn run(&self, rule: RuleName, seed: u64) -> Result<MetastableReport, ScenarioError> {
         let built = self.plan.rule(rule)?;
         engine::simulate(&self.plan, rule, &built, seed)

@@ -166,10 +166,10 @@ const MAX_ATTEMPTS: u64 = 200_000_000;
 
 /// The attempts a run may make: the hard cap, the limits', and what memory left after the
 /// requests can hold if every attempt were still queued.
-fn max_attempts_total(expected_requests: f64, limits: &Limits) -> u64 {
+fn max_run_attempts(expected_requests: f64, limits: &Limits) -> u64 {
     let spare = (limits.max_bytes as f64 - expected_requests * BYTES_PER_REQUEST).max(0.0);
     MAX_ATTEMPTS
-        .min(limits.max_attempts)
+        .min(limits.max_run_attempts)
         .min((spare / BYTES_PER_ATTEMPT) as u64)
 }
 
@@ -194,7 +194,7 @@ pub(crate) struct Plan {
     pub(crate) params: RuleParams,
     pub(crate) budget: Option<herd::budget::BudgetConfig>,
     pub(crate) recovered_goodput: f64,
-    pub(crate) max_attempts_total: u64,
+    pub(crate) max_run_attempts: u64,
 }
 
 impl Plan {
@@ -308,7 +308,7 @@ impl Plan {
             params,
             budget,
             recovered_goodput,
-            max_attempts_total: max_attempts_total(expected, limits),
+            max_run_attempts: max_run_attempts(expected, limits),
         })
     }
 
