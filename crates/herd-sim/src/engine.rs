@@ -31,7 +31,7 @@ use crate::failure::{AfterFailure, Fate, pause_steps};
 use crate::metrics::{Meter, RunResult};
 use crate::plan::Plan;
 use crate::record::{Deadlined, Identified, Plain, Record, Remembering};
-use crate::server::{Server, Verdict};
+use crate::server::{ServerState, Verdict};
 use crate::trace::{GiveUp, Observer, Outcome};
 use herd::rng::Rng;
 
@@ -78,7 +78,7 @@ fn run<R: Record, O: Observer>(
         .min(plan.steps);
     let mut calendar = Calendar::<R>::new(max_wait);
     let mut rng = SplitMix64::new(seed);
-    let mut server = Server::new(plan);
+    let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
     let mut gave_up = 0u64;
     let mut denied_by_budget = 0u64;

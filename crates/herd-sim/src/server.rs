@@ -23,7 +23,7 @@ pub(crate) enum Verdict {
 }
 
 #[derive(Debug)]
-pub(crate) struct Server<'p> {
+pub(crate) struct ServerState<'p> {
     plan: &'p Plan,
     window: u64,
     budget: f64,
@@ -31,7 +31,7 @@ pub(crate) struct Server<'p> {
     outage: usize,
 }
 
-impl<'p> Server<'p> {
+impl<'p> ServerState<'p> {
     pub(crate) fn new(plan: &'p Plan) -> Self {
         Self {
             plan,
@@ -102,7 +102,7 @@ mod tests {
     #[test]
     fn serves_min_of_arrivals_and_budget_without_refusal_cost() {
         let p = plan(|s| s.window_ms = 300.0);
-        let mut server = Server::new(&p);
+        let mut server = ServerState::new(&p);
         assert_eq!(server.arrive(99, 10), Verdict::Down);
         // window 34 = steps 102..105
         assert_eq!(server.arrive(102, 30), Verdict::Serve(30));
@@ -114,7 +114,7 @@ mod tests {
     #[test]
     fn refusals_eat_the_budget() {
         let p = plan(|s| s.server.refusal_cost = 0.1);
-        let mut server = Server::new(&p);
+        let mut server = ServerState::new(&p);
         // (50 − 0.1·2000) / 0.9 < 0
         assert_eq!(server.arrive(100, 2000), Verdict::Serve(0));
         // (50 − 0.1·100) / 0.9 = 44.4 → 44, budget 50 − 44 − 5.6 = 0.4
@@ -124,7 +124,7 @@ mod tests {
     #[test]
     fn collapse_serves_none() {
         let p = plan(|s| s.server.collapse_above = 10);
-        let mut server = Server::new(&p);
+        let mut server = ServerState::new(&p);
         assert_eq!(server.arrive(100, 11), Verdict::Collapsed);
         assert_eq!(server.arrive(101, 10), Verdict::Serve(10));
     }
@@ -132,7 +132,7 @@ mod tests {
     #[test]
     fn warmup_ramps_linearly() {
         let p = plan(|s| s.server.warmup_s = 1.0);
-        let server = Server::new(&p);
+        let server = ServerState::new(&p);
         assert_eq!(server.capacity_of(5), 50.0); // before the outage ends... no outage ended yet
         assert_eq!(server.capacity_of(100), 5.0); // window ending 0.1 s after the end
         assert_eq!(server.capacity_of(104), 25.0);

@@ -87,7 +87,7 @@ use crate::limits::Limits;
 use crate::metrics::{Meter, RunResult};
 use crate::plan::Plan;
 use crate::sample;
-use crate::server::{Server, Verdict};
+use crate::server::{ServerState, Verdict};
 
 mod calendar;
 pub(crate) mod law;
@@ -159,7 +159,7 @@ pub(crate) fn simulate(
 ) -> Result<RunResult, ScenarioError> {
     let mut laws = Laws::new(name, *rule, &plan.params, plan.step_ns)?;
     let mut rng = SplitMix64::new(seed);
-    let mut server = Server::new(plan);
+    let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
     let mut calendar = CohortCalendar::default();
     let mut due: Vec<(State, u64)> = Vec::new();

@@ -10,7 +10,7 @@ use herd::{Rule, RuleName, RuleState};
 use super::MetastableReport;
 use super::poisson::Poisson;
 use super::report::{self, Window};
-use super::scenario::Plan;
+use super::scenario::MetastablePlan;
 use crate::error::ScenarioError;
 
 /// One logical request: its retry state and whether it has been answered in time.
@@ -30,7 +30,7 @@ struct Attempt {
 
 /// Runs `rule` with `seed`; see [`super::Metastable::run`].
 pub(crate) fn simulate(
-    plan: &Plan,
+    plan: &MetastablePlan,
     name: RuleName,
     rule: &Rule,
     seed: u64,

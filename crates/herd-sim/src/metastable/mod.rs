@@ -77,7 +77,7 @@ pub use sweep::{OfferedPoint, OfferedSweep, sweep_offered};
 /// A checked metastable scenario, ready to run any rule with any seed.
 #[derive(Clone, Debug)]
 pub struct Metastable {
-    plan: scenario::Plan,
+    plan: scenario::MetastablePlan,
     scenario: MetastableScenario,
 }
 
@@ -89,7 +89,7 @@ impl MetastableScenario {
     /// A [`ScenarioError`] naming the field and the line.
     pub fn from_toml_str(text: &str) -> Result<Self, ScenarioError> {
         crate::fields::parse(text, |s: &Self| {
-            scenario::Plan::new(s, &Limits::default()).map(|_| ())
+            scenario::MetastablePlan::new(s, &Limits::default()).map(|_| ())
         })
     }
 }
@@ -102,7 +102,7 @@ impl Metastable {
     /// A [`ScenarioError`] naming the field that is out of range.
     pub fn new(scenario: &MetastableScenario, limits: &Limits) -> Result<Self, ScenarioError> {
         Ok(Self {
-            plan: scenario::Plan::new(scenario, limits)?,
+            plan: scenario::MetastablePlan::new(scenario, limits)?,
             scenario: scenario.clone(),
         })
     }

@@ -175,7 +175,7 @@ fn max_run_attempts(expected_requests: f64, limits: &Limits) -> u64 {
 
 /// The scenario in steps, checked: what the engine runs.
 #[derive(Clone, Debug)]
-pub(crate) struct Plan {
+pub(crate) struct MetastablePlan {
     pub(crate) step_ns: u64,
     pub(crate) steps: u64,
     pub(crate) steps_per_window: u64,
@@ -197,7 +197,7 @@ pub(crate) struct Plan {
     pub(crate) max_run_attempts: u64,
 }
 
-impl Plan {
+impl MetastablePlan {
     pub(crate) fn new(s: &MetastableScenario, limits: &Limits) -> Result<Self, ScenarioError> {
         fields::model(s.model.as_deref(), "metastable")?;
         let horizon_s = fields::seconds("horizon_s", s.horizon_s, false)?;
