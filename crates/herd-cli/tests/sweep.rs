@@ -248,7 +248,7 @@ fn a_scenario_file_is_the_base() {
     let lines: Vec<&str> = out.lines().collect();
     // 4 cells × the file's three rules.
     assert_eq!(lines.len(), 1 + 4 * 3, "{out}");
-    // SPEC §4: `immediate` serves none of the six with capacity 2 and four attempts.
+    // `immediate` serves none of the six with capacity 2 and four attempts.
     assert!(
         lines[1].starts_with("2,4,immediate,5,0,0,0,5,6,6,6,5"),
         "{}",

@@ -306,7 +306,7 @@ async fn check_storm(browser: &Client, server: &PageServer) {
         .await;
         let (api, half, all, shown) = compare_storm(browser, server, rule, cost, 2000).await;
         if (rule, refusal) == ("immediate", false) {
-            // SPEC §4's figures, through the page.
+            // the storm's figures (docs/model.md), through the page.
             assert_eq!(half, "12.0 s");
             assert_eq!(all, "13.9 s");
             assert_eq!(shown, "120.50");
@@ -319,7 +319,7 @@ async fn check_storm(browser: &Client, server: &PageServer) {
                 .take(600)
                 .filter_map(Value::as_u64)
                 .sum();
-            assert_eq!(served_first_minute, 0, "SPEC: no client served in 60 s");
+            assert_eq!(served_first_minute, 0, "no client served in 60 s");
         }
     }
     // The clients slider (the last rule picked, full with the refusal cost, stays on).

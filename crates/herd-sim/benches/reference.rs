@@ -1,4 +1,4 @@
-//! The agent engine beside a plain Python reference simulation, in one run (issue 5, part 5).
+//! The agent engine beside a plain Python reference simulation, in one run.
 //!
 //! For each of the six rules of the design brief, on the default scenario (2000 clients) and
 //! scaled up (100 000 clients, capacity scaled in proportion), this runs

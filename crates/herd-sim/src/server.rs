@@ -1,4 +1,4 @@
-//! The server of SPEC §4: down during outages, otherwise a work budget per window.
+//! The storm's server (docs/model.md): down during outages, otherwise a work budget per window.
 //!
 //! At a step with `A` arrivals and `B` of the window's budget left, the server first pays for
 //! accepting them all, then serves `s = clamp(floor((B − r·A) / (1 − r)), 0, A)` of them, and

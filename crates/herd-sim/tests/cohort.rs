@@ -1,4 +1,4 @@
-//! The cohort engine on its own: SPEC §4's deterministic figures, scale, reproducibility and
+//! The cohort engine on its own: the storm's deterministic figures, scale, reproducibility and
 //! the errors for what it does not run. (Agreement with the agent engine over many seeds is
 //! `cohort_agreement.rs`.)
 use herd::RuleName;

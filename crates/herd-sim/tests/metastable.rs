@@ -1,4 +1,4 @@
-//! The qualitative claims of the metastable scenario (issue 5, part 3), from the shipped
+//! The qualitative claims of the metastable scenario, from the shipped
 //! files: without a budget the retries lock the load in near twice the offered rate with
 //! little goodput; with a 10 % budget the server recovers; below a threshold of offered load
 //! it recovers by itself.

@@ -1,4 +1,4 @@
-//! The *Storm* scene: SPEC §4's default scenario with the page's knobs (rule, refusal cost,
+//! The *Storm* scene: the default storm scenario with the page's knobs (rule, refusal cost,
 //! clients, outage, capacity), run by `herd-sim` exactly as `herd storm` runs it.
 use herd::RuleName;
 use herd_sim::{Limits, RunResult, Scenario, Simulation};
@@ -8,7 +8,7 @@ use super::error::ApiError;
 use super::limits::{MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS};
 use super::rules::{in_range, rule_name};
 
-/// What the page asks for. Absent fields take SPEC §4's default scenario's values.
+/// What the page asks for. Absent fields take the default storm scenario's values (docs/model.md).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StormRequest {

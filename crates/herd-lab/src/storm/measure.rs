@@ -1,4 +1,4 @@
-//! The figures of SPEC §4, measured from the real server's ledger of arrivals and answers
+//! The storm's figures (docs/model.md) measured from the server's ledger of arrivals and answers
 //! per step, with the simulator's definitions (`herd_sim::RunResult`).
 use std::time::Duration;
 

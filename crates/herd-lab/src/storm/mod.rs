@@ -4,7 +4,7 @@
 //! window, refusals that cost work, collapse), and the scenario's clients run as real tokio
 //! tasks retrying through herd's async retry loop with the scenario's rule. Time is scaled:
 //! with `time_scale = 0.1` a 100 ms step lasts 10 ms of real time. The server records
-//! arrivals and answers per step; the report puts SPEC §4's figures beside `herd-sim`'s
+//! arrivals and answers per step; the report puts the storm's figures beside `herd-sim`'s
 //! prediction for the same scenario, rule and seed.
 //!
 //! What is modelled: a burst of clients at `start_s`, outages, capacity per window,
@@ -49,7 +49,7 @@ pub const SPREAD_SEEDS: u32 = 20;
 /// The shortest real step: tokio's timers have a millisecond's resolution.
 pub const MIN_STEP_REAL_MS: f64 = 2.0;
 
-/// The scenario `herd lab storm` plays without a file: SPEC §4's default storm shrunk to fit
+/// The scenario `herd lab storm` plays without a file: the default storm scenario shrunk to fit
 /// real sockets (200 clients, capacity 5 per window, a 5 s outage).
 pub const DEFAULT_SCENARIO: &str = "\
 seed = 1

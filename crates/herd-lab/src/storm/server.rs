@@ -7,7 +7,7 @@
 //! remaining budget allows, in a seeded random order, and answers everyone: `200` served,
 //! `503` refused. During an outage every request gets `503` at the step's end. So a refusal
 //! really spends the budget that answers need, and a burst of refusals starves the answers,
-//! as SPEC §4 describes.
+//! as docs/model.md defines it.
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
@@ -58,7 +58,7 @@ pub(crate) enum Verdict {
     Serve(u64),
 }
 
-/// The server's rules, in steps: SPEC §4's work budget per window.
+/// The server's rules, in steps: the storm's work budget (docs/model.md) per window.
 #[derive(Clone, Debug)]
 pub(crate) struct Rules {
     pub(crate) capacity: f64,

@@ -16,7 +16,7 @@
 //! use herd::RuleName;
 //! use herd_sim::{Engine, Limits, Scenario, Simulation};
 //!
-//! // SPEC §4's default storm with a billion clients, capacity scaled alike (50 per 2000).
+//! // The default storm scenario with a billion clients, capacity scaled alike (50 per 2000).
 //! let mut scenario = Scenario::default();
 //! scenario.clients.count = 1_000_000_000;
 //! scenario.server.capacity = 25_000_000;

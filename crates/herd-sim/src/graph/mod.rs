@@ -1,4 +1,4 @@
-//! Retry amplification over a service graph (SPEC §5, issue #6).
+//! Retry amplification over a service graph (docs/model.md, "Service graph").
 //!
 //! Retries at every layer multiply: three attempts at each of three layers is 27 queries on
 //! the database for one page view. This module computes, per entry request, how many requests

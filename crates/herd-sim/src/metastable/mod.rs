@@ -4,7 +4,7 @@
 //!
 //! # Why a separate model
 //!
-//! SPEC §4's storm is about a *burst*: a herd that fails together and comes back. A metastable
+//! The storm model is about a *burst*: a herd that fails together and comes back. A metastable
 //! failure needs three things that model does not have: *open-loop* traffic (new requests keep
 //! arriving whatever happened to earlier ones), *timeouts* (a client gives up on an attempt it
 //! is still queued for, and retries), and a server that gets *slower* when overloaded, so that

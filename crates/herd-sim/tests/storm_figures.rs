@@ -1,4 +1,4 @@
-//! Every figure of SPEC §4, from the scenario files shipped in `scenarios/`.
+//! Every figure of the storm model (docs/model.md), from the scenario files shipped in `scenarios/`.
 use herd::RuleName;
 use herd_sim::{GiveUp, Limits, Outcome, RunResult, Scenario, Simulation};
 
