@@ -57,6 +57,18 @@ fn nanos_of_millis(field: &'static str, ms: f64) -> Result<u64, ScenarioError> {
 }
 
 impl Plan {
+    /// The step after `step` at which something happens, or `None` when the run is over:
+    /// the earlier of `next_due` (the first step a waiting client knocks at) and, with
+    /// open-loop arrivals, `step + 1`; none at or past the horizon. Time jumps over the rest.
+    pub(crate) fn next_step(&self, step: u64, next_due: Option<u64>) -> Option<u64> {
+        let arrivals = (self.open_loop_total > 0 && step + 1 < self.steps).then_some(step + 1);
+        let next = match (next_due, arrivals) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        (next < self.steps).then_some(next)
+    }
+
     pub(crate) fn new(s: &Scenario, limits: &Limits) -> Result<Self, ScenarioError> {
         let step_ns = nanos_of_millis("step_ms", s.step_ms)?;
         if step_ns == 0 {

@@ -1,7 +1,8 @@
-//! One module per subcommand.
+//! One module per subcommand, and the progress bar the long ones share.
 pub(crate) mod amplify;
 pub(crate) mod lab;
 pub(crate) mod lab_storm;
+pub(crate) mod progress;
 pub(crate) mod rules;
 pub(crate) mod serve;
 pub(crate) mod storm;

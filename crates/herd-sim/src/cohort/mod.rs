@@ -296,19 +296,10 @@ pub(crate) fn simulate(
             }
         }
 
-        let from_calendar = calendar.next_due();
-        let from_arrivals = (open_loop && step + 1 < plan.steps).then_some(step + 1);
-        let next = match (from_calendar, from_arrivals) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => match a.or(b) {
-                Some(n) => n,
-                None => break,
-            },
-        };
-        if next >= plan.steps {
-            break;
+        match plan.next_step(step, calendar.next_due()) {
+            Some(next) => step = next,
+            None => break,
         }
-        step = next;
     }
 
     let waiting = calendar.clients() + beyond_horizon;
