@@ -6,8 +6,8 @@ use std::process::{Child, Command, Stdio};
 
 mod support;
 
-use support::{herd, stderr};
 use std::time::Duration;
+use support::{herd, stderr};
 
 /// Kills the server when the test ends, pass or fail.
 struct Running(Child);

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use herd::RuleName;
-use herd_lab::storm::{LabStormError, LabStorm};
+use herd_lab::storm::{LabStorm, LabStormError};
 use herd_sim::Scenario;
 
 /// 40 clients, an outage over the first second, 4 answers per 100 ms window, constant 500 ms.

@@ -172,7 +172,10 @@ mod tests {
             err(&[[0.0, 5.0], [4.0, 6.0]]),
             "server.outages: [0, 5] and [4, 6] overlap"
         );
-        assert_eq!(err(&[[3.0, 3.0]]), "server.outages: [3, 3] must end after it starts");
+        assert_eq!(
+            err(&[[3.0, 3.0]]),
+            "server.outages: [3, 3] must end after it starts"
+        );
         assert_eq!(
             err(&[[10.0, 12.0]]),
             "server.outages: [10, 12] starts at or after the horizon (10 s)"

@@ -17,7 +17,6 @@ use crate::fields::ceil_div;
 use crate::limits::Limits;
 use crate::scenario::Scenario;
 
-
 /// The scenario in steps. Built only by [`Plan::new`], so every field is valid.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {

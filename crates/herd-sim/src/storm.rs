@@ -176,7 +176,10 @@ mod tests {
     fn the_engine_key_picks_the_engine_and_is_swept_back() {
         let tree: Value = toml::from_str("engine = \"cohort\"\n").unwrap();
         let checked = model::check(&tree, &Limits::default()).unwrap();
-        assert_eq!(checked.sweepable().unwrap()[ENGINE_KEY].as_str(), Some("cohort"));
+        assert_eq!(
+            checked.sweepable().unwrap()[ENGINE_KEY].as_str(),
+            Some("cohort")
+        );
         let bad: Value = toml::from_str("engine = \"warp\"\n").unwrap();
         let err = model::check(&bad, &Limits::default()).unwrap_err();
         assert_eq!(err.field_name(), Some("engine"));

@@ -1,7 +1,7 @@
 //! The graph arithmetic: exact counts for chains, fan-out, diamonds, partial failure, budgets
 //! and layer-aware retries, and the errors for bad graph files.
 use herd_sim::graph::{
-    Call, Graph, Options, AnswerOdds, Service, advise, amplification, call_figures, predict,
+    AnswerOdds, Call, Graph, Options, Service, advise, amplification, call_figures, predict,
 };
 
 const CLASSIC: Options = Options { layer_aware: false };

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
 use herd_sim::graph::{
-    Advice, Amplification, Graph, Options, Prediction, MonteCarlo, advise, amplification, predict,
+    Advice, Amplification, Graph, MonteCarlo, Options, Prediction, advise, amplification, predict,
     simulate,
 };
 use serde::Serialize;

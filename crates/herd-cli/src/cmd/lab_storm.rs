@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 use herd::RuleName;
-use herd_lab::storm::{DEFAULT_SCENARIO, LabStormError, LabReport, LabStorm};
+use herd_lab::storm::{DEFAULT_SCENARIO, LabReport, LabStorm, LabStormError};
 use herd_sim::Scenario;
 use serde::Serialize;
 

@@ -19,7 +19,7 @@ mod table;
 
 /// Simulate a retry storm: clients that fail together during an outage, retrying by each rule.
 ///
-/// With no SCENARIO it runs the default scenario of the design brief (2000 clients, an outage
+/// With no SCENARIO it runs the default scenario of docs/model.md (2000 clients, an outage
 /// over the first 10 s, then 50 answers per 100 ms) for the six classic rules and prints one
 /// row per rule: when half and all of the clients were served, the requests each client sent,
 /// the peak load after the outage, and a sparkline of arrivals per window against capacity.

@@ -262,7 +262,11 @@ pub(crate) struct ServerThread {
 impl ServerThread {
     /// Binds 127.0.0.1:0 on a new thread and serves `/work` and `/ping`; the steps start
     /// with [`ServerThread::start`].
-    pub(crate) async fn spawn(budget: Budget, seed: u64, max_steps: u64) -> Result<Self, LabStormError> {
+    pub(crate) async fn spawn(
+        budget: Budget,
+        seed: u64,
+        max_steps: u64,
+    ) -> Result<Self, LabStormError> {
         let (ready_tx, ready_rx) = oneshot::channel::<Result<SocketAddr, String>>();
         let (start_tx, start_rx) = oneshot::channel::<StepClock>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -290,7 +294,11 @@ impl ServerThread {
         let addr = match ready_rx.await {
             Ok(Ok(addr)) => addr,
             Ok(Err(e)) => return Err(LabStormError::Run(e)),
-            Err(_) => return Err(LabStormError::Run("the server's thread ended early".to_owned())),
+            Err(_) => {
+                return Err(LabStormError::Run(
+                    "the server's thread ended early".to_owned(),
+                ));
+            }
         };
         Ok(Self {
             addr,
@@ -314,10 +322,12 @@ impl ServerThread {
             let _ = stop.send(());
         }
         let ledger = match self.ledger.take() {
-            Some(rx) => rx
-                .await
-                .map_err(|_| LabStormError::Run("the server stopped without its ledger".to_owned())),
-            None => Err(LabStormError::Run("the ledger was already taken".to_owned())),
+            Some(rx) => rx.await.map_err(|_| {
+                LabStormError::Run("the server stopped without its ledger".to_owned())
+            }),
+            None => Err(LabStormError::Run(
+                "the ledger was already taken".to_owned(),
+            )),
         };
         if let Some(thread) = self.thread.take() {
             // The thread ends right after sending the ledger; join it off the executor.

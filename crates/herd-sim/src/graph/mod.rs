@@ -56,7 +56,7 @@ mod monte_carlo;
 mod validate;
 
 pub use advice::{Advice, Amplification, advise, amplification};
-pub use exact::{CallFigures, Options, AnswerOdds, Prediction, call_figures, predict};
+pub use exact::{AnswerOdds, CallFigures, Options, Prediction, call_figures, predict};
 pub use file::GraphError;
 pub use model::{Call, Graph, MAX_ATTEMPTS, MAX_BUDGET_PERCENT, MAX_CALLS, MAX_SERVICES, Service};
-pub use monte_carlo::{MAX_SIMULATED_CALLS, SimulatedService, MonteCarlo, simulate, tolerance};
+pub use monte_carlo::{MAX_SIMULATED_CALLS, MonteCarlo, SimulatedService, simulate, tolerance};

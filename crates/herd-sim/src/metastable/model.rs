@@ -12,8 +12,7 @@ use crate::model::{self, Metrics, Model};
 
 impl Model for Metastable {
     const NAME: &'static str = "metastable";
-    const ABOUT: &'static str =
-        "open-loop traffic, timeouts and a server that slows past its knee";
+    const ABOUT: &'static str = "open-loop traffic, timeouts and a server that slows past its knee";
     const METRICS: &'static [&'static str] = METRICS;
 
     fn check(tree: &Value, limits: &Limits) -> Result<Self, ScenarioError> {

@@ -5,8 +5,8 @@ use herd::{Rule, RuleName, RuleParams};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::ScenarioError;
-use crate::fields::ceil_div;
 use crate::fields;
+use crate::fields::ceil_div;
 use crate::limits::Limits;
 
 /// A metastable-failure scenario: open-loop clients with attempt timeouts, a server that

@@ -34,11 +34,11 @@ use herd::RuleName;
 use serde::de::DeserializeOwned;
 use toml::Value;
 
+use crate::Simulation;
 use crate::contention::Contention;
 use crate::error::ScenarioError;
 use crate::limits::Limits;
 use crate::metastable::Metastable;
-use crate::Simulation;
 
 mod metrics;
 
@@ -314,9 +314,7 @@ pub(crate) fn from_tree<T: DeserializeOwned>(
         };
         match path {
             // serde names an unknown field itself, as in a file.
-            Some(path) if !message.contains("unknown field") => {
-                ScenarioError::field(path, message)
-            }
+            Some(path) if !message.contains("unknown field") => ScenarioError::field(path, message),
             _ => ScenarioError::general(message),
         }
     })
@@ -427,14 +425,21 @@ mod tests {
         assert!(err.message().starts_with("invalid type"), "{err}");
         let err = complete(&tree("[server]\ncapacityy = 1\n")).unwrap_err();
         assert_eq!(err.field_name(), None);
-        assert!(err.message().starts_with("unknown field `capacityy`"), "{err}");
-        let err = check_text("[server]\ncapacity = 0\nrefusal_cost = 2\n", &Limits::default())
-            .unwrap_err();
+        assert!(
+            err.message().starts_with("unknown field `capacityy`"),
+            "{err}"
+        );
+        let err = check_text(
+            "[server]\ncapacity = 0\nrefusal_cost = 2\n",
+            &Limits::default(),
+        )
+        .unwrap_err();
         assert_eq!(
             err.to_string(),
             "server.refusal_cost (line 3): must be at least 0 and below 1, got 2"
         );
-        let err = check_text("[server]\ncapacity = 1\nspeed = 2\n", &Limits::default()).unwrap_err();
+        let err =
+            check_text("[server]\ncapacity = 1\nspeed = 2\n", &Limits::default()).unwrap_err();
         assert_eq!(err.line(), Some(3), "{err}");
     }
 }

@@ -165,10 +165,7 @@ fn write_metrics(
             let sep = if format == Format::Csv { "," } else { "  " };
             writeln!(out, "rule{sep}seed{sep}{}", names.join(sep))?;
             for (&(rule, seed), m) in jobs.iter().zip(&runs) {
-                let values: Vec<String> = names
-                    .iter()
-                    .map(|n| shown(m.get(n).flatten()))
-                    .collect();
+                let values: Vec<String> = names.iter().map(|n| shown(m.get(n).flatten())).collect();
                 writeln!(out, "{rule}{sep}{seed}{sep}{}", values.join(sep))?;
             }
         }
