@@ -2,6 +2,10 @@
 use herd::RuleName;
 use herd_sim::{GiveUp, Limits, Outcome, RunResult, Scenario, Simulation};
 
+mod support;
+
+use support::run;
+
 fn scene(text: &str) -> Simulation {
     let scenario = Scenario::from_toml_str(text).expect("shipped scenario parses");
     Simulation::new(&scenario, &Limits::default()).expect("shipped scenario is valid")
@@ -9,16 +13,6 @@ fn scene(text: &str) -> Simulation {
 
 fn default_scene() -> Simulation {
     scene(include_str!("../../../scenarios/default.toml"))
-}
-
-fn run(sim: &Simulation, rule: RuleName, seed: u64) -> RunResult {
-    let r = sim.run(rule, seed).expect("runs");
-    assert_eq!(
-        r.served + r.gave_up + r.waiting,
-        r.clients,
-        "conservation, seed {seed}"
-    );
-    r
 }
 
 #[test]

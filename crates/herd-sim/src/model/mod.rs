@@ -159,6 +159,9 @@ impl<M: Model> AnyModel for M {
     }
 }
 
+/// A model's constructor, as [`MODELS`] holds it.
+type CheckFn = fn(&Value, &Limits) -> Result<Box<dyn AnyModel>, ScenarioError>;
+
 /// One line of [`MODELS`]: a model's name, metrics and constructor.
 #[derive(Clone, Copy)]
 pub struct Registration {
@@ -168,7 +171,7 @@ pub struct Registration {
     pub about: &'static str,
     /// [`Model::METRICS`].
     pub metrics: &'static [&'static str],
-    check: fn(&Value, &Limits) -> Result<Box<dyn AnyModel>, ScenarioError>,
+    check: CheckFn,
 }
 
 impl fmt::Debug for Registration {
