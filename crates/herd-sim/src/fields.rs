@@ -107,6 +107,28 @@ pub(crate) fn outages(
     Ok(checked)
 }
 
+/// The `[retry]` times as the rules' parameters: each a number of milliseconds (see
+/// [`millis`]), and `cap_ms` at least `base_ms`. Every model reads its rules' times here.
+pub(crate) fn rule_params(
+    base_ms: f64,
+    cap_ms: f64,
+    pause_ms: f64,
+) -> Result<RuleParams, ScenarioError> {
+    let params = RuleParams {
+        base: millis("retry.base_ms", base_ms)?,
+        cap: millis("retry.cap_ms", cap_ms)?,
+        pause: millis("retry.pause_ms", pause_ms)?,
+        ..RuleParams::default()
+    };
+    if params.cap < params.base {
+        return Err(ScenarioError::field(
+            "retry.cap_ms",
+            format!("must be at least base_ms ({base_ms}), got {cap_ms}"),
+        ));
+    }
+    Ok(params)
+}
+
 /// Builds `name` from the `[retry]` parameters, naming the field at fault (`retry.rule`
 /// for a scenario of one rule).
 pub(crate) fn rule(name: RuleName, params: &RuleParams) -> Result<Rule, ScenarioError> {

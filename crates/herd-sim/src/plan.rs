@@ -7,7 +7,6 @@
 //!   in `[a, b)`;
 //! - a length (a pause, `retry_after_s`, `timeout_s`) is rounded up to whole steps;
 //! - the deadline admits an attempt at step `m` when `(m − first) · step < deadline`.
-use std::time::Duration;
 
 use herd::{Rule, RuleName, RuleParams};
 
@@ -166,18 +165,7 @@ impl Plan {
         let timeout_steps = ceil_div(fields::nanos("server.timeout_s", v.timeout_s)?, step_ns);
 
         let r = &s.retry;
-        let params = RuleParams {
-            base: Duration::from_nanos(nanos_of_millis("retry.base_ms", r.base_ms)?),
-            cap: Duration::from_nanos(nanos_of_millis("retry.cap_ms", r.cap_ms)?),
-            pause: Duration::from_nanos(nanos_of_millis("retry.pause_ms", r.pause_ms)?),
-            ..RuleParams::default()
-        };
-        if params.cap < params.base {
-            return Err(ScenarioError::field(
-                "retry.cap_ms",
-                format!("must be at least base_ms ({}), got {}", r.base_ms, r.cap_ms),
-            ));
-        }
+        let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?;
         if r.rules.is_empty() {
             return Err(ScenarioError::field(
                 "retry.rules",

@@ -184,12 +184,7 @@ impl Contention {
                 "must name at least one rule",
             ));
         }
-        let params = RuleParams {
-            base: fields::millis("retry.base_ms", r.base_ms)?,
-            cap: fields::millis("retry.cap_ms", r.cap_ms)?,
-            pause: fields::millis("retry.pause_ms", r.pause_ms)?,
-            ..RuleParams::default()
-        };
+        let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?;
         for &rule in &r.rules {
             fields::rule_of(rule, &params, "retry.rules")?;
         }

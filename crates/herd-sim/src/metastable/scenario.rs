@@ -267,12 +267,7 @@ impl MetastablePlan {
         }
 
         let r = &s.retry;
-        let params = RuleParams {
-            base: fields::millis("retry.base_ms", r.base_ms)?,
-            cap: fields::millis("retry.cap_ms", r.cap_ms)?,
-            pause: fields::millis("retry.pause_ms", r.pause_ms)?,
-            ..RuleParams::default()
-        };
+        let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?;
         fields::rule(r.rule, &params)?;
         let budget_percent =
             fields::number_in("retry.budget_percent", r.budget_percent, 0.0, 1000.0)?;
