@@ -26,10 +26,12 @@
 //! `q = 1 − (1 − p)(1 − f)` and f the chance that one execution of the callee fails (computed
 //! callees first). Expected counts then flow down the graph in topological order.
 //!
-//! **Budgets.** `budget_percent = β·100` on an edge allows at most β retries per first attempt
-//! on that edge, as a long-run ratio: a token bucket per edge, starting empty, uncapped, that
-//! gains β tokens per first attempt; a retry needs one whole token and spends it. The exact
-//! figure uses the bucket's long-run limit: expected retries per call `min(D, β)` with
+//! **Budgets.** The graph's budget is a *ratio budget*, a model of its own and not
+//! `herd::RetryBudget` (which counts deposits over a time window, with a reserve; the graph
+//! has no time): see docs/model.md, "Service graph". `budget_percent = β·100` on an edge
+//! allows at most β retries per first attempt on that edge, as a long-run ratio: a token
+//! bucket per edge, starting empty, uncapped, that gains β tokens per first attempt; a retry
+//! needs one whole token and spends it. The exact figure uses the bucket's long-run limit: expected retries per call `min(D, β)` with
 //! `D = q + … + q^(k−1)` the unbudgeted demand; and since each attempt made succeeds with
 //! `1 − q` whether or not it was allowed, a call succeeds with `(1 − q)(1 + retries)`. The
 //! Monte Carlo runs the bucket itself, so over N requests it differs from the limit by the
