@@ -31,8 +31,9 @@
 //! has no time): see docs/model.md, "Service graph". `budget_percent = β·100` on an edge
 //! allows at most β retries per first attempt on that edge, as a long-run ratio: a token
 //! bucket per edge, starting empty, uncapped, that gains β tokens per first attempt; a retry
-//! needs one whole token and spends it. The exact figure uses the bucket's long-run limit: expected retries per call `min(D, β)` with
-//! `D = q + … + q^(k−1)` the unbudgeted demand; and since each attempt made succeeds with
+//! needs one whole token and spends it. The exact figure uses the bucket's long-run limit:
+//! expected retries per call `min(D, β)` with `D = q + … + q^(k−1)` the unbudgeted demand;
+//! and since each attempt made succeeds with
 //! `1 − q` whether or not it was allowed, a call succeeds with `(1 − q)(1 + retries)`. The
 //! Monte Carlo runs the bucket itself, so over N requests it differs from the limit by the
 //! bucket's start-up and boundary effects (O(1/√N)); tests allow 2 % for budgeted graphs.
