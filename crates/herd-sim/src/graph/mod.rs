@@ -34,8 +34,9 @@
 //! needs one whole token and spends it. The exact figure uses the bucket's long-run limit:
 //! expected retries per call `min(D, β)` with `D = q + … + q^(k−1)` the unbudgeted demand;
 //! and since each attempt made succeeds with `1 − q` whether or not it was allowed, a call
-//! succeeds with `(1 − q)(1 + retries)`. The Monte Carlo runs the bucket itself, so over N requests it differs from the limit by the
-//! bucket's start-up and boundary effects (O(1/√N)); tests allow 2 % for budgeted graphs.
+//! succeeds with `(1 − q)(1 + retries)`. The Monte Carlo runs the bucket itself, so over N
+//! requests it differs from the limit by the bucket's start-up and boundary effects
+//! (O(1/√N)); tests allow 2 % for budgeted graphs.
 //! `budget_percent = 0` (the default) means no budget.
 //!
 //! # Layer-aware retries
