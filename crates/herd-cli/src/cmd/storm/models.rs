@@ -135,15 +135,7 @@ fn write_metrics(
     rules: &[RuleName],
     seeds: &[u64],
 ) -> CliResult {
-    let jobs: Vec<(RuleName, u64)> = rules
-        .iter()
-        .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
-        .collect();
-    let runs = jobs
-        .par_iter()
-        .map(|&(rule, seed)| model.run(rule, seed))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::input)?;
+    let (jobs, runs) = every_rule_and_seed(rules, seeds, |rule, seed| model.run(rule, seed))?;
     let names = model.metric_names();
     let shown = |v: Option<f64>| v.map_or_else(String::new, |x| x.to_string());
     match format {
@@ -171,6 +163,25 @@ fn write_metrics(
         }
     }
     Ok(())
+}
+
+/// Runs `run` for every rule with every seed, in parallel; the jobs and their results in the
+/// order rule-major, seed-minor.
+fn every_rule_and_seed<T: Send>(
+    rules: &[RuleName],
+    seeds: &[u64],
+    run: impl Fn(RuleName, u64) -> Result<T, herd_sim::ScenarioError> + Sync,
+) -> CliResult<(Vec<(RuleName, u64)>, Vec<T>)> {
+    let jobs: Vec<(RuleName, u64)> = rules
+        .iter()
+        .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
+        .collect();
+    let results = jobs
+        .par_iter()
+        .map(|&(rule, seed)| run(rule, seed))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::input)?;
+    Ok((jobs, results))
 }
 
 fn seeds(args: &StormArgs, first: u64) -> Vec<u64> {
@@ -236,15 +247,7 @@ fn run_metastable(args: &StormArgs, mut scenario: MetastableScenario) -> CliResu
         return Ok(());
     }
     let model = Metastable::new(&scenario, &limits).map_err(CliError::input)?;
-    let jobs: Vec<(RuleName, u64)> = rules
-        .iter()
-        .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
-        .collect();
-    let reports = jobs
-        .par_iter()
-        .map(|&(rule, seed)| model.run(rule, seed))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::input)?;
+    let (_, reports) = every_rule_and_seed(&rules, &seeds, |rule, seed| model.run(rule, seed))?;
     match args.format {
         Format::Json => {
             let value = serde_json::json!({ "scenario": scenario, "results": reports });
