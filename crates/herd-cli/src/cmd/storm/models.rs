@@ -135,15 +135,14 @@ fn write_metrics(
     rules: &[RuleName],
     seeds: &[u64],
 ) -> CliResult {
-    let (jobs, runs) = every_rule_and_seed(rules, seeds, |rule, seed| model.run(rule, seed))?;
+    let runs = every_rule_and_seed(rules, seeds, |rule, seed| model.run(rule, seed))?;
     let names = model.metric_names();
     let shown = |v: Option<f64>| v.map_or_else(String::new, |x| x.to_string());
     match format {
         Format::Json => {
-            let results: Vec<_> = jobs
+            let results: Vec<_> = runs
                 .iter()
-                .zip(&runs)
-                .map(|(&(rule, seed), m)| {
+                .map(|(rule, seed, m)| {
                     let metrics: serde_json::Map<_, _> =
                         m.iter().map(|(n, v)| (n.to_owned(), v.into())).collect();
                     serde_json::json!({ "rule": rule.as_str(), "seed": seed, "metrics": metrics })
@@ -156,7 +155,7 @@ fn write_metrics(
         Format::Table | Format::Csv => {
             let sep = if format == Format::Csv { "," } else { "  " };
             writeln!(out, "rule{sep}seed{sep}{}", names.join(sep))?;
-            for (&(rule, seed), m) in jobs.iter().zip(&runs) {
+            for (rule, seed, m) in &runs {
                 let values: Vec<String> = names.iter().map(|n| shown(m.get(n).flatten())).collect();
                 writeln!(out, "{rule}{sep}{seed}{sep}{}", values.join(sep))?;
             }
@@ -165,23 +164,21 @@ fn write_metrics(
     Ok(())
 }
 
-/// Runs `run` for every rule with every seed, in parallel; the jobs and their results in the
-/// order rule-major, seed-minor.
+/// Runs `run` for every rule with every seed, in parallel: `(rule, seed, result)` in the order
+/// rule-major, seed-minor.
 fn every_rule_and_seed<T: Send>(
     rules: &[RuleName],
     seeds: &[u64],
     run: impl Fn(RuleName, u64) -> Result<T, herd_sim::ScenarioError> + Sync,
-) -> CliResult<(Vec<(RuleName, u64)>, Vec<T>)> {
+) -> CliResult<Vec<(RuleName, u64, T)>> {
     let jobs: Vec<(RuleName, u64)> = rules
         .iter()
         .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
         .collect();
-    let results = jobs
-        .par_iter()
-        .map(|&(rule, seed)| run(rule, seed))
+    jobs.par_iter()
+        .map(|&(rule, seed)| run(rule, seed).map(|result| (rule, seed, result)))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::input)?;
-    Ok((jobs, results))
+        .map_err(CliError::input)
 }
 
 fn seeds(args: &StormArgs, first: u64) -> Vec<u64> {
@@ -247,7 +244,10 @@ fn run_metastable(args: &StormArgs, mut scenario: MetastableScenario) -> CliResu
         return Ok(());
     }
     let model = Metastable::new(&scenario, &limits).map_err(CliError::input)?;
-    let (_, reports) = every_rule_and_seed(&rules, &seeds, |rule, seed| model.run(rule, seed))?;
+    let reports: Vec<_> = every_rule_and_seed(&rules, &seeds, |rule, seed| model.run(rule, seed))?
+        .into_iter()
+        .map(|(_, _, report)| report)
+        .collect();
     match args.format {
         Format::Json => {
             let value = serde_json::json!({ "scenario": scenario, "results": reports });
