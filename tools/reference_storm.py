@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A straightforward reference simulation of SPEC §4's storm model, for comparison only.
+"""A straightforward reference simulation of the storm model of docs/model.md, for comparison only.
 
 It is what one would write first: an event heap of (step, client) knocks, popped one step at
 a time, the server's window budget applied to each step's arrivals. It is *not* part of the

@@ -1,16 +1,10 @@
 //! `herd amplify` end to end: JSON counts for the shipped graphs, layer-aware, the Monte
 //! Carlo check, and one-line errors with exit code 2.
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
-fn herd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .expect("herd runs")
-}
+mod support;
+
+use support::herd;
 
 fn json(args: &[&str]) -> Value {
     let out = herd(args);

@@ -1,30 +1,11 @@
 //! `herd storm` on the `model = "contention"` scenario: the per-rule table, JSON, and the
 //! client-count sweep.
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod support;
+
+use support::{herd, scenario, stdout};
 
 fn contention() -> String {
-    let path: PathBuf = [
-        env!("CARGO_MANIFEST_DIR"),
-        "..",
-        "..",
-        "scenarios",
-        "contention.toml",
-    ]
-    .iter()
-    .collect();
-    path.display().to_string()
-}
-
-fn herd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(args)
-        .output()
-        .expect("run herd")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+    scenario("contention.toml")
 }
 
 #[test]

@@ -1,29 +1,8 @@
 //! `herd storm` on `model = "metastable"` scenarios: the verdicts, JSON, the offered-load
 //! sweep, and flags that do not apply.
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod support;
 
-fn scenario(name: &str) -> String {
-    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "scenarios", name]
-        .iter()
-        .collect();
-    path.display().to_string()
-}
-
-fn herd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(args)
-        .output()
-        .expect("run herd")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{herd, scenario, stderr, stdout};
 
 #[test]
 fn without_a_budget_the_table_ends_still_overloaded() {

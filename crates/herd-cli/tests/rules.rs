@@ -1,20 +1,7 @@
 //! `herd rules` as users script it: output shape, determinism, and errors with exit code 2.
-use std::process::{Command, Output};
+mod support;
 
-fn herd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(args)
-        .output()
-        .expect("run herd")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{herd, stderr, stdout};
 
 #[test]
 fn prints_one_line_per_client_with_k_pauses() {

@@ -2,19 +2,12 @@
 //! and bad input is one line naming the flag or field, with exit code 2.
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
+
+mod support;
+
 use std::time::Duration;
-
-fn herd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(args)
-        .output()
-        .expect("run herd")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use support::{herd, stderr};
 
 /// Kills the server when the test ends, pass or fail.
 struct Running(Child);

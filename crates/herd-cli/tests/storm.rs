@@ -1,14 +1,9 @@
 //! `herd storm` end to end: the built binary, its output formats, charts and errors.
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn herd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .expect("the herd binary runs")
-}
+mod support;
+
+use support::{herd, temp};
 
 fn stdout(out: &Output) -> String {
     assert!(
@@ -18,12 +13,6 @@ fn stdout(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("herd-storm-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
 }
 
 #[test]

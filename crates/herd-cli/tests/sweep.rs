@@ -1,6 +1,9 @@
 //! `herd sweep` through the binary: output shapes, heat-map files and errors.
-use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod support;
+
+use support::temp;
 
 /// A quick grid: 2 × 2 cells of a 100-client, one-minute storm.
 const GRID: [&str; 6] = [
@@ -12,12 +15,9 @@ const GRID: [&str; 6] = [
     "horizon_s=60",
 ];
 
+/// `herd sweep ARGS…`.
 fn herd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_herd"))
-        .arg("sweep")
-        .args(args)
-        .output()
-        .expect("herd runs")
+    support::herd(&[&["sweep"], args].concat())
 }
 
 fn ok(args: &[&str]) -> String {
@@ -47,12 +47,6 @@ fn fails(args: &[&str]) -> String {
 
 fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     GRID.iter().chain(extra).copied().collect()
-}
-
-fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("herd-sweep-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir.join(name)
 }
 
 #[test]
@@ -248,7 +242,7 @@ fn a_scenario_file_is_the_base() {
     let lines: Vec<&str> = out.lines().collect();
     // 4 cells × the file's three rules.
     assert_eq!(lines.len(), 1 + 4 * 3, "{out}");
-    // SPEC §4: `immediate` serves none of the six with capacity 2 and four attempts.
+    // `immediate` serves none of the six with capacity 2 and four attempts.
     assert!(
         lines[1].starts_with("2,4,immediate,5,0,0,0,5,6,6,6,5"),
         "{}",

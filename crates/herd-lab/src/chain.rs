@@ -95,7 +95,7 @@ impl Default for ChainOptions {
 
 /// Why the lab could not run.
 #[derive(Debug, thiserror::Error)]
-pub enum LabError {
+pub enum ChainError {
     /// A listener could not be bound on 127.0.0.1.
     #[error("cannot listen on 127.0.0.1: {0}")]
     Bind(#[source] std::io::Error),
@@ -134,16 +134,16 @@ impl Chain {
     ///
     /// # Errors
     ///
-    /// [`LabError::Bind`] when a listener cannot be bound.
-    pub async fn start(graph: &Graph, options: ChainOptions) -> Result<Self, LabError> {
+    /// [`ChainError::Bind`] when a listener cannot be bound.
+    pub async fn start(graph: &Graph, options: ChainOptions) -> Result<Self, ChainError> {
         let services = graph.services();
         let mut listeners = Vec::with_capacity(services.len());
         let mut addresses = Vec::with_capacity(services.len());
         for _ in services {
             let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
                 .await
-                .map_err(LabError::Bind)?;
-            addresses.push(listener.local_addr().map_err(LabError::Bind)?);
+                .map_err(ChainError::Bind)?;
+            addresses.push(listener.local_addr().map_err(ChainError::Bind)?);
             listeners.push(listener);
         }
         let client: edge::HttpClient = Client::builder(TokioExecutor::new()).build_http();
@@ -153,7 +153,7 @@ impl Chain {
             let calls: Vec<(Uri, EdgeService)> = s
                 .calls
                 .iter()
-                .map(|c| -> Result<_, LabError> {
+                .map(|c| -> Result<_, ChainError> {
                     let config = EdgeConfig {
                         attempts: c.attempts,
                         failure_probability: c.failure_probability,
@@ -164,7 +164,7 @@ impl Chain {
                         attempt_timeout: options.attempt_timeout,
                     };
                     let edge = edge_service(client.clone(), &config).map_err(|e| {
-                        LabError::Edge(format!("call {} → {}: {e}", s.name, services[c.to].name))
+                        ChainError::Edge(format!("call {} → {}: {e}", s.name, services[c.to].name))
                     })?;
                     Ok((uri_of(addresses[c.to]), edge))
                 })
@@ -217,15 +217,15 @@ impl Chain {
     ///
     /// # Errors
     ///
-    /// [`LabError::Request`] when the entry service cannot be reached in time.
-    pub async fn view(&self) -> Result<bool, LabError> {
+    /// [`ChainError::Request`] when the entry service cannot be reached in time.
+    pub async fn view(&self) -> Result<bool, ChainError> {
         let mut req = Request::new(Full::new(Bytes::new()));
         *req.uri_mut() = uri_of(self.addresses[self.entry]);
         let exchange = self.client.clone().oneshot(req);
         match tokio::time::timeout(Duration::from_secs(60), exchange).await {
             Ok(Ok(r)) => Ok(r.status().is_success()),
-            Ok(Err(e)) => Err(LabError::Request(e.to_string())),
-            Err(_) => Err(LabError::Request("no answer within 60 s".to_owned())),
+            Ok(Err(e)) => Err(ChainError::Request(e.to_string())),
+            Err(_) => Err(ChainError::Request("no answer within 60 s".to_owned())),
         }
     }
 
@@ -234,8 +234,8 @@ impl Chain {
     ///
     /// # Errors
     ///
-    /// [`LabError::TooLarge`] for more than [`MAX_VIEWS`] views, and as [`Chain::view`].
-    pub async fn drive(&self, views: u64) -> Result<Measurement, LabError> {
+    /// [`ChainError::TooLarge`] for more than [`MAX_VIEWS`] views, and as [`Chain::view`].
+    pub async fn drive(&self, views: u64) -> Result<Measurement, ChainError> {
         self.drive_until(views, std::future::pending()).await
     }
 
@@ -249,9 +249,9 @@ impl Chain {
         &self,
         views: u64,
         stop: impl std::future::Future<Output = ()>,
-    ) -> Result<Measurement, LabError> {
+    ) -> Result<Measurement, ChainError> {
         if views == 0 || views > MAX_VIEWS {
-            return Err(LabError::TooLarge(format!(
+            return Err(ChainError::TooLarge(format!(
                 "--views is {views}; must be 1..={MAX_VIEWS}"
             )));
         }
@@ -277,12 +277,12 @@ impl Chain {
     ///
     /// # Errors
     ///
-    /// [`LabError::Server`] when a server stopped with an error or did not stop in time.
-    pub async fn shutdown(mut self) -> Result<(), LabError> {
+    /// [`ChainError::Server`] when a server stopped with an error or did not stop in time.
+    pub async fn shutdown(mut self) -> Result<(), ChainError> {
         let _ = self.stop.send(true);
         let servers = std::mem::take(&mut self.servers);
         for (service, handle) in servers {
-            let failed = |message: String| LabError::Server {
+            let failed = |message: String| ChainError::Server {
                 service: service.clone(),
                 message,
             };

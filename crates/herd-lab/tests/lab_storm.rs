@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use herd::RuleName;
-use herd_lab::storm::{LabError, LabStorm};
+use herd_lab::storm::{LabStorm, LabStormError};
 use herd_sim::Scenario;
 
 /// 40 clients, an outage over the first second, 4 answers per 100 ms window, constant 500 ms.
@@ -180,7 +180,7 @@ fn transport_errors_make_a_run_not_comparable() {
 
 fn input_error(scenario: Scenario, time_scale: f64) -> String {
     match LabStorm::new(scenario, RuleName::Full, 1, time_scale) {
-        Err(LabError::Input(msg)) => msg,
+        Err(LabStormError::Input(msg)) => msg,
         other => panic!("expected an input error, got {other:?}"),
     }
 }
@@ -216,7 +216,7 @@ async fn a_storm_too_long_for_real_time_is_refused_before_it_starts() {
     s.horizon_s = 3_600.0;
     let lab = LabStorm::new(s, RuleName::Constant, 1, 1.0).expect("playable in principle");
     match lab.run().await {
-        Err(LabError::Input(msg)) => assert!(msg.starts_with("the storm lasts"), "{msg}"),
+        Err(LabStormError::Input(msg)) => assert!(msg.starts_with("the storm lasts"), "{msg}"),
         other => panic!("expected an input error, got {other:?}"),
     }
 }

@@ -1,6 +1,6 @@
 //! The cohort engine's cost against the number of clients, beside the agent engine's.
 //!
-//! SPEC §4's default scenario with `clients` clients and capacity scaled to match (50 per
+//! The default storm scenario with `clients` clients and capacity scaled to match (50 per
 //! 2000, so the storm keeps its shape), one rule per run, seed 1. The cohort engine's time
 //! should not grow with the clients; the agent engine's grows linearly (and stops at 10^6
 //! here, since 10^9 agents need over 12 GB).

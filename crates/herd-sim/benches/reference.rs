@@ -1,6 +1,6 @@
-//! The agent engine beside a plain Python reference simulation, in one run (issue 5, part 5).
+//! The agent engine beside a plain Python reference simulation, in one run.
 //!
-//! For each of the six rules of the design brief, on the default scenario (2000 clients) and
+//! For each classic rule (`RuleName::CLASSIC`), on the default scenario (2000 clients) and
 //! scaled up (100 000 clients, capacity scaled in proportion), this runs
 //! `tools/reference_storm.py` (an event heap in Python; it reports its own compute time,
 //! interpreter start-up excluded; the median of three runs when a run is shorter than 2 s,

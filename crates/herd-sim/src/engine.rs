@@ -12,7 +12,8 @@
 //!
 //! 1. the server gives its [verdict](crate::server) on the `A` arrivals;
 //! 2. `s` of them, chosen at random, are served;
-//! 3. every other one records a failure: it gives up after `max_attempts` attempts; otherwise
+//! 3. every other one takes the failure step shared with the cohort engine
+//!    ([`failure`](crate::failure)): it gives up after `max_attempts` attempts; otherwise
 //!    it draws a pause, rounded up to whole steps and at least one step, raised to the
 //!    `Retry-After` when the server refused it while up, and comes back at
 //!    `step + timeout + pause`, unless that is past its deadline (it gives up), the retry
@@ -26,19 +27,16 @@ use herd::{Rule, RuleName};
 use crate::budget::SimBudget;
 use crate::calendar::Calendar;
 use crate::error::ScenarioError;
+use crate::failure::{AfterFailure, Fate, pause_steps};
 use crate::metrics::{Meter, RunResult};
 use crate::plan::Plan;
 use crate::record::{Deadlined, Identified, Plain, Record, Remembering};
-use crate::server::{Server, Verdict};
+use crate::server::{ServerState, Verdict};
 use crate::trace::{GiveUp, Observer, Outcome};
 use herd::rng::Rng;
 
 /// Attempts between two progress reports.
 const PROGRESS_EVERY: u64 = 1 << 20;
-
-fn ceil_div(a: u64, b: u64) -> u64 {
-    a / b + u64::from(a % b != 0)
-}
 
 /// Runs `rule` over `plan` with the world's generator seeded by `seed`, with the smallest
 /// record that holds what the rule and the scenario need.
@@ -73,14 +71,14 @@ fn run<R: Record, O: Observer>(
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
     let step_ns = plan.step_ns;
-    let max_pause_steps = ceil_div(rule.max_pause().as_nanos() as u64, step_ns).max(1);
+    let max_pause_steps = pause_steps(rule.max_pause().as_nanos() as u64, step_ns);
     let max_wait = plan
         .timeout_steps
         .saturating_add(max_pause_steps.max(plan.retry_after_steps))
         .min(plan.steps);
     let mut calendar = Calendar::<R>::new(max_wait);
     let mut rng = SplitMix64::new(seed);
-    let mut server = Server::new(plan);
+    let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
     let mut gave_up = 0u64;
     let mut denied_by_budget = 0u64;
@@ -115,7 +113,8 @@ fn run<R: Record, O: Observer>(
 
         let arrivals = due.len() as u64;
         if arrivals > 0 {
-            let (served, refusal) = match server.arrive(step, arrivals) {
+            let verdict = server.arrive(step, arrivals);
+            let (served, refusal) = match verdict {
                 Verdict::Down => (0, Outcome::Down),
                 Verdict::Collapsed => (0, Outcome::Collapsed),
                 Verdict::Serve(s) => (s, Outcome::Refused),
@@ -125,12 +124,12 @@ fn run<R: Record, O: Observer>(
                 report_at = meter.requests + PROGRESS_EVERY;
                 observer.progress(step as f64 / plan.steps as f64);
             }
-            if meter.requests > plan.max_attempts_total {
+            if meter.requests > plan.max_run_attempts {
                 return Err(ScenarioError::field(
                     "clients.count",
                     format!(
                         "the run needs more than {} attempts, the most allowed here (fewer clients or a shorter horizon_s)",
-                        plan.max_attempts_total
+                        plan.max_run_attempts
                     ),
                 ));
             }
@@ -147,60 +146,42 @@ fn run<R: Record, O: Observer>(
                     observer.attempt(client.id(), step, Outcome::Served, None);
                 }
             }
-            let honour_retry_after = refusal != Outcome::Down;
+            let after = AfterFailure::new(plan, step, verdict);
             for client in &mut due[served..] {
                 let id = client.id();
                 let mut state = client.state();
-                if plan.max_attempts > 0 && state.failures().saturating_add(1) >= plan.max_attempts
-                {
+                if after.out_of_attempts(state.failures()) {
                     gave_up += 1;
                     observer.attempt(id, step, refusal, Some(GiveUp::MaxAttempts));
                     continue;
                 }
                 let pause = rule.pause(&mut state, &mut rng);
                 client.set_state(state);
-                let mut wait = ceil_div(pause.as_nanos() as u64, step_ns).max(1);
-                if honour_retry_after {
-                    wait = wait.max(plan.retry_after_steps);
-                }
-                let next = step + plan.timeout_steps + wait;
-                let past_deadline = plan
-                    .deadline_steps
-                    .is_some_and(|d| next - u64::from(client.first()) >= d);
-                if past_deadline {
-                    gave_up += 1;
-                    observer.attempt(id, step, refusal, Some(GiveUp::Deadline));
-                    continue;
-                }
-                if budget.as_ref().is_some_and(|b| !b.withdraw()) {
-                    gave_up += 1;
-                    denied_by_budget += 1;
-                    observer.attempt(id, step, refusal, Some(GiveUp::Budget));
-                    continue;
-                }
-                observer.attempt(id, step, refusal, None);
-                if next >= plan.steps {
-                    beyond_horizon += 1;
-                } else {
-                    calendar.push(next, *client);
+                let pause = pause_steps(pause.as_nanos() as u64, step_ns);
+                let budget_allows = || budget.as_ref().is_none_or(SimBudget::withdraw);
+                match after.fate(pause, client.first(), budget_allows) {
+                    Fate::GiveUp(why) => {
+                        gave_up += 1;
+                        denied_by_budget += u64::from(why == GiveUp::Budget);
+                        observer.attempt(id, step, refusal, Some(why));
+                    }
+                    Fate::BeyondHorizon => {
+                        observer.attempt(id, step, refusal, None);
+                        beyond_horizon += 1;
+                    }
+                    Fate::Due(next) => {
+                        observer.attempt(id, step, refusal, None);
+                        calendar.push(next, *client);
+                    }
                 }
             }
         }
 
         drop(due);
-        let from_calendar = calendar.next_due();
-        let from_arrivals = (open_loop && step + 1 < plan.steps).then_some(step + 1);
-        let next = match (from_calendar, from_arrivals) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => match a.or(b) {
-                Some(n) => n,
-                None => break,
-            },
-        };
-        if next >= plan.steps {
-            break;
+        match plan.next_step(step, calendar.next_due()) {
+            Some(next) => step = next,
+            None => break,
         }
-        step = next;
     }
 
     observer.progress(1.0);

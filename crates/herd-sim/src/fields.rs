@@ -1,13 +1,28 @@
-//! Checks of single scenario fields shared by the metastable and contention models: each
-//! turns a user's number into a checked value or an error naming the field.
+//! Checks of single scenario fields, shared by every model: each turns a user's number into a
+//! checked value or an error naming the field, with one wording and one rounding. Times
+//! become whole nanoseconds ([`nanos`]), so a scenario means the same to every model.
 use std::time::Duration;
 
 use herd::{InvalidRule, Rule, RuleName, RuleParams};
 
 use crate::error::ScenarioError;
 
-/// The longest time a scenario may mention, in seconds (about 31 years).
+/// The longest time a scenario may mention, in seconds: about 31 years, far from `u64`
+/// nanosecond overflow.
 pub(crate) const MAX_SECONDS: f64 = 1e9;
+/// Nanoseconds in a second.
+pub(crate) const NANOS_PER_SEC: f64 = 1e9;
+
+/// `ceil(a / b)` for `b > 0`: every length is rounded up to whole steps.
+#[inline]
+pub(crate) const fn ceil_div(a: u64, b: u64) -> u64 {
+    a / b + (a % b != 0) as u64
+}
+
+/// A number of seconds in `[0, 10^9]` as whole nanoseconds (rounded to the nearest).
+pub(crate) fn nanos(field: &str, s: f64) -> Result<u64, ScenarioError> {
+    seconds(field, s, true).map(|s| (s * NANOS_PER_SEC).round() as u64)
+}
 
 /// A finite number of seconds in `(0, 10^9]` (or `[0, 10^9]` when `zero_ok`).
 pub(crate) fn seconds(field: &str, s: f64, zero_ok: bool) -> Result<f64, ScenarioError> {
@@ -48,40 +63,92 @@ pub(crate) fn millis(field: &'static str, ms: f64) -> Result<Duration, ScenarioE
     })
 }
 
-/// Outage intervals `[start_s, end_s)`: finite, ordered, inside the horizon.
+/// Outage intervals `[start_s, end_s)` in nanoseconds, sorted: each end a number of seconds
+/// (see [`nanos`]), each ending after it starts and starting before the horizon, and no two
+/// overlapping. Every model checks its outages here.
 pub(crate) fn outages(
     field: &str,
     outages: &[[f64; 2]],
-    horizon_s: f64,
-) -> Result<Vec<(f64, f64)>, ScenarioError> {
-    let mut checked = Vec::with_capacity(outages.len());
-    for &[start, end] in outages {
-        if !start.is_finite() || !end.is_finite() || start < 0.0 || end <= start {
+    horizon_ns: u64,
+) -> Result<Vec<(u64, u64)>, ScenarioError> {
+    let mut sorted = outages.to_vec();
+    sorted.sort_by(|a, b| a[0].total_cmp(&b[0]));
+    let mut checked = Vec::with_capacity(sorted.len());
+    for &[start, end] in &sorted {
+        let (a, b) = (nanos(field, start)?, nanos(field, end)?);
+        if a >= b {
             return Err(ScenarioError::field(
                 field,
-                format!("[{start}, {end}] must be [start_s, end_s) with 0 <= start_s < end_s"),
+                format!("[{start}, {end}] must end after it starts"),
             ));
         }
-        if start >= horizon_s {
+        if a >= horizon_ns {
             return Err(ScenarioError::field(
                 field,
-                format!("[{start}, {end}] starts at or after the horizon ({horizon_s} s)"),
+                format!(
+                    "[{start}, {end}] starts at or after the horizon ({} s)",
+                    horizon_ns as f64 / NANOS_PER_SEC
+                ),
             ));
         }
-        checked.push((start, end.min(horizon_s)));
+        checked.push((a, b));
     }
-    checked.sort_by(|a, b| a.0.total_cmp(&b.0));
+    for w in sorted.windows(2) {
+        if w[1][0] < w[0][1] {
+            return Err(ScenarioError::field(
+                field,
+                format!(
+                    "[{}, {}] and [{}, {}] overlap",
+                    w[0][0], w[0][1], w[1][0], w[1][1]
+                ),
+            ));
+        }
+    }
     Ok(checked)
 }
 
-/// Builds `name` from the `[retry]` parameters, naming the field at fault.
+/// The `[retry]` times as the rules' parameters: each a number of milliseconds (see
+/// [`millis`]), and `cap_ms` at least `base_ms`. Every model reads its rules' times here.
+pub(crate) fn rule_params(
+    base_ms: f64,
+    cap_ms: f64,
+    pause_ms: f64,
+) -> Result<RuleParams, ScenarioError> {
+    let params = RuleParams {
+        base: millis("retry.base_ms", base_ms)?,
+        cap: millis("retry.cap_ms", cap_ms)?,
+        pause: millis("retry.pause_ms", pause_ms)?,
+        ..RuleParams::default()
+    };
+    if params.cap < params.base {
+        return Err(ScenarioError::field(
+            "retry.cap_ms",
+            format!("must be at least base_ms ({base_ms}), got {cap_ms}"),
+        ));
+    }
+    Ok(params)
+}
+
+/// Builds `name` from the `[retry]` parameters, naming the field at fault (`retry.rule`
+/// for a scenario of one rule).
 pub(crate) fn rule(name: RuleName, params: &RuleParams) -> Result<Rule, ScenarioError> {
+    rule_of(name, params, "retry.rule")
+}
+
+/// Builds `name` from the `[retry]` parameters; a fault of the rule itself is `rules_field`'s
+/// (the field that names the rule), a fault of a parameter is that parameter's. The one
+/// mapping from rule errors to field errors.
+pub(crate) fn rule_of(
+    name: RuleName,
+    params: &RuleParams,
+    rules_field: &'static str,
+) -> Result<Rule, ScenarioError> {
     name.build(params).map_err(|e| {
         let field = match e {
             InvalidRule::ZeroBase => "retry.base_ms",
             InvalidRule::ZeroPause => "retry.pause_ms",
             InvalidRule::CapBelowBase { .. } => "retry.cap_ms",
-            InvalidRule::Multiplier(_) | InvalidRule::Jitter(_) => "retry.rule",
+            InvalidRule::Multiplier(_) | InvalidRule::Jitter(_) => rules_field,
             InvalidRule::Millis { field, .. } => field,
         };
         ScenarioError::field(field, format!("{e} (rule {name})"))
@@ -110,23 +177,47 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     Ok(value)
 }
 
-/// The `model` key of a scenario file, if the file is TOML and has one; `None` for a file
-/// without the key or one that does not parse (its own parser then reports the error with
-/// the line).
-///
-/// # Errors
-///
-/// `model` is present but not a string.
-pub fn model_key(text: &str) -> Result<Option<String>, ScenarioError> {
-    let Ok(table) = text.parse::<toml::Table>() else {
-        return Ok(None);
-    };
-    match table.get("model") {
-        None => Ok(None),
-        Some(toml::Value::String(name)) => Ok(Some(name.clone())),
-        Some(other) => Err(ScenarioError::field(
-            "model",
-            format!("must be a string (\"storm\", \"metastable\" or \"contention\"), got {other}"),
-        )),
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outages_are_checked_alike_for_every_model_in_nanoseconds() {
+        let got = outages("server.outages", &[[5.0, 6.5], [0.0, 0.1]], 10_000_000_000).unwrap();
+        assert_eq!(got, vec![(0, 100_000_000), (5_000_000_000, 6_500_000_000)]);
+        let err = |list: &[[f64; 2]]| {
+            outages("server.outages", list, 10_000_000_000)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err(&[[0.0, 5.0], [4.0, 6.0]]),
+            "server.outages: [0, 5] and [4, 6] overlap"
+        );
+        assert_eq!(
+            err(&[[3.0, 3.0]]),
+            "server.outages: [3, 3] must end after it starts"
+        );
+        assert_eq!(
+            err(&[[10.0, 12.0]]),
+            "server.outages: [10, 12] starts at or after the horizon (10 s)"
+        );
+        assert_eq!(
+            err(&[[-1.0, 2.0]]),
+            "server.outages: must be a number of seconds between 0 and 10^9, got -1"
+        );
+    }
+
+    #[test]
+    fn a_rule_error_names_the_parameter_or_the_rule_field() {
+        let params = RuleParams {
+            pause: Duration::ZERO,
+            ..RuleParams::default()
+        };
+        let err = rule_of(RuleName::Constant, &params, "retry.rules").unwrap_err();
+        assert_eq!(err.field_name(), Some("retry.pause_ms"));
+        assert_eq!(ceil_div(7, 7), 1);
+        assert_eq!(ceil_div(8, 7), 2);
+        assert_eq!(nanos("x", 0.1).unwrap(), 100_000_000);
     }
 }

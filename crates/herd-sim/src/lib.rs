@@ -1,6 +1,6 @@
 //! # herd-sim — what a retry rule does to a recovering server
 //!
-//! The retry-storm simulator of SPEC §4: clients, a server with outages, a work budget per
+//! The retry-storm simulator of `docs/model.md`: clients, a server with outages, a work budget per
 //! window, refusals that cost work, collapse, warm-up, `Retry-After`, timeouts, give-ups and
 //! retry budgets. Every pause is drawn by [`herd::Rule::pause`], the very code a production
 //! client runs, and every random draw comes from one [`herd::rng::SplitMix64`] seeded by the
@@ -9,8 +9,8 @@
 //! The engine tracks every client exactly and costs O(attempts + steps): waiting clients sit
 //! in a calendar keyed by the step at which they next knock, carrying their retry state with
 //! them (4 bytes for rules without memory, 12 with it), and time jumps over empty steps.
-//! `docs/storm.md` sets out the order of events within a step, the server's accounting and
-//! every rounding.
+//! `docs/model.md` defines the order of events within a step, the server's accounting and
+//! every rounding; `docs/storm.md` shows how to run it.
 //!
 //! A second engine, [`cohort`] ([`Engine::Cohort`]), runs the same model with clients that
 //! share a state moved as one count, so its cost does not grow with the number of clients
@@ -22,7 +22,7 @@
 //! use herd::RuleName;
 //! use herd_sim::{Limits, Scenario, Simulation};
 //!
-//! // SPEC §4's default scenario: 2000 clients, an outage over the first 10 s.
+//! // The default storm scenario (docs/model.md): 2000 clients, an outage over the first 10 s.
 //! let sim = Simulation::new(&Scenario::default(), &Limits::default())?;
 //! let result = sim.run(RuleName::Immediate, 1)?;
 //! assert_eq!(result.half_served_s, Some(12.0));
@@ -39,6 +39,7 @@ pub mod cohort;
 pub mod contention;
 mod engine;
 mod error;
+mod failure;
 mod fields;
 pub mod latency;
 mod limits;
@@ -51,6 +52,7 @@ pub mod refusal;
 mod sample;
 mod scenario;
 mod server;
+pub mod storm;
 pub mod sweep;
 mod trace;
 
@@ -62,7 +64,6 @@ use herd::{Rule, RuleName};
 pub mod guide {}
 
 pub use error::ScenarioError;
-pub use fields::model_key;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
 pub use scenario::{Clients, Retry, Scenario, Server};
@@ -223,7 +224,7 @@ impl Simulation {
     /// # Errors
     ///
     /// The rule cannot be built from the scenario's parameters (`retry.pause_ms = 0` for
-    /// `constant`, say), or the run exceeds [`Limits::max_attempts`].
+    /// `constant`, say), or the run exceeds [`Limits::max_run_attempts`].
     pub fn run(&self, rule: RuleName, seed: u64) -> Result<RunResult, ScenarioError> {
         let built = self.rule(rule)?;
         match self.engine {
@@ -287,7 +288,7 @@ impl Simulation {
         }
         let built = self.rule(rule)?;
         let mut plan = self.plan.clone();
-        plan.max_attempts_total = plan.max_attempts_total.min(MAX_TRACE_EVENTS);
+        plan.max_run_attempts = plan.max_run_attempts.min(MAX_TRACE_EVENTS);
         let mut recorder = trace::Recorder {
             step_ns: plan.step_ns,
             events: Vec::new(),

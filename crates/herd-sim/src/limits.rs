@@ -15,8 +15,9 @@ pub struct Limits {
     pub max_steps: u64,
     /// Most bytes the run's state may need (clients, calendar, per-window series).
     pub max_bytes: u64,
-    /// Most attempts one run may simulate before it is stopped with an error.
-    pub max_attempts: u64,
+    /// Most attempts one run may simulate, all clients together, before it is stopped with an
+    /// error (not `clients.max_attempts`, the attempts one client makes before it gives up).
+    pub max_run_attempts: u64,
 }
 
 /// Bytes assumed when the available memory cannot be read.
@@ -39,7 +40,7 @@ impl Limits {
             max_clients: u32::MAX as u64 - 1,
             max_steps: u32::MAX as u64,
             max_bytes: u64::MAX,
-            max_attempts: u64::MAX,
+            max_run_attempts: u64::MAX,
         }
     }
 
@@ -50,7 +51,7 @@ impl Limits {
             max_clients: 200_000,
             max_steps: 10_000_000,
             max_bytes: 256 << 20,
-            max_attempts: 50_000_000,
+            max_run_attempts: 50_000_000,
         }
     }
 }

@@ -1,6 +1,6 @@
-//! What a run measured: the figures of SPEC §4 and the load per window.
+//! What a run measured: the storm's figures (docs/model.md) and the load per window.
 //!
-//! Definitions (SPEC §4): *served at* is the time of a client's successful attempt; *half
+//! Definitions (docs/model.md): *served at* is the time of a client's successful attempt; *half
 //! served by* is the served-at times sorted ascending, element `clients / 2` (0-based); *all
 //! served by* is the largest served-at time, only when everyone was served; *requests per
 //! client* is all attempts / clients; *peak after outage* is the most arrivals in one window

@@ -7,19 +7,15 @@
 //!   in `[a, b)`;
 //! - a length (a pause, `retry_after_s`, `timeout_s`) is rounded up to whole steps;
 //! - the deadline admits an attempt at step `m` when `(m − first) · step < deadline`.
-use std::time::Duration;
 
-use herd::rule::millis;
-use herd::{InvalidRule, Rule, RuleName, RuleParams};
+use herd::{Rule, RuleName, RuleParams};
 
 use crate::error::ScenarioError;
+use crate::fields;
+use crate::fields::ceil_div;
 use crate::limits::Limits;
 use crate::refusal::RefusalCost;
 use crate::scenario::Scenario;
-
-const NANOS_PER_SEC: f64 = 1e9;
-/// The longest time a scenario may mention: about 31 years, far from `u64` nanosecond overflow.
-const MAX_SECONDS: f64 = 1e9;
 
 /// The scenario in steps. Built only by [`Plan::new`], so every field is valid.
 #[derive(Clone, Debug)]
@@ -47,57 +43,31 @@ pub(crate) struct Plan {
     pub(crate) params: RuleParams,
     pub(crate) rules: Vec<(RuleName, Rule)>,
     pub(crate) budget_percent: f64,
-    pub(crate) max_attempts_total: u64,
-}
-
-/// Converts seconds to nanoseconds, rejecting negative, non-finite and absurd values.
-fn nanos_of_seconds(field: &str, s: f64) -> Result<u64, ScenarioError> {
-    if !s.is_finite() || !(0.0..=MAX_SECONDS).contains(&s) {
-        return Err(ScenarioError::field(
-            field,
-            format!("must be a number of seconds between 0 and 10^9, got {s}"),
-        ));
-    }
-    Ok((s * NANOS_PER_SEC).round() as u64)
-}
-
-fn nanos_of_millis(field: &'static str, ms: f64) -> Result<u64, ScenarioError> {
-    millis(field, ms)
-        .map(|d| d.as_nanos() as u64)
-        .map_err(|e| ScenarioError::field(field, only_problem(&e)))
-}
-
-/// The message of an `InvalidRule::Millis` without the field name it repeats.
-fn only_problem(e: &InvalidRule) -> String {
-    match e {
-        InvalidRule::Millis { value, .. } => {
-            format!("must be a finite number of milliseconds between 0 and 10^12, got {value}")
-        }
-        other => other.to_string(),
-    }
-}
-
-fn field_of(e: &InvalidRule) -> &'static str {
-    match e {
-        InvalidRule::ZeroBase => "retry.base_ms",
-        InvalidRule::ZeroPause => "retry.pause_ms",
-        InvalidRule::CapBelowBase { .. } => "retry.cap_ms",
-        InvalidRule::Multiplier(_) | InvalidRule::Jitter(_) => "retry.rules",
-        InvalidRule::Millis { field, .. } => field,
-    }
+    pub(crate) max_run_attempts: u64,
 }
 
 /// Builds `rule` from `params`, naming the scenario field at fault.
 pub(crate) fn build_rule(name: RuleName, params: &RuleParams) -> Result<Rule, ScenarioError> {
-    name.build(params)
-        .map_err(|e| ScenarioError::field(field_of(&e), format!("{e} (rule {name})")))
+    fields::rule_of(name, params, "retry.rules")
 }
 
-fn ceil_div(a: u64, b: u64) -> u64 {
-    a / b + u64::from(a % b != 0)
+fn nanos_of_millis(field: &'static str, ms: f64) -> Result<u64, ScenarioError> {
+    fields::millis(field, ms).map(|d| d.as_nanos() as u64)
 }
 
 impl Plan {
+    /// The step after `step` at which something happens, or `None` when the run is over:
+    /// the earlier of `next_due` (the first step a waiting client knocks at) and, with
+    /// open-loop arrivals, `step + 1`; none at or past the horizon. Time jumps over the rest.
+    pub(crate) fn next_step(&self, step: u64, next_due: Option<u64>) -> Option<u64> {
+        let arrivals = (self.open_loop_total > 0 && step + 1 < self.steps).then_some(step + 1);
+        let next = match (next_due, arrivals) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        (next < self.steps).then_some(next)
+    }
+
     pub(crate) fn new(s: &Scenario, limits: &Limits) -> Result<Self, ScenarioError> {
         let step_ns = nanos_of_millis("step_ms", s.step_ms)?;
         if step_ns == 0 {
@@ -118,7 +88,7 @@ impl Plan {
         }
         let steps_per_window = window_ns / step_ns;
 
-        let horizon_ns = nanos_of_seconds("horizon_s", s.horizon_s)?;
+        let horizon_ns = fields::nanos("horizon_s", s.horizon_s)?;
         let steps = ceil_div(horizon_ns, step_ns);
         if steps == 0 {
             return Err(ScenarioError::field(
@@ -138,7 +108,7 @@ impl Plan {
         let windows = ceil_div(steps, steps_per_window);
 
         let c = &s.clients;
-        let start_ns = nanos_of_seconds("clients.start_s", c.start_s)?;
+        let start_ns = fields::nanos("clients.start_s", c.start_s)?;
         let start_step = ceil_div(start_ns, step_ns);
         if start_step >= steps {
             return Err(ScenarioError::field(
@@ -155,7 +125,7 @@ impl Plan {
                 format!("must be a finite number >= 0, got {}", c.arrivals_per_s),
             ));
         }
-        let arrivals_per_step = c.arrivals_per_s * step_ns as f64 / NANOS_PER_SEC;
+        let arrivals_per_step = c.arrivals_per_s * step_ns as f64 / fields::NANOS_PER_SEC;
         let open_loop = (arrivals_per_step * (steps - start_step) as f64).floor();
         if c.count as f64 + open_loop > limits.max_clients as f64 {
             let field = if c.count > limits.max_clients {
@@ -172,58 +142,27 @@ impl Plan {
             ));
         }
         let open_loop_total = open_loop as u64;
-        let deadline_ns = nanos_of_seconds("clients.deadline_s", c.deadline_s)?;
+        let deadline_ns = fields::nanos("clients.deadline_s", c.deadline_s)?;
         let deadline_steps = (deadline_ns > 0).then(|| ceil_div(deadline_ns, step_ns));
 
         let v = &s.server;
         let refusal_cost = RefusalCost::new(v.refusal_cost)
             .map_err(|e| ScenarioError::field("server.refusal_cost", e.to_string()))?;
-        let mut outages = Vec::with_capacity(v.outages.len());
-        let mut sorted = v.outages.clone();
-        sorted.sort_by(|a, b| a[0].total_cmp(&b[0]));
-        for pair in &sorted {
-            let a = nanos_of_seconds("server.outages", pair[0])?;
-            let b = nanos_of_seconds("server.outages", pair[1])?;
-            if a >= b {
-                return Err(ScenarioError::field(
-                    "server.outages",
-                    format!("[{}, {}] must end after it starts", pair[0], pair[1]),
-                ));
-            }
-            outages.push((ceil_div(a, step_ns), ceil_div(b, step_ns)));
-        }
-        for w in sorted.windows(2) {
-            if w[1][0] < w[0][1] {
-                return Err(ScenarioError::field(
-                    "server.outages",
-                    format!(
-                        "[{}, {}] and [{}, {}] overlap",
-                        w[0][0], w[0][1], w[1][0], w[1][1]
-                    ),
-                ));
-            }
-        }
+        let mut outages: Vec<(u64, u64)> =
+            fields::outages("server.outages", &v.outages, horizon_ns)?
+                .into_iter()
+                .map(|(a, b)| (ceil_div(a, step_ns), ceil_div(b, step_ns)))
+                .collect();
         outages.retain(|(a, b)| a < b);
-        let warmup_ns = nanos_of_seconds("server.warmup_s", v.warmup_s)?;
+        let warmup_ns = fields::nanos("server.warmup_s", v.warmup_s)?;
         let retry_after_steps = ceil_div(
-            nanos_of_seconds("server.retry_after_s", v.retry_after_s)?,
+            fields::nanos("server.retry_after_s", v.retry_after_s)?,
             step_ns,
         );
-        let timeout_steps = ceil_div(nanos_of_seconds("server.timeout_s", v.timeout_s)?, step_ns);
+        let timeout_steps = ceil_div(fields::nanos("server.timeout_s", v.timeout_s)?, step_ns);
 
         let r = &s.retry;
-        let params = RuleParams {
-            base: Duration::from_nanos(nanos_of_millis("retry.base_ms", r.base_ms)?),
-            cap: Duration::from_nanos(nanos_of_millis("retry.cap_ms", r.cap_ms)?),
-            pause: Duration::from_nanos(nanos_of_millis("retry.pause_ms", r.pause_ms)?),
-            ..RuleParams::default()
-        };
-        if params.cap < params.base {
-            return Err(ScenarioError::field(
-                "retry.cap_ms",
-                format!("must be at least base_ms ({}), got {}", r.base_ms, r.cap_ms),
-            ));
-        }
+        let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?;
         if r.rules.is_empty() {
             return Err(ScenarioError::field(
                 "retry.rules",
@@ -271,7 +210,7 @@ impl Plan {
             params,
             rules,
             budget_percent: r.budget_percent,
-            max_attempts_total: limits.max_attempts,
+            max_run_attempts: limits.max_run_attempts,
         };
         plan.check_memory(s, limits)?;
         Ok(plan)
@@ -343,7 +282,7 @@ impl Plan {
 
     /// Seconds since t = 0 at the start of step `n`, exact for whole milliseconds.
     pub(crate) fn seconds(&self, n: u64) -> f64 {
-        (u128::from(n) * u128::from(self.step_ns)) as f64 / NANOS_PER_SEC
+        (u128::from(n) * u128::from(self.step_ns)) as f64 / fields::NANOS_PER_SEC
     }
 
     /// The window length in seconds.

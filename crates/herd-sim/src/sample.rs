@@ -4,7 +4,7 @@
 //! a coin per client it draws one *count*: how many of `n` clients land on a given pause
 //! (binomial), and how many of a cohort are among the `s` served of `A` arrivals
 //! (hypergeometric). These must be exact in distribution for any `n` up to 10^12, and every
-//! draw must come from the world's [`Rng`] (SplitMix64, SPEC §3), so they are written here
+//! draw must come from the world's [`Rng`] (SplitMix64, docs/rng.md), so they are written here
 //! rather than taken from a crate whose algorithm may change between versions.
 //!
 //! Two algorithms, chosen by the variance `σ²` of the distribution:

@@ -4,7 +4,7 @@
 //! [`Simulation`](crate::Simulation) is built from it; [`Scenario::from_toml_str`] parses *and*
 //! checks, so a bad file is reported with the field and the line.
 //!
-//! The default scenario is SPEC §4's: 2000 clients in a burst at t = 0, an outage over
+//! The default scenario (docs/model.md): 2000 clients in a burst at t = 0, an outage over
 //! [0 s, 10 s), step = window = 100 ms, capacity 50 per window, refusal cost 0, base 100 ms,
 //! cap 20 s, constant pause 1 s, horizon 3600 s, seed 1, the six classic rules.
 //!

@@ -1,4 +1,4 @@
-//! The server of SPEC §4: down during outages, otherwise a work budget per window.
+//! The storm's server (docs/model.md): down during outages, otherwise a work budget per window.
 //!
 //! At a step with `A` arrivals and `B` of the window's budget left, the server first pays for
 //! accepting them all, then serves `s = clamp(floor((B − r·A) / (1 − r)), 0, A)` of them, and
@@ -25,7 +25,7 @@ pub(crate) enum Verdict {
 }
 
 #[derive(Debug)]
-pub(crate) struct Server<'p> {
+pub(crate) struct ServerState<'p> {
     plan: &'p Plan,
     window: u64,
     budget: WindowBudget,
@@ -33,7 +33,7 @@ pub(crate) struct Server<'p> {
     outage: usize,
 }
 
-impl<'p> Server<'p> {
+impl<'p> ServerState<'p> {
     pub(crate) fn new(plan: &'p Plan) -> Self {
         Self {
             plan,
@@ -101,7 +101,7 @@ mod tests {
     #[test]
     fn serves_min_of_arrivals_and_budget_without_refusal_cost() {
         let p = plan(|s| s.window_ms = 300.0);
-        let mut server = Server::new(&p);
+        let mut server = ServerState::new(&p);
         assert_eq!(server.arrive(99, 10), Verdict::Down);
         // window 34 = steps 102..105
         assert_eq!(server.arrive(102, 30), Verdict::Serve(30));
@@ -113,7 +113,7 @@ mod tests {
     #[test]
     fn refusals_eat_the_budget() {
         let p = plan(|s| s.server.refusal_cost = 0.1);
-        let mut server = Server::new(&p);
+        let mut server = ServerState::new(&p);
         // (50 − 0.1·2000) / 0.9 < 0
         assert_eq!(server.arrive(100, 2000), Verdict::Serve(0));
         // (50 − 0.1·100) / 0.9 = 44.4 → 44, budget 50 − 44 − 5.6 = 0.4
@@ -124,14 +124,14 @@ mod tests {
     #[test]
     fn exact_boundary_serves_the_last_client() {
         let p = plan(|s| s.server.refusal_cost = 0.1);
-        let mut server = Server::new(&p);
+        let mut server = ServerState::new(&p);
         assert_eq!(server.arrive(100, 77), Verdict::Serve(47));
     }
 
     #[test]
     fn collapse_serves_none() {
         let p = plan(|s| s.server.collapse_above = 10);
-        let mut server = Server::new(&p);
+        let mut server = ServerState::new(&p);
         assert_eq!(server.arrive(100, 11), Verdict::Collapsed);
         assert_eq!(server.arrive(101, 10), Verdict::Serve(10));
     }
@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn warmup_ramps_linearly() {
         let p = plan(|s| s.server.warmup_s = 1.0);
-        let server = Server::new(&p);
+        let server = ServerState::new(&p);
         let left = |w| server.capacity_of(w).left();
         assert_eq!(left(5), 50.0); // before the outage ends... no outage ended yet
         assert_eq!(left(100), 5.0); // window ending 0.1 s after the end

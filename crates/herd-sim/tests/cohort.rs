@@ -1,8 +1,12 @@
-//! The cohort engine on its own: SPEC §4's deterministic figures, scale, reproducibility and
+//! The cohort engine on its own: the storm's deterministic figures, scale, reproducibility and
 //! the errors for what it does not run. (Agreement with the agent engine over many seeds is
 //! `cohort_agreement.rs`.)
 use herd::RuleName;
-use herd_sim::{Clients, Engine, Limits, RunResult, Scenario, Server, Simulation, cohort};
+use herd_sim::{Clients, Engine, Limits, Scenario, Server, Simulation, cohort};
+
+mod support;
+
+use support::run;
 
 fn cohort_sim(scenario: &Scenario) -> Simulation {
     Simulation::with_engine(scenario, &Limits::default(), Engine::Cohort).expect("valid")
@@ -10,16 +14,6 @@ fn cohort_sim(scenario: &Scenario) -> Simulation {
 
 fn scene(text: &str) -> Simulation {
     cohort_sim(&Scenario::from_toml_str(text).expect("shipped scenario parses"))
-}
-
-fn run(sim: &Simulation, rule: RuleName, seed: u64) -> RunResult {
-    let r = sim.run(rule, seed).expect("runs");
-    assert_eq!(
-        r.served + r.gave_up + r.waiting,
-        r.clients,
-        "{rule} seed {seed}"
-    );
-    r
 }
 
 /// The default scenario with `clients` clients and capacity scaled to match (50 per 2000).
@@ -143,7 +137,7 @@ fn what_the_cohort_engine_does_not_run_is_a_clear_error() {
 #[test]
 fn work_is_bounded_by_limits() {
     let limits = Limits {
-        max_attempts: 50,
+        max_run_attempts: 50,
         ..Limits::default()
     };
     let sim = Simulation::with_engine(&Scenario::default(), &limits, Engine::Cohort).unwrap();

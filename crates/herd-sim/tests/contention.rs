@@ -1,4 +1,4 @@
-//! Brooker's contention experiment (issue 5, part 4): exact small cases, and the ordering of
+//! Brooker's contention experiment: exact small cases, and the ordering of
 //! the rules that the article's figures show.
 use herd::RuleName;
 use herd_sim::Limits;

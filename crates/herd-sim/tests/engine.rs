@@ -1,22 +1,14 @@
 //! The engine's invariants: determinism, conservation, and each model option doing its job.
 use herd::RuleName;
-use herd_sim::{GiveUp, Limits, Outcome, RunResult, Scenario, Simulation};
+use herd_sim::{GiveUp, Limits, Outcome, Scenario, Simulation};
 use proptest::prelude::*;
+
+mod support;
+
+use support::conserved;
 
 fn sim(s: &Scenario) -> Simulation {
     Simulation::new(s, &Limits::unlimited()).expect("valid scenario")
-}
-
-fn conserved(r: &RunResult) {
-    assert_eq!(
-        r.served + r.gave_up + r.waiting,
-        r.clients,
-        "conservation broken for {} seed {}: {r:?}",
-        r.rule,
-        r.seed
-    );
-    assert_eq!(r.series.arrivals.iter().sum::<u64>(), r.requests);
-    assert_eq!(r.series.served.iter().sum::<u64>(), r.served);
 }
 
 #[test]
@@ -183,7 +175,7 @@ fn retry_budget_caps_retries_at_a_share_of_first_attempts() {
 #[test]
 fn work_limit_stops_a_run_with_an_error() {
     let limits = Limits {
-        max_attempts: 10_000,
+        max_run_attempts: 10_000,
         ..Limits::unlimited()
     };
     let sim = Simulation::new(&Scenario::default(), &limits).unwrap();

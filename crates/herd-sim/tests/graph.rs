@@ -1,7 +1,7 @@
 //! The graph arithmetic: exact counts for chains, fan-out, diamonds, partial failure, budgets
 //! and layer-aware retries, and the errors for bad graph files.
 use herd_sim::graph::{
-    Call, Graph, Options, Outcome, Service, advise, amplification, call_figures, predict,
+    AnswerOdds, Call, Graph, Options, Service, advise, amplification, call_figures, predict,
 };
 
 const CLASSIC: Options = Options { layer_aware: false };
@@ -147,7 +147,7 @@ fn partial_failure_follows_the_geometric_sum() {
             failure_probability: p,
             budget_percent: 0.0,
         };
-        let f = call_figures(&call, Outcome::OK, CLASSIC);
+        let f = call_figures(&call, AnswerOdds::OK, CLASSIC);
         let want = if p == 1.0 {
             f64::from(k)
         } else {
@@ -209,7 +209,7 @@ fn budget_caps_retries_per_first_attempt() {
         failure_probability: 0.1,
         budget_percent: 20.0,
     };
-    let f = call_figures(&call, Outcome::OK, CLASSIC);
+    let f = call_figures(&call, AnswerOdds::OK, CLASSIC);
     assert!(close(f.attempts, 1.11));
     // A binding budget: p = 0.5, k = 3 wants 0.75 retries, 20 % allows 0.2; the call
     // succeeds with (1 − q)(1 + retries) = 0.5 · 1.2.
@@ -217,7 +217,7 @@ fn budget_caps_retries_per_first_attempt() {
         failure_probability: 0.5,
         ..call
     };
-    let f = call_figures(&call, Outcome::OK, CLASSIC);
+    let f = call_figures(&call, AnswerOdds::OK, CLASSIC);
     assert!(close(f.attempts, 1.2));
     assert!(close(f.outcome.ok, 0.6));
 }

@@ -1,4 +1,4 @@
-//! The qualitative claims of the metastable scenario (issue 5, part 3), from the shipped
+//! The qualitative claims of the metastable scenario, from the shipped
 //! files: without a budget the retries lock the load in near twice the offered rate with
 //! little goodput; with a 10 % budget the server recovers; below a threshold of offered load
 //! it recovers by itself.
@@ -229,7 +229,7 @@ fn unlimited_retries_stop_at_the_attempt_cap_with_an_error() {
     s.clients.max_attempts = 0;
     s.retry.rule = RuleName::Immediate;
     let small = Limits {
-        max_attempts: 50_000,
+        max_run_attempts: 50_000,
         ..Limits::default()
     };
     let err = Metastable::new(&s, &small)

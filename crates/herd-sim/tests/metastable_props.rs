@@ -54,7 +54,7 @@ proptest! {
 
     #[test]
     fn requests_are_conserved_and_runs_replay((s, seed) in scenario()) {
-        let limits = Limits { max_attempts: 2_000_000, ..Limits::default() };
+        let limits = Limits { max_run_attempts: 2_000_000, ..Limits::default() };
         let model = Metastable::new(&s, &limits).expect("valid");
         let r = model.run(s.retry.rule, seed).expect("runs");
         prop_assert_eq!(r.served + r.gave_up + r.denied_by_budget + r.pending, r.requests);

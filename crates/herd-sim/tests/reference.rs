@@ -1,4 +1,4 @@
-//! The engine against a plain second implementation of SPEC §4's model.
+//! The engine against a plain second implementation of the storm model (docs/model.md).
 //!
 //! The reference below is written for clarity, not speed: a `BTreeMap` from step to the
 //! clients due then, per-client state in plain vectors, the server's budget recomputed from

@@ -154,7 +154,12 @@ fn same_seeds_and_the_model_dispatch_agree() {
     assert_eq!(s.seeds(), [1, 2, 3]);
     let rows = run(&s);
     let direct: Vec<Metrics> = (1..=3)
-        .map(|seed| model::run_value(&base(), RuleName::Full, seed, &Limits::default()).unwrap())
+        .map(|seed| {
+            model::check(&base(), &Limits::default())
+                .unwrap()
+                .run(RuleName::Full, seed)
+                .unwrap()
+        })
         .collect();
     let mean = direct
         .iter()

@@ -83,7 +83,7 @@ impl RuleName {
         RuleName::DecorrelatedV2,
     ];
 
-    /// The six rules of the design brief (what `herd storm` runs by default).
+    /// The six classic rules (what `herd storm` runs by default).
     pub const CLASSIC: [RuleName; 6] = [
         RuleName::Immediate,
         RuleName::Constant,
@@ -174,7 +174,7 @@ impl std::error::Error for UnknownRule {}
 
 /// Every parameter any rule takes; [`RuleName::build`] picks the ones its rule uses.
 ///
-/// The defaults are the design brief's: `base` 100 ms, `cap` 20 s, `pause` 1 s, and gRPC's
+/// The defaults are the classic ones: `base` 100 ms, `cap` 20 s, `pause` 1 s, and gRPC's
 /// multiplier 1.6 with ±20 % jitter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RuleParams {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use herd_sim::graph::{
-    Advice, Amplification, Exactness, Graph, MAX_SIMULATED_CALLS, Options, Prediction, Simulation,
+    Advice, Amplification, Exactness, Graph, MAX_SIMULATED_CALLS, MonteCarlo, Options, Prediction,
     Z, advise, amplification, known_error, predict, simulate, tolerance,
 };
 use serde::Serialize;
@@ -267,7 +267,7 @@ fn build_report<'a>(
     amp: &[Amplification],
     advice: &Advice,
     aware: &Prediction,
-    simulation: &Option<Simulation>,
+    simulation: &Option<MonteCarlo>,
 ) -> Report<'a> {
     let services = graph.services();
     let name = |i: usize| services[i].name.as_str();

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 use herd_lab::storm::descriptors::{self, Descriptors};
-use herd_lab::storm::{DEFAULT_SCENARIO, LabError, LabReport, LabStorm, MAX_CLIENTS, Verdict};
+use herd_lab::storm::{DEFAULT_SCENARIO, LabReport, LabStorm, LabStormError, MAX_CLIENTS, Verdict};
 use herd_sim::Scenario;
 use serde::Serialize;
 
@@ -57,10 +57,10 @@ pub(crate) struct LabStormArgs {
     format: Format,
 }
 
-fn lab_error(e: LabError) -> CliError {
+fn lab_error(e: LabStormError) -> CliError {
     match e {
-        LabError::Input(msg) => CliError::input(msg),
-        LabError::Run(msg) => CliError::Run(anyhow::anyhow!(msg)),
+        LabStormError::Input(msg) => CliError::input(msg),
+        LabStormError::Run(msg) => CliError::Run(anyhow::anyhow!(msg)),
     }
 }
 

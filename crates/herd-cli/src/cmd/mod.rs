@@ -1,4 +1,4 @@
-//! One module per subcommand.
+//! One module per subcommand, and the progress bar the long ones share.
 pub(crate) mod amplify;
 pub(crate) mod args;
 pub(crate) mod hedge;

@@ -1,16 +1,15 @@
 //! `herd storm`: what each retry rule does to a recovering server.
 use std::fs;
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use herd::RuleName;
 use herd_sim::{Engine, Limits, RunResult, Scenario, Simulation};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
+use super::progress;
 use crate::error::{CliError, CliResult};
 
 pub(crate) mod chart;
@@ -20,7 +19,7 @@ mod table;
 
 /// Simulate a retry storm: clients that fail together during an outage, retrying by each rule.
 ///
-/// With no SCENARIO it runs the built-in default scenario (2000 clients, an outage
+/// With no SCENARIO it runs the default scenario of docs/model.md (2000 clients, an outage
 /// over the first 10 s, then 50 answers per 100 ms) for the six classic rules and prints one
 /// row per rule: when half and all of the clients were served, the requests each client sent,
 /// the peak load after the outage, and a sparkline of arrivals per window against capacity.
@@ -180,7 +179,7 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
     let (scenario, name) = scenario(args)?;
     // For the cohort engine, `max_attempts` bounds cohort updates instead (its unit of work).
     let limits = Limits {
-        max_attempts: MAX_ATTEMPTS_PER_RUN,
+        max_run_attempts: MAX_ATTEMPTS_PER_RUN,
         ..Limits::default()
     };
     let sim = Simulation::with_engine(&scenario, &limits, args.engine.into()).map_err(|e| {
@@ -250,39 +249,16 @@ fn run_all(sim: &Simulation, rules: &[RuleName], seeds: &[u64]) -> CliResult<Vec
     results.map_err(CliError::input)
 }
 
-/// Draws a bar on stderr until `finished`: only on a terminal, and only once the runs have
-/// taken half a second.
+/// Draws a bar on stderr until `finished` (see [`progress::draw`]): each run counts 1000.
 fn progress(done: &[AtomicU32], finished: &AtomicBool) {
-    let started = Instant::now();
-    let mut bar: Option<ProgressBar> = None;
-    while !finished.load(Ordering::Acquire) {
-        std::thread::park_timeout(Duration::from_millis(100));
-        if bar.is_none()
-            && started.elapsed() > Duration::from_millis(500)
-            && io::stderr().is_terminal()
-        {
-            let b = ProgressBar::with_draw_target(
-                Some(done.len() as u64 * 1000),
-                ProgressDrawTarget::stderr(),
-            );
-            if let Ok(style) =
-                ProgressStyle::with_template("{spinner} {elapsed} [{bar:30}] {percent}% {msg}")
-            {
-                b.set_style(style.progress_chars("=> "));
-            }
-            bar = Some(b);
-        }
-        if let Some(b) = &bar {
-            let shares: Vec<u64> = done
-                .iter()
-                .map(|d| u64::from(d.load(Ordering::Relaxed).min(1000)))
-                .collect();
-            let complete = shares.iter().filter(|&&d| d == 1000).count();
-            b.set_position(shares.iter().sum());
-            b.set_message(format!("{complete}/{} runs", done.len()));
-        }
-    }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let template = "{spinner} {elapsed} [{bar:30}] {percent}% {msg}";
+    progress::draw(done.len() as u64 * 1000, template, finished, || {
+        let shares: Vec<u64> = done
+            .iter()
+            .map(|d| u64::from(d.load(Ordering::Relaxed).min(1000)))
+            .collect();
+        let complete = shares.iter().filter(|&&d| d == 1000).count();
+        let message = format!("{complete}/{} runs", done.len());
+        (shares.iter().sum(), message)
+    });
 }

@@ -1,19 +1,18 @@
 //! `herd sweep`: a grid of scenario fields × rules × seeds, in parallel, as a table and a
 //! heat map.
 use std::fs;
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 use clap::{Args, ValueEnum};
 use herd_sim::Limits;
 use herd_sim::sweep::{Axis, Row, Sweep};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use toml::Value;
 
 use crate::error::{CliError, CliResult};
 
+use super::progress;
 use super::storm::chart::Kind;
 
 mod heatmap;
@@ -195,7 +194,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         args.seed,
         args.runs,
         &Limits {
-            max_attempts: MAX_ATTEMPTS_PER_RUN,
+            max_run_attempts: MAX_ATTEMPTS_PER_RUN,
             ..Limits::default()
         },
     )
@@ -263,30 +262,10 @@ fn run_all(sweep: &Sweep) -> CliResult<Vec<Row>> {
     result.map_err(CliError::input)
 }
 
-/// Draws a bar on stderr until `finished`: only on a terminal, and only once the sweep has
-/// taken half a second.
+/// Draws a bar on stderr until `finished` (see [`progress::draw`]).
 fn progress(done: &AtomicU64, total: u64, finished: &AtomicBool) {
-    let started = Instant::now();
-    let mut bar: Option<ProgressBar> = None;
-    while !finished.load(Ordering::Acquire) {
-        std::thread::park_timeout(Duration::from_millis(100));
-        if bar.is_none()
-            && started.elapsed() > Duration::from_millis(500)
-            && io::stderr().is_terminal()
-        {
-            let b = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
-            if let Ok(style) = ProgressStyle::with_template(
-                "{spinner} {elapsed} [{bar:30}] {pos}/{len} runs, {eta} to go",
-            ) {
-                b.set_style(style.progress_chars("=> "));
-            }
-            bar = Some(b);
-        }
-        if let Some(b) = &bar {
-            b.set_position(done.load(Ordering::Relaxed));
-        }
-    }
-    if let Some(b) = bar {
-        b.finish_and_clear();
-    }
+    let template = "{spinner} {elapsed} [{bar:30}] {pos}/{len} runs, {eta} to go";
+    progress::draw(total, template, finished, || {
+        (done.load(Ordering::Relaxed), String::new())
+    });
 }

@@ -12,7 +12,7 @@ pub(crate) fn rule_name(text: &str) -> Result<RuleName, ApiError> {
         .map_err(|e: herd::rule::UnknownRule| ApiError::bad_request(format!("rule: {e}")))
 }
 
-/// Builds a rule from optional millisecond fields (SPEC defaults where absent).
+/// Builds a rule from optional millisecond fields (the library's defaults where absent).
 pub(crate) fn build_rule(
     name: RuleName,
     base_ms: Option<f64>,

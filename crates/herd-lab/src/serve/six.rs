@@ -1,4 +1,4 @@
-//! The *Six clients* scene: SPEC §4's six-client scene (`scenarios/six-clients.toml`), every
+//! The *Six clients* scene (`scenarios/six-clients.toml`), every
 //! attempt traced by `herd-sim`, laid out as a clients × ticks grid so the page only draws.
 use herd::RuleName;
 use herd_sim::{Limits, Outcome, Scenario, Simulation};

@@ -14,7 +14,7 @@ use super::error::ApiError;
 use super::limits::{MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS};
 use super::rules::{in_range, rule_name};
 
-/// What the page asks for. Absent fields take the default scenario's values.
+/// What the page asks for. Absent fields take the default storm scenario's values (docs/model.md).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StormRequest {
@@ -128,7 +128,7 @@ impl StormRequest {
         let cut = horizon_s < scenario.horizon_s;
         scenario.horizon_s = horizon_s;
         let limits = Limits {
-            max_attempts: MAX_STORM_ATTEMPTS,
+            max_run_attempts: MAX_STORM_ATTEMPTS,
             ..Limits::interactive()
         };
         let simulation = Simulation::new(&scenario, &limits).map_err(scenario_error)?;

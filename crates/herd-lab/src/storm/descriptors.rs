@@ -5,7 +5,7 @@
 //! and `accept` fail, attempts are lost on the wire, and the figures describe another storm.
 //! So the lab raises the soft limit when the hard limit allows, and otherwise refuses before
 //! starting, saying how many descriptors it needs.
-use super::LabError;
+use super::LabStormError;
 
 /// Descriptors the process needs besides the sockets: the runtime, stdio, the listener.
 pub const SPARE_DESCRIPTORS: u64 = 64;
@@ -37,20 +37,20 @@ pub enum Descriptors {
 ///
 /// # Errors
 ///
-/// [`LabError::Input`] when the hard limit is below `needed` (or the limit cannot be
+/// [`LabStormError::Input`] when the hard limit is below `needed` (or the limit cannot be
 /// raised), saying how many descriptors the run needs and how to raise the limit.
-pub fn ensure(needed: u64, clients: u64) -> Result<Descriptors, LabError> {
+pub fn ensure(needed: u64, clients: u64) -> Result<Descriptors, LabStormError> {
     #[cfg(unix)]
     {
         use rlimit::Resource;
         let (soft, hard) = Resource::NOFILE
             .get()
-            .map_err(|e| LabError::Run(format!("reading the descriptor limit: {e}")))?;
+            .map_err(|e| LabStormError::Run(format!("reading the descriptor limit: {e}")))?;
         if soft >= needed {
             return Ok(Descriptors::Enough { soft });
         }
         let refuse = |why: String| {
-            LabError::Input(format!(
+            LabStormError::Input(format!(
                 "{clients} clients need about {needed} file descriptors, and {why}; raise the \
                  limit (`ulimit -n {needed}` in this shell, or the hard limit in \
                  /etc/security/limits.conf) or use fewer --clients"

@@ -1,4 +1,4 @@
-//! The figures of SPEC §4, measured from the real server's ledger of arrivals and answers
+//! The storm's figures (docs/model.md) measured from the server's ledger of arrivals and answers
 //! per step, with the simulator's definitions (`herd_sim::RunResult`).
 use std::time::Duration;
 
@@ -7,7 +7,7 @@ use super::server::{Ledger, Rules};
 
 /// What the real server measured.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Measurement {
+pub(crate) struct StormMeasurement {
     pub(crate) figures: Figures,
     /// Arrivals per window, trailing empty windows left out.
     pub(crate) arrivals: Vec<u64>,
@@ -28,7 +28,7 @@ pub(crate) fn measure(
     clients: u64,
     clients_served: u64,
     gave_up: u64,
-) -> Measurement {
+) -> StormMeasurement {
     let spw = rules.steps_per_window.max(1);
     let step_ns = step.as_nanos();
     let seconds = |step: u64| (u128::from(step) * step_ns) as f64 / 1e9;
@@ -83,7 +83,7 @@ pub(crate) fn measure(
         },
         peak_after_outage,
     };
-    Measurement {
+    StormMeasurement {
         figures,
         arrivals,
         served,

@@ -4,7 +4,7 @@
 //! window, refusals that cost work, collapse), and the scenario's clients run as real tokio
 //! tasks retrying through herd's async retry loop with the scenario's rule. Time is scaled:
 //! with `time_scale = 0.1` a 100 ms step lasts 10 ms of real time. The server records
-//! arrivals and answers per step; the report puts SPEC §4's figures beside `herd-sim`'s
+//! arrivals and answers per step; the report puts the storm's figures beside `herd-sim`'s
 //! prediction for the same scenario, rule and seed.
 //!
 //! What is modelled: a burst of clients at `start_s`, outages, capacity per window,
@@ -58,7 +58,7 @@ pub const MAX_TIME_SCALE: f64 = 10.0;
 /// Steps the lab waits past the simulated storm's end for late attempts.
 const LATE_STEPS: u64 = 50;
 
-/// The scenario `herd lab storm` plays without a file: SPEC §4's default storm shrunk to fit
+/// The scenario `herd lab storm` plays without a file: the default storm scenario shrunk to fit
 /// real sockets (200 clients, capacity 5 per window, a 5 s outage).
 pub const DEFAULT_SCENARIO: &str = "\
 seed = 1
@@ -79,7 +79,7 @@ rules = [\"constant\", \"full\"]
 
 /// Why a lab run could not start or finish.
 #[derive(Debug, thiserror::Error)]
-pub enum LabError {
+pub enum LabStormError {
     /// The scenario or a setting is out of what the lab can play; names the field.
     #[error("{0}")]
     Input(String),
@@ -98,8 +98,8 @@ pub struct LabStorm {
     time_scale: f64,
 }
 
-fn unsupported(field: &str, what: &str) -> LabError {
-    LabError::Input(format!(
+fn unsupported(field: &str, what: &str) -> LabStormError {
+    LabStormError::Input(format!(
         "{field}: lab storm does not model {what}; set it to 0 (herd storm simulates it)"
     ))
 }
@@ -109,7 +109,7 @@ impl LabStorm {
     ///
     /// # Errors
     ///
-    /// [`LabError::Input`] naming the field: an invalid scenario, more than [`MAX_CLIENTS`]
+    /// [`LabStormError::Input`] naming the field: an invalid scenario, more than [`MAX_CLIENTS`]
     /// clients, a feature the lab does not model, or a time scale that makes a step shorter
     /// than [`MIN_STEP_REAL_MS`] or the storm longer than [`MAX_REAL_S`].
     pub fn new(
@@ -117,12 +117,12 @@ impl LabStorm {
         rule: RuleName,
         seed: u64,
         time_scale: f64,
-    ) -> Result<Self, LabError> {
+    ) -> Result<Self, LabStormError> {
         let simulation = Simulation::new(&scenario, &Limits::default())
-            .map_err(|e| LabError::Input(e.to_string()))?;
+            .map_err(|e| LabStormError::Input(e.to_string()))?;
         let count = scenario.clients.count;
         if !(1..=MAX_CLIENTS).contains(&count) {
-            return Err(LabError::Input(format!(
+            return Err(LabStormError::Input(format!(
                 "clients.count: lab storm runs 1 to {MAX_CLIENTS} clients (each a task with a socket), got {count}"
             )));
         }
@@ -147,13 +147,13 @@ impl LabStorm {
             return Err(unsupported("retry.budget_percent", "retry budgets"));
         }
         if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= MAX_TIME_SCALE) {
-            return Err(LabError::Input(format!(
+            return Err(LabStormError::Input(format!(
                 "time_scale must be in (0, {MAX_TIME_SCALE}], got {time_scale} (--time-scale)"
             )));
         }
         let step_real_ms = scenario.step_ms * time_scale;
         if step_real_ms < MIN_STEP_REAL_MS {
-            return Err(LabError::Input(format!(
+            return Err(LabStormError::Input(format!(
                 "time scale {time_scale}: a {} ms step would last {step_real_ms} ms of real time; \
                  at least {MIN_STEP_REAL_MS} ms (timers are not finer)",
                 scenario.step_ms
@@ -190,11 +190,11 @@ impl LabStorm {
     ///
     /// # Errors
     ///
-    /// [`LabError::Input`] when the simulator refuses the run (the rule's parameters, say).
-    pub fn simulate(&self) -> Result<RunResult, LabError> {
+    /// [`LabStormError::Input`] when the simulator refuses the run (the rule's parameters, say).
+    pub fn simulate(&self) -> Result<RunResult, LabStormError> {
         self.simulation
             .run(self.rule, self.seed)
-            .map_err(|e| LabError::Input(e.to_string()))
+            .map_err(|e| LabStormError::Input(e.to_string()))
     }
 
     /// For a jittered rule, the simulated figures over [`SPREAD_SEEDS`] seeds from the seed on.
@@ -202,14 +202,14 @@ impl LabStorm {
     /// # Errors
     ///
     /// As [`LabStorm::simulate`].
-    pub fn seed_spread(&self) -> Result<Option<SeedSpread>, LabError> {
+    pub fn seed_spread(&self) -> Result<Option<SeedSpread>, LabStormError> {
         if !self.rule.is_jittered() {
             return Ok(None);
         }
         let runs = (0..u64::from(SPREAD_SEEDS))
             .map(|i| self.simulation.run(self.rule, self.seed.wrapping_add(i)))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| LabError::Input(e.to_string()))?;
+            .map_err(|e| LabStormError::Input(e.to_string()))?;
         Ok(Some(SeedSpread::of(&runs)))
     }
 
@@ -222,10 +222,10 @@ impl LabStorm {
         (seconds * 1e9 / step_ns).ceil() as u64
     }
 
-    fn rules(&self) -> Result<Rules, LabError> {
+    fn rules(&self) -> Result<Rules, LabStormError> {
         let s = &self.scenario.server;
         let refusal_cost = RefusalCost::new(s.refusal_cost)
-            .map_err(|e| LabError::Input(format!("server.refusal_cost: {e}")))?;
+            .map_err(|e| LabStormError::Input(format!("server.refusal_cost: {e}")))?;
         Ok(Rules {
             capacity: s.capacity,
             refusal_cost,
@@ -239,9 +239,9 @@ impl LabStorm {
         })
     }
 
-    fn policy(&self) -> Result<RetryPolicy<TokioClock>, LabError> {
+    fn policy(&self) -> Result<RetryPolicy<TokioClock>, LabStormError> {
         let r = &self.scenario.retry;
-        let input = |e: herd::InvalidRule| LabError::Input(e.to_string());
+        let input = |e: herd::InvalidRule| LabStormError::Input(e.to_string());
         let params = RuleParams {
             base: millis("retry.base_ms", r.base_ms).map_err(input)?,
             cap: millis("retry.cap_ms", r.cap_ms).map_err(input)?,
@@ -257,7 +257,7 @@ impl LabStorm {
             .max_attempts(attempts)
             .clock(TokioClock::new())
             .build()
-            .map_err(|e| LabError::Input(e.to_string()))
+            .map_err(|e| LabStormError::Input(e.to_string()))
     }
 
     /// Plays the storm on loopback and reports measured beside simulated. Takes about the
@@ -265,16 +265,16 @@ impl LabStorm {
     ///
     /// # Errors
     ///
-    /// [`LabError::Input`] when the storm would take longer than [`MAX_REAL_S`];
-    /// [`LabError::Run`] when a socket cannot be bound.
-    pub async fn run(&self) -> Result<LabReport, LabError> {
+    /// [`LabStormError::Input`] when the storm would take longer than [`MAX_REAL_S`];
+    /// [`LabStormError::Run`] when a socket cannot be bound.
+    pub async fn run(&self) -> Result<LabReport, LabStormError> {
         let simulated = self.simulate()?;
         let sim_end_s = simulated.last_attempt_s.unwrap_or(0.0);
         // The whole wait, the steps allowed for late attempts included.
         let real_s = (sim_end_s * 1.5 + LATE_STEPS as f64 * self.scenario.step_ms / 1000.0)
             * self.time_scale;
         if real_s > MAX_REAL_S {
-            return Err(LabError::Input(format!(
+            return Err(LabStormError::Input(format!(
                 "the storm lasts {sim_end_s:.1} s, up to {real_s:.0} s of real time at time scale \
                  {}; at most {MAX_REAL_S} s: lower the time scale or shorten the scenario",
                 self.time_scale
@@ -295,7 +295,7 @@ impl LabStorm {
         let uri = |path: &str| {
             format!("http://{addr}{path}")
                 .parse::<hyper::Uri>()
-                .map_err(|e| LabError::Run(e.to_string()))
+                .map_err(|e| LabStormError::Run(e.to_string()))
         };
         let step_real = Duration::from_secs_f64(self.step().as_secs_f64() * self.time_scale);
 
@@ -337,7 +337,7 @@ impl LabStorm {
             match tokio::time::timeout_at(deadline, tasks.join_next()).await {
                 Ok(Some(Ok(end))) => ends.push(end),
                 Ok(Some(Err(e))) => {
-                    return Err(LabError::Run(format!("a client task failed: {e}")));
+                    return Err(LabStormError::Run(format!("a client task failed: {e}")));
                 }
                 Ok(None) => break,
                 Err(_) => {

@@ -1,11 +1,11 @@
-//! Measured beside simulated: the figures of SPEC §4 from the server's ledger and from the
+//! Measured beside simulated: the storm's figures from the server's ledger and from the
 //! simulator, the difference per metric, and the load per window side by side.
 use std::fmt::Write as _;
 
 use herd_sim::RunResult;
 use serde::Serialize;
 
-/// SPEC §4's figures for one run, measured or simulated.
+/// The storm's figures (docs/model.md) for one run, measured or simulated.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Figures {
     /// Clients served.

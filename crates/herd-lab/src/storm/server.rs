@@ -7,7 +7,7 @@
 //! remaining budget allows, in a seeded random order, and answers everyone: `200` served,
 //! `503` refused. During an outage every request gets `503` at the step's end. So a refusal
 //! really spends the budget that answers need, and a burst of refusals starves the answers,
-//! as SPEC §4 describes.
+//! as docs/model.md defines it.
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::thread::JoinHandle;
@@ -23,7 +23,7 @@ use herd_sim::refusal::{RefusalCost, WindowBudget};
 use tokio::sync::oneshot;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::LabError;
+use super::LabStormError;
 
 /// The model's steps on a real clock: step `i` is `[epoch + i·step, epoch + (i+1)·step)`.
 #[derive(Clone, Copy, Debug)]
@@ -59,7 +59,7 @@ pub(crate) enum Verdict {
     Serve(u64),
 }
 
-/// The server's rules, in steps: SPEC §4's work budget per window.
+/// The server's rules, in steps: the storm's work budget (docs/model.md) per window.
 #[derive(Clone, Debug)]
 pub(crate) struct Rules {
     pub(crate) capacity: u64,
@@ -261,7 +261,11 @@ pub(crate) struct ServerThread {
 impl ServerThread {
     /// Binds 127.0.0.1:0 on a new thread and serves `/work` and `/ping`; the steps start
     /// with [`ServerThread::start`].
-    pub(crate) async fn spawn(budget: Budget, seed: u64, max_steps: u64) -> Result<Self, LabError> {
+    pub(crate) async fn spawn(
+        budget: Budget,
+        seed: u64,
+        max_steps: u64,
+    ) -> Result<Self, LabStormError> {
         let (ready_tx, ready_rx) = oneshot::channel::<Result<SocketAddr, String>>();
         let (start_tx, start_rx) = oneshot::channel::<StepClock>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -285,11 +289,15 @@ impl ServerThread {
                     budget, seed, max_steps, ready_tx, start_rx, stop_rx, ledger_tx,
                 ));
             })
-            .map_err(|e| LabError::Run(format!("starting the server's thread: {e}")))?;
+            .map_err(|e| LabStormError::Run(format!("starting the server's thread: {e}")))?;
         let addr = match ready_rx.await {
             Ok(Ok(addr)) => addr,
-            Ok(Err(e)) => return Err(LabError::Run(e)),
-            Err(_) => return Err(LabError::Run("the server's thread ended early".to_owned())),
+            Ok(Err(e)) => return Err(LabStormError::Run(e)),
+            Err(_) => {
+                return Err(LabStormError::Run(
+                    "the server's thread ended early".to_owned(),
+                ));
+            }
         };
         Ok(Self {
             addr,
@@ -308,15 +316,17 @@ impl ServerThread {
     }
 
     /// Stops the steps and the server and returns the ledger.
-    pub(crate) async fn finish(mut self) -> Result<Ledger, LabError> {
+    pub(crate) async fn finish(mut self) -> Result<Ledger, LabStormError> {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
         let ledger = match self.ledger.take() {
-            Some(rx) => rx
-                .await
-                .map_err(|_| LabError::Run("the server stopped without its ledger".to_owned())),
-            None => Err(LabError::Run("the ledger was already taken".to_owned())),
+            Some(rx) => rx.await.map_err(|_| {
+                LabStormError::Run("the server stopped without its ledger".to_owned())
+            }),
+            None => Err(LabStormError::Run(
+                "the ledger was already taken".to_owned(),
+            )),
         };
         if let Some(thread) = self.thread.take() {
             // The thread ends right after sending the ledger; join it off the executor.

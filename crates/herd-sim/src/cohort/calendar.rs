@@ -45,13 +45,13 @@ impl Hasher for StateHasher {
 type Bucket = HashMap<State, u64, BuildHasherDefault<StateHasher>>;
 
 #[derive(Debug, Default)]
-pub(crate) struct Calendar {
+pub(crate) struct CohortCalendar {
     due: BTreeMap<u64, Bucket>,
     cohorts: u64,
     clients: u64,
 }
 
-impl Calendar {
+impl CohortCalendar {
     /// Files `count` clients in `state` to knock at `step`.
     pub(crate) fn add(&mut self, step: u64, state: State, count: u64) {
         if count == 0 {
@@ -98,7 +98,7 @@ mod tests {
 
     #[test]
     fn same_step_same_state_merges() {
-        let mut cal = Calendar::default();
+        let mut cal = CohortCalendar::default();
         let a = State {
             failures: 1,
             memory: 0,

@@ -43,6 +43,8 @@ use herd::rng::Rng;
 use herd::{Rule, RuleName, RuleParams, RuleState};
 
 use crate::error::ScenarioError;
+use crate::failure::pause_steps;
+use crate::fields::ceil_div;
 
 /// The most steps a jittered rule's pauses may span: a law has one outcome per step.
 pub(crate) const MAX_PAUSE_STEPS: u64 = 200_000;
@@ -134,10 +136,6 @@ impl Rng for Fixed {
     fn next_u64(&mut self) -> u64 {
         self.0
     }
-}
-
-fn ceil_div(a: u64, b: u64) -> u64 {
-    a / b + u64::from(a % b != 0)
 }
 
 /// The laws of one rule, built on demand and cached by `(failures, memory)`.
@@ -301,7 +299,7 @@ impl Laws {
     }
 
     fn wait_of(&self, pause_ns: u64) -> u64 {
-        ceil_div(pause_ns, self.step_ns).max(1)
+        pause_steps(pause_ns, self.step_ns)
     }
 
     fn derive(&self, failures: u32, memory: u64) -> Law {

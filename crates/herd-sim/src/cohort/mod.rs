@@ -16,7 +16,7 @@
 //! use herd::RuleName;
 //! use herd_sim::{Engine, Limits, Scenario, Simulation};
 //!
-//! // SPEC §4's default storm with a billion clients, capacity scaled alike (50 per 2000).
+//! // The default storm scenario with a billion clients, capacity scaled alike (50 per 2000).
 //! let mut scenario = Scenario::default();
 //! scenario.clients.count = 1_000_000_000;
 //! scenario.server.capacity = 25_000_000;
@@ -82,16 +82,17 @@ use herd::RuleName;
 use herd::rng::SplitMix64;
 
 use crate::error::ScenarioError;
+use crate::failure::{AfterFailure, Fate};
 use crate::limits::Limits;
 use crate::metrics::{Meter, RunResult};
 use crate::plan::Plan;
 use crate::sample;
-use crate::server::{Server, Verdict};
+use crate::server::{ServerState, Verdict};
 
 mod calendar;
 pub(crate) mod law;
 
-use calendar::{Calendar, State};
+use calendar::{CohortCalendar, State};
 use law::{Law, Laws};
 
 /// The most clients (burst plus open-loop) the cohort engine accepts: counts are `u64` and the
@@ -147,7 +148,7 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
 
 /// Runs `rule` over `plan` with the world's generator seeded by `seed`, in cohorts.
 ///
-/// `plan.max_attempts_total` bounds the cohort updates (one per cohort per step it knocks),
+/// `plan.max_run_attempts` bounds the cohort updates (one per cohort per step it knocks),
 /// the cohort engine's unit of work, and `max_cohorts` the cohorts waiting at once.
 pub(crate) fn simulate(
     plan: &Plan,
@@ -158,9 +159,9 @@ pub(crate) fn simulate(
 ) -> Result<RunResult, ScenarioError> {
     let mut laws = Laws::new(name, *rule, &plan.params, plan.step_ns)?;
     let mut rng = SplitMix64::new(seed);
-    let mut server = Server::new(plan);
+    let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
-    let mut calendar = Calendar::default();
+    let mut calendar = CohortCalendar::default();
     let mut due: Vec<(State, u64)> = Vec::new();
     let mut sizes: Vec<u64> = Vec::new();
     let mut served_of: Vec<u64> = Vec::new();
@@ -199,19 +200,19 @@ pub(crate) fn simulate(
 
         let arrivals: u64 = due.iter().map(|(_, n)| n).sum();
         if arrivals > 0 {
-            let (served, honour_retry_after) = match server.arrive(step, arrivals) {
-                Verdict::Down => (0, false),
-                Verdict::Collapsed => (0, true),
-                Verdict::Serve(s) => (s, true),
+            let verdict = server.arrive(step, arrivals);
+            let served = match verdict {
+                Verdict::Down | Verdict::Collapsed => 0,
+                Verdict::Serve(s) => s,
             };
             meter.record(step, arrivals, served);
             work += due.len() as u64;
-            if work > plan.max_attempts_total {
+            if work > plan.max_run_attempts {
                 return Err(ScenarioError::field(
                     "clients.count",
                     format!(
                         "the run needs more than {} cohort updates, the most allowed here",
-                        plan.max_attempts_total
+                        plan.max_run_attempts
                     ),
                 ));
             }
@@ -219,33 +220,26 @@ pub(crate) fn simulate(
             sizes.extend(due.iter().map(|(_, n)| *n));
             sample::multivariate_hypergeometric(&mut rng, &sizes, served, &mut served_of);
 
-            // Files `n` refused clients of a cohort: given up (`None`), or due again after
-            // drawing `Some((wait, memory))`.
+            // Files `n` refused clients of a cohort: given up (`None`: out of attempts), or
+            // due again after drawing `Some((wait, memory))`, by the engines' shared step.
+            let after = AfterFailure::new(plan, step, verdict);
             let mut file = |n: u64, drawn: Option<(u64, u64)>, failures: u32, first: u32| {
                 let Some((wait, memory)) = drawn else {
                     gave_up += n;
                     return;
                 };
-                let wait = if honour_retry_after {
-                    wait.max(plan.retry_after_steps)
-                } else {
-                    wait
-                };
-                let next = step + plan.timeout_steps + wait;
-                let past_deadline = plan
-                    .deadline_steps
-                    .is_some_and(|d| next - u64::from(first) >= d);
-                if past_deadline {
-                    gave_up += n;
-                } else if next >= plan.steps {
-                    beyond_horizon += n;
-                } else {
-                    let state = State {
-                        failures,
-                        memory,
-                        first,
-                    };
-                    calendar.add(next, state, n);
+                // No retry budget here: `check` refuses scenarios with one.
+                match after.fate(wait, first, || true) {
+                    Fate::GiveUp(_) => gave_up += n,
+                    Fate::BeyondHorizon => beyond_horizon += n,
+                    Fate::Due(next) => {
+                        let state = State {
+                            failures,
+                            memory,
+                            first,
+                        };
+                        calendar.add(next, state, n);
+                    }
                 }
             };
             nested.clear();
@@ -254,7 +248,7 @@ pub(crate) fn simulate(
                 if refused == 0 {
                     continue;
                 }
-                if plan.max_attempts > 0 && state.failures.saturating_add(1) >= plan.max_attempts {
+                if after.out_of_attempts(state.failures) {
                     file(refused, None, state.failures, state.first);
                     continue;
                 }
@@ -302,19 +296,10 @@ pub(crate) fn simulate(
             }
         }
 
-        let from_calendar = calendar.next_due();
-        let from_arrivals = (open_loop && step + 1 < plan.steps).then_some(step + 1);
-        let next = match (from_calendar, from_arrivals) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => match a.or(b) {
-                Some(n) => n,
-                None => break,
-            },
-        };
-        if next >= plan.steps {
-            break;
+        match plan.next_step(step, calendar.next_due()) {
+            Some(next) => step = next,
+            None => break,
         }
-        step = next;
     }
 
     let waiting = calendar.clients() + beyond_horizon;

@@ -16,7 +16,7 @@ pub struct Options {
 
 /// The three ways an answer can come back, as probabilities that sum to 1.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Outcome {
+pub struct AnswerOdds {
     /// The answer succeeds.
     pub ok: f64,
     /// The answer fails and carries the "retries exhausted" mark.
@@ -25,15 +25,15 @@ pub struct Outcome {
     pub unmarked: f64,
 }
 
-impl Outcome {
+impl AnswerOdds {
     /// An answer that always fails on its own (unmarked).
-    pub const FAILS: Outcome = Outcome {
+    pub const FAILS: AnswerOdds = AnswerOdds {
         ok: 0.0,
         marked: 0.0,
         unmarked: 1.0,
     };
     /// An answer that always succeeds.
-    pub const OK: Outcome = Outcome {
+    pub const OK: AnswerOdds = AnswerOdds {
         ok: 1.0,
         marked: 0.0,
         unmarked: 0.0,
@@ -52,7 +52,7 @@ pub struct CallFigures {
     /// Expected attempts (requests the callee receives) per call.
     pub attempts: f64,
     /// How the call ends, after its retries.
-    pub outcome: Outcome,
+    pub outcome: AnswerOdds,
 }
 
 /// How exact a [`Prediction`] is.
@@ -84,7 +84,7 @@ pub struct Prediction {
     /// Expected requests each service receives, indexed like [`Graph::services`].
     pub receives: Vec<f64>,
     /// How one execution of each service answers.
-    pub answers: Vec<Outcome>,
+    pub answers: Vec<AnswerOdds>,
     /// Per service, per call (in file order): expected attempts and outcome of one call,
     /// by the closed form (for budgeted edges, the long-run-limit formula).
     pub calls: Vec<Vec<CallFigures>>,
@@ -110,7 +110,7 @@ impl Prediction {
 /// `min(D, β)` (the long-run limit of a token bucket). Each attempt made succeeds with `S`
 /// independently of whether it was made, so `P(ok) = S · (1 + retries)`.
 #[must_use]
-pub fn call_figures(call: &Call, callee: Outcome, options: Options) -> CallFigures {
+pub fn call_figures(call: &Call, callee: AnswerOdds, options: Options) -> CallFigures {
     let p = call.failure_probability;
     let ok = (1.0 - p) * callee.ok;
     let (stop_marked, retryable) = if options.layer_aware {
@@ -140,13 +140,13 @@ pub fn call_figures(call: &Call, callee: Outcome, options: Options) -> CallFigur
     // A layer that was allowed to retry (k ≥ 2) marks the failure it gives up on; with k = 1
     // nothing was retried and the failure goes up unmarked.
     let outcome = if options.layer_aware && call.attempts >= 2 {
-        Outcome {
+        AnswerOdds {
             ok: ok_end,
             marked: marked_stop + gave_up,
             unmarked: 0.0,
         }
     } else {
-        Outcome {
+        AnswerOdds {
             ok: ok_end,
             marked: marked_stop,
             unmarked: gave_up,
@@ -188,19 +188,19 @@ pub fn call_figures(call: &Call, callee: Outcome, options: Options) -> CallFigur
 pub fn predict(graph: &Graph, options: Options) -> Result<Prediction, GraphError> {
     let services = graph.services();
     let n = services.len();
-    let mut answers = vec![Outcome::OK; n];
+    let mut answers = vec![AnswerOdds::OK; n];
     let mut calls: Vec<Vec<CallFigures>> = vec![Vec::new(); n];
     // Callees first: walk the topological order backwards.
     for &s in graph.topological_order().iter().rev() {
         let service = &services[s];
         if service.fails {
-            answers[s] = Outcome::FAILS;
+            answers[s] = AnswerOdds::FAILS;
             calls[s] = service
                 .calls
                 .iter()
                 .map(|_| CallFigures {
                     attempts: 0.0,
-                    outcome: Outcome::OK,
+                    outcome: AnswerOdds::OK,
                 })
                 .collect();
             continue;
@@ -217,7 +217,7 @@ pub fn predict(graph: &Graph, options: Options) -> Result<Prediction, GraphError
             .iter()
             .map(|f| f.outcome.ok + f.outcome.unmarked)
             .product();
-        answers[s] = Outcome {
+        answers[s] = AnswerOdds {
             ok: all_ok,
             marked: (1.0 - none_marked).max(0.0),
             unmarked: (none_marked - all_ok).max(0.0),

@@ -1,4 +1,4 @@
-//! Retry amplification over a service graph (SPEC §5, issue #6).
+//! Retry amplification over a service graph (docs/model.md, "Service graph").
 //!
 //! Retries at every layer multiply: three attempts at each of three layers is 27 queries on
 //! the database for one page view. This module computes, per entry request, how many requests
@@ -26,14 +26,17 @@
 //! `q = 1 − (1 − p)(1 − f)` and f the chance that one execution of the callee fails (computed
 //! callees first). Expected counts then flow down the graph in topological order.
 //!
-//! **Budgets.** `budget_percent = β·100` on an edge allows at most β retries per first attempt
-//! on that edge, as a long-run ratio: a token bucket per edge, starting empty, uncapped, that
-//! gains β tokens per first attempt; a retry needs one whole token and spends it. The closed
-//! form (`min(D, β)` retries per call, `D = q + … + q^(k−1)`) treats every call as meeting an
-//! independent, average bucket, which a caller's successive retries do not; so graphs with
-//! budgets are computed from the stationary law of the buckets' tokens (see `stationary.rs`),
-//! and labelled approximate (with [`Exactness::Approximate`](crate::graph::Exactness::Approximate)) only when that chain is too big.
-//! The Monte Carlo runs the bucket itself, in the same whole units.
+//! **Budgets.** The graph's budget is a *ratio budget*, a model of its own and not
+//! `herd::RetryBudget` (which counts deposits over a time window, with a reserve; the graph
+//! has no time): see docs/model.md, "Service graph". `budget_percent = β·100` on an edge
+//! allows at most β retries per first attempt on that edge, as a long-run ratio: a token
+//! bucket per edge, starting empty, uncapped, that gains β tokens per first attempt; a retry
+//! needs one whole token and spends it. The closed form (`min(D, β)` retries per call,
+//! `D = q + … + q^(k−1)`) treats every call as meeting an independent, average bucket, which
+//! a caller's successive retries do not; so graphs with budgets are computed from the
+//! stationary law of the buckets' tokens (see `stationary.rs`), and labelled approximate
+//! (with [`Exactness::Approximate`](crate::graph::Exactness::Approximate)) only when that
+//! chain is too big. The Monte Carlo runs the bucket itself, in the same whole units.
 //! `budget_percent = 0` (the default) means no budget.
 //!
 //! # Layer-aware retries
@@ -57,9 +60,9 @@ mod stationary;
 mod validate;
 
 pub use advice::{Advice, Amplification, advise, amplification};
-pub use exact::{CallFigures, Exactness, Options, Outcome, Prediction, call_figures, predict};
+pub use exact::{AnswerOdds, CallFigures, Exactness, Options, Prediction, call_figures, predict};
 pub use file::GraphError;
 pub use model::{Call, Graph, MAX_ATTEMPTS, MAX_BUDGET_PERCENT, MAX_CALLS, MAX_SERVICES, Service};
 pub use monte_carlo::{
-    BATCHES, MAX_SIMULATED_CALLS, SimulatedService, Simulation, Z, known_error, simulate, tolerance,
+    BATCHES, MAX_SIMULATED_CALLS, MonteCarlo, SimulatedService, Z, known_error, simulate, tolerance,
 };

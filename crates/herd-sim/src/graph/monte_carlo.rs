@@ -28,7 +28,7 @@ pub struct SimulatedService {
 
 /// The result of a Monte Carlo run.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Simulation {
+pub struct MonteCarlo {
     /// Entry requests simulated.
     pub requests: u64,
     /// Seed of the generator.
@@ -47,7 +47,7 @@ pub const Z: f64 = 4.0;
 /// Consecutive batches for the batch-means standard error of graphs with budgets.
 pub const BATCHES: u64 = 50;
 
-impl Simulation {
+impl MonteCarlo {
     /// Whether every service's mean lies within [`tolerance`] of `prediction`.
     #[must_use]
     pub fn agrees_with(&self, prediction: &Prediction) -> bool {
@@ -71,7 +71,7 @@ pub fn known_error(prediction: &Prediction) -> f64 {
     }
 }
 
-/// The tolerance used by [`Simulation::agrees_with`]: [`Z`] standard errors, the standard
+/// The tolerance used by [`MonteCarlo::agrees_with`]: [`Z`] standard errors, the standard
 /// error floored at `1 / requests` (one request more or less; a run that never saw a rare
 /// event has a sample spread of 0), plus the prediction's stated error and float rounding
 /// (`1e-9 · (1 + expected)`). No fixed percentage.
@@ -177,7 +177,7 @@ pub fn simulate(
     expected: &Prediction,
     requests: u64,
     seed: u64,
-) -> Result<Simulation, GraphError> {
+) -> Result<MonteCarlo, GraphError> {
     if requests == 0 {
         return Err(GraphError("--simulate must be at least 1".to_owned()));
     }
@@ -258,7 +258,7 @@ pub fn simulate(
             SimulatedService { mean, std_error }
         })
         .collect();
-    Ok(Simulation {
+    Ok(MonteCarlo {
         requests,
         seed,
         services,

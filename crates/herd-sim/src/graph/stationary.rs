@@ -20,7 +20,7 @@
 //! deposit beyond it is lost). The cap is doubled until the figures move by less than
 //! [`TOLERANCE`]; the last move is reported as the truncation error. A graph whose states
 //! would exceed [`MAX_STATES`] keeps the simple formula, labelled approximate.
-use super::exact::{Options, Outcome};
+use super::exact::{AnswerOdds, Options};
 use super::model::Graph;
 
 /// Figures are accepted when doubling the caps moves none by more than this.
@@ -37,7 +37,7 @@ const MAX_DENOMINATOR: u64 = 1_000;
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Stationary {
     pub(crate) receives: Vec<f64>,
-    pub(crate) answers: Vec<Outcome>,
+    pub(crate) answers: Vec<AnswerOdds>,
     /// The largest change of a figure at the last doubling of the caps.
     pub(crate) truncation_error: f64,
     pub(crate) states: usize,
@@ -456,11 +456,11 @@ fn finish(figures: &[f64], services_n: usize, change: f64, states: usize) -> Sta
         .map(|s| {
             let r = receives[s];
             if r <= 0.0 {
-                return Outcome::OK;
+                return AnswerOdds::OK;
             }
             let marked = (figures[services_n + s] / r).clamp(0.0, 1.0);
             let unmarked = (figures[2 * services_n + s] / r).clamp(0.0, 1.0);
-            Outcome {
+            AnswerOdds {
                 ok: (1.0 - marked - unmarked).max(0.0),
                 marked,
                 unmarked,

@@ -10,7 +10,7 @@ use herd::{Rule, RuleName, RuleState};
 use super::MetastableReport;
 use super::poisson::Poisson;
 use super::report::{self, Window};
-use super::scenario::Plan;
+use super::scenario::MetastablePlan;
 use crate::error::ScenarioError;
 
 /// One logical request: its retry state and whether it has been answered in time.
@@ -30,7 +30,7 @@ struct Attempt {
 
 /// Runs `rule` with `seed`; see [`super::Metastable::run`].
 pub(crate) fn simulate(
-    plan: &Plan,
+    plan: &MetastablePlan,
     name: RuleName,
     rule: &Rule,
     seed: u64,
@@ -109,13 +109,13 @@ pub(crate) fn simulate(
                 &mut window,
             );
         }
-        if attempts_total > plan.max_attempts_total {
+        if attempts_total > plan.max_run_attempts {
             return Err(ScenarioError::field(
                 "clients.max_attempts",
                 format!(
                     "the run exceeds {} attempts (retries without a limit pile up in the \
                      server's queue); set an attempt limit, a budget or a shorter horizon",
-                    plan.max_attempts_total
+                    plan.max_run_attempts
                 ),
             ));
         }
@@ -229,7 +229,7 @@ pub(crate) fn simulate(
 /// timeout), refused at the door (a full queue or admission control; the client learns it at
 /// once), or queued.
 fn send(
-    plan: &Plan,
+    plan: &MetastablePlan,
     attempt: Attempt,
     down: bool,
     queue: &mut VecDeque<Attempt>,

@@ -4,7 +4,7 @@
 //!
 //! # Why a separate model
 //!
-//! SPEC §4's storm is about a *burst*: a herd that fails together and comes back. A metastable
+//! The storm model is about a *burst*: a herd that fails together and comes back. A metastable
 //! failure needs what that model does not have: *open-loop* traffic (new requests keep
 //! arriving whatever happened to earlier ones) and *timeouts* (a client gives up on an attempt
 //! it is still queued for, and retries). That is enough, with a plain FIFO server: once the
@@ -66,6 +66,7 @@
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
 mod engine;
+mod model;
 mod poisson;
 mod report;
 mod scenario;
@@ -83,7 +84,7 @@ pub use sweep::{OfferedPoint, OfferedSweep, sweep_offered};
 /// A checked metastable scenario, ready to run any rule with any seed.
 #[derive(Clone, Debug)]
 pub struct Metastable {
-    plan: scenario::Plan,
+    plan: scenario::MetastablePlan,
     scenario: MetastableScenario,
 }
 
@@ -95,7 +96,7 @@ impl MetastableScenario {
     /// A [`ScenarioError`] naming the field and the line.
     pub fn from_toml_str(text: &str) -> Result<Self, ScenarioError> {
         crate::fields::parse(text, |s: &Self| {
-            scenario::Plan::new(s, &Limits::default()).map(|_| ())
+            scenario::MetastablePlan::new(s, &Limits::default()).map(|_| ())
         })
     }
 }
@@ -108,7 +109,7 @@ impl Metastable {
     /// A [`ScenarioError`] naming the field that is out of range.
     pub fn new(scenario: &MetastableScenario, limits: &Limits) -> Result<Self, ScenarioError> {
         Ok(Self {
-            plan: scenario::Plan::new(scenario, limits)?,
+            plan: scenario::MetastablePlan::new(scenario, limits)?,
             scenario: scenario.clone(),
         })
     }
@@ -137,7 +138,7 @@ impl Metastable {
     /// # Errors
     ///
     /// The rule cannot be built from the scenario's parameters, or the run exceeds
-    /// [`Limits::max_attempts`].
+    /// [`Limits::max_run_attempts`].
     pub fn run(&self, rule: RuleName, seed: u64) -> Result<MetastableReport, ScenarioError> {
         let built = self.plan.rule(rule)?;
         engine::simulate(&self.plan, rule, &built, seed)

@@ -4,7 +4,7 @@ use std::fmt;
 use herd::RuleName;
 use serde::Serialize;
 
-use super::scenario::Plan;
+use super::scenario::MetastablePlan;
 
 /// Counts over one reporting window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -130,7 +130,7 @@ fn rule_str<S: serde::Serializer>(rule: &RuleName, s: S) -> Result<S::Ok, S::Err
 }
 
 pub(crate) fn build(
-    plan: &Plan,
+    plan: &MetastablePlan,
     rule: RuleName,
     seed: u64,
     windows: Vec<Window>,
@@ -328,7 +328,7 @@ mod tests {
     use crate::metastable::MetastableScenario;
 
     /// A plan with 1 s windows and an outage over [2 s, 4 s).
-    fn plan() -> Plan {
+    fn plan() -> MetastablePlan {
         let s = MetastableScenario {
             horizon_s: 8.0,
             step_ms: 100.0,
@@ -339,7 +339,7 @@ mod tests {
             },
             ..MetastableScenario::default()
         };
-        Plan::new(&s, &Limits::default()).unwrap()
+        MetastablePlan::new(&s, &Limits::default()).unwrap()
     }
 
     fn window(start_s: f64, goodput: u64, timeouts: u64, queue: u64) -> Window {

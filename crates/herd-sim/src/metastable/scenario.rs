@@ -6,6 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::ScenarioError;
 use crate::fields;
+use crate::fields::ceil_div;
 use crate::limits::Limits;
 
 /// A metastable-failure scenario: open-loop clients with attempt timeouts, a FIFO server that
@@ -183,16 +184,16 @@ const MAX_ATTEMPTS: u64 = 200_000_000;
 
 /// The attempts a run may make: the hard cap, the limits', and what memory left after the
 /// requests can hold if every attempt were still queued.
-fn max_attempts_total(expected_requests: f64, limits: &Limits) -> u64 {
+fn max_run_attempts(expected_requests: f64, limits: &Limits) -> u64 {
     let spare = (limits.max_bytes as f64 - expected_requests * BYTES_PER_REQUEST).max(0.0);
     MAX_ATTEMPTS
-        .min(limits.max_attempts)
+        .min(limits.max_run_attempts)
         .min((spare / BYTES_PER_ATTEMPT) as u64)
 }
 
 /// The scenario in steps, checked: what the engine runs.
 #[derive(Clone, Debug)]
-pub(crate) struct Plan {
+pub(crate) struct MetastablePlan {
     pub(crate) step_ns: u64,
     pub(crate) steps: u64,
     pub(crate) steps_per_window: u64,
@@ -218,10 +219,10 @@ pub(crate) struct Plan {
     pub(crate) params: RuleParams,
     pub(crate) budget: Option<herd::budget::BudgetConfig>,
     pub(crate) recovered_goodput: f64,
-    pub(crate) max_attempts_total: u64,
+    pub(crate) max_run_attempts: u64,
 }
 
-impl Plan {
+impl MetastablePlan {
     pub(crate) fn new(s: &MetastableScenario, limits: &Limits) -> Result<Self, ScenarioError> {
         fields::model(s.model.as_deref(), "metastable")?;
         let horizon_s = fields::seconds("horizon_s", s.horizon_s, false)?;
@@ -288,18 +289,13 @@ impl Plan {
         let shed_wait_steps =
             (shed_wait_s > 0.0).then(|| (shed_wait_s * 1e9 / step_ns as f64).ceil() as u64);
         let mut outages = Vec::new();
-        for (start, end) in fields::outages("server.outages", &v.outages, horizon_s)? {
-            let to_step = |t: f64| (t * 1e9 / step_ns as f64).ceil() as u64;
-            outages.push((to_step(start), to_step(end).min(steps)));
+        let horizon_ns = fields::nanos("horizon_s", horizon_s)?;
+        for (start, end) in fields::outages("server.outages", &v.outages, horizon_ns)? {
+            outages.push((ceil_div(start, step_ns), ceil_div(end, step_ns).min(steps)));
         }
 
         let r = &s.retry;
-        let params = RuleParams {
-            base: fields::millis("retry.base_ms", r.base_ms)?,
-            cap: fields::millis("retry.cap_ms", r.cap_ms)?,
-            pause: fields::millis("retry.pause_ms", r.pause_ms)?,
-            ..RuleParams::default()
-        };
+        let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?;
         fields::rule(r.rule, &params)?;
         let budget_percent =
             fields::number_in("retry.budget_percent", r.budget_percent, 0.0, 1000.0)?;
@@ -347,7 +343,7 @@ impl Plan {
             params,
             budget,
             recovered_goodput,
-            max_attempts_total: max_attempts_total(expected, limits),
+            max_run_attempts: max_run_attempts(expected, limits),
         })
     }
 

@@ -39,7 +39,9 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::limits::Limits;
-use crate::model::{self, Metrics, Model};
+use std::sync::Arc;
+
+use crate::model::{self, AnyModel, Metrics};
 
 mod grid;
 mod stats;
@@ -77,7 +79,7 @@ impl std::error::Error for SweepError {}
 #[derive(Clone, Debug)]
 pub struct Cell {
     values: Vec<Value>,
-    model: Model,
+    model: Arc<dyn AnyModel>,
 }
 
 impl Cell {
@@ -89,8 +91,8 @@ impl Cell {
 
     /// The cell's model, ready to run.
     #[must_use]
-    pub fn model(&self) -> &Model {
-        &self.model
+    pub fn model(&self) -> &dyn AnyModel {
+        &*self.model
     }
 }
 
@@ -149,7 +151,7 @@ fn blame(
         }
         let mut tree = full.clone();
         if apply(&mut tree, axis, v).is_ok()
-            && Model::from_value(&tree, limits).err().as_ref() == Some(err)
+            && model::check(&tree, limits).err().as_ref() == Some(err)
         {
             return SweepError::new(format!("--set {}={}: {err}", axis.name(), show(v)));
         }
@@ -264,9 +266,12 @@ impl Sweep {
             for (axis, v) in axes.iter().zip(&values) {
                 apply(&mut tree, axis, v).map_err(SweepError::new)?;
             }
-            let model = Model::from_value(&tree, limits)
+            let model = model::check(&tree, limits)
                 .map_err(|e| blame(&full, &axes, &values, &e, limits))?;
-            cells.push(Cell { values, model });
+            cells.push(Cell {
+                values,
+                model: Arc::from(model),
+            });
         }
         // The scenario's rules, from the first cell: the base itself may be too large to
         // run before the --set values make it smaller.
@@ -355,7 +360,7 @@ impl Sweep {
         let per_cell = (self.rules.len() * self.seeds.len()) as u128;
         self.cells
             .iter()
-            .map(|c| u128::from(c.model.clients()) * per_cell)
+            .map(|c| u128::from(c.model.cost()) * per_cell)
             .sum()
     }
 

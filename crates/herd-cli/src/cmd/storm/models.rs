@@ -1,13 +1,15 @@
-//! `herd storm` for scenarios of the other models: `model = "metastable"` and
-//! `model = "contention"` (SPEC §4's storm is the default model).
+//! `herd storm` for scenarios of the other models (`model = "metastable"`,
+//! `model = "contention"`, any later one), reached through `herd_sim::model`; the storm is
+//! the default model and runs in `storm.rs`.
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use clap::Args;
 use herd::RuleName;
-use herd_sim::Limits;
 use herd_sim::contention::{Contention, ContentionReport, ContentionScenario};
 use herd_sim::metastable::{self, Metastable, MetastableScenario};
+use herd_sim::model::{self, AnyModel, Model};
+use herd_sim::{Limits, Simulation};
 use rayon::prelude::*;
 
 use super::{EngineArg, Format, StormArgs};
@@ -75,36 +77,104 @@ fn refuse(args: &StormArgs, model: &str, allowed: &[&str]) -> CliResult {
     Ok(())
 }
 
-/// Runs a scenario file whose `model` is not the storm; `Ok(false)` when it is the storm.
+/// Runs a scenario file whose model is not the storm, through the model interface;
+/// `Ok(false)` when it is the storm, which `storm.rs` runs with its own flags.
+///
+/// A model with a report of its own (metastable, contention) prints it; any other model
+/// prints its metrics for each rule and seed ([`write_metrics`]).
 pub(crate) fn run(args: &StormArgs, path: &Path, text: &str) -> CliResult<bool> {
     let named = |e: herd_sim::ScenarioError| CliError::input(format!("{}: {e}", path.display()));
-    match herd_sim::model_key(text).map_err(named)?.as_deref() {
-        None | Some("storm") => {
-            if args.models.sweep_offered.is_some() || args.models.sweep_clients.is_some() {
-                return Err(CliError::input(
-                    "--sweep-offered and --sweep-clients apply to model = \"metastable\" and \
-                     \"contention\"; use `herd sweep` for the storm",
-                ));
-            }
-            Ok(false)
-        }
-        Some("metastable") => {
-            refuse(args, "metastable", &["--sweep-offered"])?;
-            let scenario = MetastableScenario::from_toml_str(text).map_err(named)?;
-            run_metastable(args, scenario)?;
-            Ok(true)
-        }
-        Some("contention") => {
-            refuse(args, "contention", &["--clients", "--sweep-clients"])?;
-            let scenario = ContentionScenario::from_toml_str(text).map_err(named)?;
-            run_contention(args, scenario)?;
-            Ok(true)
-        }
-        Some(other) => Err(CliError::input(format!(
-            "{}: model: must be \"storm\", \"metastable\" or \"contention\", got \"{other}\"",
-            path.display()
-        ))),
+    // A file that is not TOML is reported by the storm's parser, with its line.
+    let Ok(table) = text.parse::<toml::Table>() else {
+        return storm_only(args);
+    };
+    let registration = model::of_tree(&toml::Value::Table(table)).map_err(named)?;
+    if registration.name == <Simulation as Model>::NAME {
+        return storm_only(args);
     }
+    let checked = model::check_text(text, &Limits::default()).map_err(named)?;
+    let any = checked.as_any();
+    if let Some(m) = any.downcast_ref::<Metastable>() {
+        refuse(args, registration.name, &["--sweep-offered"])?;
+        run_metastable(args, m.scenario().clone())?;
+    } else if let Some(c) = any.downcast_ref::<Contention>() {
+        refuse(args, registration.name, &["--clients", "--sweep-clients"])?;
+        run_contention(args, c.scenario().clone())?;
+    } else {
+        refuse(args, registration.name, &[])?;
+        let rules = args.rules.rules_or(&checked.rules());
+        let seeds = seeds(args, args.seed.unwrap_or_else(|| checked.seed()));
+        let mut out = BufWriter::new(io::stdout().lock());
+        write_metrics(&mut out, args.format, &*checked, &rules, &seeds)?;
+        out.flush()?;
+    }
+    Ok(true)
+}
+
+/// The storm's flags are the storm's own; `Ok(false)`: run the storm.
+fn storm_only(args: &StormArgs) -> CliResult<bool> {
+    if args.models.sweep_offered.is_some() || args.models.sweep_clients.is_some() {
+        return Err(CliError::input(
+            "--sweep-offered and --sweep-clients apply to model = \"metastable\" and \
+             \"contention\"; use `herd sweep` for the storm",
+        ));
+    }
+    Ok(false)
+}
+
+/// Runs every rule with every seed (in parallel, printed rule-major) and prints each run's
+/// metrics: what `herd storm` shows of a model without a report of its own.
+fn write_metrics(
+    out: &mut impl Write,
+    format: Format,
+    model: &dyn AnyModel,
+    rules: &[RuleName],
+    seeds: &[u64],
+) -> CliResult {
+    let runs = every_rule_and_seed(rules, seeds, |rule, seed| model.run(rule, seed))?;
+    let names = model.metric_names();
+    let shown = |v: Option<f64>| v.map_or_else(String::new, |x| x.to_string());
+    match format {
+        Format::Json => {
+            let results: Vec<_> = runs
+                .iter()
+                .map(|(rule, seed, m)| {
+                    let metrics: serde_json::Map<_, _> =
+                        m.iter().map(|(n, v)| (n.to_owned(), v.into())).collect();
+                    serde_json::json!({ "rule": rule.as_str(), "seed": seed, "metrics": metrics })
+                })
+                .collect();
+            let value = serde_json::json!({ "model": model.name(), "results": results });
+            serde_json::to_writer(&mut *out, &value).map_err(anyhow::Error::from)?;
+            writeln!(out)?;
+        }
+        Format::Table | Format::Csv => {
+            let sep = if format == Format::Csv { "," } else { "  " };
+            writeln!(out, "rule{sep}seed{sep}{}", names.join(sep))?;
+            for (rule, seed, m) in &runs {
+                let values: Vec<String> = names.iter().map(|n| shown(m.get(n).flatten())).collect();
+                writeln!(out, "{rule}{sep}{seed}{sep}{}", values.join(sep))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `run` for every rule with every seed, in parallel: `(rule, seed, result)` in the order
+/// rule-major, seed-minor.
+fn every_rule_and_seed<T: Send>(
+    rules: &[RuleName],
+    seeds: &[u64],
+    run: impl Fn(RuleName, u64) -> Result<T, herd_sim::ScenarioError> + Sync,
+) -> CliResult<Vec<(RuleName, u64, T)>> {
+    let jobs: Vec<(RuleName, u64)> = rules
+        .iter()
+        .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
+        .collect();
+    jobs.par_iter()
+        .map(|&(rule, seed)| run(rule, seed).map(|result| (rule, seed, result)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::input)
 }
 
 fn seeds(args: &StormArgs, first: u64) -> Vec<u64> {
@@ -170,15 +240,10 @@ fn run_metastable(args: &StormArgs, mut scenario: MetastableScenario) -> CliResu
         return Ok(());
     }
     let model = Metastable::new(&scenario, &limits).map_err(CliError::input)?;
-    let jobs: Vec<(RuleName, u64)> = rules
-        .iter()
-        .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
+    let reports: Vec<_> = every_rule_and_seed(&rules, &seeds, |rule, seed| model.run(rule, seed))?
+        .into_iter()
+        .map(|(_, _, report)| report)
         .collect();
-    let reports = jobs
-        .par_iter()
-        .map(|&(rule, seed)| model.run(rule, seed))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(CliError::input)?;
     match args.format {
         Format::Json => {
             let value = serde_json::json!({ "scenario": scenario, "results": reports });
@@ -289,6 +354,56 @@ fn run_contention(args: &StormArgs, mut scenario: ContentionScenario) -> CliResu
 #[cfg(test)]
 mod tests {
     use super::*;
+    use herd_sim::ScenarioError;
+    use herd_sim::model::Metrics;
+
+    /// A model the CLI knows nothing about: a coin that lands heads on odd seeds.
+    #[derive(Debug)]
+    struct Coin;
+
+    impl Model for Coin {
+        const NAME: &'static str = "coin";
+        const ABOUT: &'static str = "a coin";
+        const METRICS: &'static [&'static str] = &["heads", "never"];
+        fn check(_: &toml::Value, _: &Limits) -> Result<Self, ScenarioError> {
+            Ok(Coin)
+        }
+        fn sweepable(&self) -> Result<toml::Value, ScenarioError> {
+            Ok(toml::Value::Table(toml::Table::new()))
+        }
+        fn rules(&self) -> Vec<RuleName> {
+            vec![RuleName::Immediate]
+        }
+        fn seed(&self) -> u64 {
+            1
+        }
+        fn cost(&self) -> u64 {
+            1
+        }
+        fn run(&self, _: RuleName, seed: u64) -> Result<Metrics, ScenarioError> {
+            let mut m = Metrics::new();
+            m.set("heads", Some((seed % 2) as f64));
+            m.set("never", None);
+            Ok(m)
+        }
+    }
+
+    #[test]
+    fn any_model_prints_its_metrics_per_rule_and_seed() {
+        let rules = [RuleName::Immediate, RuleName::Full];
+        let mut csv = Vec::new();
+        write_metrics(&mut csv, Format::Csv, &Coin, &rules, &[1, 2]).unwrap();
+        assert_eq!(
+            String::from_utf8(csv).unwrap(),
+            "rule,seed,heads,never\nimmediate,1,1,\nimmediate,2,0,\nfull,1,1,\nfull,2,0,\n"
+        );
+        let mut json = Vec::new();
+        write_metrics(&mut json, Format::Json, &Coin, &rules[..1], &[3]).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(value["model"], "coin");
+        assert_eq!(value["results"][0]["metrics"]["heads"], 1.0);
+        assert!(value["results"][0]["metrics"]["never"].is_null());
+    }
 
     #[test]
     fn ranges_parse_inclusively() {

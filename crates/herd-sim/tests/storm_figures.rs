@@ -1,6 +1,10 @@
-//! Every figure of SPEC §4, from the scenario files shipped in `scenarios/`.
+//! Every figure of the storm model (docs/model.md), from the scenario files shipped in `scenarios/`.
 use herd::RuleName;
 use herd_sim::{GiveUp, Limits, Outcome, RunResult, Scenario, Simulation};
+
+mod support;
+
+use support::run;
 
 fn scene(text: &str) -> Simulation {
     let scenario = Scenario::from_toml_str(text).expect("shipped scenario parses");
@@ -9,16 +13,6 @@ fn scene(text: &str) -> Simulation {
 
 fn default_scene() -> Simulation {
     scene(include_str!("../../../scenarios/default.toml"))
-}
-
-fn run(sim: &Simulation, rule: RuleName, seed: u64) -> RunResult {
-    let r = sim.run(rule, seed).expect("runs");
-    assert_eq!(
-        r.served + r.gave_up + r.waiting,
-        r.clients,
-        "conservation, seed {seed}"
-    );
-    r
 }
 
 #[test]

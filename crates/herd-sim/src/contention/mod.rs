@@ -66,6 +66,7 @@ use crate::error::ScenarioError;
 use crate::fields;
 use crate::limits::Limits;
 
+mod model;
 mod report;
 mod scenario;
 
@@ -183,21 +184,16 @@ impl Contention {
                 "must name at least one rule",
             ));
         }
-        let params = RuleParams {
-            base: fields::millis("retry.base_ms", r.base_ms)?,
-            cap: fields::millis("retry.cap_ms", r.cap_ms)?,
-            pause: fields::millis("retry.pause_ms", r.pause_ms)?,
-            ..RuleParams::default()
-        };
+        let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?;
         for &rule in &r.rules {
-            fields::rule(rule, &params)?;
+            fields::rule_of(rule, &params, "retry.rules")?;
         }
         Ok(Self {
             scenario: scenario.clone(),
             params,
             mean_ms,
             sd_ms,
-            max_calls: MAX_CALLS.min(limits.max_attempts),
+            max_calls: MAX_CALLS.min(limits.max_run_attempts),
         })
     }
 
@@ -226,7 +222,7 @@ impl Contention {
         clients: u64,
     ) -> Result<ContentionRun, ScenarioError> {
         check_clients("clients.count", clients, &Limits::unlimited())?;
-        let built = fields::rule(rule, &self.params)?;
+        let built = fields::rule_of(rule, &self.params, "retry.rules")?;
         let (calls, completion_ns) = self.simulate(&built, seed, clients as usize)?;
         Ok(ContentionRun {
             rule,
@@ -353,6 +349,6 @@ fn check_clients(field: &str, clients: u64, limits: &Limits) -> Result<(), Scena
 }
 
 /// `docs/contention.md`, included so that its examples are compiled and run as doctests.
-#[doc = include_str!("../../../docs/contention.md")]
+#[doc = include_str!("../../../../docs/contention.md")]
 #[cfg(doctest)]
 pub struct ContentionGuide;

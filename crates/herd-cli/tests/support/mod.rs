@@ -1,0 +1,41 @@
+//! What the tests of the `herd` binary share: running it from the repository's root, reading
+//! what it printed, and the paths of shipped scenarios and scratch files.
+#![allow(dead_code)] // each test binary uses its own share of these
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+/// Runs the built `herd` with `args`, from the repository's root (so that `scenarios/…`
+/// resolves as in the docs).
+pub fn herd(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .expect("the herd binary runs")
+}
+
+/// What it printed on stdout, whatever its exit status.
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What it printed on stderr.
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The absolute path of a shipped scenario, `scenarios/NAME`.
+pub fn scenario(name: &str) -> String {
+    let path: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "scenarios", name]
+        .iter()
+        .collect();
+    path.display().to_string()
+}
+
+/// A scratch file named `name` in a folder of this test process.
+pub fn temp(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("herd-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir.join(name)
+}
