@@ -170,6 +170,7 @@ fn help_has_no_internal_wording() {
         &["storm", "--help"][..],
         &["sweep", "--help"],
         &["amplify", "--help"],
+        &["hedge", "--help"],
         &["rules", "--help"],
         &["serve", "--help"],
         &["lab", "chain", "--help"],

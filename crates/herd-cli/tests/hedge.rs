@@ -60,7 +60,7 @@ fn json_has_one_result_per_policy_with_the_tail_and_the_cost() {
         ] {
             assert!(r[field].as_f64().is_some(), "{field} in {r}");
         }
-        assert_eq!(r["requests"], 20000);
+        assert_eq!(r["user_requests"], 20000);
     }
     let (none, hedged) = (&results[0], &results[1]);
     assert!(hedged["p99_ms"].as_f64().unwrap() * 3.0 < none["p99_ms"].as_f64().unwrap());

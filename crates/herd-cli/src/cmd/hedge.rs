@@ -284,7 +284,7 @@ fn table(out: &mut impl Write, points: &[Point]) -> io::Result<()> {
 fn csv(out: &mut impl Write, points: &[Point]) -> io::Result<()> {
     writeln!(
         out,
-        "utilisation,rate_per_s,policy,requests,p50_ms,p99_ms,p999_ms,mean_ms,extra_load_percent,hedges_refused,cancelled,utilisation_percent"
+        "utilisation,rate_per_s,policy,user_requests,p50_ms,p99_ms,p999_ms,mean_ms,extra_load_percent,hedges_refused,cancelled,utilisation_percent"
     )?;
     for p in points {
         for r in &p.results {
@@ -294,7 +294,7 @@ fn csv(out: &mut impl Write, points: &[Point]) -> io::Result<()> {
                 "{u},{},{},{},{},{},{},{},{},{},{},{}",
                 p.rate_per_s,
                 csv_field(&r.policy),
-                r.requests,
+                r.user_requests,
                 r.p50_ms,
                 r.p99_ms,
                 r.p999_ms,

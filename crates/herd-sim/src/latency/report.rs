@@ -7,8 +7,8 @@ use serde::Serialize;
 pub struct LatencyResult {
     /// The policy's name.
     pub policy: String,
-    /// User requests measured.
-    pub requests: u64,
+    /// User requests measured (after the warm-up).
+    pub user_requests: u64,
     /// Median user latency, in milliseconds.
     pub p50_ms: f64,
     /// 99th percentile, in milliseconds.
@@ -57,7 +57,7 @@ impl LatencyResult {
         };
         Self {
             policy,
-            requests: n,
+            user_requests: n,
             p50_ms: ms(nearest_rank(latencies, 500)),
             p99_ms: ms(nearest_rank(latencies, 990)),
             p999_ms: ms(nearest_rank(latencies, 999)),
