@@ -271,13 +271,18 @@ impl<C: Clock> HedgePolicy<C> {
     /// The delay a call starting now waits before its next copy.
     #[must_use]
     pub fn current_delay(&self) -> Duration {
+        self.delay_at(self.clock.now())
+    }
+
+    /// The delay for a call starting at `now` (on the policy's clock).
+    pub(crate) fn delay_at(&self, now: Duration) -> Duration {
         match self.delay {
             HedgeDelay::Fixed(d) => d,
             HedgeDelay::Percentile { min, max, .. } => {
                 let Some(h) = &self.histogram else {
                     return max;
                 };
-                h.roll(self.clock.now());
+                h.roll(now);
                 h.percentile().map_or(max, |p| p.clamp(min, max))
             }
         }

@@ -201,11 +201,13 @@ impl<'p, C: Clock, Op, E, K, H> HedgeCall<'p, C, Op, E, K, H> {
 }
 
 /// The copies in flight: at most [`MAX_COPIES`] futures pinned in place, their start times,
-/// and the timer for the next copy.
+/// and the timer for the next copy. The timer is made only once the copies in flight have
+/// been polled and none answered (`arm`), so a call answered at once never makes one.
 struct Flight<'a, Fut, Sl> {
     slots: [Pin<&'a mut Option<Fut>>; MAX_COPIES as usize],
     started: [Duration; MAX_COPIES as usize],
     timer: Pin<&'a mut Option<Sl>>,
+    arm: bool,
     sent: u32,
     outstanding: u32,
 }
@@ -246,8 +248,8 @@ where
         } else {
             1
         };
-        let delay = policy.current_delay();
         let start = clock.now();
+        let delay = policy.delay_at(start);
         if let Some(budget) = policy.budget() {
             budget.on_request();
         }
@@ -262,6 +264,7 @@ where
             slots: [s1, s2, s3, s4, s5],
             started: [Duration::ZERO; MAX_COPIES as usize],
             timer: pin!(None::<S::Sleep>),
+            arm: false,
             sent: 0,
             outstanding: 0,
         };
@@ -270,32 +273,34 @@ where
             if flight.sent >= copies {
                 return;
             }
-            if let Some(cause) = cause {
-                if let Some(budget) = policy.budget()
-                    && !budget.try_retry()
-                {
-                    flight.timer.set(None);
-                    return;
+            let now = match cause {
+                None => start,
+                Some(cause) => {
+                    if let Some(budget) = policy.budget()
+                        && !budget.try_retry()
+                    {
+                        flight.timer.set(None);
+                        flight.arm = false;
+                        return;
+                    }
+                    let now = clock.now();
+                    self.on_hedge.on_hedge(&HedgeEvent {
+                        copy: flight.sent + 1,
+                        after: now.saturating_sub(start),
+                        cause,
+                    });
+                    now
                 }
-                let now = clock.now();
-                self.on_hedge.on_hedge(&HedgeEvent {
-                    copy: flight.sent + 1,
-                    after: now.saturating_sub(start),
-                    cause,
-                });
-            }
+            };
             let i = flight.sent as usize;
             flight.slots[i].set(Some((self.op)(HedgeCopy {
                 number: flight.sent + 1,
             })));
-            flight.started[i] = clock.now();
+            flight.started[i] = now;
             flight.sent += 1;
             flight.outstanding += 1;
-            if flight.sent < copies {
-                flight.timer.set(Some(sleeper.sleep(delay)));
-            } else {
-                flight.timer.set(None);
-            }
+            flight.timer.set(None);
+            flight.arm = flight.sent < copies;
         };
         send(&mut flight, None);
         let classify = &self.classify;
@@ -353,6 +358,10 @@ where
                 }
                 if flight.sent > sent_before {
                     continue; // a copy sent after a non-fatal error: poll it
+                }
+                if flight.arm {
+                    flight.arm = false;
+                    flight.timer.set(Some(sleeper.sleep(delay)));
                 }
                 let fired = flight
                     .timer
