@@ -198,6 +198,10 @@ struct World<'p> {
     now: u64,
     seq: u64,
     events: BinaryHeap<Reverse<(u64, u64, u64)>>,
+    /// Hedge timers of a fixed delay: scheduled in time order, so a queue keeps them sorted
+    /// (the heap holds them when the delay is learned and may shrink).
+    timers: VecDeque<(u64, u64, u64)>,
+    fifo_timers: bool,
     servers: Vec<Server>,
     copies: Slab<Copy>,
     subs: Slab<Sub>,
@@ -220,6 +224,35 @@ impl World<'_> {
     fn schedule(&mut self, at: u64, event: u64) {
         self.seq += 1;
         self.events.push(Reverse((at, self.seq, event)));
+    }
+
+    fn schedule_hedge(&mut self, at: u64, sub: u32) {
+        self.seq += 1;
+        let event = HEDGE_BIT | u64::from(sub);
+        if self.fifo_timers {
+            self.timers.push_back((at, self.seq, event));
+        } else {
+            self.events.push(Reverse((at, self.seq, event)));
+        }
+    }
+
+    /// The next event, in (time, order scheduled), from the heap or the timer queue.
+    fn next_event(&self) -> Option<(u64, u64)> {
+        let heap = self.events.peek().map(|Reverse((t, q, _))| (*t, *q));
+        let fifo = self.timers.front().map(|&(t, q, _)| (t, q));
+        match (heap, fifo) {
+            (Some(h), Some(f)) => Some(h.min(f)),
+            (h, f) => h.or(f),
+        }
+    }
+
+    fn pop_event(&mut self) -> Option<(u64, u64)> {
+        let next = self.next_event()?;
+        if self.timers.front().is_some_and(|&(t, q, _)| (t, q) == next) {
+            self.timers.pop_front().map(|(t, _, e)| (t, e))
+        } else {
+            self.events.pop().map(|Reverse((t, _, e))| (t, e))
+        }
     }
 
     fn service_time(&mut self) -> u64 {
@@ -280,7 +313,7 @@ impl World<'_> {
                 && let Some(delay) = self.hedge_delay()
             {
                 self.subs[sub].timers += 1;
-                self.schedule(self.now.saturating_add(delay), HEDGE_BIT | u64::from(sub));
+                self.schedule_hedge(self.now.saturating_add(delay), sub);
             }
         }
     }
@@ -463,7 +496,7 @@ impl World<'_> {
                     && let Some(delay) = self.hedge_delay()
                 {
                     self.subs[sub].timers += 1;
-                    self.schedule(self.now.saturating_add(delay), HEDGE_BIT | u64::from(sub));
+                    self.schedule_hedge(self.now.saturating_add(delay), sub);
                 }
             } else if self.users[s.user].measured {
                 self.hedges_refused += 1;
@@ -495,6 +528,8 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
         now: 0,
         seq: 0,
         events: BinaryHeap::with_capacity(plan.servers as usize * 2),
+        timers: VecDeque::new(),
+        fifo_timers: policy.kind == PolicyKind::Delay,
         servers: (0..plan.servers)
             .map(|i| Server::new(plan.seed, i))
             .collect(),
@@ -517,14 +552,14 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
     let mut arrived = 0u64;
     let mut next_arrival = to_ns(exponential(&mut arrivals, plan.interarrival_ns));
     loop {
-        let next_event = world.events.peek().map(|Reverse((t, _, _))| *t);
+        let next_event = world.next_event().map(|(t, _)| t);
         if arrived < total && next_event.is_none_or(|t| next_arrival <= t) {
             world.now = next_arrival;
             world.arrive(arrived >= plan.warmup);
             arrived += 1;
             next_arrival = next_arrival
                 .saturating_add(to_ns(exponential(&mut arrivals, plan.interarrival_ns)));
-        } else if let Some(Reverse((t, _, event))) = world.events.pop() {
+        } else if let Some((t, event)) = world.pop_event() {
             world.now = t;
             if event & HEDGE_BIT != 0 {
                 world.on_hedge_timer((event & !HEDGE_BIT) as u32);
