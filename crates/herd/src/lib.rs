@@ -76,6 +76,7 @@
 //! assert_eq!((read.value, read.attempts), (7, 2));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
@@ -99,7 +100,11 @@ pub mod guide {
 }
 pub mod idempotency;
 #[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod layer;
+#[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+pub mod middleware;
 pub mod outcome;
 pub mod policy;
 pub mod retry_after;

@@ -43,6 +43,9 @@ pub enum StopReason {
     /// The call is not idempotent and the error does not prove the request was not
     /// processed.
     NotIdempotent,
+    /// The request could not be sent again: its body is not `Clone` and the tower layer's
+    /// copy function said no, or the body was longer than the layer's buffer limit.
+    NotReplayable,
 }
 
 impl StopReason {
@@ -57,6 +60,7 @@ impl StopReason {
             StopReason::Breaker => "breaker",
             StopReason::Pushback => "pushback",
             StopReason::NotIdempotent => "not-idempotent",
+            StopReason::NotReplayable => "not-replayable",
         }
     }
 

@@ -322,6 +322,16 @@ impl<C: Clock> RetryPolicy<C> {
         }
     }
 
+    /// A copy of this policy with a different attempt limit (the tower layer uses it when a
+    /// request cannot be sent again).
+    #[must_use]
+    pub(crate) fn with_max_attempts(&self, max_attempts: u32) -> Self {
+        Self {
+            max_attempts,
+            ..self.clone()
+        }
+    }
+
     /// Starts a logical call: records the request with the budget and draws its idempotency
     /// key.
     #[inline]
