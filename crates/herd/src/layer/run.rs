@@ -21,14 +21,29 @@ use crate::rng::ThreadRng;
 enum Last<B> {
     Nothing,
     Response(Response<B>),
+    /// A failed response whose body was drained to release its connection.
+    Drained(http::StatusCode),
     Error(BoxError),
 }
+
+/// The error a call ends with when its last failure was a response already released.
+#[derive(Debug)]
+struct Answered(http::StatusCode);
+
+impl std::fmt::Display for Answered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the last attempt was answered {}", self.0)
+    }
+}
+
+impl std::error::Error for Answered {}
 
 impl<B> Last<B> {
     fn failure(&self) -> Option<Failure<'_>> {
         match self {
             Last::Nothing => None,
             Last::Response(r) => Some(Failure::Status(r.status())),
+            Last::Drained(status) => Some(Failure::Status(*status)),
             Last::Error(e) => Some(Failure::Error(&**e)),
         }
     }
@@ -78,11 +93,7 @@ where
     let mut held = config.replay.hold(request).await?;
     let mut last: Last<P::Body> = Last::Nothing;
     loop {
-        let attempt = match policy.before_attempt(&mut state) {
-            Ok(attempt) => attempt,
-            Err(reason) => return finish(&config, policy, &state, last, reason),
-        };
-        if attempt.number > 1 {
+        if state.attempts() > 0 {
             // The first call's readiness was checked by `poll_ready`; retries wait here, no
             // longer than the deadline allows.
             let ready = std::future::poll_fn(|cx| inner.poll_ready(cx));
@@ -92,6 +103,10 @@ where
                 None => return finish(&config, policy, &state, last, StopReason::Deadline),
             }
         }
+        let attempt = match policy.before_attempt(&mut state) {
+            Ok(attempt) => attempt,
+            Err(reason) => return finish(&config, policy, &state, last, reason),
+        };
         let Some(request) = config.replay.next(&mut held) else {
             return finish(&config, policy, &state, last, StopReason::NotReplayable);
         };
@@ -174,6 +189,7 @@ where
                     }
                 }
                 if let Last::Response(response) = std::mem::replace(&mut last, Last::Nothing) {
+                    last = Last::Drained(response.status());
                     // Release the connection before the pause, not after the next attempt.
                     if P::DRAIN && config.drain_limit > 0 {
                         let body = response.into_body();
@@ -244,6 +260,12 @@ fn finish<C: Clock, S, R, P, B>(
             response.extensions_mut().insert(report);
             Ok(response)
         }
+        Last::Drained(status) => Err(Box::new(GaveUp {
+            reason,
+            attempts: report.attempts,
+            elapsed: report.elapsed,
+            source: Some(Box::new(Answered(status))),
+        })),
         Last::Error(source) => Err(Box::new(GaveUp {
             reason,
             attempts: report.attempts,
