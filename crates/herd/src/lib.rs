@@ -1,4 +1,5 @@
-//! # herd — retries that break up the thundering herd
+#![doc = include_str!("../README.md")]
+//! # How herd is built
 //!
 //! When a server stumbles, every client that saw an error comes back. If they all come back
 //! at the same moment, a recovering server meets the whole herd at once and stumbles again.
@@ -33,19 +34,7 @@
 //! Guides: [choosing a rule](guide::choosing_a_rule) and
 //! [retrying safely](guide::retrying_safely).
 //!
-//! # Features
-//!
-//! | feature | default | adds |
-//! |---|---|---|
-//! | `tokio` | yes | `run_async`, `TokioSleep`, `TokioClock` |
-//! | `tracing` | yes | `tracing` events on each retry and give-up (target `herd`) |
-//! | `http` | no | `Retry-After`/pushback from `http::HeaderMap`, `classify::http_response` |
-//! | `tower` | no | `layer::RetryLayer` (enables `http` and `tokio`) |
-//!
-//! The core (rules, policy, classification, budgets, breaker, the blocking loop) depends on
-//! no runtime: no tokio, no wall clock, no global RNG.
-//!
-//! # Examples
+//! # More examples
 //!
 //! ```
 //! use std::time::Duration;
