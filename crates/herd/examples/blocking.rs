@@ -7,7 +7,7 @@ use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use herd::{Rule, RetryPolicy, classify};
+use herd::{RetryPolicy, Rule, classify};
 
 /// Fails twice with an interrupted read, then answers.
 fn read_config(failures_left: &AtomicU32) -> io::Result<String> {
@@ -21,10 +21,13 @@ fn read_config(failures_left: &AtomicU32) -> io::Result<String> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let policy = RetryPolicy::builder(Rule::full(Duration::from_millis(1), Duration::from_millis(20))?)
-        .max_attempts(5)
-        .deadline(Duration::from_secs(2))
-        .build()?;
+    let policy = RetryPolicy::builder(Rule::full(
+        Duration::from_millis(1),
+        Duration::from_millis(20),
+    )?)
+    .max_attempts(5)
+    .deadline(Duration::from_secs(2))
+    .build()?;
     let failures_left = AtomicU32::new(2);
     let read = policy
         .call(|_attempt| read_config(&failures_left))

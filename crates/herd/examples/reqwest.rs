@@ -14,11 +14,16 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use herd::asynchronous::TokioClock;
 use herd::middleware::RetryMiddleware;
-use herd::{Rule, RetryPolicy};
+use herd::{RetryPolicy, Rule};
 
 async fn flaky(State(hits): State<Arc<AtomicUsize>>) -> impl IntoResponse {
     if hits.fetch_add(1, Ordering::SeqCst) == 0 {
-        (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "0")], "busy").into_response()
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [("retry-after", "0")],
+            "busy",
+        )
+            .into_response()
     } else {
         (StatusCode::OK, "hello").into_response()
     }
@@ -27,22 +32,31 @@ async fn flaky(State(hits): State<Arc<AtomicUsize>>) -> impl IntoResponse {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let hits = Arc::new(AtomicUsize::new(0));
-    let app = Router::new().route("/", get(flaky)).with_state(Arc::clone(&hits));
+    let app = Router::new()
+        .route("/", get(flaky))
+        .with_state(Arc::clone(&hits));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move { axum::serve(listener, app).await });
 
-    let policy = RetryPolicy::builder(Rule::full(Duration::from_millis(1), Duration::from_millis(20))?)
-        .max_attempts(3)
-        .deadline(Duration::from_secs(5))
-        .clock(TokioClock::new())
-        .build()?;
+    let policy = RetryPolicy::builder(Rule::full(
+        Duration::from_millis(1),
+        Duration::from_millis(20),
+    )?)
+    .max_attempts(3)
+    .deadline(Duration::from_secs(5))
+    .clock(TokioClock::new())
+    .build()?;
     let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
         .with(RetryMiddleware::new(policy))
         .build();
     let response = client.get(format!("http://{addr}/")).send().await?;
     let status = response.status();
-    println!("{status} {:?} after {} requests", response.text().await?, hits.load(Ordering::SeqCst));
+    println!(
+        "{status} {:?} after {} requests",
+        response.text().await?,
+        hits.load(Ordering::SeqCst)
+    );
     assert_eq!((status, hits.load(Ordering::SeqCst)), (StatusCode::OK, 2));
     Ok(())
 }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use herd::asynchronous::TokioClock;
-use herd::{Rule, RetryPolicy, classify};
+use herd::{RetryPolicy, Rule, classify};
 
 async fn fetch(calls: &AtomicU32) -> io::Result<u32> {
     match calls.fetch_add(1, Ordering::SeqCst) {
@@ -19,11 +19,14 @@ async fn fetch(calls: &AtomicU32) -> io::Result<u32> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let policy = RetryPolicy::builder(Rule::full(Duration::from_millis(1), Duration::from_millis(20))?)
-        .max_attempts(4)
-        .deadline(Duration::from_secs(2))
-        .clock(TokioClock::new())
-        .build()?;
+    let policy = RetryPolicy::builder(Rule::full(
+        Duration::from_millis(1),
+        Duration::from_millis(20),
+    )?)
+    .max_attempts(4)
+    .deadline(Duration::from_secs(2))
+    .clock(TokioClock::new())
+    .build()?;
     let calls = AtomicU32::new(0);
     let answer = policy
         .call(|attempt| {

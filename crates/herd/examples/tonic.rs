@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use herd::asynchronous::TokioClock;
 use herd::layer::{GrpcCodes, RetryLayer};
-use herd::{Rule, RetryPolicy};
+use herd::{RetryPolicy, Rule};
 use tonic::body::Body;
 use tonic::server::NamedService;
 use tonic::transport::{Channel, Server, server::TcpIncoming};
@@ -48,9 +48,10 @@ where
     fn call(&mut self, request: http::Request<Body>) -> Self::Future {
         if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
             let mut answer = tonic::Status::unavailable("warming up").into_http::<Body>();
-            answer
-                .headers_mut()
-                .insert("grpc-retry-pushback-ms", http::HeaderValue::from_static("5"));
+            answer.headers_mut().insert(
+                "grpc-retry-pushback-ms",
+                http::HeaderValue::from_static("5"),
+            );
             return Box::pin(async move { Ok(answer) });
         }
         Box::pin(self.inner.call(request))
@@ -73,12 +74,17 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .serve_with_incoming(TcpIncoming::from(listener)),
     );
 
-    let policy = RetryPolicy::builder(Rule::full(Duration::from_millis(1), Duration::from_millis(20))?)
-        .max_attempts(3)
-        .deadline(Duration::from_secs(5))
-        .clock(TokioClock::new())
-        .build()?;
-    let channel = Channel::from_shared(format!("http://{addr}"))?.connect().await?;
+    let policy = RetryPolicy::builder(Rule::full(
+        Duration::from_millis(1),
+        Duration::from_millis(20),
+    )?)
+    .max_attempts(3)
+    .deadline(Duration::from_secs(5))
+    .clock(TokioClock::new())
+    .build()?;
+    let channel = Channel::from_shared(format!("http://{addr}"))?
+        .connect()
+        .await?;
     let layer = RetryLayer::new(policy)
         .buffer_body(64 * 1024, Body::new)
         .grpc(GrpcCodes::default(), 4 * 1024 * 1024);
@@ -88,7 +94,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             service: String::new(),
         })
         .await?;
-    println!("{:?} after {} calls", answer.get_ref().status(), calls.load(Ordering::SeqCst));
+    println!(
+        "{:?} after {} calls",
+        answer.get_ref().status(),
+        calls.load(Ordering::SeqCst)
+    );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     Ok(())
 }

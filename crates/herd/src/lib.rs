@@ -27,7 +27,9 @@
 //! Wrap:
 //! - [`call`] and [`blocking`]: the blocking loop; [`asynchronous`]: the async loop (tokio
 //!   behind the default `tokio` feature, any runtime through a small `Sleeper` trait).
-//! - `layer` (feature `tower`): a tower layer for HTTP clients.
+//! - `layer` (feature `tower`): a tower layer for HTTP and gRPC clients (bodies that are not
+//!   `Clone`, your classifier, hooks, gRPC trailers), and herd as a `tower::retry::Policy`.
+//! - `middleware` (feature `reqwest`): the same for `reqwest-middleware` clients.
 //! - [`outcome`]: the value and attempts, or the last error, attempts, time and
 //!   [`StopReason`]; hooks on each retry and on giving up.
 //!

@@ -144,12 +144,8 @@ where
             };
             next_request = request.try_clone();
             let limit = policy.attempt_limit(&state);
-            let answer = with_limit(
-                next.clone().run(request, extensions),
-                limit,
-                &self.sleeper,
-            )
-            .await;
+            let answer =
+                with_limit(next.clone().run(request, extensions), limit, &self.sleeper).await;
             let verdict = match answer {
                 Some(Ok(response)) => {
                     let status = response.status();
@@ -182,10 +178,11 @@ where
             let decision = if next_request.is_some() {
                 policy.on_failure(&mut state, verdict, &mut ThreadRng)
             } else {
-                match policy
-                    .with_max_attempts(state.attempts())
-                    .on_failure(&mut state, verdict, &mut ThreadRng)
-                {
+                match policy.with_max_attempts(state.attempts()).on_failure(
+                    &mut state,
+                    verdict,
+                    &mut ThreadRng,
+                ) {
                     Decision::Stop(StopReason::Attempts)
                         if state.attempts() < policy.max_attempts() =>
                     {
@@ -201,7 +198,8 @@ where
                     server_delay,
                 } => {
                     crate::event_retry!(state.attempts(), pause, server_delay);
-                    if let Last::Response(mut response) = std::mem::replace(&mut last, Last::Nothing)
+                    if let Last::Response(mut response) =
+                        std::mem::replace(&mut last, Last::Nothing)
                     {
                         // Release the connection before the pause.
                         let limit = self.drain_limit;

@@ -25,9 +25,9 @@ use tonic::body::Body;
 use tonic::server::NamedService;
 use tonic::transport::Channel;
 use tonic::transport::server::TcpIncoming;
+use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
-use tonic_health::pb::HealthCheckRequest;
 use tower::{Layer, Service};
 
 #[derive(Clone, Default)]
@@ -156,11 +156,13 @@ async fn channel(addr: SocketAddr) -> Channel {
 }
 
 fn policy() -> RetryPolicy<TokioClock> {
-    RetryPolicy::builder(Rule::exponential(Duration::from_millis(100), Duration::from_secs(5)).unwrap())
-        .max_attempts(4)
-        .clock(TokioClock::new())
-        .build()
-        .unwrap()
+    RetryPolicy::builder(
+        Rule::exponential(Duration::from_millis(100), Duration::from_secs(5)).unwrap(),
+    )
+    .max_attempts(4)
+    .clock(TokioClock::new())
+    .build()
+    .unwrap()
 }
 
 fn check() -> HealthCheckRequest {
@@ -290,5 +292,8 @@ async fn the_attempt_limit_returns_the_last_status_with_its_outcome() {
     assert_eq!(status.code(), tonic::Code::Unavailable);
     assert_eq!(calls.load(Ordering::SeqCst), 4);
     let outcome = outcome.lock().unwrap().unwrap();
-    assert_eq!((outcome.attempts, outcome.reason), (4, Some(StopReason::Attempts)));
+    assert_eq!(
+        (outcome.attempts, outcome.reason),
+        (4, Some(StopReason::Attempts))
+    );
 }

@@ -94,11 +94,13 @@ async fn server(respond: fn(usize) -> Response) -> (SocketAddr, Seen) {
 }
 
 fn policy(attempts: u32) -> RetryPolicy<TokioClock> {
-    RetryPolicy::builder(Rule::exponential(Duration::from_millis(100), Duration::from_secs(5)).unwrap())
-        .max_attempts(attempts)
-        .clock(TokioClock::new())
-        .build()
-        .unwrap()
+    RetryPolicy::builder(
+        Rule::exponential(Duration::from_millis(100), Duration::from_secs(5)).unwrap(),
+    )
+    .max_attempts(attempts)
+    .clock(TokioClock::new())
+    .build()
+    .unwrap()
 }
 
 fn busy_then_ok(n: usize) -> Response {
@@ -124,11 +126,18 @@ impl http_body::Body for Chunks {
 }
 
 fn streaming(chunks: &[&'static str]) -> Body {
-    Body::new(Chunks(chunks.iter().map(|c| Bytes::from_static(c.as_bytes())).collect()))
+    Body::new(Chunks(
+        chunks
+            .iter()
+            .map(|c| Bytes::from_static(c.as_bytes()))
+            .collect(),
+    ))
 }
 
 fn put(addr: SocketAddr, body: Body) -> http::Request<Body> {
-    http::Request::put(format!("http://{addr}/")).body(body).unwrap()
+    http::Request::put(format!("http://{addr}/"))
+        .body(body)
+        .unwrap()
 }
 
 #[tokio::test]
@@ -197,7 +206,9 @@ async fn a_copy_function_replays_or_sends_once() {
         .clone_request(copy)
         .layer(client.clone());
     let mut request = put(addr, Body::from("kept"));
-    request.extensions_mut().insert(Payload(Bytes::from_static(b"kept")));
+    request
+        .extensions_mut()
+        .insert(Payload(Bytes::from_static(b"kept")));
     let response = svc.ready().await.unwrap().call(request).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(seen.bodies(), ["kept", "kept"]);
@@ -273,7 +284,11 @@ async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
     let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(!response.headers().contains_key("x-app-error"));
-    assert_eq!(seen.count(), 2, "the 200 with an application error was retried");
+    assert_eq!(
+        seen.count(),
+        2,
+        "the 200 with an application error was retried"
+    );
 }
 
 #[tokio::test]
@@ -300,7 +315,10 @@ async fn hooks_see_each_retry_and_the_give_up() {
         [(1, StatusCode::BAD_GATEWAY), (2, StatusCode::BAD_GATEWAY)]
     );
     let outcome = gave_up.lock().unwrap().unwrap();
-    assert_eq!((outcome.attempts, outcome.reason), (3, Some(StopReason::Attempts)));
+    assert_eq!(
+        (outcome.attempts, outcome.reason),
+        (3, Some(StopReason::Attempts))
+    );
 }
 
 /// Regression: the mark was believed on any status, so a 200 that a proxy copied it onto
@@ -357,7 +375,11 @@ async fn a_failed_response_is_drained_so_its_connection_is_reused() {
     let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(seen.count(), 3);
-    assert_eq!(seen.connections(), 1, "one pooled connection served all three attempts");
+    assert_eq!(
+        seen.connections(),
+        1,
+        "one pooled connection served all three attempts"
+    );
 
     // Without draining, each failed response (larger than what hyper reads ahead) takes its
     // connection with it.
@@ -448,7 +470,10 @@ async fn a_retry_waits_for_readiness_no_longer_than_the_deadline() {
     let started = tokio::time::Instant::now();
     let error = tokio::time::timeout(
         Duration::from_secs(60),
-        svc.ready().await.unwrap().call(http::Request::new(String::new())),
+        svc.ready()
+            .await
+            .unwrap()
+            .call(http::Request::new(String::new())),
     )
     .await
     .expect("the retry must stop waiting at the deadline")
@@ -456,7 +481,10 @@ async fn a_retry_waits_for_readiness_no_longer_than_the_deadline() {
     assert_eq!(started.elapsed(), Duration::from_secs(3));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     let gave_up = error.downcast_ref::<GaveUp>().unwrap();
-    assert_eq!((gave_up.reason, gave_up.attempts), (StopReason::Deadline, 1));
+    assert_eq!(
+        (gave_up.reason, gave_up.attempts),
+        (StopReason::Deadline, 1)
+    );
     assert!(gave_up.to_string().contains("503"), "{gave_up}");
 }
 
@@ -477,14 +505,23 @@ async fn herd_policy_retries_any_request_type_in_tower_retry() {
             }
         }
     });
-    let herd = HerdPolicy::new(policy(5), |result: &Result<String, &'static str>| match result {
-        Ok(_) => None,
-        Err("deadlock") => Some(Verdict::transient()),
-        Err(_) => Some(Verdict::permanent()),
-    });
+    let herd = HerdPolicy::new(
+        policy(5),
+        |result: &Result<String, &'static str>| match result {
+            Ok(_) => None,
+            Err("deadlock") => Some(Verdict::transient()),
+            Err(_) => Some(Verdict::permanent()),
+        },
+    );
     let started = tokio::time::Instant::now();
     let mut svc = tower::retry::RetryLayer::new(herd).layer(db);
-    let rows = svc.ready().await.unwrap().call(Query("users")).await.unwrap();
+    let rows = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(Query("users"))
+        .await
+        .unwrap();
     assert_eq!(rows, "rows for users");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     // The exponential rule's pauses: 100 ms, then 200 ms.
@@ -505,12 +542,24 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
         Err(_) => Some(Verdict::permanent()),
     };
     let mut svc = tower::retry::RetryLayer::new(HerdPolicy::new(policy(3), classify)).layer(db);
-    let error = svc.ready().await.unwrap().call(Query("a")).await.unwrap_err();
+    let error = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(Query("a"))
+        .await
+        .unwrap_err();
     assert_eq!(error, "deadlock");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 
     // A second call through the same service starts its own count.
-    let error = svc.ready().await.unwrap().call(Query("b")).await.unwrap_err();
+    let error = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(Query("b"))
+        .await
+        .unwrap_err();
     assert_eq!(error, "deadlock");
     assert_eq!(calls.load(Ordering::SeqCst), 6);
 
@@ -521,6 +570,12 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
         async { Err::<String, _>("syntax error") }
     });
     let mut svc = tower::retry::RetryLayer::new(HerdPolicy::new(policy(3), classify)).layer(db);
-    let _ = svc.ready().await.unwrap().call(Query("a")).await.unwrap_err();
+    let _ = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(Query("a"))
+        .await
+        .unwrap_err();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }

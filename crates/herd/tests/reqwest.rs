@@ -12,10 +12,10 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
+use herd::Rule;
 use herd::asynchronous::{Sleeper, TokioClock};
 use herd::middleware::RetryMiddleware;
 use herd::policy::RetryPolicy;
-use herd::Rule;
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 
 #[derive(Clone, Default)]
@@ -46,11 +46,13 @@ async fn server(respond: fn(usize) -> Response) -> (SocketAddr, Arc<AtomicUsize>
 }
 
 fn client(recorder: &Recorder) -> ClientWithMiddleware {
-    let policy = RetryPolicy::builder(Rule::exponential(Duration::from_millis(100), Duration::from_secs(5)).unwrap())
-        .max_attempts(3)
-        .clock(TokioClock::new())
-        .build()
-        .unwrap();
+    let policy = RetryPolicy::builder(
+        Rule::exponential(Duration::from_millis(100), Duration::from_secs(5)).unwrap(),
+    )
+    .max_attempts(3)
+    .clock(TokioClock::new())
+    .build()
+    .unwrap();
     ClientBuilder::new(reqwest::Client::new())
         .with(RetryMiddleware::new(policy).sleeper(recorder.clone()))
         .build()
@@ -60,7 +62,12 @@ fn client(recorder: &Recorder) -> ClientWithMiddleware {
 async fn a_503_with_retry_after_then_200() {
     let (addr, hits) = server(|n| {
         if n == 0 {
-            (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "2")], "busy").into_response()
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [("retry-after", "2")],
+                "busy",
+            )
+                .into_response()
         } else {
             (StatusCode::OK, "hello").into_response()
         }

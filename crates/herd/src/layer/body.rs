@@ -191,7 +191,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_within_the_limit_is_complete_and_replays() {
-        let buffered = buffer(Full::new(Bytes::from_static(b"hello")), 5).await.unwrap();
+        let buffered = buffer(Full::new(Bytes::from_static(b"hello")), 5)
+            .await
+            .unwrap();
         assert!(buffered.is_complete());
         let again = buffered.replay().unwrap();
         assert_eq!(again.collect().await.unwrap().to_bytes(), "hello");

@@ -133,10 +133,26 @@ mod tests {
     #[test]
     fn ok_succeeds_unavailable_retries_others_are_permanent_by_default() {
         assert_eq!(verdict("0", None, GrpcCodes::default()), None);
-        assert!(verdict("14", None, GrpcCodes::default()).unwrap().is_transient());
-        assert!(verdict("13", None, GrpcCodes::default()).unwrap().is_permanent());
-        assert!(verdict("x", None, GrpcCodes::default()).unwrap().is_permanent());
-        assert!(verdict("99", None, GrpcCodes::default()).unwrap().is_permanent());
+        assert!(
+            verdict("14", None, GrpcCodes::default())
+                .unwrap()
+                .is_transient()
+        );
+        assert!(
+            verdict("13", None, GrpcCodes::default())
+                .unwrap()
+                .is_permanent()
+        );
+        assert!(
+            verdict("x", None, GrpcCodes::default())
+                .unwrap()
+                .is_permanent()
+        );
+        assert!(
+            verdict("99", None, GrpcCodes::default())
+                .unwrap()
+                .is_permanent()
+        );
     }
 
     #[test]
@@ -149,9 +165,20 @@ mod tests {
     #[test]
     fn pushback_sets_the_delay_or_stops() {
         let v = verdict("14", Some("250"), GrpcCodes::default()).unwrap();
-        assert_eq!(v.server_delay(), Some(std::time::Duration::from_millis(250)));
-        assert!(verdict("14", Some("-1"), GrpcCodes::default()).unwrap().is_pushback_stop());
-        assert!(verdict("14", Some("soon"), GrpcCodes::default()).unwrap().is_pushback_stop());
+        assert_eq!(
+            v.server_delay(),
+            Some(std::time::Duration::from_millis(250))
+        );
+        assert!(
+            verdict("14", Some("-1"), GrpcCodes::default())
+                .unwrap()
+                .is_pushback_stop()
+        );
+        assert!(
+            verdict("14", Some("soon"), GrpcCodes::default())
+                .unwrap()
+                .is_pushback_stop()
+        );
     }
 
     #[test]

@@ -81,6 +81,12 @@
 
 mod body;
 mod grpc;
+mod sealed {
+    /// Keeps [`Replay`](super::Replay) and [`Protocol`](super::Protocol) to this crate's
+    /// implementations, so they can grow without breaking anyone.
+    #[allow(unreachable_pub)]
+    pub trait Sealed {}
+}
 mod protocol;
 mod replay;
 mod report;
@@ -92,7 +98,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-
 
 use http::{HeaderName, Method, Request, Response};
 use tower_layer::Layer;
@@ -380,7 +385,13 @@ impl<Svc, C: Clock, S: Sleeper, R, P> Layer<Svc> for RetryLayer<C, S, R, P> {
 }
 
 /// The service [`RetryLayer`] makes.
-pub struct RetryService<Svc, C: Clock = TokioClock, S: Sleeper = TokioSleep, R = CloneBody, P = Http> {
+pub struct RetryService<
+    Svc,
+    C: Clock = TokioClock,
+    S: Sleeper = TokioSleep,
+    R = CloneBody,
+    P = Http,
+> {
     inner: Svc,
     config: Arc<Config<C, S, R, P>>,
     /// Runs while `poll_ready` waits for the inner service: readiness may not take longer
@@ -482,4 +493,3 @@ where
         Box::pin(run::run(config, inner, request))
     }
 }
-

@@ -13,9 +13,8 @@ use super::grpc::{GrpcCodes, grpc_verdict};
 use crate::classify::{self, Verdict};
 use crate::clock::Clock;
 
-/// How the layer reads responses. Implemented by [`Http`] and [`Grpc`]; not meant to be
-/// implemented outside this crate.
-pub trait Protocol<B>: Send + Sync + 'static {
+/// How the layer reads responses. Implemented by [`Http`] and [`Grpc`]; sealed.
+pub trait Protocol<B>: super::sealed::Sealed + Send + Sync + 'static {
     /// The body of the responses the layer returns.
     type Body;
     /// Whether the method decides idempotency (HTTP) or the policy alone does (gRPC: every
@@ -34,6 +33,9 @@ pub trait Protocol<B>: Send + Sync + 'static {
     /// Whether the layer should drain the body of a failed response before the pause.
     const DRAIN: bool;
 }
+
+impl<K> super::sealed::Sealed for Http<K> {}
+impl super::sealed::Sealed for Grpc {}
 
 /// Decides about a response in HTTP mode: `None` for a success, or a [`Verdict`]. The layer
 /// passes what herd's own reading says (`default`), so a classifier changes only the cases it
@@ -71,8 +73,7 @@ pub struct Http<K = DefaultHttp>(pub(crate) K);
 #[must_use]
 pub fn http_default<B, C: Clock>(response: &Response<B>, clock: &C) -> Option<Verdict> {
     let status = response.status();
-    (status.as_u16() >= 400)
-        .then(|| classify::http_response(status, response.headers(), clock))
+    (status.as_u16() >= 400).then(|| classify::http_response(status, response.headers(), clock))
 }
 
 impl<B, K> Protocol<B> for Http<K>
@@ -140,11 +141,7 @@ where
         let read = buffer(body, self.limit);
         async move { Ok(Response::from_parts(parts, read.await?)) }
     }
-    fn classify<C: Clock>(
-        &self,
-        response: &Response<Buffered<B>>,
-        clock: &C,
-    ) -> Option<Verdict> {
+    fn classify<C: Clock>(&self, response: &Response<Buffered<B>>, clock: &C) -> Option<Verdict> {
         if response.status() != StatusCode::OK {
             // Not a gRPC answer (a proxy's 503): read it as HTTP.
             return http_default(response, clock).or(Some(Verdict::permanent()));

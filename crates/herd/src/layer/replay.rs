@@ -20,18 +20,24 @@ use super::BoxError;
 use super::body::{Buffered, buffer};
 
 /// A way to send a request again. Implemented by [`CloneBody`], [`CloneWith`] and
-/// [`BufferBody`]; not meant to be implemented outside this crate.
-pub trait Replay<B>: Send + Sync + 'static {
+/// [`BufferBody`]; sealed.
+pub trait Replay<B>: super::sealed::Sealed + Send + Sync + 'static {
     /// What is kept between attempts.
     type Held: Send;
     /// Takes the caller's request and keeps what later attempts need.
-    fn hold(&self, request: Request<B>)
-    -> impl Future<Output = Result<Self::Held, BoxError>> + Send;
+    fn hold(
+        &self,
+        request: Request<B>,
+    ) -> impl Future<Output = Result<Self::Held, BoxError>> + Send;
     /// The request for the next attempt, if there is one.
     fn next(&self, held: &mut Self::Held) -> Option<Request<B>>;
     /// Whether [`next`](Self::next) will give another request.
     fn can_replay(&self, held: &Self::Held) -> bool;
 }
+
+impl super::sealed::Sealed for CloneBody {}
+impl<F> super::sealed::Sealed for CloneWith<F> {}
+impl<F> super::sealed::Sealed for BufferBody<F> {}
 
 /// Replays a request by cloning its parts and body (the body type must be `Clone`).
 #[derive(Clone, Copy, Debug, Default)]

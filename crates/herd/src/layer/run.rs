@@ -165,7 +165,9 @@ where
                 .with_max_attempts(state.attempts())
                 .on_failure(&mut state, verdict, &mut rng)
             {
-                Decision::Stop(StopReason::Attempts) if state.attempts() < policy.max_attempts() => {
+                Decision::Stop(StopReason::Attempts)
+                    if state.attempts() < policy.max_attempts() =>
+                {
                     Decision::Stop(StopReason::NotReplayable)
                 }
                 decision => decision,

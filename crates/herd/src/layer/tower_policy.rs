@@ -132,7 +132,10 @@ where
             self.policy.on_success(&self.state);
             return None;
         };
-        match self.policy.on_failure(&mut self.state, verdict, &mut ThreadRng) {
+        match self
+            .policy
+            .on_failure(&mut self.state, verdict, &mut ThreadRng)
+        {
             Decision::Stop(_) => None,
             Decision::Retry { pause, .. } => {
                 self.policy.before_attempt(&mut self.state).ok()?;
