@@ -325,6 +325,7 @@ impl<C: Clock> RetryPolicy<C> {
     /// A copy of this policy with a different attempt limit (the tower layer uses it when a
     /// request cannot be sent again).
     #[must_use]
+    #[cfg(feature = "tower")]
     pub(crate) fn with_max_attempts(&self, max_attempts: u32) -> Self {
         Self {
             max_attempts,
