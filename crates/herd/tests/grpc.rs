@@ -101,6 +101,7 @@ struct Flaky<S> {
     inner: S,
     calls: Arc<AtomicUsize>,
     script: Failing,
+    timeouts: Arc<Mutex<Vec<Option<String>>>>,
 }
 
 impl<S: NamedService> NamedService for Flaky<S> {
@@ -119,6 +120,11 @@ where
         self.inner.poll_ready(cx)
     }
     fn call(&mut self, request: Request<Body>) -> Self::Future {
+        let timeout = request.headers().get("grpc-timeout");
+        self.timeouts
+            .lock()
+            .unwrap()
+            .push(timeout.map(|t| t.to_str().unwrap().to_owned()));
         if self.calls.fetch_add(1, Ordering::SeqCst) < self.script.times {
             let script = self.script;
             return Box::pin(async move { Ok(failure(script)) });
@@ -128,12 +134,26 @@ where
 }
 
 async fn serve(script: Failing) -> (SocketAddr, Arc<AtomicUsize>) {
+    let (addr, calls, _) = serve_recording(script).await;
+    (addr, calls)
+}
+
+/// Also records the `grpc-timeout` each call arrived with.
+async fn serve_recording(
+    script: Failing,
+) -> (
+    SocketAddr,
+    Arc<AtomicUsize>,
+    Arc<Mutex<Vec<Option<String>>>>,
+) {
     let (_reporter, health) = tonic_health::server::health_reporter();
     let calls = Arc::new(AtomicUsize::new(0));
+    let timeouts = Arc::new(Mutex::new(Vec::new()));
     let flaky = Flaky {
         inner: health,
         calls: Arc::clone(&calls),
         script,
+        timeouts: Arc::clone(&timeouts),
     };
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -144,7 +164,7 @@ async fn serve(script: Failing) -> (SocketAddr, Arc<AtomicUsize>) {
             .await
             .unwrap();
     });
-    (addr, calls)
+    (addr, calls, timeouts)
 }
 
 async fn channel(addr: SocketAddr) -> Channel {
@@ -296,4 +316,37 @@ async fn the_attempt_limit_returns_the_last_status_with_its_outcome() {
         (outcome.attempts, outcome.reason),
         (4, Some(StopReason::Attempts))
     );
+}
+
+#[tokio::test]
+async fn each_attempt_tells_the_server_the_time_left() {
+    let (addr, _, timeouts) = serve_recording(Failing {
+        code: 14,
+        pushback: None,
+        carrier: Carrier::Trailers,
+        times: 1,
+    })
+    .await;
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(3)
+        .deadline(Duration::from_secs(5))
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let layer = RetryLayer::new(policy)
+        .buffer_body(64 * 1024, Body::new)
+        .grpc(GrpcCodes::default(), 1 << 20);
+    let mut client = HealthClient::new(layer.layer(channel(addr).await));
+    client.check(check()).await.unwrap();
+    let timeouts = timeouts.lock().unwrap().clone();
+    assert_eq!(timeouts.len(), 2);
+    for timeout in timeouts {
+        let ms: u64 = timeout
+            .as_deref()
+            .and_then(|t| t.strip_suffix('m'))
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("a grpc-timeout in milliseconds: {timeout:?}"));
+        // Real (loopback) time passes between attempts, a little.
+        assert!((4_000..=5_000).contains(&ms), "{ms} ms");
+    }
 }

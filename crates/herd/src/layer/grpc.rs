@@ -96,6 +96,51 @@ impl GrpcCodes {
     }
 }
 
+/// The `grpc-timeout` value for a time limit: at most 8 digits and a unit, in the finest
+/// unit that fits (milliseconds up to about 27 hours, then seconds, minutes, hours), rounded
+/// down so the server never believes it has longer than the client waits.
+pub(crate) fn grpc_timeout(limit: std::time::Duration) -> HeaderValue {
+    const MAX: u128 = 99_999_999;
+    let ms = limit.as_millis();
+    let text = if ms <= MAX {
+        format!("{ms}m")
+    } else if ms / 1000 <= MAX {
+        format!("{}S", ms / 1000)
+    } else if ms / 60_000 <= MAX {
+        format!("{}M", ms / 60_000)
+    } else {
+        format!("{}H", (ms / 3_600_000).min(MAX))
+    };
+    HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("99999999H"))
+}
+
+/// The time limit a `grpc-timeout` value states, if it is well formed.
+pub(crate) fn parse_grpc_timeout(value: &HeaderValue) -> Option<std::time::Duration> {
+    let text = value.to_str().ok()?;
+    if text.len() < 2 || text.len() > 9 {
+        return None;
+    }
+    let (digits, unit) = text.split_at(text.len() - 1);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => std::time::Duration::from_secs(n.saturating_mul(3600)),
+        "M" => std::time::Duration::from_secs(n.saturating_mul(60)),
+        "S" => std::time::Duration::from_secs(n),
+        "m" => std::time::Duration::from_millis(n),
+        "u" => std::time::Duration::from_micros(n),
+        "n" => std::time::Duration::from_nanos(n),
+        _ => return None,
+    })
+}
+
+/// Sets `grpc-timeout` to `limit` unless the request already asks for less.
+pub(crate) fn limit_grpc_timeout(headers: &mut HeaderMap, limit: std::time::Duration) {
+    let asked = headers.get("grpc-timeout").and_then(parse_grpc_timeout);
+    if asked.is_none_or(|asked| asked > limit) {
+        headers.insert("grpc-timeout", grpc_timeout(limit));
+    }
+}
+
 /// The verdict on a gRPC status value and the map it came in: `None` for OK, transient for a
 /// retryable code (with the pushback as the server's delay), permanent for any other code or
 /// an unreadable status; a negative or malformed pushback stops.
@@ -179,6 +224,37 @@ mod tests {
                 .unwrap()
                 .is_pushback_stop()
         );
+    }
+
+    #[test]
+    fn grpc_timeout_fits_eight_digits_and_rounds_down() {
+        use std::time::Duration;
+        assert_eq!(grpc_timeout(Duration::from_micros(2500)), "2m");
+        assert_eq!(grpc_timeout(Duration::from_secs(5)), "5000m");
+        assert_eq!(grpc_timeout(Duration::from_secs(200_000)), "200000S");
+        assert_eq!(grpc_timeout(Duration::MAX), "99999999H");
+        for value in ["5000m", "200000S", "3M", "1H", "7u", "9n"] {
+            let parsed = parse_grpc_timeout(&value.parse().unwrap()).unwrap();
+            assert!(!parsed.is_zero() || value.ends_with('n'), "{value}");
+        }
+        for bad in ["", "m", "5", "5x", "-5m", "123456789m"] {
+            assert_eq!(
+                parse_grpc_timeout(&HeaderValue::from_static(bad)),
+                None,
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_request_keeps_a_shorter_grpc_timeout() {
+        use std::time::Duration;
+        let mut headers = HeaderMap::new();
+        headers.insert("grpc-timeout", "100m".parse().unwrap());
+        limit_grpc_timeout(&mut headers, Duration::from_secs(1));
+        assert_eq!(headers["grpc-timeout"], "100m");
+        limit_grpc_timeout(&mut headers, Duration::from_millis(40));
+        assert_eq!(headers["grpc-timeout"], "40m");
     }
 
     #[test]

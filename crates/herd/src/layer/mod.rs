@@ -47,7 +47,9 @@
 //! gRPC answers HTTP 200 and puts its status in the *trailers* (or, for a trailers-only
 //! answer, in the headers). [`RetryLayer::grpc`] reads the response body into memory (up to a
 //! limit) to reach them, retries the codes in its [`GrpcCodes`] (UNAVAILABLE by default, as
-//! proposal A6 says) and takes the pause from `grpc-retry-pushback-ms`.
+//! proposal A6 says) and takes the pause from `grpc-retry-pushback-ms`. Each attempt tells the
+//! server its time limit in `grpc-timeout` (the per-attempt timeout cut at the deadline), unless
+//! the request already asks for less.
 //!
 //! # Idempotency
 //!

@@ -32,6 +32,8 @@ pub trait Protocol<B>: super::sealed::Sealed + Send + Sync + 'static {
     fn is_failure_status(&self, response: &Response<Self::Body>) -> bool;
     /// Whether the layer should drain the body of a failed response before the pause.
     const DRAIN: bool;
+    /// Whether each attempt tells the server its time limit in `grpc-timeout`.
+    const GRPC_TIMEOUT: bool;
 }
 
 impl<K> super::sealed::Sealed for Http<K> {}
@@ -84,6 +86,7 @@ where
     type Body = B;
     const BY_METHOD: bool = true;
     const DRAIN: bool = true;
+    const GRPC_TIMEOUT: bool = false;
     fn read(
         &self,
         response: Response<B>,
@@ -133,6 +136,7 @@ where
     type Body = Buffered<B>;
     const BY_METHOD: bool = false;
     const DRAIN: bool = false;
+    const GRPC_TIMEOUT: bool = true;
     fn read(
         &self,
         response: Response<B>,

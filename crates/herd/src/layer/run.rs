@@ -7,6 +7,7 @@ use http::{HeaderValue, Request, Response};
 use tower_service::Service;
 
 use super::body::drain;
+use super::grpc::limit_grpc_timeout;
 use super::{
     BoxError, Config, Failure, GaveUp, GivingUp, IDEMPOTENCY_KEY, Protocol, RETRY_EXHAUSTED,
     Replay, RetryOutcome, Retrying, request_is_idempotent,
@@ -107,10 +108,14 @@ where
             Ok(attempt) => attempt,
             Err(reason) => return finish(&config, policy, &state, last, reason),
         };
-        let Some(request) = config.replay.next(&mut held) else {
+        let Some(mut request) = config.replay.next(&mut held) else {
             return finish(&config, policy, &state, last, StopReason::NotReplayable);
         };
         let limit = policy.attempt_limit(&state);
+        if let (true, Some(limit)) = (P::GRPC_TIMEOUT, limit) {
+            // The server stops working on an attempt the client no longer waits for.
+            limit_grpc_timeout(request.headers_mut(), limit);
+        }
         let answer = with_limit(
             async {
                 let response = match inner.call(request).await {
