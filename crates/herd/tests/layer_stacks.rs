@@ -579,3 +579,28 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
         .unwrap_err();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
+
+#[tokio::test(start_paused = true)]
+async fn herd_policy_stops_before_a_pause_that_would_end_past_the_deadline() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&calls);
+    let db = tower::service_fn(move |_: Query| {
+        seen.fetch_add(1, Ordering::SeqCst);
+        async { Err::<String, _>("deadlock") }
+    });
+    let policy = RetryPolicy::builder(Rule::constant(Duration::from_millis(400)).unwrap())
+        .max_attempts(100)
+        .deadline(Duration::from_secs(1))
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let herd = HerdPolicy::new(policy, |result: &Result<String, &'static str>| {
+        result.as_ref().err().map(|_| Verdict::transient())
+    });
+    let started = tokio::time::Instant::now();
+    let mut svc = tower::retry::RetryLayer::new(herd).layer(db);
+    let _ = svc.ready().await.unwrap().call(Query("a")).await.unwrap_err();
+    // Attempts at 0, 0.4 and 0.8 s; a third pause would end at 1.2 s, past the deadline.
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    assert_eq!(started.elapsed(), Duration::from_millis(800));
+}
