@@ -7,7 +7,8 @@
 //! by method (a POST is retried only when it carries an `Idempotency-Key`, or after a failure
 //! that proves it was not processed), the `retry-exhausted` mark, and failed responses drained
 //! before the pause so their connections go back to the pool. A request whose body cannot be
-//! copied (a stream) is sent once.
+//! copied (a stream) is sent once. Every response it returns carries a
+//! [`RetryOutcome`](crate::layer::RetryOutcome) in its extensions.
 //!
 //! # Examples
 //!
@@ -36,7 +37,9 @@ use reqwest_middleware::{Middleware, Next, Result};
 use crate::asynchronous::{AttemptTimedOut, Sleeper, TokioClock, TokioSleep, with_limit};
 use crate::classify::{self, Verdict};
 use crate::clock::Clock;
-use crate::layer::{DEFAULT_DRAIN_LIMIT, IDEMPOTENCY_KEY, RETRY_EXHAUSTED, request_is_idempotent};
+use crate::layer::{
+    DEFAULT_DRAIN_LIMIT, IDEMPOTENCY_KEY, RETRY_EXHAUSTED, RetryOutcome, request_is_idempotent,
+};
 use crate::outcome::StopReason;
 use crate::policy::{CallState, Decision, RetryPolicy};
 use crate::rng::ThreadRng;
@@ -151,6 +154,12 @@ where
                     let status = response.status();
                     if status.as_u16() < 400 {
                         policy.on_success(&state);
+                        let mut response = response;
+                        response.extensions_mut().insert(RetryOutcome {
+                            attempts: state.attempts(),
+                            elapsed: policy.elapsed(&state),
+                            reason: None,
+                        });
                         return Ok(response);
                     }
                     let verdict = if self.respect_exhausted
@@ -235,6 +244,11 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
         crate::event_give_up!(attempts, elapsed, reason);
         match last {
             Last::Response(mut response) => {
+                response.extensions_mut().insert(RetryOutcome {
+                    attempts,
+                    elapsed,
+                    reason: Some(reason),
+                });
                 if self.mark_exhausted && reason.is_exhaustion() && policy.max_attempts() > 1 {
                     response
                         .headers_mut()

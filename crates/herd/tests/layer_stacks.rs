@@ -599,7 +599,13 @@ async fn herd_policy_stops_before_a_pause_that_would_end_past_the_deadline() {
     });
     let started = tokio::time::Instant::now();
     let mut svc = tower::retry::RetryLayer::new(herd).layer(db);
-    let _ = svc.ready().await.unwrap().call(Query("a")).await.unwrap_err();
+    let _ = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(Query("a"))
+        .await
+        .unwrap_err();
     // Attempts at 0, 0.4 and 0.8 s; a third pause would end at 1.2 s, past the deadline.
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(started.elapsed(), Duration::from_millis(800));

@@ -12,10 +12,11 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
-use herd::Rule;
 use herd::asynchronous::{Sleeper, TokioClock};
+use herd::layer::RetryOutcome;
 use herd::middleware::RetryMiddleware;
 use herd::policy::RetryPolicy;
+use herd::{Rule, StopReason};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
 
 #[derive(Clone, Default)]
@@ -139,6 +140,11 @@ async fn gives_up_with_the_last_response_marked_exhausted() {
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     assert_eq!(response.headers()["retry-exhausted"], "1");
     assert_eq!(hits.load(Ordering::SeqCst), 3);
+    let outcome = response.extensions().get::<RetryOutcome>().unwrap();
+    assert_eq!(
+        (outcome.attempts, outcome.reason),
+        (3, Some(StopReason::Attempts))
+    );
 }
 
 #[tokio::test]
