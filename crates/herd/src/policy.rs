@@ -312,16 +312,6 @@ impl<C: Clock> RetryPolicy<C> {
         &self.clock
     }
 
-    /// A copy of this policy with a different idempotency setting (the tower layer uses it
-    /// per request method).
-    #[must_use]
-    pub fn with_idempotent(&self, idempotent: bool) -> Self {
-        Self {
-            idempotent,
-            ..self.clone()
-        }
-    }
-
     /// A copy of this policy with a different attempt limit (the tower layer uses it when a
     /// request cannot be sent again).
     #[must_use]
@@ -329,6 +319,16 @@ impl<C: Clock> RetryPolicy<C> {
     pub(crate) fn with_max_attempts(&self, max_attempts: u32) -> Self {
         Self {
             max_attempts,
+            ..self.clone()
+        }
+    }
+
+    /// A copy of this policy with a different idempotency setting (the tower layer uses it
+    /// per request method).
+    #[must_use]
+    pub fn with_idempotent(&self, idempotent: bool) -> Self {
+        Self {
+            idempotent,
             ..self.clone()
         }
     }
