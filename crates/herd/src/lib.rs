@@ -33,8 +33,9 @@
 //! - [`outcome`]: the value and attempts, or the last error, attempts, time and
 //!   [`StopReason`]; hooks on each retry and on giving up.
 //!
-//! Guides: [choosing a rule](guide::choosing_a_rule) and
-//! [retrying safely](guide::retrying_safely).
+//! Guides: [choosing a rule](guide::choosing_a_rule),
+//! [retrying safely](guide::retrying_safely) and
+//! [the tower layer in real stacks](guide::layer_in_real_stacks).
 //!
 //! # More examples
 //!
@@ -87,6 +88,10 @@ pub mod guide {
 
     pub mod retrying_safely {
         #![doc = include_str!("../../../docs/retrying-safely.md")]
+    }
+
+    pub mod layer_in_real_stacks {
+        #![doc = include_str!("../docs/layer-in-real-stacks.md")]
     }
 }
 pub mod idempotency;

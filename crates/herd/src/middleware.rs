@@ -8,7 +8,7 @@
 //! that proves it was not processed), the `retry-exhausted` mark, and failed responses drained
 //! before the pause so their connections go back to the pool. A request whose body cannot be
 //! copied (a stream) is sent once. Every response it returns carries a
-//! [`RetryOutcome`](crate::layer::RetryOutcome) in its extensions.
+//! [`RetryOutcome`] in its extensions.
 //!
 //! # Examples
 //!
