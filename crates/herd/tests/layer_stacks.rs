@@ -30,7 +30,7 @@ use herd::layer::{Failure, GaveUp, RETRY_EXHAUSTED, RetryLayer, RetryOutcome};
 use herd::policy::RetryPolicy;
 use herd::{Rule, StopReason};
 use http_body::Frame;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -609,4 +609,106 @@ async fn herd_policy_stops_before_a_pause_that_would_end_past_the_deadline() {
     // Attempts at 0, 0.4 and 0.8 s; a third pause would end at 1.2 s, past the deadline.
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(started.elapsed(), Duration::from_millis(800));
+}
+
+/// A request that cannot be sent again must not spend a retry from the shared budget: the
+/// next call, which can be retried, still finds it there.
+#[tokio::test]
+async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
+    let budget = herd::budget::RetryBudget::new(
+        herd::budget::BudgetConfig {
+            percent: 0.0,
+            min_per_sec: 1,
+            window: Duration::from_secs(1),
+        },
+        TokioClock::new(),
+    )
+    .unwrap();
+    let shared = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(5)
+        .budget(budget)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let failing = tower::service_fn(move |_: http::Request<Body>| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async {
+            let mut response = http::Response::new(String::new());
+            *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let mut once = RetryLayer::new(shared.clone())
+        .clone_request(|_: &http::Request<Body>| None)
+        .layer(failing.clone());
+    let response = once
+        .ready()
+        .await
+        .unwrap()
+        .call(http::Request::new(Body::from("x")))
+        .await
+        .unwrap();
+    assert_eq!(
+        response.extensions().get::<RetryOutcome>().unwrap().reason,
+        Some(StopReason::NotReplayable)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+
+    let mut retried = RetryLayer::new(shared)
+        .clone_request(|r: &http::Request<Body>| {
+            let mut again = http::Request::new(Body::empty());
+            *again.uri_mut() = r.uri().clone();
+            Some(again)
+        })
+        .layer(failing);
+    let response = retried
+        .ready()
+        .await
+        .unwrap()
+        .call(http::Request::new(Body::from("x")))
+        .await
+        .unwrap();
+    let outcome = response.extensions().get::<RetryOutcome>().unwrap();
+    assert_eq!(
+        (outcome.attempts, outcome.reason),
+        (2, Some(StopReason::Budget)),
+        "the budget's one retry was still there"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+}
+
+/// A gRPC answer longer than the buffer limit is passed on as it streams, whole, with its
+/// trailers, and not retried.
+#[tokio::test]
+async fn a_grpc_answer_over_the_limit_is_passed_on_whole() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let svc = tower::service_fn(move |_: http::Request<String>| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async {
+            let body = Full::new(Bytes::from_static(b"0123456789")).with_trailers(async {
+                let mut trailers = http::HeaderMap::new();
+                trailers.insert("grpc-status", "14".parse().unwrap());
+                Some(Ok::<_, Infallible>(trailers))
+            });
+            Ok::<_, Infallible>(http::Response::new(body))
+        }
+    });
+    let mut svc = RetryLayer::new(policy(3))
+        .sleeper(Recorder::default())
+        .grpc(herd::layer::GrpcCodes::default(), 4)
+        .layer(svc);
+    let response = svc
+        .ready()
+        .await
+        .unwrap()
+        .call(http::Request::new(String::new()))
+        .await
+        .unwrap();
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let collected = response.into_body().collect().await.unwrap();
+    assert_eq!(collected.trailers().unwrap()["grpc-status"], "14");
+    assert_eq!(collected.to_bytes(), "0123456789");
 }
