@@ -2,7 +2,7 @@
 //!
 //! reqwest does not use tower, so the [`RetryLayer`](crate::layer::RetryLayer) cannot wrap it;
 //! [`RetryMiddleware`] does the same work in a `reqwest_middleware::ClientWithMiddleware`
-//! (the place of `reqwest-retry`): the rule, the attempt limit, the deadline (each attempt is
+//! (the place of `reqwest-retry`): your classifier and hooks, the rule, the attempt limit, the deadline (each attempt is
 //! cut at it), the per-attempt timeout, the budget and the breaker, `Retry-After`, idempotency
 //! by method (a POST is retried only when it carries an `Idempotency-Key`, or after a failure
 //! that proves it was not processed), the `retry-exhausted` mark, and failed responses drained
@@ -29,6 +29,7 @@
 //! ```
 
 use std::fmt;
+use std::sync::Arc;
 
 use http::{Extensions, HeaderValue};
 use reqwest::{Request, Response};
@@ -38,7 +39,8 @@ use crate::asynchronous::{AttemptTimedOut, Sleeper, TokioClock, TokioSleep, with
 use crate::classify::{self, Verdict};
 use crate::clock::Clock;
 use crate::layer::{
-    DEFAULT_DRAIN_LIMIT, IDEMPOTENCY_KEY, RETRY_EXHAUSTED, RetryOutcome, request_is_idempotent,
+    DEFAULT_DRAIN_LIMIT, Failure, GivingUp, IDEMPOTENCY_KEY, RETRY_EXHAUSTED, RetryOutcome,
+    Retrying, request_is_idempotent,
 };
 use crate::outcome::StopReason;
 use crate::policy::{CallState, Decision, RetryPolicy};
@@ -53,7 +55,14 @@ pub struct RetryMiddleware<C: Clock = TokioClock, S = TokioSleep> {
     mark_exhausted: bool,
     respect_exhausted: bool,
     drain_limit: usize,
+    classify: Option<ResponseClassifier>,
+    on_retry: Option<RetryHook>,
+    on_give_up: Option<GiveUpHook>,
 }
+
+type ResponseClassifier = Arc<dyn Fn(&Response, Option<Verdict>) -> Option<Verdict> + Send + Sync>;
+type RetryHook = Arc<dyn Fn(&Retrying<'_>) + Send + Sync>;
+type GiveUpHook = Arc<dyn Fn(&GivingUp<'_>) + Send + Sync>;
 
 impl<C: Clock, S> fmt::Debug for RetryMiddleware<C, S> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -73,6 +82,9 @@ impl<C: Clock> RetryMiddleware<C, TokioSleep> {
             mark_exhausted: true,
             respect_exhausted: true,
             drain_limit: DEFAULT_DRAIN_LIMIT,
+            classify: None,
+            on_retry: None,
+            on_give_up: None,
         }
     }
 }
@@ -87,7 +99,36 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
             mark_exhausted: self.mark_exhausted,
             respect_exhausted: self.respect_exhausted,
             drain_limit: self.drain_limit,
+            classify: self.classify,
+            on_retry: self.on_retry,
+            on_give_up: self.on_give_up,
         }
+    }
+
+    /// Classify responses with your own reading: `None` for a success, a [`Verdict`] for a
+    /// failure; `default` is herd's ([`classify::http_response`] for statuses ≥ 400), as in
+    /// [`RetryLayer::classify`](crate::layer::RetryLayer::classify).
+    #[must_use]
+    pub fn classify(
+        mut self,
+        classify: impl Fn(&Response, Option<Verdict>) -> Option<Verdict> + Send + Sync + 'static,
+    ) -> Self {
+        self.classify = Some(Arc::new(classify));
+        self
+    }
+
+    /// Called before each retry's pause, with the failed attempt and the pause.
+    #[must_use]
+    pub fn on_retry(mut self, hook: impl Fn(&Retrying<'_>) + Send + Sync + 'static) -> Self {
+        self.on_retry = Some(Arc::new(hook));
+        self
+    }
+
+    /// Called once when the middleware gives up, with the outcome and the last failure.
+    #[must_use]
+    pub fn on_give_up(mut self, hook: impl Fn(&GivingUp<'_>) + Send + Sync + 'static) -> Self {
+        self.on_give_up = Some(Arc::new(hook));
+        self
     }
 
     /// Mark a response given up on after retries with `retry-exhausted: 1` (default true).
@@ -108,7 +149,19 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
 enum Last {
     Nothing,
     Response(Response),
+    Drained(http::StatusCode),
     Error(reqwest_middleware::Error),
+}
+
+impl Last {
+    fn failure(&self) -> Option<Failure<'_>> {
+        match self {
+            Last::Nothing => None,
+            Last::Response(r) => Some(Failure::Status(r.status())),
+            Last::Drained(status) => Some(Failure::Status(*status)),
+            Last::Error(e) => Some(Failure::Error(e)),
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -152,7 +205,14 @@ where
             let verdict = match answer {
                 Some(Ok(response)) => {
                     let status = response.status();
-                    if status.as_u16() < 400 {
+                    let default = (status.as_u16() >= 400).then(|| {
+                        classify::http_response(status, response.headers(), policy.clock())
+                    });
+                    let verdict = match &self.classify {
+                        Some(classify) => classify(&response, default),
+                        None => default,
+                    };
+                    let Some(verdict) = verdict else {
                         policy.on_success(&state);
                         let mut response = response;
                         response.extensions_mut().insert(RetryOutcome {
@@ -161,13 +221,14 @@ where
                             reason: None,
                         });
                         return Ok(response);
-                    }
+                    };
                     let verdict = if self.respect_exhausted
+                        && status.as_u16() >= 400
                         && response.headers().contains_key(RETRY_EXHAUSTED)
                     {
                         Verdict::permanent()
                     } else {
-                        classify::http_response(status, response.headers(), policy.clock())
+                        verdict
                     };
                     last = Last::Response(response);
                     verdict
@@ -207,9 +268,18 @@ where
                     server_delay,
                 } => {
                     crate::event_retry!(state.attempts(), pause, server_delay);
+                    if let (Some(hook), Some(failure)) = (&self.on_retry, last.failure()) {
+                        hook(&Retrying {
+                            attempt: state.attempts(),
+                            failure,
+                            pause,
+                            server_delay,
+                        });
+                    }
                     if let Last::Response(mut response) =
                         std::mem::replace(&mut last, Last::Nothing)
                     {
+                        last = Last::Drained(response.status());
                         // Release the connection before the pause.
                         let limit = self.drain_limit;
                         let drain = async move {
@@ -242,6 +312,16 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
     ) -> Result<Response> {
         let (attempts, elapsed) = (state.attempts(), policy.elapsed(state));
         crate::event_give_up!(attempts, elapsed, reason);
+        if let Some(hook) = &self.on_give_up {
+            hook(&GivingUp {
+                outcome: RetryOutcome {
+                    attempts,
+                    elapsed,
+                    reason: Some(reason),
+                },
+                failure: last.failure(),
+            });
+        }
         match last {
             Last::Response(mut response) => {
                 response.extensions_mut().insert(RetryOutcome {
@@ -257,6 +337,14 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
                 Ok(response)
             }
             Last::Error(error) => Err(error),
+            Last::Drained(status) => Err(reqwest_middleware::Error::middleware(
+                crate::layer::GaveUp {
+                    reason,
+                    attempts,
+                    elapsed,
+                    source: Some(format!("the last attempt was answered {status}").into()),
+                },
+            )),
             Last::Nothing => Err(reqwest_middleware::Error::middleware(
                 crate::layer::GaveUp {
                     reason,

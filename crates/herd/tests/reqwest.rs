@@ -13,6 +13,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use herd::asynchronous::{Sleeper, TokioClock};
+use herd::classify::Verdict;
 use herd::layer::RetryOutcome;
 use herd::middleware::RetryMiddleware;
 use herd::policy::RetryPolicy;
@@ -162,4 +163,50 @@ async fn a_refused_connection_is_retried_then_reported() {
         .unwrap_err();
     assert!(error.is_connect(), "{error}");
     assert_eq!(recorder.0.lock().unwrap().len(), 2, "3 attempts, 2 pauses");
+}
+
+#[tokio::test]
+async fn a_classifier_and_hooks_as_the_layer_has() {
+    let (addr, hits) = server(|n| match n {
+        0 => (StatusCode::OK, [("x-app-error", "retry")], "").into_response(),
+        _ => (StatusCode::TOO_MANY_REQUESTS, "quota").into_response(),
+    })
+    .await;
+    let retries = Arc::new(Mutex::new(Vec::new()));
+    let gave_up = Arc::new(Mutex::new(None));
+    let (r, g) = (Arc::clone(&retries), Arc::clone(&gave_up));
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(5)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let middleware = RetryMiddleware::new(policy)
+        .sleeper(Recorder::default())
+        .classify(|res, default| {
+            if res.headers().contains_key("x-app-error") {
+                Some(Verdict::transient())
+            } else if res.status() == StatusCode::TOO_MANY_REQUESTS {
+                Some(Verdict::permanent())
+            } else {
+                default
+            }
+        })
+        .on_retry(move |event| r.lock().unwrap().push(event.attempt))
+        .on_give_up(move |event| *g.lock().unwrap() = Some(event.outcome));
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(middleware)
+        .build();
+    let response = client.get(format!("http://{addr}/")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        2,
+        "the 200 with an app error was retried; the 429 was final"
+    );
+    assert_eq!(*retries.lock().unwrap(), [1]);
+    let outcome = gave_up.lock().unwrap().unwrap();
+    assert_eq!(
+        (outcome.attempts, outcome.reason),
+        (2, Some(StopReason::Permanent))
+    );
 }
