@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use herd::asynchronous::{Sleeper, TokioClock};
-use herd::layer::{GrpcCode, GrpcCodes, RetryLayer, RetryOutcome};
+use herd::layer::{Failure, GrpcCode, GrpcCodes, RetryLayer, RetryOutcome};
 use herd::policy::RetryPolicy;
 use herd::{Rule, StopReason};
 use http::{HeaderMap, Request, Response};
@@ -302,10 +302,17 @@ async fn the_attempt_limit_returns_the_last_status_with_its_outcome() {
     .await;
     let outcome = Arc::new(Mutex::new(None));
     let seen = Arc::clone(&outcome);
+    let codes = Arc::new(Mutex::new(Vec::new()));
+    let seen_codes = Arc::clone(&codes);
     let layer = RetryLayer::new(policy())
         .sleeper(Recorder::default())
         .buffer_body(64 * 1024, Body::new)
         .grpc(GrpcCodes::default(), 1 << 20)
+        .on_retry(move |event| {
+            if let Failure::Grpc(code) = event.failure {
+                seen_codes.lock().unwrap().push(code);
+            }
+        })
         .on_give_up(move |event| *seen.lock().unwrap() = Some(event.outcome));
     let mut client = HealthClient::new(layer.layer(channel(addr).await));
     let status = client.check(check()).await.unwrap_err();

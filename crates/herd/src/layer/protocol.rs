@@ -7,9 +7,9 @@ use std::future::Future;
 use http::{HeaderMap, Response, StatusCode};
 use http_body::Body;
 
-use super::BoxError;
 use super::body::{Buffered, buffer};
 use super::grpc::{GrpcCodes, grpc_verdict};
+use super::{BoxError, Failure};
 use crate::classify::{self, Verdict};
 use crate::clock::Clock;
 
@@ -30,6 +30,8 @@ pub trait Protocol<B>: super::sealed::Sealed + Send + Sync + 'static {
     /// Whether the response carries a failure status on the wire (HTTP status ≥ 400, a gRPC
     /// status other than OK): only then is a `retry-exhausted` mark believed.
     fn is_failure_status(&self, response: &Response<Self::Body>) -> bool;
+    /// How the hooks see a failed response.
+    fn failure(&self, response: &Response<Self::Body>) -> Failure<'static>;
     /// Whether the layer should drain the body of a failed response before the pause.
     const DRAIN: bool;
     /// Whether each attempt tells the server its time limit in `grpc-timeout`.
@@ -99,6 +101,9 @@ where
     fn is_failure_status(&self, response: &Response<B>) -> bool {
         response.status().as_u16() >= 400
     }
+    fn failure(&self, response: &Response<B>) -> Failure<'static> {
+        Failure::Status(response.status())
+    }
 }
 
 /// gRPC mode: the response body is read into memory (up to a limit) so that the status in its
@@ -154,6 +159,15 @@ where
             Some(status) => grpc_verdict(status, grpc_map(response), &self.codes),
             // A stream longer than the limit whose status has not arrived yet is passed on.
             None => None,
+        }
+    }
+    fn failure(&self, response: &Response<Buffered<B>>) -> Failure<'static> {
+        let code = grpc_status(response)
+            .and_then(|s| std::str::from_utf8(s.as_bytes()).ok())
+            .and_then(|s| s.trim().parse::<u8>().ok());
+        match code {
+            Some(code) if response.status() == StatusCode::OK => Failure::Grpc(code),
+            _ => Failure::Status(response.status()),
         }
     }
     fn is_failure_status(&self, response: &Response<Buffered<B>>) -> bool {

@@ -23,11 +23,13 @@ pub struct RetryOutcome {
 }
 
 /// A failed attempt, as the hooks see it.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum Failure<'a> {
-    /// A response with this status (and, in gRPC mode, a failed `grpc-status`).
+    /// A response with this HTTP status.
     Status(StatusCode),
+    /// In gRPC mode, an answer with this `grpc-status` code.
+    Grpc(u8),
     /// The inner service's error.
     Error(&'a (dyn std::error::Error + Send + Sync + 'static)),
 }

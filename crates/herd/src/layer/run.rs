@@ -21,19 +21,23 @@ use crate::rng::ThreadRng;
 
 enum Last<B> {
     Nothing,
-    Response(Response<B>),
+    Response(Response<B>, Failure<'static>),
     /// A failed response whose body was drained to release its connection.
-    Drained(http::StatusCode),
+    Drained(Failure<'static>),
     Error(BoxError),
 }
 
 /// The error a call ends with when its last failure was a response already released.
 #[derive(Debug)]
-struct Answered(http::StatusCode);
+struct Answered(Failure<'static>);
 
 impl std::fmt::Display for Answered {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the last attempt was answered {}", self.0)
+        match self.0 {
+            Failure::Grpc(code) => write!(f, "the last attempt was answered grpc-status {code}"),
+            Failure::Status(status) => write!(f, "the last attempt was answered {status}"),
+            Failure::Error(e) => write!(f, "the last attempt failed: {e}"),
+        }
     }
 }
 
@@ -43,8 +47,7 @@ impl<B> Last<B> {
     fn failure(&self) -> Option<Failure<'_>> {
         match self {
             Last::Nothing => None,
-            Last::Response(r) => Some(Failure::Status(r.status())),
-            Last::Drained(status) => Some(Failure::Status(*status)),
+            Last::Response(_, failure) | Last::Drained(failure) => Some(*failure),
             Last::Error(e) => Some(Failure::Error(&**e)),
         }
     }
@@ -140,10 +143,12 @@ where
                 {
                     // Someone below already retried this failure and gave up: do not
                     // multiply.
-                    last = Last::Response(response);
+                    let failure = config.protocol.failure(&response);
+                    last = Last::Response(response, failure);
                     Verdict::permanent()
                 } else {
-                    last = Last::Response(response);
+                    let failure = config.protocol.failure(&response);
+                    last = Last::Response(response, failure);
                     verdict
                 }
             }
@@ -195,8 +200,10 @@ where
                         });
                     }
                 }
-                if let Last::Response(response) = std::mem::replace(&mut last, Last::Nothing) {
-                    last = Last::Drained(response.status());
+                if let Last::Response(response, failure) =
+                    std::mem::replace(&mut last, Last::Nothing)
+                {
+                    last = Last::Drained(failure);
                     // Release the connection before the pause, not after the next attempt.
                     if P::DRAIN && config.drain_limit > 0 {
                         let body = response.into_body();
@@ -256,7 +263,7 @@ fn finish<C: Clock, S, R, P, B>(
         });
     }
     match last {
-        Last::Response(mut response) => {
+        Last::Response(mut response, _) => {
             // Only a layer that may retry speaks for its retries: a one-attempt layer that
             // marked its failure would stop the one retrying layer above it.
             if config.mark_exhausted && reason.is_exhaustion() && policy.max_attempts() > 1 {
@@ -267,11 +274,11 @@ fn finish<C: Clock, S, R, P, B>(
             response.extensions_mut().insert(report);
             Ok(response)
         }
-        Last::Drained(status) => Err(Box::new(GaveUp {
+        Last::Drained(failure) => Err(Box::new(GaveUp {
             reason,
             attempts: report.attempts,
             elapsed: report.elapsed,
-            source: Some(Box::new(Answered(status))),
+            source: Some(Box::new(Answered(failure))),
         })),
         Last::Error(source) => Err(Box::new(GaveUp {
             reason,
