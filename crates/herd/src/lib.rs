@@ -83,11 +83,11 @@ pub mod guide {
     //! Guides: longer explanations, with examples that are compiled and run as doctests.
 
     pub mod choosing_a_rule {
-        #![doc = include_str!("../../../docs/choosing-a-rule.md")]
+        #![doc = include_str!("../docs/choosing-a-rule.md")]
     }
 
     pub mod retrying_safely {
-        #![doc = include_str!("../../../docs/retrying-safely.md")]
+        #![doc = include_str!("../docs/retrying-safely.md")]
     }
 
     pub mod layer_in_real_stacks {
