@@ -9,9 +9,10 @@
 //!   from two threads at once (a second thread hammers the same budget while the first is
 //!   measured); one `allows_retry` + `record_success` on gRPC throttling.
 //!
+//!   tower's `TpsBudget` (its `retry` feature) does the same pair, from one and two threads.
 //! - `clock`: one read of the system and of the fake clock (the floor under a deadline).
 //!
-//! Run: `cargo bench -p herd --bench retry -- --warm-up-time 1 --measurement-time 3`
+//! Run: `cargo bench -p herd --bench retry -- --warm-up-time 1 --measurement-time 2`
 use std::hint::black_box;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -144,6 +145,38 @@ fn budget(c: &mut Criterion) {
     });
     stop.store(true, Ordering::Relaxed);
     other.join().expect("the second thread does not panic");
+
+    // tower's budget (feature `retry`): the same request + retry-check pair.
+    {
+        use tower::retry::budget::{Budget as _, TpsBudget};
+        let tps = TpsBudget::new(Duration::from_secs(10), 10, 0.1);
+        group.bench_function("tower-TpsBudget/deposit+withdraw/1-thread", |b| {
+            b.iter(|| {
+                tps.deposit();
+                black_box(tps.withdraw())
+            })
+        });
+        let tps = Arc::new(TpsBudget::new(Duration::from_secs(10), 10, 0.1));
+        let stop = Arc::new(AtomicBool::new(false));
+        let other = {
+            let tps = Arc::clone(&tps);
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    tps.deposit();
+                    black_box(tps.withdraw());
+                }
+            })
+        };
+        group.bench_function("tower-TpsBudget/deposit+withdraw/2-threads", |b| {
+            b.iter(|| {
+                tps.deposit();
+                black_box(tps.withdraw())
+            })
+        });
+        stop.store(true, Ordering::Relaxed);
+        other.join().expect("the second thread does not panic");
+    }
 
     let throttle = GrpcThrottle::new(GrpcThrottleConfig::default()).expect("valid");
     group.bench_function("grpc-throttle/1-thread", |b| {

@@ -1,4 +1,5 @@
-//! # herd — retries that break up the thundering herd
+#![doc = include_str!("../README.md")]
+//! # How herd is built
 //!
 //! When a server stumbles, every client that saw an error comes back. If they all come back
 //! at the same moment, a recovering server meets the whole herd at once and stumbles again.
@@ -29,26 +30,17 @@
 //! Wrap:
 //! - [`call`] and [`blocking`]: the blocking loop; [`asynchronous`]: the async loop (tokio
 //!   behind the default `tokio` feature, any runtime through a small `Sleeper` trait).
-//! - `layer` (feature `tower`): a tower layer for HTTP clients.
+//! - `layer` (feature `tower`): a tower layer for HTTP and gRPC clients (bodies that are not
+//!   `Clone`, your classifier, hooks, gRPC trailers), and herd as a `tower::retry::Policy`.
+//! - `middleware` (feature `reqwest`): the same for `reqwest-middleware` clients.
 //! - [`outcome`]: the value and attempts, or the last error, attempts, time and
 //!   [`StopReason`]; hooks on each retry and on giving up.
 //!
-//! Guides: [choosing a rule](guide::choosing_a_rule) and
-//! [retrying safely](guide::retrying_safely).
+//! Guides: [choosing a rule](guide::choosing_a_rule),
+//! [retrying safely](guide::retrying_safely) and
+//! [the tower layer in real stacks](guide::layer_in_real_stacks).
 //!
-//! # Features
-//!
-//! | feature | default | adds |
-//! |---|---|---|
-//! | `tokio` | yes | `run_async`, `TokioSleep`, `TokioClock` |
-//! | `tracing` | yes | `tracing` events on each retry and give-up (target `herd`) |
-//! | `http` | no | `Retry-After`/pushback from `http::HeaderMap`, `classify::http_response` |
-//! | `tower` | no | `layer::RetryLayer` (enables `http` and `tokio`) |
-//!
-//! The core (rules, policy, classification, budgets, breaker, the blocking loop) depends on
-//! no runtime: no tokio, no wall clock, no global RNG.
-//!
-//! # Examples
+//! # More examples
 //!
 //! ```
 //! use std::time::Duration;
@@ -79,6 +71,7 @@
 //! assert_eq!((read.value, read.attempts), (7, 2));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
@@ -93,17 +86,25 @@ pub mod guide {
     //! Guides: longer explanations, with examples that are compiled and run as doctests.
 
     pub mod choosing_a_rule {
-        #![doc = include_str!("../../../docs/choosing-a-rule.md")]
+        #![doc = include_str!("../docs/choosing-a-rule.md")]
     }
 
     pub mod retrying_safely {
-        #![doc = include_str!("../../../docs/retrying-safely.md")]
+        #![doc = include_str!("../docs/retrying-safely.md")]
+    }
+
+    pub mod layer_in_real_stacks {
+        #![doc = include_str!("../docs/layer-in-real-stacks.md")]
     }
 }
 pub mod hedge;
 pub mod idempotency;
 #[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod layer;
+#[cfg(feature = "reqwest")]
+#[cfg_attr(docsrs, doc(cfg(feature = "reqwest")))]
+pub mod middleware;
 pub mod outcome;
 pub mod policy;
 pub mod retry_after;

@@ -51,6 +51,9 @@ pub enum StopReason {
     /// The call is not idempotent and the error does not prove the request was not
     /// processed.
     NotIdempotent,
+    /// The request could not be sent again: its body is not `Clone` and the tower layer's
+    /// copy function said no, or the body was longer than the layer's buffer limit.
+    NotReplayable,
 }
 
 impl StopReason {
@@ -67,6 +70,7 @@ impl StopReason {
             StopReason::ServerDelay => "server-delay",
             StopReason::DownstreamExhausted => "downstream-exhausted",
             StopReason::NotIdempotent => "not-idempotent",
+            StopReason::NotReplayable => "not-replayable",
         }
     }
 

@@ -359,6 +359,17 @@ impl<C: Clock> RetryPolicy<C> {
         &self.clock
     }
 
+    /// A copy of this policy with a different attempt limit (the tower layer uses it when a
+    /// request cannot be sent again).
+    #[must_use]
+    #[cfg(feature = "tower")]
+    pub(crate) fn with_max_attempts(&self, max_attempts: u32) -> Self {
+        Self {
+            max_attempts,
+            ..self.clone()
+        }
+    }
+
     /// A copy of this policy with a different idempotency setting (the tower layer uses it
     /// per request method).
     #[must_use]

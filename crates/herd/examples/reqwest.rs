@@ -1,0 +1,70 @@
+//! reqwest through `reqwest-middleware` with herd's middleware, against an axum server it
+//! starts on 127.0.0.1 that answers 503 with `Retry-After: 0` once, then 200.
+//!
+//! Run: `cargo run -p herd --example reqwest --features reqwest`
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use herd::asynchronous::TokioClock;
+use herd::middleware::RetryMiddleware;
+use herd::{RetryPolicy, Rule};
+
+async fn flaky(State(hits): State<Arc<AtomicUsize>>) -> impl IntoResponse {
+    if hits.fetch_add(1, Ordering::SeqCst) == 0 {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [("retry-after", "0")],
+            "busy",
+        )
+            .into_response()
+    } else {
+        (StatusCode::OK, "hello").into_response()
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let app = Router::new()
+        .route("/", get(flaky))
+        .with_state(Arc::clone(&hits));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let policy = RetryPolicy::builder(Rule::full(
+        Duration::from_millis(1),
+        Duration::from_millis(20),
+    )?)
+    .max_attempts(3)
+    .deadline(Duration::from_secs(5))
+    .clock(TokioClock::new())
+    .build()?;
+    let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+        .with(RetryMiddleware::new(policy))
+        .build();
+    let response = client.get(format!("http://{addr}/")).send().await?;
+    let status = response.status();
+    println!(
+        "{status} {:?} after {} requests",
+        response.text().await?,
+        hits.load(Ordering::SeqCst)
+    );
+    assert_eq!((status, hits.load(Ordering::SeqCst)), (StatusCode::OK, 2));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn runs() {
+        super::main().unwrap();
+    }
+}

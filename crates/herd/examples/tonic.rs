@@ -1,0 +1,112 @@
+//! A tonic client through the layer in gRPC mode, against a gRPC health server it starts on
+//! 127.0.0.1 whose first answer is UNAVAILABLE (a trailers-only answer with a 5 ms pushback).
+//! The layer buffers the request (tonic's body cannot be cloned) and reads each answer's
+//! `grpc-status` before deciding.
+//!
+//! Run: `cargo run -p herd --example tonic --features tower`
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use herd::asynchronous::TokioClock;
+use herd::layer::{GrpcCodes, RetryLayer};
+use herd::{RetryPolicy, Rule};
+use tonic::body::Body;
+use tonic::server::NamedService;
+use tonic::transport::{Channel, Server, server::TcpIncoming};
+use tonic_health::pb::HealthCheckRequest;
+use tonic_health::pb::health_client::HealthClient;
+use tower::{Layer, Service};
+
+/// The health service, answering its first call UNAVAILABLE.
+#[derive(Clone)]
+struct WarmingUp<S> {
+    inner: S,
+    calls: Arc<AtomicUsize>,
+}
+
+impl<S: NamedService> NamedService for WarmingUp<S> {
+    const NAME: &'static str = S::NAME;
+}
+
+impl<S> Service<http::Request<Body>> for WarmingUp<S>
+where
+    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send>>;
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
+        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+            let mut answer = tonic::Status::unavailable("warming up").into_http::<Body>();
+            answer.headers_mut().insert(
+                "grpc-retry-pushback-ms",
+                http::HeaderValue::from_static("5"),
+            );
+            return Box::pin(async move { Ok(answer) });
+        }
+        Box::pin(self.inner.call(request))
+    }
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let (_reporter, health) = tonic_health::server::health_reporter();
+    let calls = Arc::new(AtomicUsize::new(0));
+    let service = WarmingUp {
+        inner: health,
+        calls: Arc::clone(&calls),
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(
+        Server::builder()
+            .add_service(service)
+            .serve_with_incoming(TcpIncoming::from(listener)),
+    );
+
+    let policy = RetryPolicy::builder(Rule::full(
+        Duration::from_millis(1),
+        Duration::from_millis(20),
+    )?)
+    .max_attempts(3)
+    .deadline(Duration::from_secs(5))
+    .clock(TokioClock::new())
+    .build()?;
+    let channel = Channel::from_shared(format!("http://{addr}"))?
+        .connect()
+        .await?;
+    let layer = RetryLayer::new(policy)
+        .buffer_body(64 * 1024, Body::new)
+        .grpc(GrpcCodes::default(), 4 * 1024 * 1024);
+    let mut client = HealthClient::new(layer.layer(channel));
+    let answer = client
+        .check(HealthCheckRequest {
+            service: String::new(),
+        })
+        .await?;
+    println!(
+        "{:?} after {} calls",
+        answer.get_ref().status(),
+        calls.load(Ordering::SeqCst)
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn runs() {
+        super::main().unwrap();
+    }
+}

@@ -1,0 +1,360 @@
+//! herd retries for reqwest (feature `reqwest`), as a [`reqwest_middleware::Middleware`].
+//!
+//! reqwest does not use tower, so the [`RetryLayer`](crate::layer::RetryLayer) cannot wrap it;
+//! [`RetryMiddleware`] does the same work in a `reqwest_middleware::ClientWithMiddleware`
+//! (the place of `reqwest-retry`): your classifier and hooks, the rule, the attempt limit, the deadline (each attempt is
+//! cut at it), the per-attempt timeout, the budget and the breaker, `Retry-After`, idempotency
+//! by method (a POST is retried only when it carries an `Idempotency-Key`, or after a failure
+//! that proves it was not processed), the `retry-exhausted` mark, and failed responses drained
+//! before the pause so their connections go back to the pool. A request whose body cannot be
+//! copied (a stream) is sent once. Every response it returns carries a
+//! [`RetryOutcome`] in its extensions.
+//!
+//! # Examples
+//!
+//! ```
+//! use std::time::Duration;
+//! use herd::{Rule, policy::RetryPolicy, asynchronous::TokioClock, middleware::RetryMiddleware};
+//!
+//! let policy = RetryPolicy::builder(Rule::full(Duration::from_millis(50), Duration::from_secs(2))?)
+//!     .max_attempts(3)
+//!     .deadline(Duration::from_secs(5))
+//!     .clock(TokioClock::new())
+//!     .build()?;
+//! let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
+//!     .with(RetryMiddleware::new(policy))
+//!     .build();
+//! # let _ = client;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use http::{Extensions, HeaderValue};
+use reqwest::{Request, Response};
+use reqwest_middleware::{Middleware, Next, Result};
+
+use crate::asynchronous::{AttemptTimedOut, Sleeper, TokioClock, TokioSleep, with_limit};
+use crate::classify::{self, Verdict};
+use crate::clock::Clock;
+use crate::layer::{
+    DEFAULT_DRAIN_LIMIT, Failure, GivingUp, RETRY_EXHAUSTED, RetryOutcome, Retrying,
+    request_is_idempotent,
+};
+use crate::outcome::StopReason;
+use crate::policy::{CallState, Decision, RetryPolicy};
+use crate::rng::ThreadRng;
+
+/// Retries by a herd policy inside a `reqwest_middleware` client. See the
+/// [module documentation](self).
+#[derive(Clone)]
+pub struct RetryMiddleware<C: Clock = TokioClock, S = TokioSleep> {
+    policy: RetryPolicy<C>,
+    sleeper: S,
+    mark_exhausted: bool,
+    respect_exhausted: bool,
+    drain_limit: usize,
+    classify: Option<ResponseClassifier>,
+    on_retry: Option<RetryHook>,
+    on_give_up: Option<GiveUpHook>,
+}
+
+type ResponseClassifier = Arc<dyn Fn(&Response, Option<Verdict>) -> Option<Verdict> + Send + Sync>;
+type RetryHook = Arc<dyn Fn(&Retrying<'_>) + Send + Sync>;
+type GiveUpHook = Arc<dyn Fn(&GivingUp<'_>) + Send + Sync>;
+
+impl<C: Clock, S> fmt::Debug for RetryMiddleware<C, S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryMiddleware")
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<C: Clock> RetryMiddleware<C, TokioSleep> {
+    /// A middleware retrying by `policy`, sleeping on tokio.
+    #[must_use]
+    pub fn new(policy: RetryPolicy<C>) -> Self {
+        Self {
+            policy,
+            sleeper: TokioSleep,
+            mark_exhausted: true,
+            respect_exhausted: true,
+            drain_limit: DEFAULT_DRAIN_LIMIT,
+            classify: None,
+            on_retry: None,
+            on_give_up: None,
+        }
+    }
+}
+
+impl<C: Clock, S> RetryMiddleware<C, S> {
+    /// Sleep with another runtime's (or a test's) [`Sleeper`].
+    #[must_use]
+    pub fn sleeper<S2>(self, sleeper: S2) -> RetryMiddleware<C, S2> {
+        RetryMiddleware {
+            policy: self.policy,
+            sleeper,
+            mark_exhausted: self.mark_exhausted,
+            respect_exhausted: self.respect_exhausted,
+            drain_limit: self.drain_limit,
+            classify: self.classify,
+            on_retry: self.on_retry,
+            on_give_up: self.on_give_up,
+        }
+    }
+
+    /// Classify responses with your own reading: `None` for a success, a [`Verdict`] for a
+    /// failure; `default` is herd's ([`classify::http_response`] for statuses ≥ 400), as in
+    /// [`RetryLayer::classify`](crate::layer::RetryLayer::classify).
+    #[must_use]
+    pub fn classify(
+        mut self,
+        classify: impl Fn(&Response, Option<Verdict>) -> Option<Verdict> + Send + Sync + 'static,
+    ) -> Self {
+        self.classify = Some(Arc::new(classify));
+        self
+    }
+
+    /// Called before each retry's pause, with the failed attempt and the pause.
+    #[must_use]
+    pub fn on_retry(mut self, hook: impl Fn(&Retrying<'_>) + Send + Sync + 'static) -> Self {
+        self.on_retry = Some(Arc::new(hook));
+        self
+    }
+
+    /// Called once when the middleware gives up, with the outcome and the last failure.
+    #[must_use]
+    pub fn on_give_up(mut self, hook: impl Fn(&GivingUp<'_>) + Send + Sync + 'static) -> Self {
+        self.on_give_up = Some(Arc::new(hook));
+        self
+    }
+
+    /// Mark a response given up on after retries with `retry-exhausted: 1` (default true).
+    #[must_use]
+    pub fn mark_exhausted(mut self, mark: bool) -> Self {
+        self.mark_exhausted = mark;
+        self
+    }
+
+    /// Treat a received failure marked `retry-exhausted` as permanent (default true).
+    #[must_use]
+    pub fn respect_exhausted(mut self, respect: bool) -> Self {
+        self.respect_exhausted = respect;
+        self
+    }
+}
+
+enum Last {
+    Nothing,
+    Response(Response),
+    Drained(http::StatusCode),
+    Error(reqwest_middleware::Error),
+}
+
+impl Last {
+    fn failure(&self) -> Option<Failure<'_>> {
+        match self {
+            Last::Nothing => None,
+            Last::Response(r) => Some(Failure::Status(r.status())),
+            Last::Drained(status) => Some(Failure::Status(*status)),
+            Last::Error(e) => Some(Failure::Error(e)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl<C, S> Middleware for RetryMiddleware<C, S>
+where
+    C: Clock,
+    S: Sleeper + Send + Sync + 'static,
+    S::Sleep: Send,
+{
+    async fn handle(
+        &self,
+        request: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+    ) -> Result<Response> {
+        let base = &self.policy;
+        let idempotent = request_is_idempotent(
+            base.server_deduplicates(),
+            base.is_idempotent(),
+            request.method(),
+        );
+        let adjusted;
+        let policy = if idempotent == base.is_idempotent() {
+            base
+        } else {
+            adjusted = base.with_idempotent(idempotent);
+            &adjusted
+        };
+        let mut state = policy.begin_with_key(crate::idempotency::IdempotencyKey::generate());
+        let mut next_request = Some(request);
+        let mut last = Last::Nothing;
+        loop {
+            if let Err(reason) = policy.before_attempt(&mut state) {
+                return self.finish(policy, &state, last, reason);
+            }
+            let Some(request) = next_request.take() else {
+                return self.finish(policy, &state, last, StopReason::NotReplayable);
+            };
+            next_request = request.try_clone();
+            let limit = policy.attempt_limit(&state);
+            let answer =
+                with_limit(next.clone().run(request, extensions), limit, &self.sleeper).await;
+            let verdict = match answer {
+                Some(Ok(response)) => {
+                    let status = response.status();
+                    let default = (status.as_u16() >= 400).then(|| {
+                        classify::http_response(status, response.headers(), policy.clock())
+                    });
+                    let verdict = match &self.classify {
+                        Some(classify) => classify(&response, default),
+                        None => default,
+                    };
+                    let Some(verdict) = verdict else {
+                        policy.on_success(&state);
+                        let mut response = response;
+                        response.extensions_mut().insert(RetryOutcome {
+                            attempts: state.attempts(),
+                            elapsed: policy.elapsed(&state),
+                            reason: None,
+                        });
+                        return Ok(response);
+                    };
+                    let verdict = if self.respect_exhausted
+                        && status.as_u16() >= 400
+                        && response.headers().contains_key(RETRY_EXHAUSTED)
+                    {
+                        Verdict::downstream_exhausted()
+                    } else {
+                        verdict
+                    };
+                    last = Last::Response(response);
+                    verdict
+                }
+                Some(Err(error)) => {
+                    let verdict = classify::error_chain(&error);
+                    last = Last::Error(error);
+                    verdict
+                }
+                None => {
+                    last = Last::Error(reqwest_middleware::Error::middleware(AttemptTimedOut {
+                        after: limit.unwrap_or_default(),
+                    }));
+                    Verdict::transient()
+                }
+            };
+            let decision = if next_request.is_some() {
+                policy.on_failure(&mut state, verdict, &mut ThreadRng)
+            } else {
+                match policy.with_max_attempts(state.attempts()).on_failure(
+                    &mut state,
+                    verdict,
+                    &mut ThreadRng,
+                ) {
+                    Decision::Stop(StopReason::Attempts)
+                        if state.attempts() < policy.max_attempts() =>
+                    {
+                        Decision::Stop(StopReason::NotReplayable)
+                    }
+                    decision => decision,
+                }
+            };
+            match decision {
+                Decision::Stop(reason) => return self.finish(policy, &state, last, reason),
+                Decision::Retry {
+                    pause,
+                    server_delay,
+                } => {
+                    crate::event_retry!(state.attempts(), pause, server_delay);
+                    if let (Some(hook), Some(failure)) = (&self.on_retry, last.failure()) {
+                        hook(&Retrying {
+                            attempt: state.attempts(),
+                            failure,
+                            pause,
+                            server_delay,
+                        });
+                    }
+                    if let Last::Response(mut response) =
+                        std::mem::replace(&mut last, Last::Nothing)
+                    {
+                        last = Last::Drained(response.status());
+                        // Release the connection before the pause.
+                        let limit = self.drain_limit;
+                        let drain = async move {
+                            let mut read = 0usize;
+                            while let Ok(Some(chunk)) = response.chunk().await {
+                                read = read.saturating_add(chunk.len());
+                                if read > limit {
+                                    break;
+                                }
+                            }
+                        };
+                        let _ = with_limit(drain, policy.remaining(&state), &self.sleeper).await;
+                    }
+                    if !pause.is_zero() {
+                        self.sleeper.sleep(pause).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<C: Clock, S> RetryMiddleware<C, S> {
+    fn finish(
+        &self,
+        policy: &RetryPolicy<C>,
+        state: &CallState,
+        last: Last,
+        reason: StopReason,
+    ) -> Result<Response> {
+        let (attempts, elapsed) = (state.attempts(), policy.elapsed(state));
+        crate::event_give_up!(attempts, elapsed, reason);
+        if let Some(hook) = &self.on_give_up {
+            hook(&GivingUp {
+                outcome: RetryOutcome {
+                    attempts,
+                    elapsed,
+                    reason: Some(reason),
+                },
+                failure: last.failure(),
+            });
+        }
+        match last {
+            Last::Response(mut response) => {
+                response.extensions_mut().insert(RetryOutcome {
+                    attempts,
+                    elapsed,
+                    reason: Some(reason),
+                });
+                if self.mark_exhausted && reason.is_exhaustion() && policy.max_attempts() > 1 {
+                    response
+                        .headers_mut()
+                        .insert(RETRY_EXHAUSTED, HeaderValue::from_static("1"));
+                }
+                Ok(response)
+            }
+            Last::Error(error) => Err(error),
+            Last::Drained(status) => Err(reqwest_middleware::Error::middleware(
+                crate::layer::GaveUp {
+                    reason,
+                    attempts,
+                    elapsed,
+                    source: Some(format!("the last attempt was answered {status}").into()),
+                },
+            )),
+            Last::Nothing => Err(reqwest_middleware::Error::middleware(
+                crate::layer::GaveUp {
+                    reason,
+                    attempts,
+                    elapsed,
+                    source: None,
+                },
+            )),
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The reqwest middleware against an axum server on 127.0.0.1 (reqwest without TLS). Pauses
+//! go through a recording sleeper that returns at once.
+#![cfg(feature = "reqwest")]
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::any;
+use herd::asynchronous::{Sleeper, TokioClock};
+use herd::classify::Verdict;
+use herd::layer::RetryOutcome;
+use herd::middleware::RetryMiddleware;
+use herd::policy::RetryPolicy;
+use herd::{Rule, StopReason};
+use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
+
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<Duration>>>);
+
+impl Sleeper for Recorder {
+    type Sleep = std::future::Ready<()>;
+    fn sleep(&self, pause: Duration) -> Self::Sleep {
+        self.0.lock().unwrap().push(pause);
+        std::future::ready(())
+    }
+}
+
+async fn server(respond: fn(usize) -> Response) -> (SocketAddr, Arc<AtomicUsize>) {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let app = Router::new()
+        .route(
+            "/",
+            any(move |State(hits): State<Arc<AtomicUsize>>| async move {
+                respond(hits.fetch_add(1, Ordering::SeqCst))
+            }),
+        )
+        .with_state(Arc::clone(&hits));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    (addr, hits)
+}
+
+fn client(recorder: &Recorder) -> ClientWithMiddleware {
+    client_with(recorder, false)
+}
+
+/// A client whose policy says (or not) that the server deduplicates by idempotency key.
+fn client_with(recorder: &Recorder, server_deduplicates: bool) -> ClientWithMiddleware {
+    let policy = RetryPolicy::builder(
+        Rule::exponential(Duration::from_millis(100), Duration::from_secs(5)).unwrap(),
+    )
+    .max_attempts(3)
+    .server_deduplicates(server_deduplicates)
+    .clock(TokioClock::new())
+    .build()
+    .unwrap();
+    ClientBuilder::new(reqwest::Client::new())
+        .with(RetryMiddleware::new(policy).sleeper(recorder.clone()))
+        .build()
+}
+
+#[tokio::test]
+async fn a_503_with_retry_after_then_200() {
+    let (addr, hits) = server(|n| {
+        if n == 0 {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [("retry-after", "2")],
+                "busy",
+            )
+                .into_response()
+        } else {
+            (StatusCode::OK, "hello").into_response()
+        }
+    })
+    .await;
+    let recorder = Recorder::default();
+    let response = client(&recorder)
+        .get(format!("http://{addr}/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.text().await.unwrap(), "hello");
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+    let pauses = recorder.0.lock().unwrap().clone();
+    assert!(
+        pauses[0] >= Duration::from_secs(2) && pauses[0] <= Duration::from_millis(2200),
+        "Retry-After, not the rule's 100 ms: {pauses:?}"
+    );
+}
+
+#[tokio::test]
+async fn post_is_retried_after_an_ambiguous_failure_only_when_the_server_deduplicates() {
+    let fails_once = |n| {
+        if n == 0 {
+            (StatusCode::INTERNAL_SERVER_ERROR, "oops").into_response()
+        } else {
+            (StatusCode::OK, "done").into_response()
+        }
+    };
+    let recorder = Recorder::default();
+    // A key alone is no proof that the server deduplicates: a 500 may have charged.
+    for key in [None, Some("charge-42")] {
+        let (addr, hits) = server(fails_once).await;
+        let mut request = client(&recorder).post(format!("http://{addr}/"));
+        if let Some(key) = key {
+            request = request.header("idempotency-key", key);
+        }
+        let response = request.body("charge 10").send().await.unwrap();
+        assert_eq!(
+            response.status(),
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "key {key:?}"
+        );
+        assert_eq!(hits.load(Ordering::SeqCst), 1, "key {key:?}");
+    }
+    // The policy says the server deduplicates by key: the POST is retried.
+    let (addr, hits) = server(fails_once).await;
+    let response = client_with(&recorder, true)
+        .post(format!("http://{addr}/"))
+        .header("idempotency-key", "charge-42")
+        .body("charge 10")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(hits.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn gives_up_with_the_last_response_marked_exhausted() {
+    let (addr, hits) = server(|_| (StatusCode::BAD_GATEWAY, "down").into_response()).await;
+    let response = client(&Recorder::default())
+        .get(format!("http://{addr}/"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
+    assert_eq!(response.headers()["retry-exhausted"], "1");
+    assert_eq!(hits.load(Ordering::SeqCst), 3);
+    let outcome = response.extensions().get::<RetryOutcome>().unwrap();
+    assert_eq!(
+        (outcome.attempts, outcome.reason),
+        (3, Some(StopReason::Attempts))
+    );
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_retried_then_reported() {
+    // Bind, read the port, close: nothing listens there now.
+    let addr = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap()
+    };
+    let recorder = Recorder::default();
+    let error = client(&recorder)
+        .get(format!("http://{addr}/"))
+        .send()
+        .await
+        .unwrap_err();
+    assert!(error.is_connect(), "{error}");
+    assert_eq!(recorder.0.lock().unwrap().len(), 2, "3 attempts, 2 pauses");
+}
+
+#[tokio::test]
+async fn a_classifier_and_hooks_as_the_layer_has() {
+    let (addr, hits) = server(|n| match n {
+        0 => (StatusCode::OK, [("x-app-error", "retry")], "").into_response(),
+        _ => (StatusCode::TOO_MANY_REQUESTS, "quota").into_response(),
+    })
+    .await;
+    let retries = Arc::new(Mutex::new(Vec::new()));
+    let gave_up = Arc::new(Mutex::new(None));
+    let (r, g) = (Arc::clone(&retries), Arc::clone(&gave_up));
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(5)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let middleware = RetryMiddleware::new(policy)
+        .sleeper(Recorder::default())
+        .classify(|res, default| {
+            if res.headers().contains_key("x-app-error") {
+                Some(Verdict::transient())
+            } else if res.status() == StatusCode::TOO_MANY_REQUESTS {
+                Some(Verdict::permanent())
+            } else {
+                default
+            }
+        })
+        .on_retry(move |event| r.lock().unwrap().push(event.attempt))
+        .on_give_up(move |event| *g.lock().unwrap() = Some(event.outcome));
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(middleware)
+        .build();
+    let response = client.get(format!("http://{addr}/")).send().await.unwrap();
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        hits.load(Ordering::SeqCst),
+        2,
+        "the 200 with an app error was retried; the 429 was final"
+    );
+    assert_eq!(*retries.lock().unwrap(), [1]);
+    let outcome = gave_up.lock().unwrap().unwrap();
+    assert_eq!(
+        (outcome.attempts, outcome.reason),
+        (2, Some(StopReason::Permanent))
+    );
+}
