@@ -78,7 +78,8 @@ pub struct Server {
     pub outages: Vec<[f64; 2]>,
     /// After an outage, capacity ramps linearly from 0 over this many seconds (0 = at once).
     pub warmup_s: f64,
-    /// Refusals carry this `Retry-After` in seconds (0 = none); clients honour it.
+    /// Refusals carry this `Retry-After` in seconds (0 = none); clients honour it as herd does
+    /// (`herd::server_delay::decide`: the larger of it and the pause, plus up to 10 %).
     pub retry_after_s: f64,
     /// A failed attempt is known only this long after it was sent, in seconds.
     pub timeout_s: f64,

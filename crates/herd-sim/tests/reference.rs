@@ -155,8 +155,21 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
             }
             let pause = rule.pause(&mut states[c], &mut rng);
             let mut wait = ceil_div(pause.as_nanos() as u64, step).max(1);
-            if up {
-                wait = wait.max(retry_after);
+            if up && retry_after > 0 {
+                // Retry-After as `herd::server_delay::decide` documents it, in steps: stop
+                // when the delay does not end before the last step an attempt may start at;
+                // else wait max(pause, delay) plus a uniform extra of 0..=floor(10 % of that),
+                // cut to that last step.
+                let left = (deadline > 0).then(|| deadline.saturating_sub(n - first[c] + timeout));
+                if left.is_some_and(|left| retry_after >= left) {
+                    f.gave_up += 1;
+                    continue;
+                }
+                let base = wait.max(retry_after);
+                wait = base + rng.range_inclusive(0, base / 10);
+                if let Some(left) = left {
+                    wait = wait.min(left - 1);
+                }
             }
             let next = n + timeout + wait;
             if deadline > 0 && next - first[c] >= deadline {
