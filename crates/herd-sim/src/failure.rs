@@ -46,14 +46,10 @@ pub(crate) const fn pause_steps(pause_ns: u64, step_ns: u64) -> u64 {
     if steps == 0 { 1 } else { steps }
 }
 
-/// The `Retry-After` jitter of the simulator's clients: the library's default fraction.
-const JITTER: f64 = 0.1;
-
 /// The limits the simulator's clients honour server delays under: no longest delay (the
-/// scenario has no `max_server_delay`), the library's default jitter.
+/// scenario has no `max_server_delay`), the library's default jitter (10 %).
 fn limits() -> ServerDelayLimits {
     let jitter = f64::from(ServerDelayLimits::default().jitter_ppm()) / 1e6;
-    debug_assert_eq!(jitter, JITTER);
     ServerDelayLimits::new(Duration::MAX, jitter).expect("the default jitter is in [0, 1]")
 }
 
@@ -235,21 +231,26 @@ impl<'p> AfterFailure<'p> {
             emit(count, lowest);
             return;
         };
+        let wait_of = |pick: u64| {
+            let mut probe = Probe { pick, spread: None };
+            self.decide(retry_after, pause_steps, first, &mut probe)
+        };
+        // The wait grows with the draw (`min(base + extra, cut)`), so from the first cell
+        // that reaches the highest wait (the deadline's cut) on, every cell gives it: those
+        // cells are one.
+        let highest = wait_of(spread);
         let mut left = count;
         let mut cell = 0u64;
         while left > 0 {
+            let wait = wait_of(cell);
             let cells_left = spread - cell + 1;
-            let n = if cells_left == 1 {
+            let n = if cells_left == 1 || wait == highest {
                 left
             } else {
                 sample::binomial(rng, left, 1.0 / cells_left as f64)
             };
             if n > 0 {
-                let mut probe = Probe {
-                    pick: cell,
-                    spread: None,
-                };
-                emit(n, self.decide(retry_after, pause_steps, first, &mut probe));
+                emit(n, wait);
                 left -= n;
             }
             cell += 1;
