@@ -18,7 +18,8 @@
 //!    it draws a pause, rounded up to whole steps and at least one step; when the server
 //!    refused it while up with a `Retry-After`, the library's `herd::server_delay::decide`
 //!    makes the wait `max(pause, Retry-After)` plus a jitter of up to 10 % drawn right after
-//!    the pause (or a give-up when the delay ends past its deadline); it comes back at
+//!    the pause (or a give-up when the delay is longer than `max_server_delay_s` or ends past
+//!    its deadline); it comes back at
 //!    `step + timeout + wait`, unless that is past its deadline (it gives up), the retry
 //!    budget denies the retry (it gives up) or it is past the horizon (it is still waiting at
 //!    the end).

@@ -11,7 +11,8 @@
 //! 3. when the server refused the attempt while up with a `Retry-After`, the library's
 //!    [`herd::server_delay::decide`] turns pause and delay into the wait, exactly as the
 //!    retry loops do: `max(pause, Retry-After)` plus a jitter uniform on `0..=10 %` of that,
-//!    or a give-up when the delay does not end before the deadline ([`AfterFailure::wait`],
+//!    or a give-up ([`GiveUp::ServerDelay`]) when the delay is longer than
+//!    `max_server_delay_s` or does not end before the deadline ([`AfterFailure::wait`],
 //!    the only place the server's delay is applied; the cohort engine splits a count over the
 //!    same outcomes with [`AfterFailure::split_wait`]). Without a `Retry-After` (an outage, or
 //!    `retry_after_s = 0`) the wait is the pause and nothing is drawn;
@@ -25,9 +26,11 @@
 //! whole steps as `Duration::from_nanos(steps)` — one nanosecond standing for one step — so
 //! the library's rule applies unchanged to step counts and its wait comes back in whole steps:
 //! the jitter is `range_inclusive(0, floor(base / 10))` steps. The time left is the client's
-//! deadline less the steps since its first attempt and the timeout; the scenario has no
-//! `max_server_delay`, so the simulator's clients accept any `Retry-After` (the limit is
-//! [`Duration::MAX`]) and the only stop is at the deadline, counted as a deadline give-up.
+//! deadline less the steps since its first attempt and the timeout. The longest delay honoured
+//! is `clients.max_server_delay_s` rounded up to whole steps like every length (so a
+//! `Retry-After` is compared with it in whole steps), or [`Duration::MAX`] when it is 0. Both
+//! of `decide`'s stops, too long and past the deadline, are a [`GiveUp::ServerDelay`], as both
+//! are the library's `StopReason::ServerDelay`.
 use std::time::Duration;
 
 use herd::rng::Rng;
@@ -46,11 +49,14 @@ pub(crate) const fn pause_steps(pause_ns: u64, step_ns: u64) -> u64 {
     if steps == 0 { 1 } else { steps }
 }
 
-/// The limits the simulator's clients honour server delays under: no longest delay (the
-/// scenario has no `max_server_delay`), the library's default jitter (10 %).
-fn limits() -> ServerDelayLimits {
+/// The limits the simulator's clients honour server delays under: the longest delay
+/// `clients.max_server_delay_s` in steps (none when 0), the library's default jitter (10 %).
+fn limits(plan: &Plan) -> ServerDelayLimits {
     let jitter = f64::from(ServerDelayLimits::default().jitter_ppm()) / 1e6;
-    ServerDelayLimits::new(Duration::MAX, jitter).expect("the default jitter is in [0, 1]")
+    let longest = plan
+        .max_server_delay_steps
+        .map_or(Duration::MAX, as_duration);
+    ServerDelayLimits::new(longest, jitter).expect("the default jitter is in [0, 1]")
 }
 
 /// A length in steps as the nanoseconds `decide` computes with (see the module docs).
@@ -124,7 +130,7 @@ impl<'p> AfterFailure<'p> {
             plan,
             step,
             retry_after,
-            limits: limits(),
+            limits: limits(plan),
         }
     }
 
@@ -166,11 +172,11 @@ impl<'p> AfterFailure<'p> {
             rng,
         ) {
             ServerWait::Wait(w) => Ok(as_steps(w)),
-            ServerWait::Stop(ServerStop::PastDeadline) => Err(GiveUp::Deadline),
-            // No longest delay and never a gRPC "do not retry": see `limits`.
-            ServerWait::Stop(other) => {
-                unreachable!("the simulator's clients accept any delay: {other}")
+            ServerWait::Stop(ServerStop::TooLong | ServerStop::PastDeadline) => {
+                Err(GiveUp::ServerDelay)
             }
+            // The simulator's servers send only `Retry-After`, never a gRPC "do not retry".
+            ServerWait::Stop(other) => unreachable!("no Retry-After stops with {other}"),
         }
     }
 
@@ -294,7 +300,7 @@ impl<'p> AfterFailure<'p> {
             max_pause_steps,
             plan.retry_after_steps,
             None,
-            &limits(),
+            &limits(plan),
             &mut probe,
         ) {
             ServerWait::Wait(w) => as_steps(w),
@@ -413,7 +419,7 @@ mod tests {
                 &mut theirs,
             ) {
                 ServerWait::Wait(w) => Ok(w.as_nanos() as u64),
-                ServerWait::Stop(_) => Err(GiveUp::Deadline),
+                ServerWait::Stop(_) => Err(GiveUp::ServerDelay),
             };
             assert_eq!(
                 after.wait(pause, first, &mut ours),
@@ -426,7 +432,7 @@ mod tests {
         // steps are left to a client that first attempted at 0: 200 steps do not end before
         // the deadline, a give-up.
         let late = AfterFailure::new(&p, 250, Verdict::Serve(0));
-        assert_eq!(late.wait(7, 0, &mut ours), Err(GiveUp::Deadline));
+        assert_eq!(late.wait(7, 0, &mut ours), Err(GiveUp::ServerDelay));
     }
 
     #[test]
@@ -475,8 +481,27 @@ mod tests {
         let before = rng.clone();
         let mut parts = Vec::new();
         late.split_wait(1000, 3, 0, &mut rng, |n, w| parts.push((n, w)));
-        assert_eq!(parts, [(1000, Err(GiveUp::Deadline))]);
+        assert_eq!(parts, [(1000, Err(GiveUp::ServerDelay))]);
         assert_eq!(rng, before);
+    }
+
+    #[test]
+    fn a_retry_after_longer_than_the_clients_accept_is_a_give_up() {
+        // 100 ms steps: Retry-After 2 s is 20 steps; max_server_delay_s 1.95 s rounds up to 20.
+        let honoured = plan("[server]\nretry_after_s = 2\n[clients]\nmax_server_delay_s = 1.95\n");
+        let mut rng = SplitMix64::new(1);
+        let after = AfterFailure::new(&honoured, 0, Verdict::Serve(0));
+        assert!((20..=22).contains(&after.wait(1, 0, &mut rng).unwrap()));
+        let refused = plan("[server]\nretry_after_s = 2\n[clients]\nmax_server_delay_s = 1.9\n");
+        let after = AfterFailure::new(&refused, 0, Verdict::Serve(0));
+        let before = rng.clone();
+        assert_eq!(after.wait(1, 0, &mut rng), Err(GiveUp::ServerDelay));
+        assert_eq!(rng, before, "a stop draws nothing");
+        // No Retry-After in an outage, so nothing to refuse.
+        let down = AfterFailure::new(&refused, 0, Verdict::Down);
+        assert_eq!(down.wait(1, 0, &mut rng), Ok(1));
+        // The calendar still holds the longest pause.
+        assert_eq!(AfterFailure::longest_wait(&refused, 5), 5);
     }
 
     #[test]

@@ -62,6 +62,9 @@ pub struct Clients {
     pub max_attempts: u32,
     /// Give up this long after the first attempt, in seconds (0 = never).
     pub deadline_s: f64,
+    /// The longest `Retry-After` a client honours, in seconds (0 = any): a longer one makes it
+    /// give up, as herd's `max_server_delay` does.
+    pub max_server_delay_s: f64,
 }
 
 /// `[server]`: what the server can do and when it is down.
@@ -131,6 +134,7 @@ impl Default for Clients {
             arrivals_per_s: 0.0,
             max_attempts: 0,
             deadline_s: 0.0,
+            max_server_delay_s: 0.0,
         }
     }
 }

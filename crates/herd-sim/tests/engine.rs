@@ -106,6 +106,36 @@ fn retry_after_holds_clients_back() {
     conserved(&r);
 }
 
+#[test]
+fn a_retry_after_longer_than_max_server_delay_is_a_give_up() {
+    let mut s = Scenario::default();
+    s.server.retry_after_s = 2.0;
+    s.clients.max_server_delay_s = 1.0;
+    let (r, trace) = sim(&s).trace(RuleName::Immediate, 1).unwrap();
+    // The outage sends no Retry-After; at 10 s, 50 are served and the other 1950 are told
+    // 2 s, longer than they accept: they stop, as herd's retry loops would.
+    assert_eq!((r.served, r.gave_up, r.waiting), (50, 1950, 0));
+    assert!(
+        trace
+            .events
+            .iter()
+            .filter_map(|e| e.gave_up)
+            .all(|g| g == GiveUp::ServerDelay)
+    );
+    // Under a deadline, a Retry-After that does not end before it stops the client too.
+    s.clients.max_server_delay_s = 0.0;
+    s.clients.deadline_s = 11.0;
+    let (r, trace) = sim(&s).trace(RuleName::Immediate, 1).unwrap();
+    assert_eq!((r.served, r.gave_up), (50, 1950));
+    assert!(
+        trace
+            .events
+            .iter()
+            .all(|e| e.gave_up.is_none_or(|g| g == GiveUp::ServerDelay))
+    );
+    conserved(&r);
+}
+
 /// Regression: with a Retry-After every client refused in a step came back exactly
 /// `max(pause, Retry-After)` later, so a deterministic rule's herd stayed in lockstep for
 /// ever. The library's rule, which the engine now calls, adds a jitter of up to 10 %.
@@ -317,6 +347,8 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
                     arrivals_per_s: arrivals,
                     max_attempts,
                     deadline_s: deadline,
+                    // Every other seed, a limit that some Retry-Afters exceed.
+                    max_server_delay_s: if seed % 2 == 0 { 0.0 } else { 0.8 },
                 },
                 server: herd_sim::Server {
                     capacity,
