@@ -5,7 +5,8 @@
 //! one, its first step only under a deadline. The world owns one [`SplitMix64`] seeded by the
 //! run's seed; it draws, in this order at each step, the served arrivals (a partial
 //! Fisher–Yates shuffle choosing `s` of `A`) and then, client by client, the refused ones'
-//! pauses through [`Rule::pause`], the library's own rule code.
+//! pauses through [`Rule::pause`], the library's own rule code, each followed by its
+//! `Retry-After` jitter when the server gave one.
 //!
 //! One step, with its due clients in order (those the calendar holds for this step, in the
 //! order they were scheduled, then new burst clients, then new open-loop clients, by id):
@@ -14,9 +15,12 @@
 //! 2. `s` of them, chosen at random, are served;
 //! 3. every other one takes the failure step shared with the cohort engine
 //!    ([`failure`](crate::failure)): it gives up after `max_attempts` attempts; otherwise
-//!    it draws a pause, rounded up to whole steps and at least one step, raised to the
-//!    `Retry-After` when the server refused it while up, and comes back at
-//!    `step + timeout + pause`, unless that is past its deadline (it gives up), the retry
+//!    it draws a pause, rounded up to whole steps and at least one step; when the server
+//!    refused it while up with a `Retry-After`, the library's `herd::server_delay::decide`
+//!    makes the wait `max(pause, Retry-After)` plus a jitter of up to 10 % drawn right after
+//!    the pause (or a give-up when the delay is longer than `max_server_delay_s` or ends past
+//!    its deadline); it comes back at
+//!    `step + timeout + wait`, unless that is past its deadline (it gives up), the retry
 //!    budget denies the retry (it gives up) or it is past the horizon (it is still waiting at
 //!    the end).
 //!
@@ -74,7 +78,7 @@ fn run<R: Record, O: Observer>(
     let max_pause_steps = pause_steps(rule.max_pause().as_nanos() as u64, step_ns);
     let max_wait = plan
         .timeout_steps
-        .saturating_add(max_pause_steps.max(plan.retry_after_steps))
+        .saturating_add(AfterFailure::longest_wait(plan, max_pause_steps))
         .min(plan.steps);
     let mut calendar = Calendar::<R>::new(max_wait);
     let mut rng = SplitMix64::new(seed);
@@ -158,8 +162,17 @@ fn run<R: Record, O: Observer>(
                 let pause = rule.pause(&mut state, &mut rng);
                 client.set_state(state);
                 let pause = pause_steps(pause.as_nanos() as u64, step_ns);
+                // The server's delay draws its jitter right after the rule's pause.
+                let wait = match after.wait(pause, client.first(), &mut rng) {
+                    Ok(wait) => wait,
+                    Err(why) => {
+                        gave_up += 1;
+                        observer.attempt(id, step, refusal, Some(why));
+                        continue;
+                    }
+                };
                 let budget_allows = || budget.as_ref().is_none_or(SimBudget::withdraw);
-                match after.fate(pause, client.first(), budget_allows) {
+                match after.fate(wait, client.first(), budget_allows) {
                     Fate::GiveUp(why) => {
                         gave_up += 1;
                         denied_by_budget += u64::from(why == GiveUp::Budget);

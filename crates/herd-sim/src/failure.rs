@@ -1,21 +1,44 @@
 //! What a failed attempt leads to: the one step both storm engines take after a refusal.
 //!
 //! The agent engine ([`engine`](crate::engine)) calls it once per refused client, the cohort
-//! engine ([`cohort`](crate::cohort)) once per count of clients that drew the same wait, so
+//! engine ([`cohort`](crate::cohort)) once per count of clients that drew the same pause, so
 //! the two cannot drift: agreement between them is then a test of the samplers alone. The
 //! order is the model's (docs/model.md, "After a failed attempt"):
 //!
 //! 1. a client that has made `max_attempts` attempts gives up ([`AfterFailure::out_of_attempts`]);
 //! 2. otherwise the rule draws a pause, rounded up to whole steps, at least one
-//!    ([`pause_steps`]; the cohort engine draws the same rounded wait from its law);
-//! 3. the server's delay raises it: the wait is `max(pause, Retry-After)` when the server
-//!    refused the attempt while up, the pause alone during an outage ([`AfterFailure::wait`],
-//!    the only place the server's delay is applied);
+//!    ([`pause_steps`]; the cohort engine draws the same rounded pause from its law);
+//! 3. when the server refused the attempt while up with a `Retry-After`, the library's
+//!    [`herd::server_delay::decide`] turns pause and delay into the wait, exactly as the
+//!    retry loops do: `max(pause, Retry-After)` plus a jitter uniform on `0..=10 %` of that,
+//!    or a give-up ([`GiveUp::ServerDelay`]) when the delay is longer than
+//!    `max_server_delay_s` or does not end before the deadline ([`AfterFailure::wait`],
+//!    the only place the server's delay is applied; the cohort engine splits a count over the
+//!    same outcomes with [`AfterFailure::split_wait`]). Without a `Retry-After` (an outage, or
+//!    `retry_after_s = 0`) the wait is the pause and nothing is drawn;
 //! 4. the next attempt is due at `step + timeout + wait`; past the client's deadline it gives
 //!    up, then the retry budget may deny it (a give-up too), then past the horizon it is
 //!    still waiting at the end ([`AfterFailure::fate`]).
+//!
+//! # Steps as nanoseconds
+//!
+//! `decide` does exact integer arithmetic on nanoseconds. The simulator passes its lengths in
+//! whole steps as `Duration::from_nanos(steps)` — one nanosecond standing for one step — so
+//! the library's rule applies unchanged to step counts and its wait comes back in whole steps:
+//! the jitter is `range_inclusive(0, floor(base / 10))` steps. The time left is the client's
+//! deadline less the steps since its first attempt and the timeout. The longest delay honoured
+//! is `clients.max_server_delay_s` rounded up to whole steps like every length (so a
+//! `Retry-After` is compared with it in whole steps), or [`Duration::MAX`] when it is 0. Both
+//! of `decide`'s stops, too long and past the deadline, are a [`GiveUp::ServerDelay`], as both
+//! are the library's `StopReason::ServerDelay`.
+use std::time::Duration;
+
+use herd::rng::Rng;
+use herd::server_delay::{self, ServerDelay, ServerDelayLimits, ServerStop, ServerWait};
+
 use crate::fields::ceil_div;
 use crate::plan::Plan;
+use crate::sample;
 use crate::server::Verdict;
 use crate::trace::GiveUp;
 
@@ -24,6 +47,50 @@ use crate::trace::GiveUp;
 pub(crate) const fn pause_steps(pause_ns: u64, step_ns: u64) -> u64 {
     let steps = ceil_div(pause_ns, step_ns);
     if steps == 0 { 1 } else { steps }
+}
+
+/// The limits the simulator's clients honour server delays under: the longest delay
+/// `clients.max_server_delay_s` in steps (none when 0), the library's default jitter (10 %).
+fn limits(plan: &Plan) -> ServerDelayLimits {
+    let jitter = f64::from(ServerDelayLimits::default().jitter_ppm()) / 1e6;
+    let longest = plan
+        .max_server_delay_steps
+        .map_or(Duration::MAX, as_duration);
+    ServerDelayLimits::new(longest, jitter).expect("the default jitter is in [0, 1]")
+}
+
+/// A length in steps as the nanoseconds `decide` computes with (see the module docs).
+#[inline]
+const fn as_duration(steps: u64) -> Duration {
+    Duration::from_nanos(steps)
+}
+
+/// A wait `decide` returned, back in steps.
+#[inline]
+fn as_steps(wait: Duration) -> u64 {
+    // The inputs are step counts below 2^64 and the result saturates there.
+    u64::try_from(wait.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Not a generator: stands in for one so that the cohort engine can ask `decide` what a
+/// given value of its one uniform draw leads to. `decide` draws exactly one
+/// `range_inclusive(0, spread)` (its documented contract); this records `spread` and answers
+/// `pick` (at most `spread`).
+struct Probe {
+    pick: u64,
+    spread: Option<u64>,
+}
+
+impl Rng for Probe {
+    fn next_u64(&mut self) -> u64 {
+        unreachable!("decide draws only through range_inclusive")
+    }
+
+    fn range_inclusive(&mut self, lo: u64, hi: u64) -> u64 {
+        debug_assert!(self.spread.is_none(), "decide draws once");
+        self.spread = Some(hi - lo);
+        lo + self.pick.min(hi - lo)
+    }
 }
 
 /// Where a refused client that did not run out of attempts goes next.
@@ -42,8 +109,9 @@ pub(crate) enum Fate {
 pub(crate) struct AfterFailure<'p> {
     plan: &'p Plan,
     step: u64,
-    /// The server's delay in steps: its `Retry-After` when it refused while up, else 0.
-    server_delay: u64,
+    /// The server's `Retry-After` in steps when it refused while up with one, else `None`.
+    retry_after: Option<u64>,
+    limits: ServerDelayLimits,
 }
 
 impl<'p> AfterFailure<'p> {
@@ -52,14 +120,17 @@ impl<'p> AfterFailure<'p> {
     pub(crate) fn new(plan: &'p Plan, step: u64, verdict: Verdict) -> Self {
         // A server in an outage sends no answer, so no Retry-After; a refusal, even in
         // collapse, carries it.
-        let server_delay = match verdict {
-            Verdict::Down => 0,
-            Verdict::Collapsed | Verdict::Serve(_) => plan.retry_after_steps,
+        let retry_after = match verdict {
+            Verdict::Down => None,
+            Verdict::Collapsed | Verdict::Serve(_) => {
+                (plan.retry_after_steps > 0).then_some(plan.retry_after_steps)
+            }
         };
         Self {
             plan,
             step,
-            server_delay,
+            retry_after,
+            limits: limits(plan),
         }
     }
 
@@ -70,25 +141,135 @@ impl<'p> AfterFailure<'p> {
         self.plan.max_attempts > 0 && failures.saturating_add(1) >= self.plan.max_attempts
     }
 
-    /// The wait in steps before the next attempt, given the rule's pause in steps: the one
-    /// place the server's delay is applied (today `max(pause, Retry-After)`, no jitter).
+    /// Whether the server gave a `Retry-After` with these refusals: only then does
+    /// [`wait`](Self::wait) draw from the generator.
     #[inline]
-    pub(crate) fn wait(&self, pause_steps: u64) -> u64 {
-        pause_steps.max(self.server_delay)
+    pub(crate) fn has_server_delay(&self) -> bool {
+        self.retry_after.is_some()
     }
 
-    /// Where a client goes whose rule paused `pause_steps` (see [`pause_steps`]), first
-    /// attempting at step `first` (only read under a deadline). `budget_allows` is asked only
-    /// when the deadline leaves the retry possible, and withdraws from the retry budget.
+    /// The longest wait in steps after which a client that first attempted at `first` may
+    /// still attempt before its deadline (`decide`'s `left`), or `None` without a deadline.
+    fn left(&self, first: u32) -> Option<Duration> {
+        let deadline = self.plan.deadline_steps?;
+        let spent = (self.step - u64::from(first)).saturating_add(self.plan.timeout_steps);
+        Some(as_duration(deadline.saturating_sub(spent)))
+    }
+
+    /// The library's decision for a pause of `pause_steps`, drawing from `rng`.
+    fn decide<R: Rng + ?Sized>(
+        &self,
+        retry_after: u64,
+        pause_steps: u64,
+        first: u32,
+        rng: &mut R,
+    ) -> Result<u64, GiveUp> {
+        match decide_in_steps(
+            pause_steps,
+            retry_after,
+            self.left(first),
+            &self.limits,
+            rng,
+        ) {
+            ServerWait::Wait(w) => Ok(as_steps(w)),
+            ServerWait::Stop(ServerStop::TooLong | ServerStop::PastDeadline) => {
+                Err(GiveUp::ServerDelay)
+            }
+            // The simulator's servers send only `Retry-After`, never a gRPC "do not retry".
+            ServerWait::Stop(other) => unreachable!("no Retry-After stops with {other}"),
+        }
+    }
+
+    /// The wait in steps before the next attempt of a client whose rule paused `pause_steps`
+    /// and that first attempted at `first` (only read under a deadline), or the give-up the
+    /// server's delay leads to.
+    ///
+    /// Without a `Retry-After` the wait is the pause and nothing is drawn. With one, it is
+    /// [`herd::server_delay::decide`]'s, the very rule of the library's retry loops, drawing
+    /// its jitter from `rng` (one `range_inclusive`), and a delay that does not end before the
+    /// deadline is a [`GiveUp::Deadline`].
     #[inline]
-    pub(crate) fn fate(
+    pub(crate) fn wait<R: Rng + ?Sized>(
         &self,
         pause_steps: u64,
         first: u32,
-        budget_allows: impl FnOnce() -> bool,
-    ) -> Fate {
+        rng: &mut R,
+    ) -> Result<u64, GiveUp> {
+        match self.retry_after {
+            None => Ok(pause_steps),
+            Some(retry_after) => self.decide(retry_after, pause_steps, first, rng),
+        }
+    }
+
+    /// Splits `count` clients that drew the same pause (and first attempted at `first`) over
+    /// the waits [`wait`](Self::wait) gives them, calling `emit(n, wait)` for each part, in
+    /// the law of `count` independent calls of `wait`.
+    ///
+    /// The wait's only randomness is `decide`'s one uniform draw of the jitter from
+    /// `0..=spread`, so the counts per value are multinomial with equal cell probabilities:
+    /// drawn as a chain of binomials, the value each cell leads to asked of `decide` itself.
+    /// A few clients (up to [`DRAW_EACH_UP_TO`]) call `wait` one by one instead.
+    pub(crate) fn split_wait<R: Rng + ?Sized>(
+        &self,
+        count: u64,
+        pause_steps: u64,
+        first: u32,
+        rng: &mut R,
+        mut emit: impl FnMut(u64, Result<u64, GiveUp>),
+    ) {
+        let Some(retry_after) = self.retry_after else {
+            emit(count, Ok(pause_steps));
+            return;
+        };
+        if count <= DRAW_EACH_UP_TO {
+            for _ in 0..count {
+                emit(1, self.decide(retry_after, pause_steps, first, rng));
+            }
+            return;
+        }
+        let mut probe = Probe {
+            pick: 0,
+            spread: None,
+        };
+        let lowest = self.decide(retry_after, pause_steps, first, &mut probe);
+        let Some(spread) = probe.spread else {
+            // Stopped before drawing: every client alike.
+            emit(count, lowest);
+            return;
+        };
+        let wait_of = |pick: u64| {
+            let mut probe = Probe { pick, spread: None };
+            self.decide(retry_after, pause_steps, first, &mut probe)
+        };
+        // The wait grows with the draw (`min(base + extra, cut)`), so from the first cell
+        // that reaches the highest wait (the deadline's cut) on, every cell gives it: those
+        // cells are one.
+        let highest = wait_of(spread);
+        let mut left = count;
+        let mut cell = 0u64;
+        while left > 0 {
+            let wait = wait_of(cell);
+            let cells_left = spread - cell + 1;
+            let n = if cells_left == 1 || wait == highest {
+                left
+            } else {
+                sample::binomial(rng, left, 1.0 / cells_left as f64)
+            };
+            if n > 0 {
+                emit(n, wait);
+                left -= n;
+            }
+            cell += 1;
+        }
+    }
+
+    /// Where a client goes that waits `wait` steps (see [`wait`](Self::wait)), first
+    /// attempting at step `first` (only read under a deadline). `budget_allows` is asked only
+    /// when the deadline leaves the retry possible, and withdraws from the retry budget.
+    #[inline]
+    pub(crate) fn fate(&self, wait: u64, first: u32, budget_allows: impl FnOnce() -> bool) -> Fate {
         let plan = self.plan;
-        let next = self.step + plan.timeout_steps + self.wait(pause_steps);
+        let next = self.step + plan.timeout_steps + wait;
         if plan
             .deadline_steps
             .is_some_and(|d| next - u64::from(first) >= d)
@@ -104,6 +285,44 @@ impl<'p> AfterFailure<'p> {
             Fate::Due(next)
         }
     }
+
+    /// The longest wait in steps after a pause of at most `max_pause_steps`: the calendar's
+    /// horizon (a deadline only cuts waits shorter).
+    pub(crate) fn longest_wait(plan: &Plan, max_pause_steps: u64) -> u64 {
+        if plan.retry_after_steps == 0 {
+            return max_pause_steps;
+        }
+        let mut probe = Probe {
+            pick: u64::MAX,
+            spread: None,
+        };
+        match decide_in_steps(
+            max_pause_steps,
+            plan.retry_after_steps,
+            None,
+            &limits(plan),
+            &mut probe,
+        ) {
+            ServerWait::Wait(w) => as_steps(w),
+            ServerWait::Stop(_) => max_pause_steps,
+        }
+    }
+}
+
+/// At most this many clients of a count [`AfterFailure::split_wait`] draws one by one.
+pub(crate) const DRAW_EACH_UP_TO: u64 = 8;
+
+/// [`herd::server_delay::decide`] on lengths in steps: a pause of `pause_steps`, a
+/// `Retry-After` of `retry_after` steps, `left` steps left (see the module docs).
+fn decide_in_steps<R: Rng + ?Sized>(
+    pause_steps: u64,
+    retry_after: u64,
+    left: Option<Duration>,
+    limits: &ServerDelayLimits,
+    rng: &mut R,
+) -> ServerWait {
+    let delay = ServerDelay::RetryAfter(as_duration(retry_after));
+    server_delay::decide(as_duration(pause_steps), delay, left, limits, rng)
 }
 
 #[cfg(test)]
@@ -111,6 +330,8 @@ mod tests {
     use super::*;
     use crate::limits::Limits;
     use crate::scenario::Scenario;
+    use herd::rng::SplitMix64;
+    use std::collections::BTreeMap;
 
     fn plan(text: &str) -> Plan {
         let scenario = Scenario::from_toml_str(text).unwrap();
@@ -128,16 +349,168 @@ mod tests {
 
     #[test]
     fn retry_after_raises_the_pause_only_when_the_server_answered() {
-        // 100 ms steps: Retry-After 1 s is 10 steps.
+        // 100 ms steps: Retry-After 1 s is 10 steps, so waits are 10 or 11 (10 % of 10).
         let p = plan("[server]\nretry_after_s = 1\n");
+        let mut rng = SplitMix64::new(1);
         let up = AfterFailure::new(&p, 5, Verdict::Serve(0));
-        assert_eq!(up.wait(3), 10);
-        assert_eq!(up.wait(12), 12);
+        for _ in 0..100 {
+            assert!((10..=11).contains(&up.wait(3, 0, &mut rng).unwrap()));
+            assert!((12..=13).contains(&up.wait(12, 0, &mut rng).unwrap()));
+        }
         let collapsed = AfterFailure::new(&p, 5, Verdict::Collapsed);
-        assert_eq!(collapsed.wait(3), 10);
+        assert!(collapsed.has_server_delay());
+        assert!((10..=11).contains(&collapsed.wait(3, 0, &mut rng).unwrap()));
+        // In an outage: the pause, and nothing drawn.
         let down = AfterFailure::new(&p, 5, Verdict::Down);
-        assert_eq!(down.wait(3), 3);
-        assert_eq!(up.fate(3, 0, || true), Fate::Due(15));
+        let before = rng.clone();
+        assert_eq!(down.wait(3, 0, &mut rng), Ok(3));
+        assert_eq!(rng, before);
+        assert_eq!(up.fate(10, 0, || true), Fate::Due(15));
+    }
+
+    /// Regression: the wait used to be exactly `max(pause, Retry-After)`, so every client
+    /// refused in a step with the same pause came back in the same step, in lockstep.
+    #[test]
+    fn retry_after_waits_are_within_ten_percent_and_spread() {
+        // 10 ms steps, Retry-After 5 s = 500 steps: waits in 500..=550.
+        let p = plan("step_ms = 10\nwindow_ms = 10\n[server]\nretry_after_s = 5\n");
+        let after = AfterFailure::new(&p, 0, Verdict::Serve(0));
+        let mut rng = SplitMix64::new(7);
+        let mut seen = BTreeMap::new();
+        for _ in 0..10_000 {
+            let w = after.wait(1, 0, &mut rng).unwrap();
+            assert!((500..=550).contains(&w), "{w}");
+            *seen.entry(w).or_insert(0u32) += 1;
+        }
+        assert_eq!(seen.len(), 51, "every value of the jitter occurs");
+        // A pause longer than the delay is the floor instead.
+        for _ in 0..1000 {
+            let w = after.wait(800, 0, &mut rng).unwrap();
+            assert!((800..=880).contains(&w), "{w}");
+        }
+    }
+
+    /// The simulator's wait is the library's: the same inputs, in steps as nanoseconds, and
+    /// the same generator give the same wait as calling `herd::server_delay::decide`.
+    #[test]
+    fn the_wait_is_the_library_decision() {
+        let p = plan(
+            "step_ms = 10\nwindow_ms = 10\n[server]\nretry_after_s = 2\n[clients]\ndeadline_s = 4\n",
+        );
+        let after = AfterFailure::new(&p, 100, Verdict::Serve(0));
+        let limits = ServerDelayLimits::new(Duration::MAX, 0.1).unwrap();
+        let mut ours = SplitMix64::new(11);
+        let mut theirs = ours.clone();
+        for (pause, first) in [
+            (1, 100),
+            (150, 90),
+            (300, 100),
+            (250, 60),
+            (380, 100),
+            (7, 0),
+        ] {
+            // Deadline 400 steps; spent: 100 − first, no timeout.
+            let left = Duration::from_nanos(400u64.saturating_sub(100 - u64::from(first)));
+            let want = match server_delay::decide(
+                Duration::from_nanos(pause),
+                ServerDelay::RetryAfter(Duration::from_nanos(200)),
+                Some(left),
+                &limits,
+                &mut theirs,
+            ) {
+                ServerWait::Wait(w) => Ok(w.as_nanos() as u64),
+                ServerWait::Stop(_) => Err(GiveUp::ServerDelay),
+            };
+            assert_eq!(
+                after.wait(pause, first, &mut ours),
+                want,
+                "pause {pause}, first {first}"
+            );
+            assert_eq!(ours, theirs);
+        }
+        // (380, 100) is cut at 399 steps, the last before the deadline. At step 250, 150
+        // steps are left to a client that first attempted at 0: 200 steps do not end before
+        // the deadline, a give-up.
+        let late = AfterFailure::new(&p, 250, Verdict::Serve(0));
+        assert_eq!(late.wait(7, 0, &mut ours), Err(GiveUp::ServerDelay));
+    }
+
+    #[test]
+    fn split_wait_has_the_law_of_one_by_one() {
+        let p = plan(
+            "step_ms = 10\nwindow_ms = 10\n[server]\nretry_after_s = 1\n[clients]\ndeadline_s = 2\n",
+        );
+        // At step 50, first 0: 150 steps left, so waits of 100 + 0..=10, and pauses of 145
+        // give 145 + 0..=14 cut at 149.
+        let after = AfterFailure::new(&p, 50, Verdict::Serve(0));
+        for pause in [3u64, 145, 150] {
+            let mut rng = SplitMix64::new(pause);
+            let mut one = BTreeMap::new();
+            let mut split = BTreeMap::new();
+            let (reps, count) = (400u64, 1000u64);
+            for _ in 0..reps {
+                for _ in 0..count {
+                    *one.entry(after.wait(pause, 0, &mut rng).ok())
+                        .or_insert(0u64) += 1;
+                }
+                let mut total = 0;
+                after.split_wait(count, pause, 0, &mut rng, |n, w| {
+                    *split.entry(w.ok()).or_insert(0u64) += n;
+                    total += n;
+                });
+                assert_eq!(total, count);
+            }
+            assert_eq!(
+                one.keys().collect::<Vec<_>>(),
+                split.keys().collect::<Vec<_>>()
+            );
+            let trials = (reps * count) as f64;
+            for (w, &n) in &one {
+                let p = n as f64 / trials;
+                let se = (p * (1.0 - p) / trials).sqrt() * std::f64::consts::SQRT_2;
+                let q = split[w] as f64 / trials;
+                assert!(
+                    (p - q).abs() <= 5.0 * se + 1e-12,
+                    "pause {pause}, {w:?}: {p} vs {q}"
+                );
+            }
+        }
+        // Past the deadline nothing is drawn, and the whole count gives up.
+        let late = AfterFailure::new(&p, 180, Verdict::Serve(0));
+        let mut rng = SplitMix64::new(1);
+        let before = rng.clone();
+        let mut parts = Vec::new();
+        late.split_wait(1000, 3, 0, &mut rng, |n, w| parts.push((n, w)));
+        assert_eq!(parts, [(1000, Err(GiveUp::ServerDelay))]);
+        assert_eq!(rng, before);
+    }
+
+    #[test]
+    fn a_retry_after_longer_than_the_clients_accept_is_a_give_up() {
+        // 100 ms steps: Retry-After 2 s is 20 steps; max_server_delay_s 1.95 s rounds up to 20.
+        let honoured = plan("[server]\nretry_after_s = 2\n[clients]\nmax_server_delay_s = 1.95\n");
+        let mut rng = SplitMix64::new(1);
+        let after = AfterFailure::new(&honoured, 0, Verdict::Serve(0));
+        assert!((20..=22).contains(&after.wait(1, 0, &mut rng).unwrap()));
+        let refused = plan("[server]\nretry_after_s = 2\n[clients]\nmax_server_delay_s = 1.9\n");
+        let after = AfterFailure::new(&refused, 0, Verdict::Serve(0));
+        let before = rng.clone();
+        assert_eq!(after.wait(1, 0, &mut rng), Err(GiveUp::ServerDelay));
+        assert_eq!(rng, before, "a stop draws nothing");
+        // No Retry-After in an outage, so nothing to refuse.
+        let down = AfterFailure::new(&refused, 0, Verdict::Down);
+        assert_eq!(down.wait(1, 0, &mut rng), Ok(1));
+        // The calendar still holds the longest pause.
+        assert_eq!(AfterFailure::longest_wait(&refused, 5), 5);
+    }
+
+    #[test]
+    fn the_calendar_holds_the_longest_jittered_wait() {
+        let p = plan("[server]\nretry_after_s = 2\n");
+        // 20 steps and 10 %: 22.
+        assert_eq!(AfterFailure::longest_wait(&p, 5), 22);
+        assert_eq!(AfterFailure::longest_wait(&p, 40), 44);
+        assert_eq!(AfterFailure::longest_wait(&plan(""), 40), 40);
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub(crate) struct Plan {
     pub(crate) open_loop_total: u64,
     pub(crate) max_attempts: u32,
     pub(crate) deadline_steps: Option<u64>,
+    /// The longest `Retry-After` honoured, in steps (`None`: any).
+    pub(crate) max_server_delay_steps: Option<u64>,
     pub(crate) capacity: u64,
     pub(crate) refusal_cost: RefusalCost,
     pub(crate) collapse_above: Option<u64>,
@@ -144,6 +146,10 @@ impl Plan {
         let open_loop_total = open_loop as u64;
         let deadline_ns = fields::nanos("clients.deadline_s", c.deadline_s)?;
         let deadline_steps = (deadline_ns > 0).then(|| ceil_div(deadline_ns, step_ns));
+        let max_server_delay_ns =
+            fields::nanos("clients.max_server_delay_s", c.max_server_delay_s)?;
+        let max_server_delay_steps =
+            (max_server_delay_ns > 0).then(|| ceil_div(max_server_delay_ns, step_ns));
 
         let v = &s.server;
         let refusal_cost = RefusalCost::new(v.refusal_cost)
@@ -200,6 +206,7 @@ impl Plan {
             open_loop_total,
             max_attempts: c.max_attempts,
             deadline_steps,
+            max_server_delay_steps,
             capacity: v.capacity,
             refusal_cost,
             collapse_above: (v.collapse_above > 0).then_some(v.collapse_above),

@@ -62,6 +62,9 @@ pub struct Clients {
     pub max_attempts: u32,
     /// Give up this long after the first attempt, in seconds (0 = never).
     pub deadline_s: f64,
+    /// The longest `Retry-After` a client honours, in seconds (0 = any): a longer one makes it
+    /// give up, as herd's `max_server_delay` does.
+    pub max_server_delay_s: f64,
 }
 
 /// `[server]`: what the server can do and when it is down.
@@ -78,7 +81,8 @@ pub struct Server {
     pub outages: Vec<[f64; 2]>,
     /// After an outage, capacity ramps linearly from 0 over this many seconds (0 = at once).
     pub warmup_s: f64,
-    /// Refusals carry this `Retry-After` in seconds (0 = none); clients honour it.
+    /// Refusals carry this `Retry-After` in seconds (0 = none); clients honour it as herd does
+    /// (`herd::server_delay::decide`: the larger of it and the pause, plus up to 10 %).
     pub retry_after_s: f64,
     /// A failed attempt is known only this long after it was sent, in seconds.
     pub timeout_s: f64,
@@ -130,6 +134,7 @@ impl Default for Clients {
             arrivals_per_s: 0.0,
             max_attempts: 0,
             deadline_s: 0.0,
+            max_server_delay_s: 0.0,
         }
     }
 }

@@ -26,6 +26,7 @@ pub enum Outcome {
 /// Why a client stopped after a failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum GiveUp {
     /// It had made `max_attempts` attempts.
     MaxAttempts,
@@ -33,6 +34,10 @@ pub enum GiveUp {
     Deadline,
     /// The retry budget denied the retry.
     Budget,
+    /// The server's `Retry-After` was longer than `max_server_delay_s`, or did not end before
+    /// the deadline: `herd::server_delay::decide` stopped the call, as herd's retry loops do
+    /// (their `StopReason::ServerDelay`).
+    ServerDelay,
 }
 
 /// One attempt.

@@ -221,3 +221,34 @@ fn sixty_console_scene_every_rule_agrees() {
         eprintln!("sixty {rule}: worst |diff| / tolerance = {worst:.2}");
     }
 }
+
+/// A long `Retry-After` (2 s: 20 steps, so the library's jitter spreads a herd over 21–22
+/// steps and more as it grows) under a deadline that cuts some waits and stops clients told
+/// to wait past it: the cohort engine's multinomial split of each count over the jitter's
+/// values must give the agent engine's law, one `herd::server_delay::decide` per client.
+fn long_retry_after() -> Scenario {
+    let d = Scenario::default();
+    Scenario {
+        horizon_s: 120.0,
+        clients: Clients {
+            count: 3000,
+            deadline_s: 30.0,
+            ..d.clients
+        },
+        server: Server {
+            retry_after_s: 2.0,
+            ..d.server
+        },
+        ..d
+    }
+}
+
+#[test]
+fn long_retry_after_every_rule_agrees() {
+    let scenario = long_retry_after();
+    for rule in rules() {
+        // The jitter makes every rule random, so no run-for-run comparison.
+        let worst = agree(&scenario, rule, false);
+        eprintln!("retry-after {rule}: worst |diff| / tolerance = {worst:.2}");
+    }
+}

@@ -92,9 +92,102 @@ fn retry_after_holds_clients_back() {
     s.server.retry_after_s = 2.0;
     let r = sim(&s).run(RuleName::Immediate, 1).unwrap();
     // During the outage there is no Retry-After: immediate knocks every step. After it, the
-    // 1950 refused wait 2 s, so 50 are served every 2 s.
-    assert_eq!(r.all_served_s, Some(10.0 + 39.0 * 2.0));
+    // refused wait 2 s plus a jitter of 0–10 % (20, 21 or 22 steps), so they come back over
+    // several steps, 50 served in each, and the jitter widens the spread at every round.
+    // Without the jitter they came back in lockstep: 50 served every 2 s, all at 88 s.
+    let lockstep = 10.0 + 39.0 * 2.0;
+    let all = r.all_served_s.unwrap();
+    // At best 50 a step from 12 s on: 39 steps for the 1950.
+    assert!(all >= 12.0 + 3.8, "{all}");
+    assert!(all < lockstep / 2.0, "{all}");
+    assert_eq!(r.all_served_s, Some(27.0), "seed 1");
+    // No client comes back earlier than told: nothing is served between 10.1 s and 12 s.
+    assert!(r.series.served[101..120].iter().all(|&x| x == 0));
     conserved(&r);
+}
+
+#[test]
+fn a_retry_after_longer_than_max_server_delay_is_a_give_up() {
+    let mut s = Scenario::default();
+    s.server.retry_after_s = 2.0;
+    s.clients.max_server_delay_s = 1.0;
+    let (r, trace) = sim(&s).trace(RuleName::Immediate, 1).unwrap();
+    // The outage sends no Retry-After; at 10 s, 50 are served and the other 1950 are told
+    // 2 s, longer than they accept: they stop, as herd's retry loops would.
+    assert_eq!((r.served, r.gave_up, r.waiting), (50, 1950, 0));
+    assert!(
+        trace
+            .events
+            .iter()
+            .filter_map(|e| e.gave_up)
+            .all(|g| g == GiveUp::ServerDelay)
+    );
+    // Under a deadline, a Retry-After that does not end before it stops the client too.
+    s.clients.max_server_delay_s = 0.0;
+    s.clients.deadline_s = 11.0;
+    let (r, trace) = sim(&s).trace(RuleName::Immediate, 1).unwrap();
+    assert_eq!((r.served, r.gave_up), (50, 1950));
+    assert!(
+        trace
+            .events
+            .iter()
+            .all(|e| e.gave_up.is_none_or(|g| g == GiveUp::ServerDelay))
+    );
+    conserved(&r);
+}
+
+/// Regression: with a Retry-After every client refused in a step came back exactly
+/// `max(pause, Retry-After)` later, so a deterministic rule's herd stayed in lockstep for
+/// ever. The library's rule, which the engine now calls, adds a jitter of up to 10 %.
+#[test]
+fn clients_refused_together_do_not_come_back_together() {
+    let mut s = Scenario::default();
+    s.server.retry_after_s = 2.0;
+    for rule in [RuleName::Immediate, RuleName::Constant] {
+        let (_, trace) = sim(&s).trace(rule, 3).unwrap();
+        // The first refusals by a server that is up: step 100, the end of the outage.
+        let refused_at = trace
+            .events
+            .iter()
+            .find(|e| e.outcome == Outcome::Refused)
+            .unwrap()
+            .step;
+        assert_eq!(refused_at, 100);
+        let refused: std::collections::HashSet<u32> = trace
+            .events
+            .iter()
+            .filter(|e| e.step == refused_at && e.outcome == Outcome::Refused)
+            .map(|e| e.client)
+            .collect();
+        let mut next_step = std::collections::HashMap::new();
+        for e in trace.events.iter().filter(|e| e.step > refused_at) {
+            if refused.contains(&e.client) {
+                next_step.entry(e.client).or_insert(e.step);
+            }
+        }
+        assert_eq!(
+            next_step.len(),
+            refused.len(),
+            "{rule}: every refused client returns"
+        );
+        let mut per_step = std::collections::BTreeMap::<u64, usize>::new();
+        for &step in next_step.values() {
+            *per_step.entry(step).or_default() += 1;
+        }
+        // 20 steps plus 0, 1 or 2, each about a third of the clients.
+        assert_eq!(
+            per_step.keys().copied().collect::<Vec<_>>(),
+            [120, 121, 122],
+            "{rule}"
+        );
+        for (&step, &n) in &per_step {
+            assert!(
+                n > refused.len() / 4,
+                "{rule}: {n} of {} at {step}",
+                refused.len()
+            );
+        }
+    }
 }
 
 #[test]
@@ -254,6 +347,8 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
                     arrivals_per_s: arrivals,
                     max_attempts,
                     deadline_s: deadline,
+                    // Every other seed, a limit that some Retry-Afters exceed.
+                    max_server_delay_s: if seed % 2 == 0 { 0.0 } else { 0.8 },
                 },
                 server: herd_sim::Server {
                     capacity,

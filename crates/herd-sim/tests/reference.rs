@@ -88,6 +88,7 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
     let retry_after = ceil_div(ns(s.server.retry_after_s), step);
     let timeout = ceil_div(ns(s.server.timeout_s), step);
     let deadline = ceil_div(ns(s.clients.deadline_s), step);
+    let max_server_delay = ceil_div(ns(s.clients.max_server_delay_s), step);
 
     let mut rng = SplitMix64::new(seed);
     let mut states: Vec<RuleState> = Vec::new();
@@ -155,8 +156,22 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
             }
             let pause = rule.pause(&mut states[c], &mut rng);
             let mut wait = ceil_div(pause.as_nanos() as u64, step).max(1);
-            if up {
-                wait = wait.max(retry_after);
+            if up && retry_after > 0 {
+                // Retry-After as `herd::server_delay::decide` documents it, in steps: stop
+                // when the delay is longer than the longest honoured, or does not end before
+                // the last step an attempt may start at; else wait max(pause, delay) plus a
+                // uniform extra of 0..=floor(10 % of that), cut to that last step.
+                let left = (deadline > 0).then(|| deadline.saturating_sub(n - first[c] + timeout));
+                let too_long = max_server_delay > 0 && retry_after > max_server_delay;
+                if too_long || left.is_some_and(|left| retry_after >= left) {
+                    f.gave_up += 1;
+                    continue;
+                }
+                let base = wait.max(retry_after);
+                wait = base + rng.range_inclusive(0, base / 10);
+                if let Some(left) = left {
+                    wait = wait.min(left - 1);
+                }
             }
             let next = n + timeout + wait;
             if deadline > 0 && next - first[c] >= deadline {
@@ -232,7 +247,14 @@ fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
     (
         (1u64..300, 0.0f64..20.0, 0u32..7, 0.0f64..6.0, 0.0f64..2.0),
         (0u64..40, 0u32..90, 0u64..80, 0.1f64..6.0, 0.0f64..2.0),
-        (0.0f64..1.0, 0.0f64..0.6, 1u64..4, 0usize..8, any::<u64>()),
+        (
+            0.0f64..1.0,
+            0.0f64..0.6,
+            1u64..4,
+            0usize..8,
+            any::<u64>(),
+            0.0f64..1.5,
+        ),
     )
         .prop_map(|(c, v, m)| {
             let mut s = Scenario {
@@ -246,6 +268,7 @@ fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
             s.clients.max_attempts = c.2;
             s.clients.deadline_s = c.3;
             s.clients.start_s = c.4;
+            s.clients.max_server_delay_s = m.5;
             s.server.capacity = v.0;
             s.server.refusal_cost = f64::from(v.1) / 100.0;
             s.server.collapse_above = v.2;

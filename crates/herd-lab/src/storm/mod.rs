@@ -140,6 +140,9 @@ impl LabStorm {
         if s.retry_after_s > 0.0 {
             return Err(unsupported("server.retry_after_s", "Retry-After"));
         }
+        if c.max_server_delay_s > 0.0 {
+            return Err(unsupported("clients.max_server_delay_s", "Retry-After"));
+        }
         if s.timeout_s > 0.0 {
             return Err(unsupported("server.timeout_s", "attempt timeouts"));
         }

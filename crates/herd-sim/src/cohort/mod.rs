@@ -45,8 +45,11 @@
 //! 4. every refused client of a cohort fails: the whole cohort gives up at `max_attempts`;
 //!    otherwise each client's wait is an independent draw of the rule, so the cohort's counts
 //!    per outcome are one multinomial draw from the law of the wait (exact; see `law.rs`), and
-//!    each outcome's count gives up at its deadline, passes the horizon, or is filed in the
-//!    calendar at `step + timeout + max(wait, Retry-After)`.
+//!    under a `Retry-After`, each outcome's count splits again over the waits the library's
+//!    `herd::server_delay::decide` gives its pause, one cell per value of its uniform jitter
+//!    (a multinomial with equal cells, as a chain of binomials; see
+//!    `AfterFailure::split_wait`), and each count gives up at its deadline, passes the
+//!    horizon, or is filed in the calendar at `step + timeout + wait`.
 //!
 //! Samplers: `sample.rs` (binomial, hypergeometric), drawing only from the world's SplitMix64.
 //!
@@ -166,6 +169,7 @@ pub(crate) fn simulate(
     let mut sizes: Vec<u64> = Vec::new();
     let mut served_of: Vec<u64> = Vec::new();
     let mut nested: Vec<Nested> = Vec::new();
+    let mut delayed_of: Vec<Delayed> = Vec::new();
     let mut gave_up = 0u64;
     let mut beyond_horizon = 0u64;
     let mut work = 0u64;
@@ -220,9 +224,12 @@ pub(crate) fn simulate(
             sizes.extend(due.iter().map(|(_, n)| *n));
             sample::multivariate_hypergeometric(&mut rng, &sizes, served, &mut served_of);
 
-            // Files `n` refused clients of a cohort: given up (`None`: out of attempts), or
-            // due again after drawing `Some((wait, memory))`, by the engines' shared step.
+            // Files `n` refused clients of a cohort: given up (`None`: out of attempts, or the
+            // server's delay ends past the deadline), or due again after waiting
+            // `Some((wait, memory))`, by the engines' shared step.
             let after = AfterFailure::new(plan, step, verdict);
+            let delayed = after.has_server_delay();
+            delayed_of.clear();
             let mut file = |n: u64, drawn: Option<(u64, u64)>, failures: u32, first: u32| {
                 let Some((wait, memory)) = drawn else {
                     gave_up += n;
@@ -242,6 +249,15 @@ pub(crate) fn simulate(
                     }
                 }
             };
+            // Refused clients that drew `Some((pause, memory))`: filed now, or with a
+            // Retry-After, set aside until their jitter is drawn below.
+            let mut refuse =
+                |n: u64, drawn: Option<(u64, u64)>, failures: u32, first: u32| match drawn {
+                    Some((pause, memory)) if delayed => {
+                        delayed_of.push((n, pause, memory, failures, first));
+                    }
+                    _ => file(n, drawn, failures, first),
+                };
             nested.clear();
             for (&(state, count), &taken) in due.iter().zip(&served_of) {
                 let refused = count - taken;
@@ -249,7 +265,7 @@ pub(crate) fn simulate(
                     continue;
                 }
                 if after.out_of_attempts(state.failures) {
-                    file(refused, None, state.failures, state.first);
+                    refuse(refused, None, state.failures, state.first);
                     continue;
                 }
                 let failures =
@@ -265,7 +281,7 @@ pub(crate) fn simulate(
                     for _ in 0..refused {
                         let (wait, memory) = laws.draw_one(state.failures, state.memory, &mut rng);
                         let memory = drop_memory.unwrap_or(memory);
-                        file(1, Some((wait, memory)), failures, state.first);
+                        refuse(1, Some((wait, memory)), failures, state.first);
                     }
                     continue;
                 }
@@ -279,13 +295,20 @@ pub(crate) fn simulate(
                     |i, n| {
                         let (wait, memory) = law.outcomes[i];
                         let memory = drop_memory.unwrap_or(memory);
-                        file(n, Some((wait, memory)), failures, state.first);
+                        refuse(n, Some((wait, memory)), failures, state.first);
                     },
                 );
             }
             split_nested(&mut rng, &laws, &mut nested, |n, drawn, failures, first| {
-                file(n, Some(drawn), failures, first);
+                refuse(n, Some(drawn), failures, first);
             });
+            // The server's delay: each part splits over the waits `decide` gives its pause,
+            // the same law as the agent's one draw per client (`AfterFailure::split_wait`).
+            for &(n, pause, memory, failures, first) in &delayed_of {
+                after.split_wait(n, pause, first, &mut rng, |k, wait| {
+                    file(k, wait.ok().map(|w| (w, memory)), failures, first);
+                });
+            }
             if calendar.cohorts() > max_cohorts {
                 return Err(ScenarioError::field(
                     "step_ms",
@@ -306,6 +329,10 @@ pub(crate) fn simulate(
     debug_assert_eq!(meter.served + gave_up + waiting, plan.total_clients());
     Ok(meter.finish(name, seed, gave_up, 0, waiting))
 }
+
+/// Refused clients that drew the same pause under a `Retry-After`, before the server delay's
+/// jitter: `(count, pause, memory, failures as filed next, first step)`.
+type Delayed = (u64, u64, u64, u32, u32);
 
 /// A refused cohort of a rule with nested laws: `(failures as filed next, first step, top of
 /// the uniform pause range, count)`.
