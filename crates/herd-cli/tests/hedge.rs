@@ -1,34 +1,8 @@
 //! `herd hedge` end to end: the JSON shape, CSV, the sweep over utilisation, charts, the
 //! overload scenario, and one-line errors with exit code 2.
-use std::process::{Command, Output};
+mod support;
 
-use serde_json::Value;
-
-fn herd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .expect("herd runs")
-}
-
-fn json(args: &[&str]) -> Value {
-    let out = herd(args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON")
-}
-
-fn error(args: &[&str]) -> String {
-    let out = herd(args);
-    assert_eq!(out.status.code(), Some(2), "{args:?}");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    err
-}
+use support::{herd, json, usage_error};
 
 #[test]
 fn json_has_one_result_per_policy_with_the_tail_and_the_cost() {
@@ -181,13 +155,13 @@ fn charts_are_written_for_the_tail_and_the_sweep() {
 
 #[test]
 fn bad_input_gets_one_line_naming_the_field() {
-    assert!(error(&["hedge", "--requests", "-5"]).contains("--requests"));
-    assert!(error(&["hedge", "--requests", "0"]).contains("--requests"));
-    assert!(error(&["hedge", "--seed", "-1"]).contains("--seed"));
-    assert!(error(&["hedge", "--utilisation", "0.5,-0.1"]).contains("--utilisation"));
-    assert!(error(&["hedge", "--utilisation", "nan"]).contains("--utilisation"));
-    assert!(error(&["hedge", "--chart", "x.gif"]).contains("--chart"));
-    assert!(error(&["hedge", "no-such-file.toml"]).contains("no-such-file.toml"));
-    let err = error(&["hedge", "scenarios/default.toml"]);
+    assert!(usage_error(&["hedge", "--requests", "-5"]).contains("--requests"));
+    assert!(usage_error(&["hedge", "--requests", "0"]).contains("--requests"));
+    assert!(usage_error(&["hedge", "--seed", "-1"]).contains("--seed"));
+    assert!(usage_error(&["hedge", "--utilisation", "0.5,-0.1"]).contains("--utilisation"));
+    assert!(usage_error(&["hedge", "--utilisation", "nan"]).contains("--utilisation"));
+    assert!(usage_error(&["hedge", "--chart", "x.gif"]).contains("--chart"));
+    assert!(usage_error(&["hedge", "no-such-file.toml"]).contains("no-such-file.toml"));
+    let err = usage_error(&["hedge", "scenarios/default.toml"]);
     assert!(err.contains("scenarios/default.toml"), "{err}");
 }

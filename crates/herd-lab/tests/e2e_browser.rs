@@ -573,14 +573,7 @@ async fn check_storm(browser: &Client, server: &PageServer) {
     wait_until(browser, "document.body.dataset.stormCompare === 'ready'").await;
     wait_until(browser, "document.body.dataset.stormAnimation === 'done'").await;
     let mut longest = 0.0_f64;
-    for rule in [
-        "immediate",
-        "constant",
-        "exponential",
-        "full",
-        "equal",
-        "decorrelated",
-    ] {
+    for rule in herd::RuleName::CLASSIC.map(herd::RuleName::as_str) {
         let (_, api) = server
             .post(
                 "storm",
