@@ -4,28 +4,12 @@
 //! it recovers by itself.
 use herd::RuleName;
 use herd_sim::Limits;
-use herd_sim::metastable::{Metastable, MetastableReport, MetastableScenario, sweep_offered};
+use herd_sim::metastable::{Metastable, MetastableScenario, sweep_offered};
 
-fn shipped(text: &str) -> MetastableScenario {
-    MetastableScenario::from_toml_str(text).expect("shipped scenario parses")
-}
+#[path = "support/metastable.rs"]
+mod metastable;
 
-fn no_budget() -> MetastableScenario {
-    shipped(include_str!("../../../scenarios/metastable-retry.toml"))
-}
-
-fn with_budget() -> MetastableScenario {
-    shipped(include_str!(
-        "../../../scenarios/metastable-retry-budget.toml"
-    ))
-}
-
-fn run(s: &MetastableScenario, seed: u64) -> MetastableReport {
-    Metastable::new(s, &Limits::default())
-        .expect("valid")
-        .run(s.retry.rule, seed)
-        .expect("runs")
-}
+use metastable::{no_budget, run, with_budget};
 
 const OUTAGE_END_S: f64 = 20.0;
 
