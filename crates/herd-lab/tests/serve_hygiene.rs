@@ -6,35 +6,17 @@
 //! Raw TCP on 127.0.0.1 with ephemeral ports; every wait is bounded.
 use std::time::Duration;
 
-use herd_lab::serve::{self, SHUTDOWN_GRACE, ServeLimits};
+use herd_lab::serve::{SHUTDOWN_GRACE, ServeLimits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout};
 
 const HALF: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n";
 const WHOLE: &[u8] = b"GET /api/rules HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
 
-struct Server {
-    addr: std::net::SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<std::io::Result<()>>,
-}
+mod support;
 
-async fn start(limits: ServeLimits) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve::serve(listener, limits, async {
-        let _ = stopped.await;
-    }));
-    Server {
-        addr,
-        stop: Some(stop),
-        task,
-    }
-}
+use support::PageServer;
 
 /// Reads until the server closes the connection; what it sent.
 async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Option<String> {
@@ -48,7 +30,7 @@ async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Option<Strin
 
 #[tokio::test]
 async fn a_half_sent_request_is_closed_at_the_header_deadline() {
-    let server = start(ServeLimits {
+    let server = PageServer::start(ServeLimits {
         header_read_timeout: Duration::from_millis(300),
         ..ServeLimits::default()
     })
@@ -75,7 +57,7 @@ async fn a_half_sent_request_is_closed_at_the_header_deadline() {
 
 #[tokio::test]
 async fn a_half_sent_request_cannot_hold_shutdown() {
-    let mut server = start(ServeLimits {
+    let server = PageServer::start(ServeLimits {
         header_read_timeout: Duration::from_secs(600),
         ..ServeLimits::default()
     })
@@ -89,8 +71,7 @@ async fn a_half_sent_request_cannot_hold_shutdown() {
         .await
         .expect("answer");
 
-    let _ = server.stop.take().expect("once").send(());
-    let ended = timeout(SHUTDOWN_GRACE + Duration::from_secs(3), server.task)
+    let ended = timeout(SHUTDOWN_GRACE + Duration::from_secs(3), server.shut_down())
         .await
         .expect("shutdown is not held by the half-sent request");
     ended.expect("task").expect("serve");
@@ -105,7 +86,7 @@ async fn a_half_sent_request_cannot_hold_shutdown() {
 
 #[tokio::test]
 async fn connections_beyond_the_limit_wait_for_a_free_one() {
-    let server = start(ServeLimits {
+    let server = PageServer::start(ServeLimits {
         max_connections: 1,
         header_read_timeout: Duration::from_secs(600),
         ..ServeLimits::default()
