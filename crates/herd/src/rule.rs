@@ -554,16 +554,7 @@ impl Rule {
     /// The largest pause this rule can ever give.
     #[must_use]
     pub fn max_pause(&self) -> Duration {
-        Duration::from_nanos(match self.kind {
-            Kind::Immediate => 0,
-            Kind::Constant { pause } => pause,
-            Kind::Exponential { cap, .. }
-            | Kind::Full { cap, .. }
-            | Kind::Equal { cap, .. }
-            | Kind::Decorrelated { cap, .. }
-            | Kind::Grpc { cap, .. }
-            | Kind::DecorrelatedV2 { cap, .. } => cap,
-        })
+        Duration::from_nanos(self.max_pause_nanos())
     }
 
     /// Whether the rule keeps a word of memory between failures ([`RuleState::memory`]).
