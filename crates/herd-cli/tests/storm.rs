@@ -24,13 +24,7 @@ fn no_arguments_prints_the_six_rule_table() {
 
 #[test]
 fn json_has_the_fields_of_the_contract() {
-    let out = ok(&[
-        "storm",
-        "--format",
-        "json",
-        "--rule",
-        "exponential",
-    ]);
+    let out = ok(&["storm", "--format", "json", "--rule", "exponential"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["scenario"]["clients"]["count"], 2000);
     let results = v["results"].as_array().unwrap();

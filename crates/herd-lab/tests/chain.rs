@@ -7,7 +7,6 @@ mod graphs;
 
 use graphs::shipped;
 
-
 async fn measure(graph: &Graph, layer_aware: bool, views: u64) -> Vec<u64> {
     let options = ChainOptions {
         layer_aware,

@@ -142,9 +142,7 @@ fn dag() -> impl Strategy<Value = Graph> {
         1u32..=3,
         prop_oneof![Just(0.0), Just(0.1), Just(0.3), Just(0.6)],
     );
-    graphs::dag(edge.boxed(), 0..4, any::<bool>().boxed(), |i, n| {
-        i == n - 1
-    })
+    graphs::dag(edge.boxed(), 0..4, any::<bool>().boxed(), |i, n| i == n - 1)
 }
 
 proptest! {

@@ -10,8 +10,8 @@
 use herd::RuleName;
 use herd_sim::model::{self, MODEL_KEY, Model};
 use herd_sim::{Limits, RunResult, Scenario, Simulation};
-use toml::Value;
 use serde::{Deserialize, Serialize};
+use toml::Value;
 
 use super::error::ApiError;
 use super::limits::{MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS};
@@ -117,7 +117,10 @@ impl StormRequest {
         };
         let integer = |n: u64| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
         table(vec![
-            (MODEL_KEY, Value::String(<Simulation as Model>::NAME.to_owned())),
+            (
+                MODEL_KEY,
+                Value::String(<Simulation as Model>::NAME.to_owned()),
+            ),
             ("horizon_s", Value::Float(horizon_s)),
             ("clients", table(vec![("count", integer(self.clients))])),
             (

@@ -55,13 +55,20 @@ fn err(e: impl std::fmt::Debug) -> anyhow::Error {
     anyhow!("{e:?}")
 }
 
+/// A chart with axes of `X` and `Y`, drawn on `DB`.
+type Axes<'a, DB, X, Y> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<<X as AsRangedCoord>::CoordDescType, <Y as AsRangedCoord>::CoordDescType>,
+>;
+
 /// The frame both charts share: a white area, the caption, room for the axis labels.
 fn frame<'a, DB: DrawingBackend, X: AsRangedCoord, Y: AsRangedCoord>(
     root: &'a DrawingArea<DB, Shift>,
     caption: &str,
     x: X,
     y: Y,
-) -> anyhow::Result<ChartContext<'a, DB, Cartesian2d<X::CoordDescType, Y::CoordDescType>>> {
+) -> anyhow::Result<Axes<'a, DB, X, Y>> {
     root.fill(&WHITE).map_err(err)?;
     ChartBuilder::on(root)
         .caption(caption, ("sans-serif", 18))
