@@ -6,6 +6,8 @@ use herd::RuleName;
 use herd_sim::Limits;
 use herd_sim::metastable::{Metastable, MetastableScenario, sweep_offered};
 
+mod support;
+
 #[path = "support/metastable.rs"]
 mod metastable;
 
@@ -186,9 +188,7 @@ fn bad_values_name_their_field() {
     ];
     for (text, field, line) in cases {
         let err = MetastableScenario::from_toml_str(text).expect_err(text);
-        assert_eq!(err.field_name(), Some(field), "{text}: {err}");
-        assert_eq!(err.line(), Some(line), "{text}: {err}");
-        assert!(!err.to_string().contains('\n'));
+        support::names_field(&err, text, field, line);
     }
     let err = MetastableScenario::from_toml_str("[server]\nknee = 3\n").expect_err("unknown");
     assert!(err.to_string().contains("unknown field `knee`"), "{err}");
