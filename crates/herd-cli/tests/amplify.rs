@@ -4,17 +4,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::herd;
-
-fn json(args: &[&str]) -> Value {
-    let out = herd(args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON")
-}
+use support::{herd, json};
 
 fn receives(v: &Value) -> Vec<(String, f64)> {
     v.as_array()

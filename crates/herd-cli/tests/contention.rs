@@ -2,7 +2,7 @@
 //! client-count sweep.
 mod support;
 
-use support::{herd, scenario, stdout};
+use support::{herd, json, ok, scenario};
 
 fn contention() -> String {
     scenario("contention.toml")
@@ -10,9 +10,7 @@ fn contention() -> String {
 
 #[test]
 fn prints_one_row_per_rule() {
-    let o = herd(&["storm", &contention(), "--runs", "5", "--clients", "40"]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let text = stdout(&o);
+    let text = ok(&["storm", &contention(), "--runs", "5", "--clients", "40"]);
     assert!(text.contains("mean of 5 runs"), "{text}");
     for rule in [
         "immediate (no backoff)",
@@ -31,7 +29,7 @@ fn prints_one_row_per_rule() {
 
 #[test]
 fn sweeps_the_client_count_as_json() {
-    let o = herd(&[
+    let v = json(&[
         "storm",
         &contention(),
         "--runs",
@@ -45,8 +43,6 @@ fn sweeps_the_client_count_as_json() {
         "--format",
         "json",
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
     let points = v["points"].as_array().expect("points");
     assert_eq!(points.len(), 6);
     let order: Vec<(u64, &str)> = points
@@ -72,7 +68,7 @@ fn sweeps_the_client_count_as_json() {
 
 #[test]
 fn the_table_of_a_sweep_has_one_row_per_count() {
-    let o = herd(&[
+    let text = ok(&[
         "storm",
         &contention(),
         "--runs",
@@ -80,8 +76,6 @@ fn the_table_of_a_sweep_has_one_row_per_count() {
         "--sweep-clients",
         "10..40:10",
     ]);
-    assert!(o.status.success());
-    let text = stdout(&o);
     assert!(text.contains("write calls (work)") && text.contains("completion time (ms)"));
     let rows = text
         .lines()
@@ -103,7 +97,7 @@ fn a_zero_client_count_is_refused() {
 
 #[test]
 fn herd_sweep_sweeps_the_client_count() {
-    let o = herd(&[
+    let v = json(&[
         "sweep",
         &contention(),
         "--set",
@@ -115,8 +109,6 @@ fn herd_sweep_sweeps_the_client_count() {
         "--format",
         "json",
     ]);
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
     let cells = v["cells"].as_array().expect("cells");
     assert_eq!(cells.len(), 4);
     let calls = |n: u64, rule: &str| {

@@ -2,37 +2,11 @@
 //! list, `--runs K`, `--format table|json|csv`, negative numbers read as values and refused
 //! in one line naming the field, JSON fields that mean one thing everywhere, and no internal
 //! wording in `--help`.
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
-fn herd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .expect("the herd binary runs")
-}
+mod support;
 
-fn ok(args: &[&str]) -> String {
-    let out = herd(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: exit {:?}, stderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// Exit 2 and exactly one line on stderr; returns it.
-fn bad(args: &[&str]) -> String {
-    let out = herd(args);
-    assert_eq!(out.status.code(), Some(2), "{args:?}");
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.lines().count(), 1, "{args:?}: one line, got {err:?}");
-    err.trim_end().to_owned()
-}
+use support::{ok, usage_error};
 
 #[test]
 fn a_negative_number_is_a_value_and_its_range_names_the_field() {
@@ -41,23 +15,23 @@ fn a_negative_number_is_a_value_and_its_range_names_the_field() {
         &["storm", "--refusal-cost", "-0.1"][..],
         &["storm", "--refusal-cost", "1"][..],
     ] {
-        let err = bad(args);
+        let err = usage_error(args);
         assert!(
             err.contains("refusal_cost must be in [0, 1)"),
             "{args:?}: {err}"
         );
     }
-    let err = bad(&["rules", "--rule", "grpc", "--jitter", "-0.5"]);
+    let err = usage_error(&["rules", "--rule", "grpc", "--jitter", "-0.5"]);
     assert!(err.contains("jitter"), "{err}");
     assert!(!err.contains("unexpected argument"), "{err}");
-    let err = bad(&["lab", "storm", "--time-scale", "-1"]);
+    let err = usage_error(&["lab", "storm", "--time-scale", "-1"]);
     assert!(err.contains("time_scale must be in (0, 10]"), "{err}");
 }
 
 #[test]
 fn extreme_time_scale_is_refused_not_a_panic() {
     // Before: a panic in Duration::from_secs_f64.
-    let err = bad(&["lab", "storm", "--time-scale", "1e25"]);
+    let err = usage_error(&["lab", "storm", "--time-scale", "1e25"]);
     assert!(err.contains("time_scale"), "{err}");
 }
 
@@ -102,7 +76,7 @@ fn rule_is_repeatable_and_takes_a_comma_list_in_storm_and_sweep() {
         .map(|c| c["rule"].as_str().unwrap())
         .collect();
     assert_eq!(rules, ["full", "equal"]);
-    let err = bad(&["storm", "--rule", "full,fulll"]);
+    let err = usage_error(&["storm", "--rule", "full,fulll"]);
     assert!(err.contains("fulll"), "{err}");
 }
 
@@ -234,7 +208,7 @@ fn lab_chain_runs_seeds_like_every_other_command() {
         .map(|r| r["seed"].as_u64().unwrap())
         .collect();
     assert_eq!(seeds, [7, 8]);
-    let err = bad(&["lab", "chain", "--runs", "0"]);
+    let err = usage_error(&["lab", "chain", "--runs", "0"]);
     assert!(
         err.contains("runs must be in [1, 100], got 0 (--runs)"),
         "{err}"

@@ -1,34 +1,8 @@
 //! `herd hedge` end to end: the JSON shape, CSV, the sweep over utilisation, charts, the
 //! overload scenario, and one-line errors with exit code 2.
-use std::process::{Command, Output};
+mod support;
 
-use serde_json::Value;
-
-fn herd(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .expect("herd runs")
-}
-
-fn json(args: &[&str]) -> Value {
-    let out = herd(args);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("valid JSON")
-}
-
-fn error(args: &[&str]) -> String {
-    let out = herd(args);
-    assert_eq!(out.status.code(), Some(2), "{args:?}");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
-    err
-}
+use support::{herd, json, ok, usage_error};
 
 #[test]
 fn json_has_one_result_per_policy_with_the_tail_and_the_cost() {
@@ -146,22 +120,17 @@ fn charts_are_written_for_the_tail_and_the_sweep() {
     let dir = std::env::temp_dir().join(format!("herd-hedge-chart-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let tail = dir.join("tail.svg");
-    let out = herd(&[
+    ok(&[
         "hedge",
         "--requests",
         "2000",
         "--chart",
         tail.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let svg = std::fs::read_to_string(&tail).unwrap();
     assert!(svg.contains("hedge-10ms") && svg.contains("fraction slower"));
     let cross = dir.join("cross.png");
-    let out = herd(&[
+    ok(&[
         "hedge",
         "--requests",
         "1000",
@@ -170,24 +139,19 @@ fn charts_are_written_for_the_tail_and_the_sweep() {
         "--chart",
         cross.to_str().unwrap(),
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     assert!(std::fs::read(&cross).unwrap().starts_with(b"\x89PNG"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn bad_input_gets_one_line_naming_the_field() {
-    assert!(error(&["hedge", "--requests", "-5"]).contains("--requests"));
-    assert!(error(&["hedge", "--requests", "0"]).contains("--requests"));
-    assert!(error(&["hedge", "--seed", "-1"]).contains("--seed"));
-    assert!(error(&["hedge", "--utilisation", "0.5,-0.1"]).contains("--utilisation"));
-    assert!(error(&["hedge", "--utilisation", "nan"]).contains("--utilisation"));
-    assert!(error(&["hedge", "--chart", "x.gif"]).contains("--chart"));
-    assert!(error(&["hedge", "no-such-file.toml"]).contains("no-such-file.toml"));
-    let err = error(&["hedge", "scenarios/default.toml"]);
+    assert!(usage_error(&["hedge", "--requests", "-5"]).contains("--requests"));
+    assert!(usage_error(&["hedge", "--requests", "0"]).contains("--requests"));
+    assert!(usage_error(&["hedge", "--seed", "-1"]).contains("--seed"));
+    assert!(usage_error(&["hedge", "--utilisation", "0.5,-0.1"]).contains("--utilisation"));
+    assert!(usage_error(&["hedge", "--utilisation", "nan"]).contains("--utilisation"));
+    assert!(usage_error(&["hedge", "--chart", "x.gif"]).contains("--chart"));
+    assert!(usage_error(&["hedge", "no-such-file.toml"]).contains("no-such-file.toml"));
+    let err = usage_error(&["hedge", "scenarios/default.toml"]);
     assert!(err.contains("scenarios/default.toml"), "{err}");
 }

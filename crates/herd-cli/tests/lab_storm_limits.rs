@@ -10,19 +10,8 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// 40 clients, an outage over the first second, 4 answers per 100 ms window: about 3 s.
-const SMALL: &str = "
-horizon_s = 60
-step_ms = 100
-window_ms = 100
-[clients]
-count = 40
-[server]
-capacity = 4
-outages = [[0, 1]]
-[retry]
-pause_ms = 500
-rules = [\"constant\"]
-";
+/// The scenario of herd-lab's own lab test, run here by the binary.
+const SMALL: &str = include_str!("../../herd-lab/tests/data/small_storm.toml");
 
 fn under_limit(ulimit: &str, args: &str) -> Output {
     Command::new("sh")

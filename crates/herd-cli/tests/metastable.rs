@@ -2,13 +2,11 @@
 //! sweep, and flags that do not apply.
 mod support;
 
-use support::{herd, scenario, stderr, stdout};
+use support::{herd, json, ok, scenario, stderr, stdout};
 
 #[test]
 fn without_a_budget_the_table_ends_still_overloaded() {
-    let o = herd(&["storm", &scenario("metastable-retry.toml")]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let text = stdout(&o);
+    let text = ok(&["storm", &scenario("metastable-retry.toml")]);
     assert!(text.contains("no retry budget"), "{text}");
     assert!(
         text.lines()
@@ -53,7 +51,7 @@ fn with_a_budget_json_reports_the_recovery() {
 
 #[test]
 fn sweeping_the_offered_load_finds_the_threshold() {
-    let o = herd(&[
+    let text = ok(&[
         "storm",
         &scenario("metastable-retry.toml"),
         "--sweep-offered",
@@ -63,8 +61,6 @@ fn sweeping_the_offered_load_finds_the_threshold() {
         "--format",
         "csv",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let text = stdout(&o);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(lines[1].starts_with("constant,0,150,2,2,"), "{text}");
@@ -113,7 +109,7 @@ fn a_bad_model_or_field_names_it() {
 
 #[test]
 fn herd_sweep_sweeps_the_offered_load() {
-    let o = herd(&[
+    let v = json(&[
         "sweep",
         &scenario("metastable-retry.toml"),
         "--set",
@@ -123,8 +119,6 @@ fn herd_sweep_sweeps_the_offered_load() {
         "--format",
         "json",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("JSON");
     let cells = v["cells"].as_array().expect("cells");
     assert_eq!(cells.len(), 2);
     // 150 per second recovers in both runs, 1 s after the outage; 280 in neither.

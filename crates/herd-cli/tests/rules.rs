@@ -1,11 +1,11 @@
 //! `herd rules` as users script it: output shape, determinism, and errors with exit code 2.
 mod support;
 
-use support::{herd, stderr, stdout};
+use support::{herd, ok, stderr, stdout};
 
 #[test]
 fn prints_one_line_per_client_with_k_pauses() {
-    let o = herd(&[
+    let text = ok(&[
         "rules",
         "--rule",
         "full",
@@ -20,8 +20,6 @@ fn prints_one_line_per_client_with_k_pauses() {
         "--seed",
         "7",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let text = stdout(&o);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 1000);
     for line in lines {

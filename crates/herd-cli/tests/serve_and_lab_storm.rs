@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 mod support;
 
 use std::time::Duration;
-use support::{herd, stderr};
+use support::{herd, stderr, temp, usage_error};
 
 /// Kills the server when the test ends, pass or fail.
 struct Running(Child);
@@ -56,43 +56,37 @@ fn serve_prints_its_loopback_url_and_serves_the_page() {
 
 #[test]
 fn serve_refuses_zero_concurrent_simulations() {
-    let o = herd(&["serve", "--max-concurrent", "0"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("--max-concurrent must be at least 1"));
+    let err = usage_error(&["serve", "--max-concurrent", "0"]);
+    assert!(err.contains("--max-concurrent must be at least 1"), "{err}");
 }
 
 #[test]
 fn lab_storm_refuses_a_step_shorter_than_a_timer_tick() {
-    let o = herd(&["lab", "storm", "--time-scale", "0.001"]);
-    assert_eq!(o.status.code(), Some(2));
+    let err = usage_error(&["lab", "storm", "--time-scale", "0.001"]);
     assert!(
-        stderr(&o).starts_with("error: time scale 0.001: a 100 ms step would last"),
-        "{}",
-        stderr(&o)
+        err.starts_with("error: time scale 0.001: a 100 ms step would last"),
+        "{err}"
     );
 }
 
 #[test]
 fn lab_storm_refuses_what_it_does_not_model_naming_the_field() {
-    let dir = std::env::temp_dir().join(format!("herd-lab-storm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let path = dir.join("warmup.toml");
+    let path = temp("warmup.toml");
     std::fs::write(&path, "[server]\nwarmup_s = 3\n").expect("write scenario");
-    let o = herd(&["lab", "storm", path.to_str().expect("utf-8 path")]);
-    let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(o.status.code(), Some(2));
+    let err = usage_error(&["lab", "storm", path.to_str().expect("utf-8 path")]);
     assert!(
-        stderr(&o).starts_with("error: server.warmup_s: lab storm does not model warm-up"),
-        "{}",
-        stderr(&o)
+        err.starts_with("error: server.warmup_s: lab storm does not model warm-up"),
+        "{err}"
     );
 }
 
 #[test]
 fn lab_storm_refuses_too_many_clients() {
-    let o = herd(&["lab", "storm", "--clients", "100000"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("clients must be in [1, 5000], got 100000 (--clients)"));
+    let err = usage_error(&["lab", "storm", "--clients", "100000"]);
+    assert!(
+        err.contains("clients must be in [1, 5000], got 100000 (--clients)"),
+        "{err}"
+    );
 }
 
 #[test]

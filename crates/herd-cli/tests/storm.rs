@@ -1,32 +1,13 @@
 //! `herd storm` end to end: the built binary, its output formats, charts and errors.
-use std::process::Output;
-
 mod support;
 
-use support::{herd, temp};
-
-fn stdout(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "exit {:?}, stderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout.clone()).unwrap()
-}
+use support::{ok, temp, usage_error};
 
 #[test]
 fn no_arguments_prints_the_six_rule_table() {
-    let text = stdout(&herd(&["storm"]));
+    let text = ok(&["storm"]);
     let rows: Vec<&str> = text.lines().collect();
-    for rule in [
-        "immediate",
-        "constant",
-        "exponential",
-        "full",
-        "equal",
-        "decorrelated",
-    ] {
+    for rule in herd::RuleName::CLASSIC.map(herd::RuleName::as_str) {
         assert!(
             rows.iter().any(|l| l.starts_with(rule)),
             "no row for {rule}:\n{text}"
@@ -43,13 +24,7 @@ fn no_arguments_prints_the_six_rule_table() {
 
 #[test]
 fn json_has_the_fields_of_the_contract() {
-    let out = stdout(&herd(&[
-        "storm",
-        "--format",
-        "json",
-        "--rule",
-        "exponential",
-    ]));
+    let out = ok(&["storm", "--format", "json", "--rule", "exponential"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["scenario"]["clients"]["count"], 2000);
     let results = v["results"].as_array().unwrap();
@@ -80,14 +55,14 @@ fn json_has_the_fields_of_the_contract() {
 
 #[test]
 fn all_served_is_null_when_not_everyone_was_served() {
-    let out = stdout(&herd(&[
+    let out = ok(&[
         "storm",
         "scenarios/six-clients.toml",
         "--rule",
         "immediate",
         "--format",
         "json",
-    ]));
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let r = &v["results"][0];
     assert!(r["all_served_s"].is_null());
@@ -98,10 +73,10 @@ fn all_served_is_null_when_not_everyone_was_served() {
 
 #[test]
 fn runs_report_every_seed_and_a_summary() {
-    let out = stdout(&herd(&[
+    let out = ok(&[
         "storm", "--rule", "full", "--rule", "equal", "--runs", "4", "--seed", "7", "--format",
         "json",
-    ]));
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     let results = v["results"].as_array().unwrap();
     assert_eq!(results.len(), 8);
@@ -116,13 +91,13 @@ fn runs_report_every_seed_and_a_summary() {
     assert!(spread["min"].as_f64() <= spread["mean"].as_f64());
     assert!(spread["mean"].as_f64() <= spread["max"].as_f64());
 
-    let table = stdout(&herd(&["storm", "--rule", "full", "--runs", "3"]));
+    let table = ok(&["storm", "--rule", "full", "--runs", "3"]);
     assert!(table.contains("3 runs, mean [min–max]"), "{table}");
 }
 
 #[test]
 fn csv_has_a_header_and_a_line_per_run() {
-    let out = stdout(&herd(&["storm", "--format", "csv", "--runs", "2"]));
+    let out = ok(&["storm", "--format", "csv", "--runs", "2"]);
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("rule,seed,clients,served,gave_up"));
     assert_eq!(lines.len(), 1 + 6 * 2);
@@ -135,7 +110,7 @@ fn csv_has_a_header_and_a_line_per_run() {
 
 #[test]
 fn overrides_apply() {
-    let out = stdout(&herd(&[
+    let out = ok(&[
         "storm",
         "--rule",
         "immediate",
@@ -145,7 +120,7 @@ fn overrides_apply() {
         "0.1",
         "--format",
         "json",
-    ]));
+    ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["results"][0]["clients"], 100);
     assert_eq!(v["scenario"]["server"]["refusal_cost"], 0.1);
@@ -155,8 +130,8 @@ fn overrides_apply() {
 fn charts_are_written_as_svg_and_png() {
     let svg = temp("storm.svg");
     let png = temp("storm.png");
-    stdout(&herd(&["storm", "--chart", svg.to_str().unwrap()]));
-    stdout(&herd(&["storm", "--chart", png.to_str().unwrap()]));
+    ok(&["storm", "--chart", svg.to_str().unwrap()]);
+    ok(&["storm", "--chart", png.to_str().unwrap()]);
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(
         svg.trim_start().starts_with("<svg"),
@@ -170,10 +145,7 @@ fn charts_are_written_as_svg_and_png() {
 }
 
 fn fails_with_input_error(args: &[&str], needle: &str) {
-    let out = herd(args);
-    assert_eq!(out.status.code(), Some(2), "{args:?}");
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert_eq!(err.lines().count(), 1, "not one line: {err}");
+    let err = usage_error(args);
     assert!(err.starts_with("error: "), "{err}");
     assert!(err.contains(needle), "{args:?}: {err}");
 }
@@ -213,7 +185,7 @@ fn shipped_scenarios_all_run() {
         "scenarios/sixty-consoles.toml",
         "scenarios/metastable.toml",
     ] {
-        let text = stdout(&herd(&["storm", scene]));
+        let text = ok(&["storm", scene]);
         assert!(text.contains("half served"), "{scene}: {text}");
     }
 }

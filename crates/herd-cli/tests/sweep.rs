@@ -20,14 +20,9 @@ fn herd(args: &[&str]) -> Output {
     support::herd(&[&["sweep"], args].concat())
 }
 
+/// `herd sweep ARGS…`, which must succeed; its stdout.
 fn ok(args: &[&str]) -> String {
-    let out = herd(args);
-    assert!(
-        out.status.success(),
-        "herd sweep {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
+    support::ok(&[&["sweep"], args].concat())
 }
 
 fn fails(args: &[&str]) -> String {

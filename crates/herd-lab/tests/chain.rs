@@ -2,14 +2,10 @@
 use herd_lab::chain::{Chain, ChainOptions, DEFAULT_GRAPH};
 use herd_sim::graph::{Graph, Options, predict};
 
-fn shipped(name: &str) -> Graph {
-    let path = format!(
-        "{}/../../scenarios/graphs/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).expect("shipped graph is readable");
-    Graph::from_toml(&text).expect("shipped graph is valid")
-}
+#[path = "../../herd-sim/tests/support/graphs.rs"]
+mod graphs;
+
+use graphs::shipped;
 
 async fn measure(graph: &Graph, layer_aware: bool, views: u64) -> Vec<u64> {
     let options = ChainOptions {

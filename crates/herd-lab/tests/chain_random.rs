@@ -3,53 +3,22 @@
 //! layer-aware: fan-out, diamonds, failing services in the middle, lost answers, one-attempt
 //! edges.
 use herd_lab::chain::{Chain, ChainOptions};
-use herd_sim::graph::{Call, Graph, Options, Service, predict};
+use herd_sim::graph::{Graph, Options, predict};
 use proptest::prelude::*;
 
-/// 2..=5 services, edges from lower to higher index (no cycle), every service reachable.
+#[path = "../../herd-sim/tests/support/graphs.rs"]
+mod graphs;
+
+/// 2..=5 services (`graphs::dag`), edges that always or never fail, any service but the
+/// entry failing with probability 0.3.
 fn deterministic_dag() -> impl Strategy<Value = Graph> {
-    (2usize..=5)
-        .prop_flat_map(|n| {
-            let edge = (1u32..=3, prop_oneof![3 => Just(0.0), 1 => Just(1.0)]);
-            (
-                Just(n),
-                proptest::collection::vec(any::<prop::sample::Index>(), n - 1),
-                proptest::collection::vec(edge.clone(), n - 1),
-                proptest::collection::vec(
-                    (
-                        any::<prop::sample::Index>(),
-                        any::<prop::sample::Index>(),
-                        edge,
-                    ),
-                    0..3,
-                ),
-                proptest::collection::vec(prop::bool::weighted(0.3), n),
-            )
-        })
-        .prop_map(|(n, parents, tree_edges, extra, fails)| {
-            let mut services: Vec<Service> = (0..n)
-                .map(|i| Service {
-                    name: format!("s{i}"),
-                    fails: i > 0 && fails[i],
-                    calls: vec![],
-                })
-                .collect();
-            let call = |to, (attempts, p): (u32, f64)| Call {
-                to,
-                attempts,
-                failure_probability: p,
-                budget_percent: 0.0,
-            };
-            for (child, (parent, e)) in (1..n).zip(parents.into_iter().zip(tree_edges)) {
-                services[parent.index(child)].calls.push(call(child, e));
-            }
-            for (a, b, e) in extra {
-                let from = a.index(n - 1);
-                let to = from + 1 + b.index(n - 1 - from);
-                services[from].calls.push(call(to, e));
-            }
-            Graph::new(services, 0).expect("generated graphs are valid")
-        })
+    let edge = (1u32..=3, prop_oneof![3 => Just(0.0), 1 => Just(1.0)]);
+    graphs::dag(
+        edge.boxed(),
+        0..3,
+        prop::bool::weighted(0.3).boxed(),
+        |_, _| true,
+    )
 }
 
 proptest! {

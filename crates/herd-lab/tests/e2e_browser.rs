@@ -199,14 +199,31 @@ async fn connect(chromium: &Path, profile: &Path, port: u16) -> Client {
         .expect("a WebDriver session with headless chromium")
 }
 
+/// Runs the JavaScript `body` on the page; what it returns.
+async fn script(browser: &Client, body: &str) -> Value {
+    browser
+        .execute(body, vec![])
+        .await
+        .unwrap_or_else(|e| panic!("script runs: {e}\n{body}"))
+}
+
+/// Ticks or clears the storm's "a refusal costs work" box.
+async fn set_refusal(browser: &Client, on: bool) {
+    let checked = script(
+        browser,
+        "return document.querySelector('#storm-refusal').checked;",
+    )
+    .await;
+    if checked != Value::Bool(on) {
+        click(browser, "#storm-refusal").await;
+    }
+}
+
 /// Waits until the JavaScript expression `expr` is true on the page.
 async fn wait_until(browser: &Client, expr: &str) {
     let deadline = Instant::now() + WAIT;
     loop {
-        let value = browser
-            .execute(&format!("return Boolean({expr});"), vec![])
-            .await
-            .expect("script runs");
+        let value = script(browser, &format!("return Boolean({expr});")).await;
         if value == Value::Bool(true) {
             return;
         }
@@ -376,16 +393,7 @@ async fn chart_pixels(browser: &Client) -> (u64, u64) {
 /// moved by keys, and the error state when the page cannot follow that many clients.
 async fn check_storm_demo_and_error(browser: &Client, server: &PageServer) {
     click(browser, "#tab-storm").await;
-    let checked = browser
-        .execute(
-            "return document.querySelector('#storm-refusal').checked;",
-            vec![],
-        )
-        .await
-        .expect("script runs");
-    if checked != Value::Bool(true) {
-        click(browser, "#storm-refusal").await;
-    }
+    set_refusal(browser, true).await;
     for rule in ["immediate", "constant", "exponential"] {
         click(browser, &format!("#storm-rules button[data-rule={rule}]")).await;
         wait_until(
@@ -530,16 +538,7 @@ async fn check_storm(browser: &Client, server: &PageServer) {
         ("exponential", true),
         ("full", true),
     ] {
-        let checked = browser
-            .execute(
-                "return document.querySelector('#storm-refusal').checked;",
-                vec![],
-            )
-            .await
-            .expect("script runs");
-        if checked != Value::Bool(refusal) {
-            click(browser, "#storm-refusal").await;
-        }
+        set_refusal(browser, refusal).await;
         click(browser, &format!("#storm-rules button[data-rule={rule}]")).await;
         let cost = if refusal { 0.1 } else { 0.0 };
         let key = format!("{rule}|{}|2000|10", if refusal { "0.1" } else { "0" });
@@ -573,14 +572,7 @@ async fn check_storm(browser: &Client, server: &PageServer) {
     wait_until(browser, "document.body.dataset.stormCompare === 'ready'").await;
     wait_until(browser, "document.body.dataset.stormAnimation === 'done'").await;
     let mut longest = 0.0_f64;
-    for rule in [
-        "immediate",
-        "constant",
-        "exponential",
-        "full",
-        "equal",
-        "decorrelated",
-    ] {
+    for rule in herd::RuleName::CLASSIC.map(herd::RuleName::as_str) {
         let (_, api) = server
             .post(
                 "storm",
@@ -610,14 +602,12 @@ async fn check_storm(browser: &Client, server: &PageServer) {
     );
     assert_eq!(attr(browser, "#storm-chart", "data-others").await, "5");
     // The bitmap follows the screen's pixel ratio, so the chart is sharp on HiDPI screens.
-    let sharp = browser
-        .execute(
-            "const c = document.querySelector('#storm-chart'); \
-             return c.width === Math.round(c.clientWidth * devicePixelRatio);",
-            vec![],
-        )
-        .await
-        .expect("script runs");
+    let sharp = script(
+        browser,
+        "const c = document.querySelector('#storm-chart'); \
+         return c.width === Math.round(c.clientWidth * devicePixelRatio);",
+    )
+    .await;
     assert_eq!(
         sharp,
         Value::Bool(true),
@@ -901,14 +891,12 @@ async fn check_layers(browser: &Client, server: &PageServer) {
     click(browser, "#layers-aware").await;
     click(browser, "#layers-add").await;
     check_layer_loads(browser, server, &[3, 3, 3, 1], false).await;
-    browser
-        .execute(
-            "const i = document.querySelector(\"input[data-layer='0']\"); \
-             i.value = '2'; i.dispatchEvent(new Event('change'));",
-            vec![],
-        )
-        .await
-        .expect("script runs");
+    script(
+        browser,
+        "const i = document.querySelector(\"input[data-layer='0']\"); \
+         i.value = '2'; i.dispatchEvent(new Event('change'));",
+    )
+    .await;
     assert_eq!(
         check_layer_loads(browser, server, &[2, 3, 3, 1], false).await,
         [1.0, 2.0, 6.0, 18.0, 18.0]

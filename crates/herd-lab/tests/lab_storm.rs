@@ -10,18 +10,7 @@ use herd_lab::storm::{LabStorm, LabStormError};
 use herd_sim::Scenario;
 
 /// 40 clients, an outage over the first second, 4 answers per 100 ms window, constant 500 ms.
-const SMALL: &str = "
-horizon_s = 60
-step_ms = 100
-window_ms = 100
-[clients]
-count = 40
-[server]
-capacity = 4
-outages = [[0, 1]]
-[retry]
-pause_ms = 500
-";
+const SMALL: &str = include_str!("data/small_storm.toml");
 
 fn small() -> Scenario {
     Scenario::from_toml_str(SMALL).expect("valid scenario")

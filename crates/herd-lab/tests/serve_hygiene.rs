@@ -6,35 +6,17 @@
 //! Raw TCP on 127.0.0.1 with ephemeral ports; every wait is bounded.
 use std::time::Duration;
 
-use herd_lab::serve::{self, SHUTDOWN_GRACE, ServeLimits};
+use herd_lab::serve::{SHUTDOWN_GRACE, ServeLimits};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
+use tokio::net::TcpStream;
 use tokio::time::{Instant, timeout};
 
 const HALF: &[u8] = b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n";
 const WHOLE: &[u8] = b"GET /api/rules HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
 
-struct Server {
-    addr: std::net::SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<std::io::Result<()>>,
-}
+mod support;
 
-async fn start(limits: ServeLimits) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-    let addr = listener.local_addr().expect("address");
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve::serve(listener, limits, async {
-        let _ = stopped.await;
-    }));
-    Server {
-        addr,
-        stop: Some(stop),
-        task,
-    }
-}
+use support::PageServer;
 
 /// Reads until the server closes the connection; what it sent.
 async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Option<String> {
@@ -46,15 +28,30 @@ async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Option<Strin
     Some(String::from_utf8_lossy(&got).into_owned())
 }
 
+/// A page server with `limits`, and a connection on which half a request was sent.
+async fn half_sent(limits: ServeLimits) -> (PageServer, TcpStream) {
+    let server = PageServer::start(limits).await;
+    let mut half = TcpStream::connect(server.addr).await.expect("connect");
+    half.write_all(HALF).await.expect("send half");
+    (server, half)
+}
+
+/// The answer to a whole request on a connection of its own.
+async fn whole_answer(server: &PageServer) -> String {
+    let mut whole = TcpStream::connect(server.addr).await.expect("connect");
+    whole.write_all(WHOLE).await.expect("send");
+    read_to_close(&mut whole, Duration::from_secs(10))
+        .await
+        .expect("answer")
+}
+
 #[tokio::test]
 async fn a_half_sent_request_is_closed_at_the_header_deadline() {
-    let server = start(ServeLimits {
+    let (server, mut half) = half_sent(ServeLimits {
         header_read_timeout: Duration::from_millis(300),
         ..ServeLimits::default()
     })
     .await;
-    let mut half = TcpStream::connect(server.addr).await.expect("connect");
-    half.write_all(HALF).await.expect("send half");
     let started = Instant::now();
     let answer = read_to_close(&mut half, Duration::from_secs(10))
         .await
@@ -65,32 +62,21 @@ async fn a_half_sent_request_is_closed_at_the_header_deadline() {
     );
     assert!(started.elapsed() < Duration::from_secs(5));
     // The server still answers everyone else.
-    let mut whole = TcpStream::connect(server.addr).await.expect("connect");
-    whole.write_all(WHOLE).await.expect("send");
-    let answer = read_to_close(&mut whole, Duration::from_secs(10))
-        .await
-        .expect("answer");
+    let answer = whole_answer(&server).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
 }
 
 #[tokio::test]
 async fn a_half_sent_request_cannot_hold_shutdown() {
-    let mut server = start(ServeLimits {
+    let (server, mut half) = half_sent(ServeLimits {
         header_read_timeout: Duration::from_secs(600),
         ..ServeLimits::default()
     })
     .await;
-    let mut half = TcpStream::connect(server.addr).await.expect("connect");
-    half.write_all(HALF).await.expect("send half");
     // Let the server accept it before asking it to stop.
-    let mut probe = TcpStream::connect(server.addr).await.expect("connect");
-    probe.write_all(WHOLE).await.expect("send");
-    read_to_close(&mut probe, Duration::from_secs(10))
-        .await
-        .expect("answer");
+    whole_answer(&server).await;
 
-    let _ = server.stop.take().expect("once").send(());
-    let ended = timeout(SHUTDOWN_GRACE + Duration::from_secs(3), server.task)
+    let ended = timeout(SHUTDOWN_GRACE + Duration::from_secs(3), server.shut_down())
         .await
         .expect("shutdown is not held by the half-sent request");
     ended.expect("task").expect("serve");
@@ -105,14 +91,12 @@ async fn a_half_sent_request_cannot_hold_shutdown() {
 
 #[tokio::test]
 async fn connections_beyond_the_limit_wait_for_a_free_one() {
-    let server = start(ServeLimits {
+    let (server, half) = half_sent(ServeLimits {
         max_connections: 1,
         header_read_timeout: Duration::from_secs(600),
         ..ServeLimits::default()
     })
     .await;
-    let mut half = TcpStream::connect(server.addr).await.expect("connect");
-    half.write_all(HALF).await.expect("send half");
     let mut second = TcpStream::connect(server.addr)
         .await
         .expect("connect (backlog)");

@@ -4,6 +4,8 @@ use herd::RuleName;
 use herd_sim::Limits;
 use herd_sim::contention::{Contention, ContentionScenario};
 
+mod support;
+
 fn model(edit: impl FnOnce(&mut ContentionScenario)) -> Contention {
     let mut s = ContentionScenario::default();
     edit(&mut s);
@@ -120,8 +122,7 @@ fn bad_values_name_their_field() {
     ];
     for (text, field, line) in cases {
         let err = ContentionScenario::from_toml_str(text).expect_err(text);
-        assert_eq!(err.field_name(), Some(field), "{text}: {err}");
-        assert_eq!(err.line(), Some(line), "{text}: {err}");
+        support::names_field(&err, text, field, line);
     }
     let err = ContentionScenario::from_toml_str("[retry]\nrules = [\"nope\"]\n").expect_err("rule");
     assert!(err.to_string().contains("unknown rule `nope`"), "{err}");

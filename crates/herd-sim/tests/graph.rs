@@ -4,17 +4,13 @@ use herd_sim::graph::{
     AnswerOdds, Call, Graph, Options, Service, advise, amplification, call_figures, predict,
 };
 
+#[path = "support/graphs.rs"]
+mod graphs;
+
+use graphs::shipped;
+
 const CLASSIC: Options = Options { layer_aware: false };
 const AWARE: Options = Options { layer_aware: true };
-
-fn shipped(name: &str) -> Graph {
-    let path = format!(
-        "{}/../../scenarios/graphs/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).expect("shipped graph is readable");
-    Graph::from_toml(&text).expect("shipped graph is valid")
-}
 
 fn receives(g: &Graph, options: Options) -> Vec<f64> {
     predict(g, options).expect("prediction").receives

@@ -1,17 +1,13 @@
 //! The Monte Carlo run agrees with the exact figures: exactly on deterministic graphs, and
 //! within `Z` standard errors (batch means where budgets correlate requests) on random ones,
 //! with no fixed percentage of slack, budgets included.
-use herd_sim::graph::{Call, Exactness, Graph, Options, Service, Z, predict, simulate};
+use herd_sim::graph::{Exactness, Graph, Options, Z, predict, simulate};
 use proptest::prelude::*;
 
-fn shipped(name: &str) -> Graph {
-    let path = format!(
-        "{}/../../scenarios/graphs/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).expect("shipped graph is readable");
-    Graph::from_toml(&text).expect("shipped graph is valid")
-}
+#[path = "support/graphs.rs"]
+mod graphs;
+
+use graphs::shipped;
 
 fn check(g: &Graph, options: Options, requests: u64, seed: u64) {
     let exact = predict(g, options).expect("prediction");
@@ -139,54 +135,14 @@ fn absurd_runs_are_refused() {
     assert!(e.to_string().contains("at least 1"), "{e}");
 }
 
-/// A random DAG of 2..=5 services: edges only from lower to higher index, so no cycle; each
-/// service is reachable because service i > 0 is called by some service below it.
+/// A random DAG of 2..=5 services (`graphs::dag`) whose edges fail with probability 0, 0.1,
+/// 0.3 or 0.6, and whose last service may fail.
 fn dag() -> impl Strategy<Value = Graph> {
-    (2usize..=5)
-        .prop_flat_map(|n| {
-            let edge = (
-                1u32..=3,
-                prop_oneof![Just(0.0), Just(0.1), Just(0.3), Just(0.6)],
-            );
-            (
-                Just(n),
-                proptest::collection::vec(any::<prop::sample::Index>(), n - 1),
-                proptest::collection::vec(edge.clone(), n - 1),
-                proptest::collection::vec(
-                    (
-                        any::<prop::sample::Index>(),
-                        any::<prop::sample::Index>(),
-                        edge,
-                    ),
-                    0..4,
-                ),
-                proptest::collection::vec(any::<bool>(), n),
-            )
-        })
-        .prop_map(|(n, parents, tree_edges, extra, fails)| {
-            let mut services: Vec<Service> = (0..n)
-                .map(|i| Service {
-                    name: format!("s{i}"),
-                    fails: i > 0 && fails[i] && i == n - 1,
-                    calls: vec![],
-                })
-                .collect();
-            let call = |to, (attempts, p): (u32, f64)| Call {
-                to,
-                attempts,
-                failure_probability: p,
-                budget_percent: 0.0,
-            };
-            for (child, (parent, e)) in (1..n).zip(parents.into_iter().zip(tree_edges)) {
-                services[parent.index(child)].calls.push(call(child, e));
-            }
-            for (a, b, e) in extra {
-                let from = a.index(n - 1);
-                let to = from + 1 + b.index(n - 1 - from);
-                services[from].calls.push(call(to, e));
-            }
-            Graph::new(services, 0).expect("generated graphs are valid")
-        })
+    let edge = (
+        1u32..=3,
+        prop_oneof![Just(0.0), Just(0.1), Just(0.3), Just(0.6)],
+    );
+    graphs::dag(edge.boxed(), 0..4, any::<bool>().boxed(), |i, n| i == n - 1)
 }
 
 proptest! {

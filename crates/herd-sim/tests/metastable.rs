@@ -4,28 +4,14 @@
 //! it recovers by itself.
 use herd::RuleName;
 use herd_sim::Limits;
-use herd_sim::metastable::{Metastable, MetastableReport, MetastableScenario, sweep_offered};
+use herd_sim::metastable::{Metastable, MetastableScenario, sweep_offered};
 
-fn shipped(text: &str) -> MetastableScenario {
-    MetastableScenario::from_toml_str(text).expect("shipped scenario parses")
-}
+mod support;
 
-fn no_budget() -> MetastableScenario {
-    shipped(include_str!("../../../scenarios/metastable-retry.toml"))
-}
+#[path = "support/metastable.rs"]
+mod metastable;
 
-fn with_budget() -> MetastableScenario {
-    shipped(include_str!(
-        "../../../scenarios/metastable-retry-budget.toml"
-    ))
-}
-
-fn run(s: &MetastableScenario, seed: u64) -> MetastableReport {
-    Metastable::new(s, &Limits::default())
-        .expect("valid")
-        .run(s.retry.rule, seed)
-        .expect("runs")
-}
+use metastable::{no_budget, run, with_budget};
 
 const OUTAGE_END_S: f64 = 20.0;
 
@@ -202,9 +188,7 @@ fn bad_values_name_their_field() {
     ];
     for (text, field, line) in cases {
         let err = MetastableScenario::from_toml_str(text).expect_err(text);
-        assert_eq!(err.field_name(), Some(field), "{text}: {err}");
-        assert_eq!(err.line(), Some(line), "{text}: {err}");
-        assert!(!err.to_string().contains('\n'));
+        support::names_field(&err, text, field, line);
     }
     let err = MetastableScenario::from_toml_str("[server]\nknee = 3\n").expect_err("unknown");
     assert!(err.to_string().contains("unknown field `knee`"), "{err}");

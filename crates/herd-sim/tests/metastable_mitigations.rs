@@ -4,17 +4,10 @@
 use herd_sim::Limits;
 use herd_sim::metastable::{Metastable, MetastableReport, MetastableScenario};
 
-fn shipped() -> MetastableScenario {
-    MetastableScenario::from_toml_str(include_str!("../../../scenarios/metastable-retry.toml"))
-        .expect("shipped scenario parses")
-}
+#[path = "support/metastable.rs"]
+mod metastable;
 
-fn run(s: &MetastableScenario, seed: u64) -> MetastableReport {
-    Metastable::new(s, &Limits::default())
-        .expect("valid")
-        .run(s.retry.rule, seed)
-        .expect("runs")
-}
+use metastable::{no_budget, run};
 
 const SEEDS: u64 = 8;
 
@@ -36,7 +29,7 @@ fn over_seeds(s: &MetastableScenario) -> (u64, f64, f64) {
 
 /// The Bronson example with a server that never slows down, over 60 s.
 fn never_slows() -> MetastableScenario {
-    let mut s = shipped();
+    let mut s = no_budget();
     s.server.slow_factor = 1.0;
     s.horizon_s = 60.0;
     s
@@ -99,11 +92,11 @@ fn every_mitigation_breaks_the_loop_when_the_server_does_not_slow() {
 /// expired work and LIFO leave more than 100 live attempts waiting, so the server stays slow.
 #[test]
 fn past_a_knee_only_a_queue_bound_at_the_knee_breaks_the_loop() {
-    let mut s = shipped();
+    let mut s = no_budget();
     s.horizon_s = 60.0;
     s.server.max_queue = 100;
     assert_eq!(over_seeds(&s).0, SEEDS, "bounded queue of 100");
-    let mut s = shipped();
+    let mut s = no_budget();
     s.horizon_s = 60.0;
     s.server.drop_expired = true;
     s.server.lifo_above = 100;
@@ -131,7 +124,7 @@ fn refused_attempts_are_accounted_for() {
 /// two steps (0.1 ms); the rest must be within four standard errors over 8 seeds.
 #[test]
 fn without_retries_the_server_is_an_m_d_1_queue() {
-    let mut s = shipped();
+    let mut s = no_budget();
     s.step_ms = 0.05;
     s.horizon_s = 30.0;
     s.clients.offered_qps = 240.0;
@@ -157,7 +150,7 @@ fn without_retries_the_server_is_an_m_d_1_queue() {
 
 #[test]
 fn bad_mitigation_values_name_their_field() {
-    let mut s = shipped();
+    let mut s = no_budget();
     s.server.shed_wait_s = -1.0;
     let err = Metastable::new(&s, &Limits::default()).unwrap_err();
     assert_eq!(err.field_name(), Some("server.shed_wait_s"), "{err}");

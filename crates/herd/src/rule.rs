@@ -440,17 +440,27 @@ impl Rule {
         })
     }
 
+    /// A capped rule with `base` and `cap` checked: `kind` of them in nanoseconds, with no
+    /// spread below the cap.
+    fn capped(
+        base: Duration,
+        cap: Duration,
+        kind: fn(u64, u64) -> Kind,
+    ) -> Result<Self, InvalidRule> {
+        let (base, cap) = check_base_cap(base, cap)?;
+        Ok(Self {
+            below_cap_ppm: 0,
+            kind: kind(base, cap),
+        })
+    }
+
     /// `g(k) = min(cap, base · 2^(k−1))`, no jitter.
     ///
     /// # Errors
     ///
     /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`].
     pub fn exponential(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
-        let (base, cap) = check_base_cap(base, cap)?;
-        Ok(Self {
-            below_cap_ppm: 0,
-            kind: Kind::Exponential { base, cap },
-        })
+        Self::capped(base, cap, |base, cap| Kind::Exponential { base, cap })
     }
 
     /// Full jitter: uniform in `[0, g(k)]`.
@@ -459,11 +469,7 @@ impl Rule {
     ///
     /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`].
     pub fn full(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
-        let (base, cap) = check_base_cap(base, cap)?;
-        Ok(Self {
-            below_cap_ppm: 0,
-            kind: Kind::Full { base, cap },
-        })
+        Self::capped(base, cap, |base, cap| Kind::Full { base, cap })
     }
 
     /// Equal jitter: `g(k)/2 + uniform[0, g(k)/2]`.
@@ -472,11 +478,7 @@ impl Rule {
     ///
     /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`].
     pub fn equal(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
-        let (base, cap) = check_base_cap(base, cap)?;
-        Ok(Self {
-            below_cap_ppm: 0,
-            kind: Kind::Equal { base, cap },
-        })
+        Self::capped(base, cap, |base, cap| Kind::Equal { base, cap })
     }
 
     /// Decorrelated jitter: `min(cap, uniform[base, 3 · previous])`, previous starting at
@@ -486,11 +488,7 @@ impl Rule {
     ///
     /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`].
     pub fn decorrelated(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
-        let (base, cap) = check_base_cap(base, cap)?;
-        Ok(Self {
-            below_cap_ppm: 0,
-            kind: Kind::Decorrelated { base, cap },
-        })
+        Self::capped(base, cap, |base, cap| Kind::Decorrelated { base, cap })
     }
 
     /// gRPC connection backoff: the current backoff (starting at `base`) with ± `jitter`,
@@ -535,11 +533,7 @@ impl Rule {
     ///
     /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`].
     pub fn decorrelated_v2(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
-        let (base, cap) = check_base_cap(base, cap)?;
-        Ok(Self {
-            below_cap_ppm: 0,
-            kind: Kind::DecorrelatedV2 { base, cap },
-        })
+        Self::capped(base, cap, |base, cap| Kind::DecorrelatedV2 { base, cap })
     }
 
     /// The rule's name.
@@ -560,16 +554,7 @@ impl Rule {
     /// The largest pause this rule can ever give.
     #[must_use]
     pub fn max_pause(&self) -> Duration {
-        Duration::from_nanos(match self.kind {
-            Kind::Immediate => 0,
-            Kind::Constant { pause } => pause,
-            Kind::Exponential { cap, .. }
-            | Kind::Full { cap, .. }
-            | Kind::Equal { cap, .. }
-            | Kind::Decorrelated { cap, .. }
-            | Kind::Grpc { cap, .. }
-            | Kind::DecorrelatedV2 { cap, .. } => cap,
-        })
+        Duration::from_nanos(self.max_pause_nanos())
     }
 
     /// Whether the rule keeps a word of memory between failures ([`RuleState::memory`]).

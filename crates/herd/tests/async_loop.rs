@@ -5,7 +5,6 @@
 
 use std::io;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use herd::asynchronous::{AttemptTimedOut, TokioClock};
 use herd::classify::{self, Verdict};
@@ -13,9 +12,9 @@ use herd::clock::{Clock, FakeClock};
 use herd::policy::RetryPolicy;
 use herd::{Rule, StopReason};
 
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+mod support;
+
+use support::secs;
 
 #[tokio::test(start_paused = true)]
 async fn each_attempt_is_cut_at_its_timeout() {

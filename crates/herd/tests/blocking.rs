@@ -6,7 +6,7 @@ use std::io;
 use std::time::Duration;
 
 use herd::breaker::{BreakerConfig, CircuitBreaker};
-use herd::budget::{BudgetConfig, GrpcThrottle, GrpcThrottleConfig, RetryBudget};
+use herd::budget::{GrpcThrottle, GrpcThrottleConfig, RetryBudget};
 use herd::classify::{self, Verdict};
 use herd::clock::{Clock, FakeClock};
 use herd::idempotency::IdempotencyKey;
@@ -15,9 +15,9 @@ use herd::policy::{PolicyBuilder, RetryPolicy};
 use herd::rng::SplitMix64;
 use herd::{Rule, StopReason};
 
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
+mod support;
+
+use support::{budget, secs};
 
 fn constant(pause: Duration, clock: &FakeClock) -> PolicyBuilder<FakeClock> {
     RetryPolicy::builder(Rule::constant(pause).unwrap()).clock(clock.clone())
@@ -281,15 +281,7 @@ fn a_retry_needs_the_minimum_time_left_before_the_deadline() {
 #[test]
 fn an_empty_budget_stops_retries_and_says_so() {
     let clock = FakeClock::new();
-    let budget = RetryBudget::new(
-        BudgetConfig {
-            percent: 10.0,
-            min_per_sec: 0,
-            window: secs(10),
-        },
-        clock.clone(),
-    )
-    .unwrap();
+    let budget = budget(&clock, 10.0);
     let policy = constant(secs(1), &clock)
         .max_attempts(3)
         .budget(budget.clone())

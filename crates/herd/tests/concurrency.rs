@@ -6,26 +6,26 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use herd::breaker::{BreakerConfig, BreakerOutcome, BreakerState, CircuitBreaker};
-use herd::budget::{BudgetConfig, RetryBudget};
 use herd::classify::Verdict;
 use herd::clock::{Clock, FakeClock};
-use herd::policy::RetryPolicy;
+use herd::policy::{PolicyBuilder, RetryPolicy};
 use herd::{Rule, StopReason};
 
-fn secs(s: u64) -> Duration {
-    Duration::from_secs(s)
-}
+mod support;
 
-fn budget(clock: &FakeClock, percent: f64) -> RetryBudget<FakeClock> {
-    RetryBudget::new(
-        BudgetConfig {
-            percent,
-            min_per_sec: 0,
-            window: secs(10),
-        },
-        clock.clone(),
-    )
-    .unwrap()
+use support::{breaker, budget, secs};
+
+/// A policy of `rule` and `max_attempts` behind `breaker`, on `clock`.
+fn guarded(
+    rule: Rule,
+    max_attempts: u32,
+    breaker: &CircuitBreaker<FakeClock>,
+    clock: &FakeClock,
+) -> PolicyBuilder<FakeClock> {
+    RetryPolicy::builder(rule)
+        .max_attempts(max_attempts)
+        .breaker(breaker.clone())
+        .clock(clock.clone())
 }
 
 #[test]
@@ -33,18 +33,10 @@ fn a_half_open_breaker_with_its_probe_out_stops_the_retry_before_the_pause_and_t
     // Regression: only a fully open breaker stopped the retry before its pause; a half-open
     // one with every probe out let the call sleep and spend a retry, then refused it.
     let clock = FakeClock::new();
-    let breaker = CircuitBreaker::with_seed(
-        BreakerConfig::default().min_calls(1).cool_down_jitter(0.0),
-        clock.clone(),
-        1,
-    )
-    .unwrap();
+    let breaker = breaker(&clock, 1);
     let budget = budget(&clock, 100.0);
-    let policy = RetryPolicy::builder(Rule::constant(secs(1)).unwrap())
-        .max_attempts(3)
-        .breaker(breaker.clone())
+    let policy = guarded(Rule::constant(secs(1)).unwrap(), 3, &breaker, &clock)
         .budget(budget.clone())
-        .clock(clock.clone())
         .build()
         .unwrap();
     // A call admitted while closed, whose failure comes back after the breaker opened and
@@ -78,18 +70,10 @@ fn calls_the_breaker_refused_earn_no_retries() {
     // Regression: every call deposited into the budget when it began, even one the open
     // breaker refused before sending anything, so refusals inflated the budget.
     let clock = FakeClock::new();
-    let breaker = CircuitBreaker::with_seed(
-        BreakerConfig::default().min_calls(1).cool_down_jitter(0.0),
-        clock.clone(),
-        1,
-    )
-    .unwrap();
+    let breaker = breaker(&clock, 1);
     let budget = budget(&clock, 100.0);
-    let policy = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(1)
-        .breaker(breaker.clone())
+    let policy = guarded(Rule::immediate(), 1, &breaker, &clock)
         .budget(budget.clone())
-        .clock(clock.clone())
         .build()
         .unwrap();
     let first = policy
@@ -118,16 +102,8 @@ fn calls_the_breaker_refused_earn_no_retries() {
 #[test]
 fn permanent_errors_do_not_close_a_half_open_breaker_by_default() {
     let clock = FakeClock::new();
-    let breaker = CircuitBreaker::with_seed(
-        BreakerConfig::default().min_calls(1).cool_down_jitter(0.0),
-        clock.clone(),
-        1,
-    )
-    .unwrap();
-    let policy = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(1)
-        .breaker(breaker.clone())
-        .clock(clock.clone())
+    let breaker = breaker(&clock, 1);
+    let policy = guarded(Rule::immediate(), 1, &breaker, &clock)
         .build()
         .unwrap();
     let _ = policy.call(|_| Err::<(), _>(())).run_with(&clock);
@@ -149,16 +125,8 @@ fn permanent_errors_do_not_close_a_half_open_breaker_by_default() {
 #[test]
 fn a_downstream_retry_exhausted_counts_as_a_failure_and_is_not_retried() {
     let clock = FakeClock::new();
-    let breaker = CircuitBreaker::with_seed(
-        BreakerConfig::default().min_calls(2).cool_down_jitter(0.0),
-        clock.clone(),
-        1,
-    )
-    .unwrap();
-    let policy = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(5)
-        .breaker(breaker.clone())
-        .clock(clock.clone())
+    let breaker = breaker(&clock, 2);
+    let policy = guarded(Rule::immediate(), 5, &breaker, &clock)
         .build()
         .unwrap();
     for _ in 0..2 {

@@ -8,22 +8,13 @@
 
 use std::time::Duration;
 
-use herd::breaker::{BreakerConfig, BreakerOutcome, BreakerState, CircuitBreaker};
-use herd::budget::{BudgetConfig, RetryBudget};
+use herd::breaker::{BreakerOutcome, BreakerState};
 use herd::clock::FakeClock;
 use loom::thread;
 
-fn budget(clock: &FakeClock) -> RetryBudget<FakeClock> {
-    RetryBudget::new(
-        BudgetConfig {
-            percent: 100.0,
-            min_per_sec: 0,
-            window: Duration::from_secs(10),
-        },
-        clock.clone(),
-    )
-    .unwrap()
-}
+mod support;
+
+use support::{breaker, budget};
 
 /// The ring's lost update: two threads add while the window moves to a new slot. Each
 /// deposit at 100 % is one retry; none may be lost in any interleaving.
@@ -31,7 +22,7 @@ fn budget(clock: &FakeClock) -> RetryBudget<FakeClock> {
 fn ring_deposits_across_a_slot_boundary_are_never_lost() {
     loom::model(|| {
         let clock = FakeClock::new();
-        let budget = budget(&clock);
+        let budget = budget(&clock, 100.0);
         clock.set(Duration::from_secs(1)); // the next slot: the first add moves the window
         let other = budget.clone();
         let t = thread::spawn(move || other.deposit());
@@ -46,7 +37,7 @@ fn ring_deposits_across_a_slot_boundary_are_never_lost() {
 fn ring_expiry_and_a_deposit_at_the_new_time() {
     loom::model(|| {
         let clock = FakeClock::new();
-        let budget = budget(&clock);
+        let budget = budget(&clock, 100.0);
         budget.deposit(); // at 0 s
         clock.set(Duration::from_secs(11)); // the first deposit has expired
         let other = budget.clone();
@@ -63,7 +54,7 @@ fn ring_expiry_and_a_deposit_at_the_new_time() {
 fn budget_last_retry_goes_to_exactly_one_thread() {
     loom::model(|| {
         let clock = FakeClock::new();
-        let budget = budget(&clock);
+        let budget = budget(&clock, 100.0);
         budget.deposit();
         let other = budget.clone();
         let t = thread::spawn(move || other.withdraw());
@@ -80,24 +71,13 @@ fn budget_last_retry_goes_to_exactly_one_thread() {
 fn budget_deposit_racing_a_withdrawal() {
     loom::model(|| {
         let clock = FakeClock::new();
-        let budget = budget(&clock);
+        let budget = budget(&clock, 100.0);
         let other = budget.clone();
         let t = thread::spawn(move || other.deposit());
         let took = budget.withdraw();
         t.join().unwrap();
         assert_eq!(budget.available(), if took { 0.0 } else { 1.0 });
     });
-}
-
-fn breaker(clock: &FakeClock, min_calls: u32) -> CircuitBreaker<FakeClock> {
-    CircuitBreaker::with_seed(
-        BreakerConfig::default()
-            .min_calls(min_calls)
-            .cool_down_jitter(0.0),
-        clock.clone(),
-        1,
-    )
-    .unwrap()
 }
 
 /// Two closed-state failures race; together they reach `min_calls`, so the breaker must end

@@ -340,6 +340,11 @@ pub(crate) fn count(x: f64) -> String {
     }
 }
 
+/// The width of a table's service column: the longest name, and at least `service`.
+pub(crate) fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
+    names.map(str::len).max().unwrap_or(0).max("service".len())
+}
+
 fn list(rows: &[CountRow<'_>]) -> String {
     rows.iter()
         .map(|r| format!("{} {}", r.name, count(r.predicted)))
@@ -370,13 +375,7 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         )?,
         _ => {}
     }
-    let width = r
-        .services
-        .iter()
-        .map(|s| s.name.len())
-        .max()
-        .unwrap_or(0)
-        .max(7);
+    let width = name_width(r.services.iter().map(|s| s.name));
     writeln!(
         out,
         "{:<width$}  {:>12}  {:>12}",

@@ -12,7 +12,7 @@ use herd_lab::chain::{
 use herd_sim::graph::{Graph, Options, predict};
 use serde::Serialize;
 
-use crate::cmd::amplify::{count, load_graph, simulation_slack};
+use crate::cmd::amplify::{count, load_graph, name_width, simulation_slack};
 use crate::cmd::args::{Format, csv_field};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
@@ -337,13 +337,7 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         "{}: {} view(s) on 127.0.0.1, {mode}, rule {}, seed {}",
         r.graph, r.views, r.rule, r.seed
     )?;
-    let width = r
-        .services
-        .iter()
-        .map(|s| s.name.len())
-        .max()
-        .unwrap_or(0)
-        .max(7);
+    let width = name_width(r.services.iter().map(|s| s.name.as_str()));
     writeln!(
         out,
         "{:<width$}  {:>21}  {:>10}  {:>14}  {:>10}",

@@ -39,3 +39,30 @@ pub fn temp(name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir.join(name)
 }
+
+/// Runs `herd` with `args`, which must succeed; what it printed on stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = herd(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: exit {:?}, stderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 on stdout")
+}
+
+/// Runs `herd` with `args`, which must succeed and print JSON; that JSON.
+pub fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&ok(args)).expect("valid JSON")
+}
+
+/// Runs `herd` with `args`, which must fail as bad input: exit 2 and exactly one line on
+/// stderr. Returns that line.
+pub fn usage_error(args: &[&str]) -> String {
+    let out = herd(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}");
+    let err = String::from_utf8(out.stderr).expect("UTF-8 on stderr");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line, got {err:?}");
+    err.trim_end().to_owned()
+}

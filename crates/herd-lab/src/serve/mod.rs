@@ -127,8 +127,7 @@ async fn storm_handler(
     ApiJson(request): ApiJson<storm::StormRequest>,
 ) -> Result<Json<storm::StormAnswer>, ApiError> {
     // Reject bad parameters, and work past the cap, before taking a simulation slot.
-    let (_, scenario) = request.scenario()?;
-    request.horizon_s(&scenario)?;
+    request.check()?;
     let result = state.gate.run(move || request.run()).await?;
     Ok(Json(result))
 }

@@ -1,5 +1,6 @@
 //! The *Storm* scene: the default storm scenario with the page's knobs (rule, refusal cost,
-//! clients, outage, capacity), run by `herd-sim` exactly as `herd storm` runs it.
+//! clients, outage, capacity), written as a scenario tree and checked and run through the
+//! model interface (`herd_sim::model::check`), as `herd sweep` runs each of its cells.
 //!
 //! A storm that never ends (a refusal that costs work, and clients that retry faster than
 //! the server can refuse them) must still be shown, not refused. A waiting client makes at
@@ -7,8 +8,10 @@
 //! starts: the run's horizon is cut to what [`MAX_STORM_ATTEMPTS`] allows, and the answer says
 //! so (`horizon_s`, `cut_short`), so the page can say "nobody served in the first N s".
 use herd::RuleName;
+use herd_sim::model::{self, MODEL_KEY, Model};
 use herd_sim::{Limits, RunResult, Scenario, Simulation};
 use serde::{Deserialize, Serialize};
+use toml::Value;
 
 use super::error::ApiError;
 use super::limits::{MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS};
@@ -72,71 +75,97 @@ pub struct StormAnswer {
 pub const MIN_SHOWN_AFTER_OUTAGE_S: f64 = 5.0;
 
 impl StormRequest {
-    /// The scenario this request describes, checked.
+    /// Checks the page's knobs against the page's ranges (tighter than the simulator's) and
+    /// its work cap: the rule, and the horizon the run may look ([`StormRequest::horizon_s`]).
     ///
     /// # Errors
     ///
-    /// A 400 [`ApiError`] naming the parameter out of range.
-    pub fn scenario(&self) -> Result<(RuleName, Scenario), ApiError> {
+    /// A 400 [`ApiError`] naming the parameter out of range, or when the run would exceed the
+    /// page's work cap.
+    pub fn check(&self) -> Result<(RuleName, f64), ApiError> {
         let rule = rule_name(&self.rule)?;
-        let clients = in_range("clients", self.clients, 1, MAX_STORM_CLIENTS)?;
-        let capacity = in_range("capacity", self.capacity, 1, MAX_CAPACITY)?;
+        in_range("clients", self.clients, 1, MAX_STORM_CLIENTS)?;
+        in_range("capacity", self.capacity, 1, MAX_CAPACITY)?;
         if !self.outage_s.is_finite() {
             return Err(ApiError::bad_request("outage_s must be a finite number"));
         }
-        let outage_s = in_range("outage_s", self.outage_s, 0.0, MAX_OUTAGE_S)?;
+        in_range("outage_s", self.outage_s, 0.0, MAX_OUTAGE_S)?;
         if !(self.refusal_cost.is_finite() && (0.0..1.0).contains(&self.refusal_cost)) {
             return Err(ApiError::bad_request(format!(
                 "refusal_cost must be in [0, 1), got {}",
                 self.refusal_cost
             )));
         }
-        let defaults = Scenario::default();
-        let scenario = Scenario {
-            seed: self.seed,
-            clients: herd_sim::Clients {
-                count: clients,
-                ..defaults.clients
-            },
-            server: herd_sim::Server {
-                capacity,
-                refusal_cost: self.refusal_cost,
-                outages: if outage_s > 0.0 {
-                    vec![[0.0, outage_s]]
-                } else {
-                    Vec::new()
-                },
-                ..defaults.server
-            },
-            retry: herd_sim::Retry {
-                rules: vec![rule],
-                ..defaults.retry
-            },
-            ..defaults
-        };
-        Ok((rule, scenario))
+        Ok((rule, self.horizon_s()?))
     }
 
-    /// Checks the request and runs the simulation (CPU work: call it off the executor).
+    /// The storm scenario tree this request describes, as a scenario file would: the default
+    /// storm scenario with the page's knobs, looking `horizon_s` ahead. The seed is not part
+    /// of it: it is the run's (`Model::run`), as with `herd storm --seed`.
+    #[must_use]
+    pub fn tree(&self, rule: RuleName, horizon_s: f64) -> Value {
+        let outages = if self.outage_s > 0.0 {
+            vec![Value::Array(vec![
+                Value::Float(0.0),
+                Value::Float(self.outage_s),
+            ])]
+        } else {
+            Vec::new()
+        };
+        let table = |pairs: Vec<(&str, Value)>| {
+            Value::Table(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+        };
+        let integer = |n: u64| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+        table(vec![
+            (
+                MODEL_KEY,
+                Value::String(<Simulation as Model>::NAME.to_owned()),
+            ),
+            ("horizon_s", Value::Float(horizon_s)),
+            ("clients", table(vec![("count", integer(self.clients))])),
+            (
+                "server",
+                table(vec![
+                    ("capacity", integer(self.capacity)),
+                    ("refusal_cost", Value::Float(self.refusal_cost)),
+                    ("outages", Value::Array(outages)),
+                ]),
+            ),
+            (
+                "retry",
+                table(vec![(
+                    "rules",
+                    Value::Array(vec![Value::String(rule.as_str().to_owned())]),
+                )]),
+            ),
+        ])
+    }
+
+    /// Checks the request and runs it through the model interface, as `herd storm` and
+    /// `herd sweep` run a scenario: `model::check` on its tree, then the storm model's run
+    /// (CPU work: call it off the executor).
     ///
     /// # Errors
     ///
     /// A 400 [`ApiError`] for a bad parameter, or when the run would exceed the page's caps.
     pub fn run(&self) -> Result<StormAnswer, ApiError> {
-        let (rule, mut scenario) = self.scenario()?;
-        let horizon_s = self.horizon_s(&scenario)?;
-        let cut = horizon_s < scenario.horizon_s;
-        scenario.horizon_s = horizon_s;
+        let (rule, horizon_s) = self.check()?;
         let limits = Limits {
             max_run_attempts: MAX_STORM_ATTEMPTS,
             ..Limits::interactive()
         };
-        let simulation = Simulation::new(&scenario, &limits).map_err(scenario_error)?;
-        let result = simulation.run(rule, self.seed).map_err(scenario_error)?;
-        let cut_short = cut && result.waiting > 0;
+        let checked = model::check(&self.tree(rule, horizon_s), &limits).map_err(scenario_error)?;
+        // The page shows the storm its own way (series and outages, not only metrics), as
+        // `herd storm` shows the models that have a report of their own.
+        let storm = checked
+            .as_any()
+            .downcast_ref::<Simulation>()
+            .ok_or_else(|| ApiError::internal("the storm tree did not give the storm model"))?;
+        let result = storm.run(rule, self.seed).map_err(scenario_error)?;
+        let cut_short = horizon_s < Scenario::default().horizon_s && result.waiting > 0;
         Ok(StormAnswer {
             result,
-            outages: scenario.server.outages,
+            outages: storm.scenario().server.outages.clone(),
             refusal_cost: self.refusal_cost,
             horizon_s,
             cut_short,
@@ -144,15 +173,16 @@ impl StormRequest {
     }
 
     /// The horizon the work cap allows, estimated before running: at most one attempt per
-    /// waiting client per step.
+    /// waiting client per step of the default scenario.
     ///
     /// # Errors
     ///
     /// A 400 [`ApiError`] when that horizon would not reach
     /// [`MIN_SHOWN_AFTER_OUTAGE_S`] past the outage (too many clients to follow).
-    pub fn horizon_s(&self, scenario: &Scenario) -> Result<f64, ApiError> {
-        let step_s = scenario.step_ms / 1000.0;
-        let clients = scenario.clients.count.max(1) as f64;
+    pub fn horizon_s(&self) -> Result<f64, ApiError> {
+        let defaults = Scenario::default();
+        let step_s = defaults.step_ms / 1000.0;
+        let clients = self.clients.max(1) as f64;
         // Whole seconds, a little under the bound, so that the cap is never reached.
         let affordable = (MAX_STORM_ATTEMPTS as f64 * step_s / clients * 0.95).floor();
         let needed = self.outage_s + MIN_SHOWN_AFTER_OUTAGE_S;
@@ -165,7 +195,7 @@ impl StormRequest {
                 self.clients, self.outage_s
             )));
         }
-        Ok(scenario.horizon_s.min(affordable))
+        Ok(defaults.horizon_s.min(affordable))
     }
 }
 

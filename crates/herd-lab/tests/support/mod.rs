@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests: a page server on loopback and a JSON client.
 #![allow(dead_code, unreachable_pub)]
 
+use std::io;
 use std::net::SocketAddr;
 
 use http_body_util::{BodyExt, Full};
@@ -9,6 +10,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 use herd_lab::serve::{self, ServeLimits};
 
@@ -16,6 +18,7 @@ use herd_lab::serve::{self, ServeLimits};
 pub struct PageServer {
     pub addr: SocketAddr,
     stop: Option<oneshot::Sender<()>>,
+    task: Option<JoinHandle<io::Result<()>>>,
 }
 
 impl PageServer {
@@ -25,16 +28,22 @@ impl PageServer {
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local addr");
         let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
-            let _ = serve::serve(listener, limits, async {
-                let _ = stopped.await;
-            })
-            .await;
-        });
+        let task = tokio::spawn(serve::serve(listener, limits, async {
+            let _ = stopped.await;
+        }));
         Self {
             addr,
             stop: Some(stop),
+            task: Some(task),
         }
+    }
+
+    /// Asks the server to shut down, as Ctrl-C does; its task, which ends when serving has.
+    pub fn shut_down(mut self) -> JoinHandle<io::Result<()>> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.task.take().expect("a started server has its task")
     }
 
     pub fn url(&self) -> String {
@@ -64,12 +73,16 @@ pub async fn post_json(addr: SocketAddr, path: &str, body: &Value) -> (u16, Valu
         .expect("request");
     let response = client.request(request).await.expect("API answers");
     let status = response.status().as_u16();
-    let bytes = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    let value = serde_json::from_slice(&bytes).expect("JSON body");
+    let value = json_body(response.into_body()).await.expect("JSON body");
     (status, value)
+}
+
+/// An HTTP body read to its end, as JSON; `None` when it is not JSON.
+pub async fn json_body<B>(body: B) -> Option<Value>
+where
+    B: hyper::body::Body,
+    B::Error: std::fmt::Debug,
+{
+    let bytes = body.collect().await.expect("body").to_bytes();
+    serde_json::from_slice(&bytes).ok()
 }

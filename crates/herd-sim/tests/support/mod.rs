@@ -24,3 +24,10 @@ pub fn conserved(r: &RunResult) {
     assert_eq!(r.series.arrivals.iter().sum::<u64>(), r.requests);
     assert_eq!(r.series.served.iter().sum::<u64>(), r.served);
 }
+
+/// `err`, the error scenario `text` gets, names `field` at `line`, in one line of text.
+pub fn names_field(err: &herd_sim::ScenarioError, text: &str, field: &str, line: usize) {
+    assert_eq!(err.field_name(), Some(field), "{text:?}: {err}");
+    assert_eq!(err.line(), Some(line), "{text:?}: {err}");
+    assert!(!err.to_string().contains('\n'), "{text:?}: {err}");
+}

@@ -1,10 +1,12 @@
 //! `herd hedge --chart`: the latency tail of each policy (the fraction of requests slower
 //! than x, both axes logarithmic), or p99.9 against utilisation for a sweep.
+use std::ops::Range;
 use std::path::Path;
 
 use anyhow::{Context, anyhow};
 use herd_sim::latency::LatencyResult;
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::AsRangedCoord;
 use plotters::prelude::*;
 
 use crate::cmd::storm::chart::{Kind, font};
@@ -25,6 +27,7 @@ const COLOURS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
+/// Draws `draw` on an SVG or PNG of the chart's size at `path`.
 fn render(
     path: &Path,
     kind: Kind,
@@ -45,6 +48,73 @@ fn render(
         }
     }
     .with_context(|| format!("--chart: drawing {}", path.display()))
+}
+
+/// A drawing error, as the chart's error.
+fn err(e: impl std::fmt::Debug) -> anyhow::Error {
+    anyhow!("{e:?}")
+}
+
+/// A chart with axes of `X` and `Y`, drawn on `DB`.
+type Axes<'a, DB, X, Y> = ChartContext<
+    'a,
+    DB,
+    Cartesian2d<<X as AsRangedCoord>::CoordDescType, <Y as AsRangedCoord>::CoordDescType>,
+>;
+
+/// The frame both charts share: a white area, the caption, room for the axis labels.
+fn frame<'a, DB: DrawingBackend, X: AsRangedCoord, Y: AsRangedCoord>(
+    root: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    x: X,
+    y: Y,
+) -> anyhow::Result<Axes<'a, DB, X, Y>> {
+    root.fill(&WHITE).map_err(err)?;
+    ChartBuilder::on(root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(x, y)
+        .map_err(err)
+}
+
+/// The `i`-th policy's line, in its colour, with its entry in the legend; the colour.
+fn line<DB: DrawingBackend, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+    i: usize,
+    name: &str,
+    points: &[(X::ValueType, Y::ValueType)],
+) -> anyhow::Result<RGBColor>
+where
+    X::ValueType: Clone + 'static,
+    Y::ValueType: Clone + 'static,
+{
+    let colour = COLOURS[i % COLOURS.len()];
+    chart
+        .draw_series(LineSeries::new(
+            points.iter().cloned(),
+            colour.stroke_width(2),
+        ))
+        .map_err(err)?
+        .label(name)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2)));
+    Ok(colour)
+}
+
+/// The legend of the policies' lines, at `position`.
+fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    position: SeriesLabelPosition,
+) -> anyhow::Result<()> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(err)
 }
 
 /// (latency ms, fraction slower) at log-spaced fractions from 1 down to 1/n.
@@ -92,54 +162,38 @@ pub(super) fn tails(
         .iter()
         .map(|l| 1.0 / l.len().max(1) as f64)
         .fold(1.0_f64, f64::min);
+    let (x, y) = (x_min..x_max, y_min..1.0);
+    render(
+        path,
+        kind,
+        |root| draw_tails(root, &curves, x.clone(), y.clone()),
+        |root| draw_tails(root, &curves, x.clone(), y.clone()),
+    )
+}
+
+/// [`tails`] on one backend.
+fn draw_tails<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    curves: &[(&str, Vec<(f64, f64)>)],
+    x: Range<f64>,
+    y: Range<f64>,
+) -> anyhow::Result<()> {
     let caption = "Fraction of user requests slower than x (both axes log)";
-    macro_rules! body {
-        ($root:expr) => {{
-            let root = $root;
-            let err = |e| anyhow!("{e:?}");
-            root.fill(&WHITE).map_err(err)?;
-            let mut chart = ChartBuilder::on(root)
-                .caption(caption, ("sans-serif", 18))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(64)
-                .build_cartesian_2d((x_min..x_max).log_scale(), (y_min..1.0).log_scale())
-                .map_err(err)?;
-            chart
-                .configure_mesh()
-                .x_desc("latency (ms)")
-                .y_desc("fraction slower")
-                .x_label_formatter(&|v| format!("{v}"))
-                .y_label_formatter(&|v| format!("{v}"))
-                .label_style(("sans-serif", 12))
-                .axis_desc_style(("sans-serif", 13))
-                .draw()
-                .map_err(err)?;
-            for (i, (name, curve)) in curves.iter().enumerate() {
-                let colour = COLOURS[i % COLOURS.len()];
-                chart
-                    .draw_series(LineSeries::new(
-                        curve.iter().copied(),
-                        colour.stroke_width(2),
-                    ))
-                    .map_err(err)?
-                    .label(*name)
-                    .legend(move |(x, y)| {
-                        PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2))
-                    });
-            }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerLeft)
-                .border_style(BLACK)
-                .background_style(WHITE.mix(0.9))
-                .label_font(("sans-serif", 13))
-                .draw()
-                .map_err(err)?;
-            Ok(())
-        }};
+    let mut chart = frame(root, caption, x.log_scale(), y.log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("latency (ms)")
+        .y_desc("fraction slower")
+        .x_label_formatter(&|v| format!("{v}"))
+        .y_label_formatter(&|v| format!("{v}"))
+        .label_style(("sans-serif", 12))
+        .axis_desc_style(("sans-serif", 13))
+        .draw()
+        .map_err(err)?;
+    for (i, (name, curve)) in curves.iter().enumerate() {
+        line(&mut chart, i, name, curve)?;
     }
-    render(path, kind, |root| body!(root), |root| body!(root))
+    legend(&mut chart, SeriesLabelPosition::LowerLeft)
 }
 
 /// One line per policy: p99.9 (log) against utilisation.
@@ -164,60 +218,45 @@ pub(super) fn crossover(
         .flat_map(|(_, r)| r.iter().map(|x| x.p999_ms.max(1e-3)));
     let y_min = values.clone().fold(f64::INFINITY, f64::min) / 1.5;
     let y_max = values.fold(0.0_f64, f64::max) * 1.5;
+    let (u, y) = (u_min..u_max, y_min..y_max);
+    render(
+        path,
+        kind,
+        |root| draw_crossover(root, &names, sweep, u.clone(), y.clone()),
+        |root| draw_crossover(root, &names, sweep, u.clone(), y.clone()),
+    )
+}
+
+/// [`crossover`] on one backend.
+fn draw_crossover<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    names: &[&str],
+    sweep: &[(f64, &[LatencyResult])],
+    u: Range<f64>,
+    y: Range<f64>,
+) -> anyhow::Result<()> {
     let caption = "p99.9 of user latency against server utilisation";
-    macro_rules! body {
-        ($root:expr) => {{
-            let root = $root;
-            let err = |e| anyhow!("{e:?}");
-            root.fill(&WHITE).map_err(err)?;
-            let mut chart = ChartBuilder::on(root)
-                .caption(caption, ("sans-serif", 18))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(64)
-                .build_cartesian_2d(u_min..u_max, (y_min..y_max).log_scale())
-                .map_err(err)?;
-            chart
-                .configure_mesh()
-                .x_desc("utilisation without hedges")
-                .y_desc("p99.9 (ms)")
-                .y_label_formatter(&|v| format!("{v}"))
-                .label_style(("sans-serif", 12))
-                .axis_desc_style(("sans-serif", 13))
-                .draw()
-                .map_err(err)?;
-            for (i, name) in names.iter().enumerate() {
-                let colour = COLOURS[i % COLOURS.len()];
-                let line: Vec<(f64, f64)> = sweep
-                    .iter()
-                    .filter_map(|(u, r)| r.get(i).map(|x| (*u, x.p999_ms.max(1e-3))))
-                    .collect();
-                chart
-                    .draw_series(LineSeries::new(
-                        line.iter().copied(),
-                        colour.stroke_width(2),
-                    ))
-                    .map_err(err)?
-                    .label(*name)
-                    .legend(move |(x, y)| {
-                        PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2))
-                    });
-                chart
-                    .draw_series(line.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-                    .map_err(err)?;
-            }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .border_style(BLACK)
-                .background_style(WHITE.mix(0.9))
-                .label_font(("sans-serif", 13))
-                .draw()
-                .map_err(err)?;
-            Ok(())
-        }};
+    let mut chart = frame(root, caption, u, y.log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc("utilisation without hedges")
+        .y_desc("p99.9 (ms)")
+        .y_label_formatter(&|v| format!("{v}"))
+        .label_style(("sans-serif", 12))
+        .axis_desc_style(("sans-serif", 13))
+        .draw()
+        .map_err(err)?;
+    for (i, name) in names.iter().enumerate() {
+        let points: Vec<(f64, f64)> = sweep
+            .iter()
+            .filter_map(|(u, r)| r.get(i).map(|x| (*u, x.p999_ms.max(1e-3))))
+            .collect();
+        let colour = line(&mut chart, i, name, &points)?;
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
+            .map_err(err)?;
     }
-    render(path, kind, |root| body!(root), |root| body!(root))
+    legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }
 
 #[cfg(test)]

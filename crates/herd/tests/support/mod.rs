@@ -1,0 +1,39 @@
+//! What the library's tests share: budgets and breakers on a fake clock, with no reserve and
+//! no jitter, so that every figure is exact.
+#![allow(dead_code)] // each test binary uses its own share of these
+
+use std::time::Duration;
+
+use herd::breaker::{BreakerConfig, CircuitBreaker};
+use herd::budget::{BudgetConfig, RetryBudget};
+use herd::clock::FakeClock;
+
+/// `s` whole seconds.
+pub fn secs(s: u64) -> Duration {
+    Duration::from_secs(s)
+}
+
+/// A retry budget of `percent` of first attempts over a 10 s window, with no reserve.
+pub fn budget(clock: &FakeClock, percent: f64) -> RetryBudget<FakeClock> {
+    RetryBudget::new(
+        BudgetConfig {
+            percent,
+            min_per_sec: 0,
+            window: secs(10),
+        },
+        clock.clone(),
+    )
+    .unwrap()
+}
+
+/// A breaker that opens once `min_calls` calls failed and half-opens 5 s later, exactly.
+pub fn breaker(clock: &FakeClock, min_calls: u32) -> CircuitBreaker<FakeClock> {
+    CircuitBreaker::with_seed(
+        BreakerConfig::default()
+            .min_calls(min_calls)
+            .cool_down_jitter(0.0),
+        clock.clone(),
+        1,
+    )
+    .unwrap()
+}
