@@ -155,3 +155,47 @@ fn bad_input_gets_one_line_naming_the_field() {
     let err = usage_error(&["hedge", "scenarios/default.toml"]);
     assert!(err.contains("scenarios/default.toml"), "{err}");
 }
+
+/// `herd sweep` varies the latency model like any other: its policies stand where rules do.
+#[test]
+fn a_sweep_varies_the_latency_model_through_the_model_interface() {
+    let v = json(&[
+        "sweep",
+        "scenarios/hedge-overload.toml",
+        "--set",
+        "traffic.rate_per_s=600,1800",
+        "--set",
+        "requests=2000",
+        "--metric",
+        "p99_ms",
+        "--runs",
+        "2",
+        "--format",
+        "json",
+    ]);
+    let rules: Vec<&str> = v["grid"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        rules,
+        [
+            "none",
+            "hedge-10ms",
+            "hedge-p99",
+            "hedge-10ms-budget-2%",
+            "tied"
+        ]
+    );
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 10);
+    let p99 = |i: usize| cells[i]["metrics"]["p99_ms"]["mean"].as_f64().unwrap();
+    // At 600/s a hedge cuts p99; at 1800/s (90 %) unbudgeted hedging is far worse.
+    assert!(p99(1) * 3.0 < p99(0), "{} vs {}", p99(1), p99(0));
+    assert!(p99(6) > 10.0 * p99(5), "{} vs {}", p99(6), p99(5));
+    // `herd storm` points a latency scenario to `herd hedge`.
+    let err = usage_error(&["storm", "scenarios/hedge-overload.toml"]);
+    assert!(err.contains("herd hedge"), "{err}");
+}

@@ -230,3 +230,42 @@ fn bad_scenarios_name_the_field() {
     assert!(err(dup).starts_with("policies[1].name: "));
     assert!(err("policies = []").starts_with("policies: "));
 }
+
+/// The latency model sits behind the one model interface: its variants are the scenario's
+/// policies, and a sweep runs them like rules.
+#[test]
+fn the_model_interface_runs_each_policy() {
+    use herd_sim::Limits;
+    use herd_sim::model::{self, Variant};
+    let text = "model = \"latency\"\nrequests = 3000\nwarmup_requests = 300\n";
+    let checked = model::check_text(text, &Limits::default()).unwrap();
+    assert_eq!(checked.name(), "latency");
+    assert!(checked.rules().is_empty());
+    let variants = checked.variants();
+    let direct = LatencyModel::new(&LatencyScenario::from_toml(text).unwrap()).unwrap();
+    assert_eq!(
+        variants.iter().map(Variant::as_str).collect::<Vec<_>>(),
+        direct.policies()
+    );
+    for (i, v) in variants.iter().enumerate() {
+        let metrics = checked.run_variant(v, 9).unwrap();
+        let (result, _) = direct.run_policy(i, 9).unwrap();
+        assert_eq!(metrics.get("p99_ms"), Some(Some(result.p99_ms)), "{v}");
+        assert_eq!(
+            metrics.get("extra_load_percent"),
+            Some(Some(result.extra_load_percent))
+        );
+    }
+    let err = checked
+        .run_variant(&Variant::Named("nope".into()), 1)
+        .unwrap_err();
+    assert!(err.to_string().starts_with("policies: "), "{err}");
+    assert!(checked.run(herd::RuleName::Full, 1).is_err());
+    // A run too large for the limits is refused before it starts, naming the field.
+    let small = Limits {
+        max_run_attempts: 1000,
+        ..Limits::default()
+    };
+    let err = model::check_text(text, &small).unwrap_err();
+    assert_eq!(err.field_name(), Some("requests"));
+}

@@ -57,8 +57,8 @@ fn grid_is_the_product_first_axis_slowest() {
     let rows = run(&s);
     assert_eq!(rows.len(), 12);
     assert_eq!(
-        (rows[3].cell, rows[3].rule, rows[3].runs),
-        (1, RuleName::Equal, 2)
+        (rows[3].cell, rows[3].rule.clone(), rows[3].runs),
+        (1, RuleName::Equal.into(), 2)
     );
 }
 

@@ -73,11 +73,13 @@
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
 mod engine;
+mod model;
 mod report;
 mod scenario;
 
 use rayon::prelude::*;
 
+pub use model::METRICS;
 pub use report::LatencyResult;
 pub use scenario::{
     Distribution, Hiccups, LatencyScenario, MAX_FAN_OUT, MAX_REQUESTS, MAX_SERVERS, PolicyKind,
@@ -89,6 +91,7 @@ use crate::error::ScenarioError;
 /// A checked latency scenario, ready to run.
 #[derive(Clone, Debug)]
 pub struct LatencyModel {
+    scenario: LatencyScenario,
     plan: scenario::Plan,
 }
 
@@ -100,8 +103,15 @@ impl LatencyModel {
     /// A [`ScenarioError`] naming the first field out of range.
     pub fn new(scenario: &LatencyScenario) -> Result<Self, ScenarioError> {
         Ok(Self {
+            scenario: scenario.clone(),
             plan: scenario.plan()?,
         })
+    }
+
+    /// The scenario as given.
+    #[must_use]
+    pub fn scenario(&self) -> &LatencyScenario {
+        &self.scenario
     }
 
     /// The policies' names, in the scenario's order.

@@ -37,6 +37,7 @@ use toml::Value;
 use crate::Simulation;
 use crate::contention::Contention;
 use crate::error::ScenarioError;
+use crate::latency::LatencyModel;
 use crate::limits::Limits;
 use crate::metastable::Metastable;
 
@@ -54,7 +55,56 @@ pub static MODELS: &[Registration] = &[
     Registration::of::<Simulation>(),
     Registration::of::<Metastable>(),
     Registration::of::<Contention>(),
+    Registration::of::<LatencyModel>(),
 ];
+
+/// What the runs of a scenario compare: a retry rule (the storm, metastable and contention
+/// models), or a variant a model names itself (the latency model's hedging policies).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// A retry rule.
+    Rule(RuleName),
+    /// A variant named by the scenario.
+    Named(String),
+}
+
+impl Variant {
+    /// The name, as the scenario and the output spell it.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        match self {
+            Variant::Rule(r) => r.as_str(),
+            Variant::Named(n) => n,
+        }
+    }
+
+    /// The rule, when this variant is one.
+    #[must_use]
+    pub fn rule(&self) -> Option<RuleName> {
+        match self {
+            Variant::Rule(r) => Some(*r),
+            Variant::Named(_) => None,
+        }
+    }
+}
+
+impl PartialEq<RuleName> for Variant {
+    fn eq(&self, rule: &RuleName) -> bool {
+        self.rule() == Some(*rule)
+    }
+}
+
+impl From<RuleName> for Variant {
+    fn from(rule: RuleName) -> Self {
+        Variant::Rule(rule)
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// A simulation model: a checked scenario, ready to run any of its rules with any seed.
 ///
@@ -101,6 +151,27 @@ pub trait Model: fmt::Debug + Send + Sync + Sized + 'static {
     ///
     /// The rule cannot be built from the scenario, or the run exceeds its limits.
     fn run(&self, rule: RuleName, seed: u64) -> Result<Metrics, ScenarioError>;
+
+    /// What the scenario compares, in its order: its rules, unless the model compares
+    /// variants of its own.
+    fn variants(&self) -> Vec<Variant> {
+        self.rules().into_iter().map(Variant::Rule).collect()
+    }
+
+    /// Runs one variant with `seed`: a rule through [`Model::run`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Model::run`]; a variant this model does not have.
+    fn run_variant(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+        match variant {
+            Variant::Rule(rule) => self.run(*rule, seed),
+            Variant::Named(name) => Err(ScenarioError::general(format!(
+                "the {} model compares retry rules, not \"{name}\"",
+                Self::NAME
+            ))),
+        }
+    }
 }
 
 /// A checked scenario of some model, as the dispatch holds it: [`Model`] without its
@@ -128,6 +199,14 @@ pub trait AnyModel: fmt::Debug + Send + Sync {
     ///
     /// As [`Model::run`].
     fn run(&self, rule: RuleName, seed: u64) -> Result<Metrics, ScenarioError>;
+    /// [`Model::variants`].
+    fn variants(&self) -> Vec<Variant>;
+    /// [`Model::run_variant`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Model::run_variant`].
+    fn run_variant(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError>;
     /// The model itself, for a front end that shows one model its own way.
     fn as_any(&self) -> &dyn Any;
 }
@@ -153,6 +232,12 @@ impl<M: Model> AnyModel for M {
     }
     fn run(&self, rule: RuleName, seed: u64) -> Result<Metrics, ScenarioError> {
         Model::run(self, rule, seed)
+    }
+    fn variants(&self) -> Vec<Variant> {
+        Model::variants(self)
+    }
+    fn run_variant(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+        Model::run_variant(self, variant, seed)
     }
     fn as_any(&self) -> &dyn Any {
         self

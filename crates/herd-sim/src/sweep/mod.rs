@@ -41,7 +41,7 @@ use crate::error::ScenarioError;
 use crate::limits::Limits;
 use std::sync::Arc;
 
-use crate::model::{self, AnyModel, Metrics};
+use crate::model::{self, AnyModel, Metrics, Variant};
 
 mod grid;
 mod stats;
@@ -102,7 +102,7 @@ pub struct Sweep {
     base: Value,
     axes: Vec<Axis>,
     cells: Vec<Cell>,
-    rules: Vec<RuleName>,
+    rules: Vec<Variant>,
     seeds: Vec<u64>,
     metrics: Vec<&'static str>,
 }
@@ -112,8 +112,8 @@ pub struct Sweep {
 pub struct Row {
     /// The cell's index in [`Sweep::cells`].
     pub cell: usize,
-    /// The rule.
-    pub rule: RuleName,
+    /// The rule, or the model's own variant (a hedging policy).
+    pub rule: Variant,
     /// Runs (seeds).
     pub runs: usize,
     /// Each metric of [`Sweep::metric_names`], in order.
@@ -277,7 +277,10 @@ impl Sweep {
         // run before the --set values make it smaller.
         let rules = match rules {
             Some(r) if !r.is_empty() => dedup(r),
-            _ => cells.first().map(|c| c.model.rules()).unwrap_or_default(),
+            _ => cells
+                .first()
+                .map(|c| c.model.variants())
+                .unwrap_or_default(),
         };
         let first = first_seed.unwrap_or_else(|| {
             full.get("seed")
@@ -330,9 +333,9 @@ impl Sweep {
         &self.cells
     }
 
-    /// The rules every cell runs.
+    /// The rules (or the model's own variants) every cell runs.
     #[must_use]
-    pub fn rules(&self) -> &[RuleName] {
+    pub fn rules(&self) -> &[Variant] {
         &self.rules
     }
 
@@ -391,8 +394,8 @@ impl Sweep {
         let metrics: Vec<Metrics> = (0..total)
             .into_par_iter()
             .map(|i| {
-                let (cell, rule, seed) = (i / (r * k), self.rules[(i / k) % r], self.seeds[i % k]);
-                let result = self.cells[cell].model.run(rule, seed).map_err(|e| {
+                let (cell, rule, seed) = (i / (r * k), &self.rules[(i / k) % r], self.seeds[i % k]);
+                let result = self.cells[cell].model.run_variant(rule, seed).map_err(|e| {
                     SweepError::new(format!(
                         "cell {}, rule {rule}, seed {seed}: {e}",
                         self.label(cell)
@@ -407,7 +410,7 @@ impl Sweep {
             .enumerate()
             .map(|(i, runs)| Row {
                 cell: i / r,
-                rule: self.rules[i % r],
+                rule: self.rules[i % r].clone(),
                 runs: runs.len(),
                 stats: self
                     .metrics
@@ -433,11 +436,12 @@ fn held_value(tree: &Value, keys: &[String]) -> Option<Value> {
     Some(node.clone())
 }
 
-fn dedup(rules: &[RuleName]) -> Vec<RuleName> {
+fn dedup(rules: &[RuleName]) -> Vec<Variant> {
     let mut out = Vec::with_capacity(rules.len());
     for &r in rules {
-        if !out.contains(&r) {
-            out.push(r);
+        let v = Variant::Rule(r);
+        if !out.contains(&v) {
+            out.push(v);
         }
     }
     out

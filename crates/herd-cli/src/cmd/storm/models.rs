@@ -100,6 +100,13 @@ pub(crate) fn run(args: &StormArgs, path: &Path, text: &str) -> CliResult<bool> 
     } else if let Some(c) = any.downcast_ref::<Contention>() {
         refuse(args, registration.name, &["--clients", "--sweep-clients"])?;
         run_contention(args, c.scenario().clone())?;
+    } else if any.is::<herd_sim::latency::LatencyModel>() {
+        return Err(CliError::input(format!(
+            "{}: a latency scenario compares hedging policies: run it with `herd hedge {}` \
+             (or vary it with `herd sweep`)",
+            path.display(),
+            path.display()
+        )));
     } else {
         refuse(args, registration.name, &[])?;
         let rules = args.rules.rules_or(&checked.rules());

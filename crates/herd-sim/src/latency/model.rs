@@ -1,0 +1,106 @@
+//! The latency model behind the [`Model`] interface: its variants are the scenario's hedging
+//! policies, one run is one policy with one seed, reporting [`METRICS`] (docs/model.md,
+//! "Latency").
+use herd::RuleName;
+use toml::Value;
+
+use super::{LatencyModel, LatencyScenario};
+use crate::error::ScenarioError;
+use crate::limits::Limits;
+use crate::model::{self, Metrics, Model, Variant};
+
+/// The metrics of one run, in order.
+pub const METRICS: &[&str] = &[
+    "p50_ms",
+    "p99_ms",
+    "p999_ms",
+    "mean_ms",
+    "extra_load_percent",
+    "hedges_refused",
+    "cancelled",
+    "utilisation_percent",
+];
+
+impl Model for LatencyModel {
+    const NAME: &'static str = "latency";
+    const ABOUT: &'static str =
+        "hedged requests: the tail latency of a fan-out on servers that pause, and its cost";
+    const METRICS: &'static [&'static str] = METRICS;
+
+    fn check(tree: &Value, limits: &Limits) -> Result<Self, ScenarioError> {
+        let scenario: LatencyScenario = model::from_tree(tree, &[])?;
+        let checked = LatencyModel::new(&scenario)?;
+        if checked.work_estimate() > limits.max_run_attempts {
+            return Err(ScenarioError::field(
+                "requests",
+                format!(
+                    "a run may send {} copies, more than the {} this run allows: fewer requests, \
+                     a smaller fan-out or fewer copies",
+                    checked.work_estimate(),
+                    limits.max_run_attempts
+                ),
+            ));
+        }
+        Ok(checked)
+    }
+
+    fn sweepable(&self) -> Result<Value, ScenarioError> {
+        model::to_tree(self.scenario(), Self::NAME)
+    }
+
+    /// None: the latency model compares hedging policies, see [`Model::variants`].
+    fn rules(&self) -> Vec<RuleName> {
+        Vec::new()
+    }
+
+    fn seed(&self) -> u64 {
+        self.scenario().seed
+    }
+
+    fn cost(&self) -> u64 {
+        self.work_estimate()
+    }
+
+    fn run(&self, rule: RuleName, _seed: u64) -> Result<Metrics, ScenarioError> {
+        Err(ScenarioError::general(format!(
+            "the latency model compares hedging policies (policies[].name), not retry rules such as {rule}"
+        )))
+    }
+
+    fn variants(&self) -> Vec<Variant> {
+        self.policies()
+            .into_iter()
+            .map(|p| Variant::Named(p.to_owned()))
+            .collect()
+    }
+
+    fn run_variant(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+        let name = variant.as_str();
+        let index = self
+            .policies()
+            .iter()
+            .position(|p| *p == name)
+            .ok_or_else(|| {
+                ScenarioError::field(
+                    "policies",
+                    format!(
+                        "has no policy named \"{name}\": {}",
+                        self.policies().join(", ")
+                    ),
+                )
+            })?;
+        let (result, _) = self
+            .run_policy(index, seed)
+            .ok_or_else(|| ScenarioError::general("no such policy"))?;
+        let mut metrics = Metrics::new();
+        metrics.set("p50_ms", Some(result.p50_ms));
+        metrics.set("p99_ms", Some(result.p99_ms));
+        metrics.set("p999_ms", Some(result.p999_ms));
+        metrics.set("mean_ms", Some(result.mean_ms));
+        metrics.set("extra_load_percent", Some(result.extra_load_percent));
+        metrics.set("hedges_refused", Some(result.hedges_refused as f64));
+        metrics.set("cancelled", Some(result.cancelled as f64));
+        metrics.set("utilisation_percent", Some(result.utilisation_percent));
+        Ok(metrics)
+    }
+}
