@@ -43,6 +43,7 @@ use crate::clock::Clock;
 use crate::idempotency::{Attempt, IdempotencyKey};
 use crate::outcome::{
     AttemptTimedOut, NoHook, OnGiveUp, OnRetry, RetryError, RetryEvent, StopReason,
+    Success,
 };
 use crate::policy::{CallState, Decision, RetryPolicy};
 use crate::rng::{Rng, ThreadRng};
@@ -345,6 +346,17 @@ impl<C: Clock, Op, K, H, G, R: Rng, B: PauseSource<R>> Call<'_, C, Op, K, H, G, 
             IdempotencyKey::random(&mut self.rng)
         };
         (key, self.policy.begin_with_key(key))
+    }
+
+    /// After a successful attempt, the step the loops share: tell the policy (a half-open
+    /// breaker closes) and hand the value back with the attempts it took.
+    #[inline]
+    pub(crate) fn succeed<T>(&self, state: &CallState, value: T) -> Success<T> {
+        self.policy.on_success(state);
+        Success {
+            value,
+            attempts: state.attempts(),
+        }
     }
 
     /// Before each attempt, the step the loops share: the attempt to make, or — when the
