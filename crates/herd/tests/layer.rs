@@ -5,6 +5,10 @@
 //! layer asked for without sleeping in real time.
 #![cfg(feature = "tower")]
 
+mod support;
+
+use support::Recorder;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +21,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
-use herd::asynchronous::{Sleeper, TokioClock};
+use herd::asynchronous::TokioClock;
 use herd::clock::Clock;
 use herd::layer::{GaveUp, IDEMPOTENCY_KEY, RETRY_EXHAUSTED, RetryLayer};
 use herd::policy::RetryPolicy;
@@ -27,24 +31,6 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tower::{Layer, Service, ServiceExt};
-
-/// A sleeper that records each pause and returns at once.
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<Duration>>>);
-
-impl Recorder {
-    fn pauses(&self) -> Vec<Duration> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-impl Sleeper for Recorder {
-    type Sleep = std::future::Ready<()>;
-    fn sleep(&self, pause: Duration) -> Self::Sleep {
-        self.0.lock().unwrap().push(pause);
-        std::future::ready(())
-    }
-}
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 

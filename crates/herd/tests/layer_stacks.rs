@@ -7,6 +7,10 @@
 //! that returns at once, or through tokio's paused time. Nothing sleeps in real time.
 #![cfg(feature = "tower")]
 
+mod support;
+
+use support::Recorder;
+
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -23,7 +27,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::serve::ListenerExt;
-use herd::asynchronous::{Sleeper, TokioClock};
+use herd::asynchronous::TokioClock;
 use herd::classify::Verdict;
 use herd::layer::tower_policy::HerdPolicy;
 use herd::layer::{Failure, GaveUp, RETRY_EXHAUSTED, RetryLayer, RetryOutcome};
@@ -35,17 +39,6 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tower::{Layer, Service, ServiceExt};
-
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<Duration>>>);
-
-impl Sleeper for Recorder {
-    type Sleep = std::future::Ready<()>;
-    fn sleep(&self, pause: Duration) -> Self::Sleep {
-        self.0.lock().unwrap().push(pause);
-        std::future::ready(())
-    }
-}
 
 /// What the server saw: one body per request, and the connections it accepted.
 #[derive(Clone, Default)]
