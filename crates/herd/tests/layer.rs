@@ -8,6 +8,7 @@
 mod support;
 
 use support::Recorder;
+use support::http::busy_once_then_hello;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -109,19 +110,7 @@ async fn body(response: http::Response<hyper::body::Incoming>) -> String {
 
 #[tokio::test]
 async fn real_server_503_with_retry_after_then_200() {
-    let (addr, hits) = server(|n| {
-        if n == 0 {
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [("retry-after", "1")],
-                "busy",
-            )
-                .into_response()
-        } else {
-            (StatusCode::OK, "hello").into_response()
-        }
-    })
-    .await;
+    let (addr, hits) = server(|n| busy_once_then_hello(n, "1")).await;
     let recorder = Recorder::default();
     let mut svc = RetryLayer::new(policy(exponential(), 3))
         .sleeper(recorder.clone())

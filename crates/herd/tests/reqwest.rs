@@ -5,6 +5,7 @@
 mod support;
 
 use support::Recorder;
+use support::http::busy_once_then_hello;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -61,19 +62,7 @@ fn client_with(recorder: &Recorder, server_deduplicates: bool) -> ClientWithMidd
 
 #[tokio::test]
 async fn a_503_with_retry_after_then_200() {
-    let (addr, hits) = server(|n| {
-        if n == 0 {
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [("retry-after", "2")],
-                "busy",
-            )
-                .into_response()
-        } else {
-            (StatusCode::OK, "hello").into_response()
-        }
-    })
-    .await;
+    let (addr, hits) = server(|n| busy_once_then_hello(n, "2")).await;
     let recorder = Recorder::default();
     let response = client(&recorder)
         .get(format!("http://{addr}/"))

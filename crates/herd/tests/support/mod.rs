@@ -2,6 +2,9 @@
 //! no jitter, so that every figure is exact.
 #![allow(dead_code)] // each test binary uses its own share of these
 
+#[cfg(not(loom))]
+pub mod http;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
