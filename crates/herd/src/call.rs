@@ -42,8 +42,7 @@ use crate::classify::{AlwaysTransient, Verdict};
 use crate::clock::Clock;
 use crate::idempotency::{Attempt, IdempotencyKey};
 use crate::outcome::{
-    AttemptTimedOut, NoHook, OnGiveUp, OnRetry, RetryError, RetryEvent, StopReason,
-    Success,
+    AttemptTimedOut, NoHook, OnGiveUp, OnRetry, RetryError, RetryEvent, StopReason, Success,
 };
 use crate::policy::{CallState, Decision, RetryPolicy};
 use crate::rng::{Rng, ThreadRng};
@@ -171,8 +170,13 @@ impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
         self,
         change: impl FnOnce(K, H, G, R, B) -> (K2, H2, G2, R2, B2),
     ) -> Call<'p, C, Op, K2, H2, G2, R2, B2> {
-        let (classify, on_retry, on_give_up, rng, backoff) =
-            change(self.classify, self.on_retry, self.on_give_up, self.rng, self.backoff);
+        let (classify, on_retry, on_give_up, rng, backoff) = change(
+            self.classify,
+            self.on_retry,
+            self.on_give_up,
+            self.rng,
+            self.backoff,
+        );
         Call {
             policy: self.policy,
             op: self.op,
@@ -238,9 +242,7 @@ impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
         Out: OperationOutput<M>,
         G2: FnMut(&RetryError<Out::Error>),
     {
-        self.remake(|classify, on_retry, _, rng, backoff| {
-            (classify, on_retry, hook, rng, backoff)
-        })
+        self.remake(|classify, on_retry, _, rng, backoff| (classify, on_retry, hook, rng, backoff))
     }
 
     /// Pauses from any schedule instead of the policy's rule: an iterator of durations (a
@@ -271,7 +273,13 @@ impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
         I: IntoIterator<Item = Duration>,
     {
         self.remake(|classify, on_retry, on_give_up, rng, _| {
-            (classify, on_retry, on_give_up, rng, Schedule(schedule.into_iter()))
+            (
+                classify,
+                on_retry,
+                on_give_up,
+                rng,
+                Schedule(schedule.into_iter()),
+            )
         })
     }
 
