@@ -7,8 +7,8 @@
 
 mod support;
 
-use support::Recorder;
 use support::http::busy_once_then_hello;
+use support::{Recorder, send};
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -115,13 +115,7 @@ async fn real_server_503_with_retry_after_then_200() {
     let mut svc = RetryLayer::new(policy(exponential(), 3))
         .sleeper(recorder.clone())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
     assert_eq!(body(response).await, "hello");
@@ -142,13 +136,7 @@ async fn gives_up_with_the_last_response_marked_exhausted() {
     let mut svc = RetryLayer::new(policy(exponential(), 3))
         .sleeper(recorder.clone())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     assert_eq!(response.headers()[RETRY_EXHAUSTED], "1");
     assert_eq!(body(response).await, "down");
@@ -165,13 +153,7 @@ async fn gives_up_with_the_last_response_marked_exhausted() {
 async fn a_one_attempt_layer_does_not_mark_its_failure() {
     let (addr, hits) = server(|_| (StatusCode::BAD_GATEWAY, "down").into_response()).await;
     let mut svc = RetryLayer::new(policy(Rule::immediate(), 1)).layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
     assert_eq!(hits.count(), 1);
@@ -184,26 +166,14 @@ async fn mark_can_be_switched_off_and_permanent_errors_are_not_marked() {
         .mark_exhausted(false)
         .sleeper(Recorder::default())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
 
     let (addr, hits) = server(|_| StatusCode::NOT_FOUND.into_response()).await;
     let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
         .sleeper(Recorder::default())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
     assert_eq!(hits.count(), 1, "404 is permanent");
@@ -218,13 +188,7 @@ async fn a_marked_response_is_not_retried_unless_told_to() {
     let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
         .sleeper(Recorder::default())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(hits.count(), 1);
 
@@ -259,13 +223,7 @@ async fn a_chain_of_layers_does_not_multiply_retries() {
             let hits = Arc::clone(&hits);
             async move {
                 hits.fetch_add(1, Ordering::SeqCst);
-                let response = downstream
-                    .ready()
-                    .await
-                    .unwrap()
-                    .call(request("GET", bottom))
-                    .await
-                    .unwrap();
+                let response = send(&mut downstream, request("GET", bottom)).await.unwrap();
                 let mut forwarded = response.status().into_response();
                 if let Some(mark) = response.headers().get(RETRY_EXHAUSTED) {
                     forwarded
@@ -280,13 +238,7 @@ async fn a_chain_of_layers_does_not_multiply_retries() {
     let mut top = RetryLayer::new(policy(Rule::immediate(), 3))
         .sleeper(Recorder::default())
         .layer(client());
-    let response = top
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", middle))
-        .await
-        .unwrap();
+    let response = send(&mut top, request("GET", middle)).await.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(response.headers()[RETRY_EXHAUSTED], "1");
     assert_eq!(middle_hits.load(Ordering::SeqCst), 1, "top did not retry");
@@ -299,13 +251,7 @@ async fn post_is_retried_only_on_proof_it_was_not_processed() {
     let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
         .sleeper(Recorder::default())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("POST", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("POST", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(hits.count(), 1, "a 500 may have processed the POST");
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
@@ -318,13 +264,7 @@ async fn post_is_retried_only_on_proof_it_was_not_processed() {
         }
     })
     .await;
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("POST", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("POST", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
     assert_eq!(hits.count(), 2, "a 429 proves the POST was not processed");
 }
@@ -349,13 +289,7 @@ async fn idempotency_key_is_the_same_on_every_attempt() {
         .send_idempotency_key(true)
         .sleeper(Recorder::default())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("POST", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("POST", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let keys = hits.keys.lock().unwrap().clone();
     assert_eq!(
@@ -378,13 +312,7 @@ async fn connection_refused_is_retried_even_for_post_then_reported() {
     let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
         .sleeper(Recorder::default())
         .layer(client());
-    let error = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("POST", addr))
-        .await
-        .unwrap_err();
+    let error = send(&mut svc, request("POST", addr)).await.unwrap_err();
     let gave_up = error.downcast_ref::<GaveUp>().expect("a GaveUp error");
     assert_eq!(gave_up.reason, StopReason::Attempts);
     assert_eq!(gave_up.attempts, 3);
@@ -412,11 +340,7 @@ async fn attempts_are_cut_at_the_deadline_on_paused_time() {
         .build()
         .unwrap();
     let mut svc = RetryLayer::new(policy).layer(hanging);
-    let error = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(String::new()))
+    let error = send(&mut svc, http::Request::new(String::new()))
         .await
         .unwrap_err();
     let gave_up = error.downcast_ref::<GaveUp>().unwrap();
@@ -467,11 +391,7 @@ async fn grpc_pushback_stops_or_sets_the_pause() {
     let mut svc = RetryLayer::new(policy(exponential(), 5))
         .sleeper(Recorder::default())
         .layer(svc);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(String::new()))
+    let response = send(&mut svc, http::Request::new(String::new()))
         .await
         .unwrap();
     assert_eq!(
@@ -495,11 +415,7 @@ async fn grpc_pushback_stops_or_sets_the_pause() {
     let mut svc = RetryLayer::new(policy(exponential(), 5))
         .sleeper(recorder.clone())
         .layer(svc);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(String::new()))
+    let response = send(&mut svc, http::Request::new(String::new()))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -530,11 +446,7 @@ async fn an_empty_budget_stops_the_layer_and_marks_the_response() {
         .build()
         .unwrap();
     let mut svc = RetryLayer::new(policy).layer(svc);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(String::new()))
+    let response = send(&mut svc, http::Request::new(String::new()))
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);

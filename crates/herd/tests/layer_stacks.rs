@@ -9,7 +9,7 @@
 
 mod support;
 
-use support::Recorder;
+use support::{Recorder, send};
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -141,11 +141,7 @@ async fn a_streaming_axum_body_is_buffered_and_sent_again() {
         .sleeper(Recorder::default())
         .buffer_body(1024, Body::new)
         .layer(client);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(put(addr, streaming(&["up", "load"])))
+    let response = send(&mut svc, put(addr, streaming(&["up", "load"])))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -162,11 +158,7 @@ async fn a_body_over_the_limit_is_sent_once_and_the_outcome_says_why() {
         .sleeper(Recorder::default())
         .buffer_body(4, Body::new)
         .layer(client);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(put(addr, streaming(&["up", "load", "ed"])))
+    let response = send(&mut svc, put(addr, streaming(&["up", "load", "ed"])))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -212,11 +204,7 @@ async fn a_copy_function_replays_or_sends_once() {
         .sleeper(Recorder::default())
         .clone_request(copy)
         .layer(client);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(put(addr, streaming(&["once"])))
+    let response = send(&mut svc, put(addr, streaming(&["once"])))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -508,13 +496,7 @@ async fn herd_policy_retries_any_request_type_in_tower_retry() {
     );
     let started = tokio::time::Instant::now();
     let mut svc = tower::retry::RetryLayer::new(herd).layer(db);
-    let rows = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(Query("users"))
-        .await
-        .unwrap();
+    let rows = send(&mut svc, Query("users")).await.unwrap();
     assert_eq!(rows, "rows for users");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     // The exponential rule's pauses: 100 ms, then 200 ms.
@@ -535,24 +517,12 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
         Err(_) => Some(Verdict::permanent()),
     };
     let mut svc = tower::retry::RetryLayer::new(HerdPolicy::new(policy(3), classify)).layer(db);
-    let error = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(Query("a"))
-        .await
-        .unwrap_err();
+    let error = send(&mut svc, Query("a")).await.unwrap_err();
     assert_eq!(error, "deadlock");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 
     // A second call through the same service starts its own count.
-    let error = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(Query("b"))
-        .await
-        .unwrap_err();
+    let error = send(&mut svc, Query("b")).await.unwrap_err();
     assert_eq!(error, "deadlock");
     assert_eq!(calls.load(Ordering::SeqCst), 6);
 
@@ -563,13 +533,7 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
         async { Err::<String, _>("syntax error") }
     });
     let mut svc = tower::retry::RetryLayer::new(HerdPolicy::new(policy(3), classify)).layer(db);
-    let _ = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(Query("a"))
-        .await
-        .unwrap_err();
+    let _ = send(&mut svc, Query("a")).await.unwrap_err();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
@@ -592,13 +556,7 @@ async fn herd_policy_stops_before_a_pause_that_would_end_past_the_deadline() {
     });
     let started = tokio::time::Instant::now();
     let mut svc = tower::retry::RetryLayer::new(herd).layer(db);
-    let _ = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(Query("a"))
-        .await
-        .unwrap_err();
+    let _ = send(&mut svc, Query("a")).await.unwrap_err();
     // Attempts at 0, 0.4 and 0.8 s; a third pause would end at 1.2 s, past the deadline.
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(started.elapsed(), Duration::from_millis(800));
@@ -636,11 +594,7 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
     let mut once = RetryLayer::new(shared.clone())
         .clone_request(|_: &http::Request<Body>| None)
         .layer(failing.clone());
-    let response = once
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(Body::from("x")))
+    let response = send(&mut once, http::Request::new(Body::from("x")))
         .await
         .unwrap();
     assert_eq!(
@@ -656,11 +610,7 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
             Some(again)
         })
         .layer(failing);
-    let response = retried
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(Body::from("x")))
+    let response = send(&mut retried, http::Request::new(Body::from("x")))
         .await
         .unwrap();
     let outcome = response.extensions().get::<RetryOutcome>().unwrap();
@@ -693,11 +643,7 @@ async fn a_grpc_answer_over_the_limit_is_passed_on_whole() {
         .sleeper(Recorder::default())
         .grpc(herd::layer::GrpcCodes::default(), 4)
         .layer(svc);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(String::new()))
+    let response = send(&mut svc, http::Request::new(String::new()))
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);

@@ -62,3 +62,19 @@ impl Sleeper for Recorder {
         std::future::ready(())
     }
 }
+
+/// Sends `request` through `service` once it is ready, as `ServiceExt::oneshot` would without
+/// giving the service up. Readiness must not fail; the call's own result is returned.
+pub async fn send<S, R>(service: &mut S, request: R) -> Result<S::Response, S::Error>
+where
+    S: tower::Service<R>,
+    S::Error: std::fmt::Debug,
+{
+    use tower::ServiceExt;
+    service
+        .ready()
+        .await
+        .expect("the service is ready")
+        .call(request)
+        .await
+}
