@@ -194,7 +194,7 @@ async fn a_copy_function_replays_or_sends_once() {
     request
         .extensions_mut()
         .insert(Payload(Bytes::from_static(b"kept")));
-    let response = svc.ready().await.unwrap().call(request).await.unwrap();
+    let response = send(&mut svc, request).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(seen.bodies(), ["kept", "kept"]);
 
@@ -227,6 +227,19 @@ fn get(addr: SocketAddr) -> http::Request<Full<Bytes>> {
         .unwrap()
 }
 
+/// The classifier of an API that reports some errors in a 200 with `x-app-error`: those are
+/// retried, everything else is judged as by default.
+fn app_error_is_transient(
+    res: &http::Response<hyper::body::Incoming>,
+    default: Option<Verdict>,
+) -> Option<Verdict> {
+    if res.headers().contains_key("x-app-error") {
+        Some(Verdict::transient())
+    } else {
+        default
+    }
+}
+
 #[tokio::test]
 async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
     let (addr, seen) = server(|_| (StatusCode::TOO_MANY_REQUESTS, "quota").into_response()).await;
@@ -240,7 +253,7 @@ async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
             }
         })
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(seen.count(), 1, "429 is permanent for this API");
 
@@ -254,15 +267,9 @@ async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
     .await;
     let mut svc = RetryLayer::new(policy(3))
         .sleeper(Recorder::default())
-        .classify(|res: &http::Response<hyper::body::Incoming>, default| {
-            if res.headers().contains_key("x-app-error") {
-                Some(Verdict::transient())
-            } else {
-                default
-            }
-        })
+        .classify(app_error_is_transient)
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(!response.headers().contains_key("x-app-error"));
     assert_eq!(
@@ -289,7 +296,7 @@ async fn hooks_see_each_retry_and_the_give_up() {
         })
         .on_give_up(move |event| *g.lock().unwrap() = Some(event.outcome))
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     assert_eq!(
         *retries.lock().unwrap(),
@@ -321,15 +328,9 @@ async fn the_exhausted_mark_is_believed_only_on_failure_statuses() {
     .await;
     let mut svc = RetryLayer::new(policy(3))
         .sleeper(Recorder::default())
-        .classify(|res: &http::Response<hyper::body::Incoming>, default| {
-            if res.headers().contains_key("x-app-error") {
-                Some(Verdict::transient())
-            } else {
-                default
-            }
-        })
+        .classify(app_error_is_transient)
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(seen.count(), 2);
     assert_eq!(response.status(), StatusCode::OK);
 }
@@ -353,7 +354,7 @@ async fn a_failed_response_is_drained_so_its_connection_is_reused() {
         .sleeper(Recorder::default())
         .drain_limit(2 * BIG)
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(seen.count(), 3);
     assert_eq!(
@@ -376,7 +377,7 @@ async fn a_failed_response_is_drained_so_its_connection_is_reused() {
         .sleeper(Recorder::default())
         .drain_limit(0)
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(seen.connections(), 3);
 }
