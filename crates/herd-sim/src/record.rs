@@ -85,6 +85,24 @@ impl Record for Remembering {
     }
 }
 
+/// `state` and `set_state` for a wrapper whose rule state is its `inner` record's. The
+/// wrappers are packed, so the inner record is copied out (and back) rather than borrowed.
+macro_rules! rule_state_in_inner {
+    () => {
+        #[inline]
+        fn state(&self) -> RuleState {
+            let inner = self.inner;
+            inner.state()
+        }
+        #[inline]
+        fn set_state(&mut self, state: RuleState) {
+            let mut inner = self.inner;
+            inner.set_state(state);
+            self.inner = inner;
+        }
+    };
+}
+
 /// A record plus the step of the first attempt, under a deadline.
 #[derive(Clone, Copy, Debug)]
 #[repr(C, packed(4))]
@@ -106,17 +124,7 @@ impl<R: Record> Record for Deadlined<R> {
         let inner = self.inner;
         inner.id()
     }
-    #[inline]
-    fn state(&self) -> RuleState {
-        let inner = self.inner;
-        inner.state()
-    }
-    #[inline]
-    fn set_state(&mut self, state: RuleState) {
-        let mut inner = self.inner;
-        inner.set_state(state);
-        self.inner = inner;
-    }
+    rule_state_in_inner!();
     #[inline]
     fn first(&self) -> u32 {
         self.first
@@ -143,17 +151,7 @@ impl<R: Record> Record for Identified<R> {
     fn id(&self) -> u32 {
         self.id
     }
-    #[inline]
-    fn state(&self) -> RuleState {
-        let inner = self.inner;
-        inner.state()
-    }
-    #[inline]
-    fn set_state(&mut self, state: RuleState) {
-        let mut inner = self.inner;
-        inner.set_state(state);
-        self.inner = inner;
-    }
+    rule_state_in_inner!();
     #[inline]
     fn first(&self) -> u32 {
         let inner = self.inner;

@@ -6,6 +6,9 @@
 //!
 //! Run: `cargo run -p herd --example axum_hyper --features tower`
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -18,7 +21,6 @@ use axum::response::IntoResponse;
 use axum::routing::put;
 use herd::asynchronous::TokioClock;
 use herd::layer::{RetryLayer, RetryOutcome};
-use herd::{RetryPolicy, Rule};
 use http_body_util::BodyExt;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -43,18 +45,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let app = Router::new()
         .route("/doc", put(flaky))
         .with_state(Arc::clone(&hits));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = common::serve(app).await?;
 
-    let policy = RetryPolicy::builder(Rule::full(
-        Duration::from_millis(1),
-        Duration::from_millis(20),
-    )?)
-    .max_attempts(4)
-    .deadline(Duration::from_secs(5))
-    .clock(TokioClock::new())
-    .build()?;
+    let policy = common::quick_policy(4, Duration::from_secs(5))?
+        .clock(TokioClock::new())
+        .build()?;
     let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
     let mut client = RetryLayer::new(policy)
         .buffer_body(64 * 1024, Body::new)
@@ -78,12 +73,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     println!("{status} {text:?} after {} attempts", outcome.attempts);
     assert_eq!((status, outcome.attempts), (StatusCode::OK, 3));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn runs() {
-        super::main().unwrap();
-    }
 }

@@ -3,11 +3,14 @@
 //!
 //! Run: `cargo run -p herd --example blocking`
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use herd::{RetryPolicy, Rule, classify};
+use herd::classify;
 
 /// Fails twice with an interrupted read, then answers.
 fn read_config(failures_left: &AtomicU32) -> io::Result<String> {
@@ -21,13 +24,7 @@ fn read_config(failures_left: &AtomicU32) -> io::Result<String> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let policy = RetryPolicy::builder(Rule::full(
-        Duration::from_millis(1),
-        Duration::from_millis(20),
-    )?)
-    .max_attempts(5)
-    .deadline(Duration::from_secs(2))
-    .build()?;
+    let policy = common::quick_policy(5, Duration::from_secs(2))?.build()?;
     let failures_left = AtomicU32::new(2);
     let read = policy
         .call(|_attempt| read_config(&failures_left))
@@ -36,12 +33,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("read {:?} after {} attempts", read.value, read.attempts);
     assert_eq!(read.attempts, 3);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn runs() {
-        super::main().unwrap();
-    }
 }

@@ -3,6 +3,9 @@
 //!
 //! Run: `cargo run -p herd --example reqwest --features reqwest`
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -14,7 +17,6 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use herd::asynchronous::TokioClock;
 use herd::middleware::RetryMiddleware;
-use herd::{RetryPolicy, Rule};
 
 async fn flaky(State(hits): State<Arc<AtomicUsize>>) -> impl IntoResponse {
     if hits.fetch_add(1, Ordering::SeqCst) == 0 {
@@ -35,18 +37,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app = Router::new()
         .route("/", get(flaky))
         .with_state(Arc::clone(&hits));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let addr = common::serve(app).await?;
 
-    let policy = RetryPolicy::builder(Rule::full(
-        Duration::from_millis(1),
-        Duration::from_millis(20),
-    )?)
-    .max_attempts(3)
-    .deadline(Duration::from_secs(5))
-    .clock(TokioClock::new())
-    .build()?;
+    let policy = common::quick_policy(3, Duration::from_secs(5))?
+        .clock(TokioClock::new())
+        .build()?;
     let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
         .with(RetryMiddleware::new(policy))
         .build();
@@ -59,12 +54,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     assert_eq!((status, hits.load(Ordering::SeqCst)), (StatusCode::OK, 2));
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn runs() {
-        super::main().unwrap();
-    }
 }

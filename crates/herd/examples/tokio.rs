@@ -3,12 +3,15 @@
 //!
 //! Run: `cargo run -p herd --example tokio`
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use herd::asynchronous::TokioClock;
-use herd::{RetryPolicy, Rule, classify};
+use herd::classify;
 
 async fn fetch(calls: &AtomicU32) -> io::Result<u32> {
     match calls.fetch_add(1, Ordering::SeqCst) {
@@ -19,14 +22,9 @@ async fn fetch(calls: &AtomicU32) -> io::Result<u32> {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let policy = RetryPolicy::builder(Rule::full(
-        Duration::from_millis(1),
-        Duration::from_millis(20),
-    )?)
-    .max_attempts(4)
-    .deadline(Duration::from_secs(2))
-    .clock(TokioClock::new())
-    .build()?;
+    let policy = common::quick_policy(4, Duration::from_secs(2))?
+        .clock(TokioClock::new())
+        .build()?;
     let calls = AtomicU32::new(0);
     let answer = policy
         .call(|attempt| {
@@ -45,12 +43,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("got {} after {} attempts", answer.value, answer.attempts);
     assert_eq!(answer.value, 10);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn runs() {
-        super::main().unwrap();
-    }
 }

@@ -5,6 +5,9 @@
 //!
 //! Run: `cargo run -p herd --example tonic --features tower`
 
+#[path = "common/mod.rs"]
+mod common;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
@@ -15,7 +18,6 @@ use std::time::Duration;
 
 use herd::asynchronous::TokioClock;
 use herd::layer::{GrpcCodes, RetryLayer};
-use herd::{RetryPolicy, Rule};
 use tonic::body::Body;
 use tonic::server::NamedService;
 use tonic::transport::{Channel, Server, server::TcpIncoming};
@@ -74,14 +76,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .serve_with_incoming(TcpIncoming::from(listener)),
     );
 
-    let policy = RetryPolicy::builder(Rule::full(
-        Duration::from_millis(1),
-        Duration::from_millis(20),
-    )?)
-    .max_attempts(3)
-    .deadline(Duration::from_secs(5))
-    .clock(TokioClock::new())
-    .build()?;
+    let policy = common::quick_policy(3, Duration::from_secs(5))?
+        .clock(TokioClock::new())
+        .build()?;
     let channel = Channel::from_shared(format!("http://{addr}"))?
         .connect()
         .await?;
@@ -101,12 +98,4 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn runs() {
-        super::main().unwrap();
-    }
 }

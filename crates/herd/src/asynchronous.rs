@@ -238,13 +238,7 @@ where
             let attempt = self.next_attempt(&mut state, key, &mut last)?;
             let limit = policy.attempt_limit(&state);
             let (failed, verdict) = match with_limit((self.op)(attempt), limit, sleeper).await {
-                Some(Ok(value)) => {
-                    policy.on_success(&state);
-                    return Ok(Success {
-                        value,
-                        attempts: state.attempts(),
-                    });
-                }
+                Some(Ok(value)) => return Ok(self.succeed(&state, value)),
                 Some(Err(error)) => {
                     let verdict = self.classify.classify(&error);
                     (Failed::Error(error), verdict)

@@ -92,19 +92,12 @@ where
         mut self,
         sleeper: &S,
     ) -> Result<Success<T>, RetryError<E>> {
-        let policy = self.policy;
         let (key, mut state) = self.start();
         let mut last = Last::none();
         loop {
             let attempt = self.next_attempt(&mut state, key, &mut last)?;
             let error = match (self.op)(attempt) {
-                Ok(value) => {
-                    policy.on_success(&state);
-                    return Ok(Success {
-                        value,
-                        attempts: state.attempts(),
-                    });
-                }
+                Ok(value) => return Ok(self.succeed(&state, value)),
                 Err(error) => error,
             };
             let verdict = self.classify.classify(&error);

@@ -42,7 +42,7 @@ use crate::classify::{AlwaysTransient, Verdict};
 use crate::clock::Clock;
 use crate::idempotency::{Attempt, IdempotencyKey};
 use crate::outcome::{
-    AttemptTimedOut, NoHook, OnGiveUp, OnRetry, RetryError, RetryEvent, StopReason,
+    AttemptTimedOut, NoHook, OnGiveUp, OnRetry, RetryError, RetryEvent, StopReason, Success,
 };
 use crate::policy::{CallState, Decision, RetryPolicy};
 use crate::rng::{Rng, ThreadRng};
@@ -164,6 +164,31 @@ impl<C: Clock> RetryPolicy<C> {
 }
 
 impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
+    /// Rebuilds the call with its type-changing parts mapped by `change`: (classify,
+    /// on_retry, on_give_up, rng, backoff). The policy, the operation and `os_keys` are kept.
+    fn remake<K2, H2, G2, R2, B2>(
+        self,
+        change: impl FnOnce(K, H, G, R, B) -> (K2, H2, G2, R2, B2),
+    ) -> Call<'p, C, Op, K2, H2, G2, R2, B2> {
+        let (classify, on_retry, on_give_up, rng, backoff) = change(
+            self.classify,
+            self.on_retry,
+            self.on_give_up,
+            self.rng,
+            self.backoff,
+        );
+        Call {
+            policy: self.policy,
+            op: self.op,
+            classify,
+            on_retry,
+            on_give_up,
+            rng,
+            os_keys: self.os_keys,
+            backoff,
+        }
+    }
+
     /// Which errors are transient: a closure (or function) from `&E` to a
     /// [`Verdict`], whose argument type is inferred. Default: every error is transient. For
     /// a named [`Classify`](crate::classify::Classify) type, use
@@ -180,16 +205,9 @@ impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
     /// Which errors are transient, by any [`Classify`](crate::classify::Classify)
     /// implementation (a named, reusable classifier).
     pub fn classifier<K2>(self, classify: K2) -> Call<'p, C, Op, K2, H, G, R, B> {
-        Call {
-            policy: self.policy,
-            op: self.op,
-            classify,
-            on_retry: self.on_retry,
-            on_give_up: self.on_give_up,
-            rng: self.rng,
-            os_keys: self.os_keys,
-            backoff: self.backoff,
-        }
+        self.remake(|_, on_retry, on_give_up, rng, backoff| {
+            (classify, on_retry, on_give_up, rng, backoff)
+        })
     }
 
     /// Which errors are transient, by a predicate: `true` retries, `false` stops (backon's
@@ -211,16 +229,9 @@ impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
         Out: OperationOutput<M>,
         H2: FnMut(&RetryEvent<'_, Out::Error>),
     {
-        Call {
-            policy: self.policy,
-            op: self.op,
-            classify: self.classify,
-            on_retry: hook,
-            on_give_up: self.on_give_up,
-            rng: self.rng,
-            os_keys: self.os_keys,
-            backoff: self.backoff,
-        }
+        self.remake(|classify, _, on_give_up, rng, backoff| {
+            (classify, hook, on_give_up, rng, backoff)
+        })
     }
 
     /// Called once when the call gives up, with the final error: a dead-letter hand-off. The
@@ -231,16 +242,7 @@ impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
         Out: OperationOutput<M>,
         G2: FnMut(&RetryError<Out::Error>),
     {
-        Call {
-            policy: self.policy,
-            op: self.op,
-            classify: self.classify,
-            on_retry: self.on_retry,
-            on_give_up: hook,
-            rng: self.rng,
-            os_keys: self.os_keys,
-            backoff: self.backoff,
-        }
+        self.remake(|classify, on_retry, _, rng, backoff| (classify, on_retry, hook, rng, backoff))
     }
 
     /// Pauses from any schedule instead of the policy's rule: an iterator of durations (a
@@ -270,16 +272,15 @@ impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
     where
         I: IntoIterator<Item = Duration>,
     {
-        Call {
-            policy: self.policy,
-            op: self.op,
-            classify: self.classify,
-            on_retry: self.on_retry,
-            on_give_up: self.on_give_up,
-            rng: self.rng,
-            os_keys: self.os_keys,
-            backoff: Schedule(schedule.into_iter()),
-        }
+        self.remake(|classify, on_retry, on_give_up, rng, _| {
+            (
+                classify,
+                on_retry,
+                on_give_up,
+                rng,
+                Schedule(schedule.into_iter()),
+            )
+        })
     }
 
     /// The generator for jitter (default the thread-local one); pass a seeded
@@ -288,15 +289,13 @@ impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
     /// without it the key comes from [`IdempotencyKey::generate`] (OS-seeded), as a key sent
     /// to a real server should.
     pub fn rng<R2: Rng>(self, rng: R2) -> Call<'p, C, Op, K, H, G, R2, B> {
+        let call = self.remake(|classify, on_retry, on_give_up, _, backoff| {
+            (classify, on_retry, on_give_up, rng, backoff)
+        });
+        // A seeded generator draws the idempotency key too.
         Call {
-            policy: self.policy,
-            op: self.op,
-            classify: self.classify,
-            on_retry: self.on_retry,
-            on_give_up: self.on_give_up,
-            rng,
             os_keys: false,
-            backoff: self.backoff,
+            ..call
         }
     }
 }
@@ -345,6 +344,17 @@ impl<C: Clock, Op, K, H, G, R: Rng, B: PauseSource<R>> Call<'_, C, Op, K, H, G, 
             IdempotencyKey::random(&mut self.rng)
         };
         (key, self.policy.begin_with_key(key))
+    }
+
+    /// After a successful attempt, the step the loops share: tell the policy (a half-open
+    /// breaker closes) and hand the value back with the attempts it took.
+    #[inline]
+    pub(crate) fn succeed<T>(&self, state: &CallState, value: T) -> Success<T> {
+        self.policy.on_success(state);
+        Success {
+            value,
+            attempts: state.attempts(),
+        }
     }
 
     /// Before each attempt, the step the loops share: the attempt to make, or — when the

@@ -183,13 +183,8 @@ where
             base.is_idempotent(),
             request.method(),
         );
-        let adjusted;
-        let policy = if idempotent == base.is_idempotent() {
-            base
-        } else {
-            adjusted = base.with_idempotent(idempotent);
-            &adjusted
-        };
+        let policy = base.with_idempotent_cow(idempotent);
+        let policy = &*policy;
         let mut state = policy.begin_with_key(crate::idempotency::IdempotencyKey::generate());
         let mut next_request = Some(request);
         let mut last = Last::Nothing;

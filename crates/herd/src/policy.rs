@@ -380,6 +380,17 @@ impl<C: Clock> RetryPolicy<C> {
         }
     }
 
+    /// This policy when it already has `idempotent`, else a copy with it: the layer and the
+    /// middleware decide per request method, and clone only when the method disagrees.
+    #[cfg(feature = "tower")]
+    pub(crate) fn with_idempotent_cow(&self, idempotent: bool) -> std::borrow::Cow<'_, Self> {
+        if idempotent == self.is_idempotent() {
+            std::borrow::Cow::Borrowed(self)
+        } else {
+            std::borrow::Cow::Owned(self.with_idempotent(idempotent))
+        }
+    }
+
     /// Starts a logical call and draws its idempotency key. (The budget hears of the request
     /// when its first attempt is admitted: a call the breaker refuses earns no retries.)
     #[inline]

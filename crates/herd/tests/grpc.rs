@@ -5,6 +5,10 @@
 //! `Channel` wrapped by the layer, driven by tonic-health's generated client.
 #![cfg(feature = "tower")]
 
+mod support;
+
+use support::Recorder;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -15,7 +19,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use herd::asynchronous::{Sleeper, TokioClock};
+use herd::asynchronous::TokioClock;
 use herd::layer::{Failure, GrpcCode, GrpcCodes, RetryLayer, RetryOutcome};
 use herd::policy::RetryPolicy;
 use herd::{Rule, StopReason};
@@ -29,17 +33,6 @@ use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
 use tower::{Layer, Service};
-
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<Duration>>>);
-
-impl Sleeper for Recorder {
-    type Sleep = std::future::Ready<()>;
-    fn sleep(&self, pause: Duration) -> Self::Sleep {
-        self.0.lock().unwrap().push(pause);
-        std::future::ready(())
-    }
-}
 
 /// A body with no data and one trailers frame: a gRPC status after the response started.
 struct TrailersBody(Option<HeaderMap>);
@@ -209,7 +202,7 @@ async fn unavailable_in_the_trailers_is_retried_after_the_pushback() {
     let response = client.check(check()).await.unwrap();
     assert_eq!(response.get_ref().status(), ServingStatus::Serving);
     assert_eq!(calls.load(Ordering::SeqCst), 2);
-    let pauses = recorder.0.lock().unwrap().clone();
+    let pauses = recorder.pauses();
     assert_eq!(pauses.len(), 1);
     assert!(
         pauses[0] >= Duration::from_millis(250) && pauses[0] <= Duration::from_millis(275),

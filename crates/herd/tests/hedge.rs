@@ -34,6 +34,25 @@ impl Drop for DropCount {
     }
 }
 
+/// Copy `number` of a call: the first hangs forever, the others run `then`. Its guard counts
+/// it in `cancelled` if its future is dropped before it finishes.
+fn first_hangs<F: std::future::Future>(
+    cancelled: &Arc<AtomicU32>,
+    number: u32,
+    then: F,
+) -> impl std::future::Future<Output = F::Output> {
+    let guard = DropCount(Arc::clone(cancelled), false);
+    async move {
+        let mut guard = guard; // the whole guard, not just its flag
+        if number == 1 {
+            pending::<()>().await;
+        }
+        let out = then.await;
+        guard.1 = true;
+        out
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_hung_first_copy_is_answered_by_the_hedge_after_exactly_the_delay() {
     let p = policy(2, 10);
@@ -42,16 +61,9 @@ async fn a_hung_first_copy_is_answered_by_the_hedge_after_exactly_the_delay() {
     let t0 = Instant::now();
     let answer = p
         .hedge(|copy| {
-            let guard = DropCount(cancelled.clone(), false);
-            async move {
-                let mut guard = guard; // the whole guard, not just its flag
-
-                if copy.number == 1 {
-                    pending::<()>().await;
-                }
-                guard.1 = true;
+            first_hangs(&cancelled, copy.number, async move {
                 Ok::<_, io::Error>(copy.number)
-            }
+            })
         })
         .on_hedge(|e| events.lock().unwrap().push(*e))
         .run_async()
@@ -123,17 +135,10 @@ async fn a_fatal_error_from_any_copy_ends_the_call_and_cancels_the_others() {
     let t0 = Instant::now();
     let err = p
         .hedge(|copy| {
-            let guard = DropCount(cancelled.clone(), false);
-            async move {
-                let mut guard = guard; // the whole guard, not just its flag
-
-                if copy.number == 1 {
-                    pending::<()>().await;
-                }
+            first_hangs(&cancelled, copy.number, async {
                 sleep(MS * 5).await;
-                guard.1 = true;
                 Err::<u32, _>(io::Error::new(io::ErrorKind::PermissionDenied, "no"))
-            }
+            })
         })
         .classify(|e| {
             if e.kind() == io::ErrorKind::PermissionDenied {

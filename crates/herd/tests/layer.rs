@@ -5,6 +5,11 @@
 //! layer asked for without sleeping in real time.
 #![cfg(feature = "tower")]
 
+mod support;
+
+use support::http::busy_once_then_hello;
+use support::{Recorder, send};
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +22,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
-use herd::asynchronous::{Sleeper, TokioClock};
+use herd::asynchronous::TokioClock;
 use herd::clock::Clock;
 use herd::layer::{GaveUp, IDEMPOTENCY_KEY, RETRY_EXHAUSTED, RetryLayer};
 use herd::policy::RetryPolicy;
@@ -27,24 +32,6 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tower::{Layer, Service, ServiceExt};
-
-/// A sleeper that records each pause and returns at once.
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<Duration>>>);
-
-impl Recorder {
-    fn pauses(&self) -> Vec<Duration> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-impl Sleeper for Recorder {
-    type Sleep = std::future::Ready<()>;
-    fn sleep(&self, pause: Duration) -> Self::Sleep {
-        self.0.lock().unwrap().push(pause);
-        std::future::ready(())
-    }
-}
 
 type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
@@ -123,30 +110,12 @@ async fn body(response: http::Response<hyper::body::Incoming>) -> String {
 
 #[tokio::test]
 async fn real_server_503_with_retry_after_then_200() {
-    let (addr, hits) = server(|n| {
-        if n == 0 {
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [("retry-after", "1")],
-                "busy",
-            )
-                .into_response()
-        } else {
-            (StatusCode::OK, "hello").into_response()
-        }
-    })
-    .await;
+    let (addr, hits) = server(|n| busy_once_then_hello(n, "1")).await;
     let recorder = Recorder::default();
     let mut svc = RetryLayer::new(policy(exponential(), 3))
         .sleeper(recorder.clone())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
     assert_eq!(body(response).await, "hello");
@@ -167,13 +136,7 @@ async fn gives_up_with_the_last_response_marked_exhausted() {
     let mut svc = RetryLayer::new(policy(exponential(), 3))
         .sleeper(recorder.clone())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     assert_eq!(response.headers()[RETRY_EXHAUSTED], "1");
     assert_eq!(body(response).await, "down");
@@ -190,13 +153,7 @@ async fn gives_up_with_the_last_response_marked_exhausted() {
 async fn a_one_attempt_layer_does_not_mark_its_failure() {
     let (addr, hits) = server(|_| (StatusCode::BAD_GATEWAY, "down").into_response()).await;
     let mut svc = RetryLayer::new(policy(Rule::immediate(), 1)).layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
     assert_eq!(hits.count(), 1);
@@ -209,26 +166,14 @@ async fn mark_can_be_switched_off_and_permanent_errors_are_not_marked() {
         .mark_exhausted(false)
         .sleeper(Recorder::default())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
 
     let (addr, hits) = server(|_| StatusCode::NOT_FOUND.into_response()).await;
     let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
         .sleeper(Recorder::default())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
     assert_eq!(hits.count(), 1, "404 is permanent");
@@ -243,13 +188,7 @@ async fn a_marked_response_is_not_retried_unless_told_to() {
     let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
         .sleeper(Recorder::default())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("GET", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(hits.count(), 1);
 
@@ -284,13 +223,7 @@ async fn a_chain_of_layers_does_not_multiply_retries() {
             let hits = Arc::clone(&hits);
             async move {
                 hits.fetch_add(1, Ordering::SeqCst);
-                let response = downstream
-                    .ready()
-                    .await
-                    .unwrap()
-                    .call(request("GET", bottom))
-                    .await
-                    .unwrap();
+                let response = send(&mut downstream, request("GET", bottom)).await.unwrap();
                 let mut forwarded = response.status().into_response();
                 if let Some(mark) = response.headers().get(RETRY_EXHAUSTED) {
                     forwarded
@@ -305,13 +238,7 @@ async fn a_chain_of_layers_does_not_multiply_retries() {
     let mut top = RetryLayer::new(policy(Rule::immediate(), 3))
         .sleeper(Recorder::default())
         .layer(client());
-    let response = top
-        .ready()
-        .await
-        .unwrap()
-        .call(request("GET", middle))
-        .await
-        .unwrap();
+    let response = send(&mut top, request("GET", middle)).await.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(response.headers()[RETRY_EXHAUSTED], "1");
     assert_eq!(middle_hits.load(Ordering::SeqCst), 1, "top did not retry");
@@ -324,13 +251,7 @@ async fn post_is_retried_only_on_proof_it_was_not_processed() {
     let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
         .sleeper(Recorder::default())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("POST", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("POST", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(hits.count(), 1, "a 500 may have processed the POST");
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
@@ -343,13 +264,7 @@ async fn post_is_retried_only_on_proof_it_was_not_processed() {
         }
     })
     .await;
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("POST", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("POST", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
     assert_eq!(hits.count(), 2, "a 429 proves the POST was not processed");
 }
@@ -374,13 +289,7 @@ async fn idempotency_key_is_the_same_on_every_attempt() {
         .send_idempotency_key(true)
         .sleeper(Recorder::default())
         .layer(client());
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("POST", addr))
-        .await
-        .unwrap();
+    let response = send(&mut svc, request("POST", addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     let keys = hits.keys.lock().unwrap().clone();
     assert_eq!(
@@ -403,13 +312,7 @@ async fn connection_refused_is_retried_even_for_post_then_reported() {
     let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
         .sleeper(Recorder::default())
         .layer(client());
-    let error = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(request("POST", addr))
-        .await
-        .unwrap_err();
+    let error = send(&mut svc, request("POST", addr)).await.unwrap_err();
     let gave_up = error.downcast_ref::<GaveUp>().expect("a GaveUp error");
     assert_eq!(gave_up.reason, StopReason::Attempts);
     assert_eq!(gave_up.attempts, 3);
@@ -437,11 +340,7 @@ async fn attempts_are_cut_at_the_deadline_on_paused_time() {
         .build()
         .unwrap();
     let mut svc = RetryLayer::new(policy).layer(hanging);
-    let error = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(String::new()))
+    let error = send(&mut svc, http::Request::new(String::new()))
         .await
         .unwrap_err();
     let gave_up = error.downcast_ref::<GaveUp>().unwrap();
@@ -492,11 +391,7 @@ async fn grpc_pushback_stops_or_sets_the_pause() {
     let mut svc = RetryLayer::new(policy(exponential(), 5))
         .sleeper(Recorder::default())
         .layer(svc);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(String::new()))
+    let response = send(&mut svc, http::Request::new(String::new()))
         .await
         .unwrap();
     assert_eq!(
@@ -520,11 +415,7 @@ async fn grpc_pushback_stops_or_sets_the_pause() {
     let mut svc = RetryLayer::new(policy(exponential(), 5))
         .sleeper(recorder.clone())
         .layer(svc);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(String::new()))
+    let response = send(&mut svc, http::Request::new(String::new()))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -555,11 +446,7 @@ async fn an_empty_budget_stops_the_layer_and_marks_the_response() {
         .build()
         .unwrap();
     let mut svc = RetryLayer::new(policy).layer(svc);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(String::new()))
+    let response = send(&mut svc, http::Request::new(String::new()))
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);

@@ -7,6 +7,10 @@
 //! that returns at once, or through tokio's paused time. Nothing sleeps in real time.
 #![cfg(feature = "tower")]
 
+mod support;
+
+use support::{Recorder, send};
+
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -23,7 +27,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::serve::ListenerExt;
-use herd::asynchronous::{Sleeper, TokioClock};
+use herd::asynchronous::TokioClock;
 use herd::classify::Verdict;
 use herd::layer::tower_policy::HerdPolicy;
 use herd::layer::{Failure, GaveUp, RETRY_EXHAUSTED, RetryLayer, RetryOutcome};
@@ -35,17 +39,6 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use tower::{Layer, Service, ServiceExt};
-
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<Duration>>>);
-
-impl Sleeper for Recorder {
-    type Sleep = std::future::Ready<()>;
-    fn sleep(&self, pause: Duration) -> Self::Sleep {
-        self.0.lock().unwrap().push(pause);
-        std::future::ready(())
-    }
-}
 
 /// What the server saw: one body per request, and the connections it accepted.
 #[derive(Clone, Default)]
@@ -148,11 +141,7 @@ async fn a_streaming_axum_body_is_buffered_and_sent_again() {
         .sleeper(Recorder::default())
         .buffer_body(1024, Body::new)
         .layer(client);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(put(addr, streaming(&["up", "load"])))
+    let response = send(&mut svc, put(addr, streaming(&["up", "load"])))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::OK);
@@ -169,11 +158,7 @@ async fn a_body_over_the_limit_is_sent_once_and_the_outcome_says_why() {
         .sleeper(Recorder::default())
         .buffer_body(4, Body::new)
         .layer(client);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(put(addr, streaming(&["up", "load", "ed"])))
+    let response = send(&mut svc, put(addr, streaming(&["up", "load", "ed"])))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -209,7 +194,7 @@ async fn a_copy_function_replays_or_sends_once() {
     request
         .extensions_mut()
         .insert(Payload(Bytes::from_static(b"kept")));
-    let response = svc.ready().await.unwrap().call(request).await.unwrap();
+    let response = send(&mut svc, request).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(seen.bodies(), ["kept", "kept"]);
 
@@ -219,11 +204,7 @@ async fn a_copy_function_replays_or_sends_once() {
         .sleeper(Recorder::default())
         .clone_request(copy)
         .layer(client);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(put(addr, streaming(&["once"])))
+    let response = send(&mut svc, put(addr, streaming(&["once"])))
         .await
         .unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
@@ -246,6 +227,19 @@ fn get(addr: SocketAddr) -> http::Request<Full<Bytes>> {
         .unwrap()
 }
 
+/// The classifier of an API that reports some errors in a 200 with `x-app-error`: those are
+/// retried, everything else is judged as by default.
+fn app_error_is_transient(
+    res: &http::Response<hyper::body::Incoming>,
+    default: Option<Verdict>,
+) -> Option<Verdict> {
+    if res.headers().contains_key("x-app-error") {
+        Some(Verdict::transient())
+    } else {
+        default
+    }
+}
+
 #[tokio::test]
 async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
     let (addr, seen) = server(|_| (StatusCode::TOO_MANY_REQUESTS, "quota").into_response()).await;
@@ -259,7 +253,7 @@ async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
             }
         })
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(seen.count(), 1, "429 is permanent for this API");
 
@@ -273,15 +267,9 @@ async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
     .await;
     let mut svc = RetryLayer::new(policy(3))
         .sleeper(Recorder::default())
-        .classify(|res: &http::Response<hyper::body::Incoming>, default| {
-            if res.headers().contains_key("x-app-error") {
-                Some(Verdict::transient())
-            } else {
-                default
-            }
-        })
+        .classify(app_error_is_transient)
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(!response.headers().contains_key("x-app-error"));
     assert_eq!(
@@ -308,7 +296,7 @@ async fn hooks_see_each_retry_and_the_give_up() {
         })
         .on_give_up(move |event| *g.lock().unwrap() = Some(event.outcome))
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     assert_eq!(
         *retries.lock().unwrap(),
@@ -340,15 +328,9 @@ async fn the_exhausted_mark_is_believed_only_on_failure_statuses() {
     .await;
     let mut svc = RetryLayer::new(policy(3))
         .sleeper(Recorder::default())
-        .classify(|res: &http::Response<hyper::body::Incoming>, default| {
-            if res.headers().contains_key("x-app-error") {
-                Some(Verdict::transient())
-            } else {
-                default
-            }
-        })
+        .classify(app_error_is_transient)
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(seen.count(), 2);
     assert_eq!(response.status(), StatusCode::OK);
 }
@@ -372,7 +354,7 @@ async fn a_failed_response_is_drained_so_its_connection_is_reused() {
         .sleeper(Recorder::default())
         .drain_limit(2 * BIG)
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(seen.count(), 3);
     assert_eq!(
@@ -395,7 +377,7 @@ async fn a_failed_response_is_drained_so_its_connection_is_reused() {
         .sleeper(Recorder::default())
         .drain_limit(0)
         .layer(full_client());
-    let response = svc.ready().await.unwrap().call(get(addr)).await.unwrap();
+    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(seen.connections(), 3);
 }
@@ -515,13 +497,7 @@ async fn herd_policy_retries_any_request_type_in_tower_retry() {
     );
     let started = tokio::time::Instant::now();
     let mut svc = tower::retry::RetryLayer::new(herd).layer(db);
-    let rows = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(Query("users"))
-        .await
-        .unwrap();
+    let rows = send(&mut svc, Query("users")).await.unwrap();
     assert_eq!(rows, "rows for users");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     // The exponential rule's pauses: 100 ms, then 200 ms.
@@ -542,24 +518,12 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
         Err(_) => Some(Verdict::permanent()),
     };
     let mut svc = tower::retry::RetryLayer::new(HerdPolicy::new(policy(3), classify)).layer(db);
-    let error = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(Query("a"))
-        .await
-        .unwrap_err();
+    let error = send(&mut svc, Query("a")).await.unwrap_err();
     assert_eq!(error, "deadlock");
     assert_eq!(calls.load(Ordering::SeqCst), 3);
 
     // A second call through the same service starts its own count.
-    let error = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(Query("b"))
-        .await
-        .unwrap_err();
+    let error = send(&mut svc, Query("b")).await.unwrap_err();
     assert_eq!(error, "deadlock");
     assert_eq!(calls.load(Ordering::SeqCst), 6);
 
@@ -570,13 +534,7 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
         async { Err::<String, _>("syntax error") }
     });
     let mut svc = tower::retry::RetryLayer::new(HerdPolicy::new(policy(3), classify)).layer(db);
-    let _ = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(Query("a"))
-        .await
-        .unwrap_err();
+    let _ = send(&mut svc, Query("a")).await.unwrap_err();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
 
@@ -599,13 +557,7 @@ async fn herd_policy_stops_before_a_pause_that_would_end_past_the_deadline() {
     });
     let started = tokio::time::Instant::now();
     let mut svc = tower::retry::RetryLayer::new(herd).layer(db);
-    let _ = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(Query("a"))
-        .await
-        .unwrap_err();
+    let _ = send(&mut svc, Query("a")).await.unwrap_err();
     // Attempts at 0, 0.4 and 0.8 s; a third pause would end at 1.2 s, past the deadline.
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     assert_eq!(started.elapsed(), Duration::from_millis(800));
@@ -643,11 +595,7 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
     let mut once = RetryLayer::new(shared.clone())
         .clone_request(|_: &http::Request<Body>| None)
         .layer(failing.clone());
-    let response = once
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(Body::from("x")))
+    let response = send(&mut once, http::Request::new(Body::from("x")))
         .await
         .unwrap();
     assert_eq!(
@@ -663,11 +611,7 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
             Some(again)
         })
         .layer(failing);
-    let response = retried
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(Body::from("x")))
+    let response = send(&mut retried, http::Request::new(Body::from("x")))
         .await
         .unwrap();
     let outcome = response.extensions().get::<RetryOutcome>().unwrap();
@@ -700,11 +644,7 @@ async fn a_grpc_answer_over_the_limit_is_passed_on_whole() {
         .sleeper(Recorder::default())
         .grpc(herd::layer::GrpcCodes::default(), 4)
         .layer(svc);
-    let response = svc
-        .ready()
-        .await
-        .unwrap()
-        .call(http::Request::new(String::new()))
+    let response = send(&mut svc, http::Request::new(String::new()))
         .await
         .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);

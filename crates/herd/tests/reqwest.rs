@@ -2,6 +2,11 @@
 //! go through a recording sleeper that returns at once.
 #![cfg(feature = "reqwest")]
 
+mod support;
+
+use support::Recorder;
+use support::http::busy_once_then_hello;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -12,24 +17,13 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
-use herd::asynchronous::{Sleeper, TokioClock};
+use herd::asynchronous::TokioClock;
 use herd::classify::Verdict;
 use herd::layer::RetryOutcome;
 use herd::middleware::RetryMiddleware;
 use herd::policy::RetryPolicy;
 use herd::{Rule, StopReason};
 use reqwest_middleware::{ClientBuilder, ClientWithMiddleware};
-
-#[derive(Clone, Default)]
-struct Recorder(Arc<Mutex<Vec<Duration>>>);
-
-impl Sleeper for Recorder {
-    type Sleep = std::future::Ready<()>;
-    fn sleep(&self, pause: Duration) -> Self::Sleep {
-        self.0.lock().unwrap().push(pause);
-        std::future::ready(())
-    }
-}
 
 async fn server(respond: fn(usize) -> Response) -> (SocketAddr, Arc<AtomicUsize>) {
     let hits = Arc::new(AtomicUsize::new(0));
@@ -68,19 +62,7 @@ fn client_with(recorder: &Recorder, server_deduplicates: bool) -> ClientWithMidd
 
 #[tokio::test]
 async fn a_503_with_retry_after_then_200() {
-    let (addr, hits) = server(|n| {
-        if n == 0 {
-            (
-                StatusCode::SERVICE_UNAVAILABLE,
-                [("retry-after", "2")],
-                "busy",
-            )
-                .into_response()
-        } else {
-            (StatusCode::OK, "hello").into_response()
-        }
-    })
-    .await;
+    let (addr, hits) = server(|n| busy_once_then_hello(n, "2")).await;
     let recorder = Recorder::default();
     let response = client(&recorder)
         .get(format!("http://{addr}/"))
@@ -90,7 +72,7 @@ async fn a_503_with_retry_after_then_200() {
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(response.text().await.unwrap(), "hello");
     assert_eq!(hits.load(Ordering::SeqCst), 2);
-    let pauses = recorder.0.lock().unwrap().clone();
+    let pauses = recorder.pauses();
     assert!(
         pauses[0] >= Duration::from_secs(2) && pauses[0] <= Duration::from_millis(2200),
         "Retry-After, not the rule's 100 ms: {pauses:?}"
@@ -167,7 +149,7 @@ async fn a_refused_connection_is_retried_then_reported() {
         .await
         .unwrap_err();
     assert!(error.is_connect(), "{error}");
-    assert_eq!(recorder.0.lock().unwrap().len(), 2, "3 attempts, 2 pauses");
+    assert_eq!(recorder.pauses().len(), 2, "3 attempts, 2 pauses");
 }
 
 #[tokio::test]

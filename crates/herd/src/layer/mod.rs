@@ -153,6 +153,7 @@ impl<C: Clock, S, R, P> Clone for RetryLayer<C, S, R, P> {
     }
 }
 
+#[derive(Clone)]
 pub(crate) struct Config<C: Clock, S, R, P> {
     pub(crate) policy: RetryPolicy<C>,
     pub(crate) sleeper: S,
@@ -201,40 +202,53 @@ impl<C: Clock> RetryLayer<C, TokioSleep, CloneBody, Http> {
 }
 
 impl<C: Clock, S, R, P> RetryLayer<C, S, R, P> {
-    /// Rebuilds the configuration with a different sleeper, replay or protocol.
+    /// The configuration, taken back if this is its only holder, else cloned.
+    fn into_config(self) -> Config<C, S, R, P>
+    where
+        S: Clone,
+        R: Clone,
+        P: Clone,
+    {
+        Arc::unwrap_or_clone(self.config)
+    }
+
+    /// Rebuilds the configuration with a different sleeper, replay or protocol; `change`
+    /// maps the three and every other setting is kept.
     fn remake<S2, R2, P2>(
         self,
-        change: impl FnOnce(Config<C, S, R, P>) -> Config<C, S2, R2, P2>,
+        change: impl FnOnce(S, R, P) -> (S2, R2, P2),
     ) -> RetryLayer<C, S2, R2, P2>
     where
         S: Clone,
         R: Clone,
         P: Clone,
     {
-        let config = Arc::try_unwrap(self.config).unwrap_or_else(|shared| Config {
-            policy: shared.policy.clone(),
-            sleeper: shared.sleeper.clone(),
-            replay: shared.replay.clone(),
-            protocol: shared.protocol.clone(),
-            mark_exhausted: shared.mark_exhausted,
-            respect_exhausted: shared.respect_exhausted,
-            send_idempotency_key: shared.send_idempotency_key,
-            drain_limit: shared.drain_limit,
-            on_retry: shared.on_retry.clone(),
-            on_give_up: shared.on_give_up.clone(),
-        });
+        let c = self.into_config();
+        let (sleeper, replay, protocol) = change(c.sleeper, c.replay, c.protocol);
         RetryLayer {
-            config: Arc::new(change(config)),
+            config: Arc::new(Config {
+                policy: c.policy,
+                sleeper,
+                replay,
+                protocol,
+                mark_exhausted: c.mark_exhausted,
+                respect_exhausted: c.respect_exhausted,
+                send_idempotency_key: c.send_idempotency_key,
+                drain_limit: c.drain_limit,
+                on_retry: c.on_retry,
+                on_give_up: c.on_give_up,
+            }),
         }
     }
 }
 
 impl<C: Clock, S: Clone, R: Clone, P: Clone> RetryLayer<C, S, R, P> {
     fn with(self, change: impl FnOnce(&mut Config<C, S, R, P>)) -> Self {
-        self.remake(|mut c| {
-            change(&mut c);
-            c
-        })
+        let mut config = self.into_config();
+        change(&mut config);
+        RetryLayer {
+            config: Arc::new(config),
+        }
     }
 
     /// Mark a response given up on after retries with `retry-exhausted: 1` (default true).
@@ -281,48 +295,15 @@ impl<C: Clock, S: Clone, R: Clone, P: Clone> RetryLayer<C, S, R, P> {
     /// Sleep with another runtime's (or a test's) [`Sleeper`].
     #[must_use]
     pub fn sleeper<S2>(self, sleeper: S2) -> RetryLayer<C, S2, R, P> {
-        self.remake(|c| Config {
-            sleeper,
-            policy: c.policy,
-            replay: c.replay,
-            protocol: c.protocol,
-            mark_exhausted: c.mark_exhausted,
-            respect_exhausted: c.respect_exhausted,
-            send_idempotency_key: c.send_idempotency_key,
-            drain_limit: c.drain_limit,
-            on_retry: c.on_retry,
-            on_give_up: c.on_give_up,
-        })
+        self.remake(|_, replay, protocol| (sleeper, replay, protocol))
     }
 
     fn replay_with<R2>(self, replay: R2) -> RetryLayer<C, S, R2, P> {
-        self.remake(|c| Config {
-            replay,
-            policy: c.policy,
-            sleeper: c.sleeper,
-            protocol: c.protocol,
-            mark_exhausted: c.mark_exhausted,
-            respect_exhausted: c.respect_exhausted,
-            send_idempotency_key: c.send_idempotency_key,
-            drain_limit: c.drain_limit,
-            on_retry: c.on_retry,
-            on_give_up: c.on_give_up,
-        })
+        self.remake(|sleeper, _, protocol| (sleeper, replay, protocol))
     }
 
     fn protocol_with<P2>(self, protocol: P2) -> RetryLayer<C, S, R, P2> {
-        self.remake(|c| Config {
-            protocol,
-            policy: c.policy,
-            sleeper: c.sleeper,
-            replay: c.replay,
-            mark_exhausted: c.mark_exhausted,
-            respect_exhausted: c.respect_exhausted,
-            send_idempotency_key: c.send_idempotency_key,
-            drain_limit: c.drain_limit,
-            on_retry: c.on_retry,
-            on_give_up: c.on_give_up,
-        })
+        self.remake(|sleeper, replay, _| (sleeper, replay, protocol))
     }
 
     /// Send a request again with `copy`, as tower's `Policy::clone_request` does: it is

@@ -79,13 +79,8 @@ where
     } else {
         base.is_idempotent()
     };
-    let adjusted;
-    let policy = if idempotent == base.is_idempotent() {
-        base
-    } else {
-        adjusted = base.with_idempotent(idempotent);
-        &adjusted
-    };
+    let policy = base.with_idempotent_cow(idempotent);
+    let policy = &*policy;
     let mut rng = ThreadRng;
     let mut state = policy.begin_with_key(crate::idempotency::IdempotencyKey::generate());
     if config.send_idempotency_key && !has_key {

@@ -2,8 +2,13 @@
 //! no jitter, so that every figure is exact.
 #![allow(dead_code)] // each test binary uses its own share of these
 
+#[cfg(not(loom))]
+pub mod http;
+
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use herd::asynchronous::Sleeper;
 use herd::breaker::{BreakerConfig, CircuitBreaker};
 use herd::budget::{BudgetConfig, RetryBudget};
 use herd::clock::FakeClock;
@@ -36,4 +41,40 @@ pub fn breaker(clock: &FakeClock, min_calls: u32) -> CircuitBreaker<FakeClock> {
         1,
     )
     .unwrap()
+}
+
+/// A sleeper that records each pause and returns at once: the tests check the pauses asked
+/// for without sleeping in real time.
+#[derive(Clone, Default)]
+pub struct Recorder(pub Arc<Mutex<Vec<Duration>>>);
+
+impl Recorder {
+    /// The pauses so far, in order.
+    pub fn pauses(&self) -> Vec<Duration> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl Sleeper for Recorder {
+    type Sleep = std::future::Ready<()>;
+    fn sleep(&self, pause: Duration) -> Self::Sleep {
+        self.0.lock().unwrap().push(pause);
+        std::future::ready(())
+    }
+}
+
+/// Sends `request` through `service` once it is ready, as `ServiceExt::oneshot` would without
+/// giving the service up. Readiness must not fail; the call's own result is returned.
+pub async fn send<S, R>(service: &mut S, request: R) -> Result<S::Response, S::Error>
+where
+    S: tower::Service<R>,
+    S::Error: std::fmt::Debug,
+{
+    use tower::ServiceExt;
+    service
+        .ready()
+        .await
+        .expect("the service is ready")
+        .call(request)
+        .await
 }
