@@ -293,7 +293,7 @@ impl Registration {
     }
 }
 
-/// The models' names, for messages: `storm, metastable, contention`.
+/// The models' names, for messages: `storm, metastable, contention, latency`.
 fn names() -> String {
     let names: Vec<&str> = MODELS.iter().map(|m| m.name).collect();
     names.join(", ")
@@ -443,7 +443,7 @@ mod tests {
         assert_eq!(err.field_name(), Some("model"));
         assert_eq!(
             err.to_string(),
-            "model: must be one of storm, metastable, contention, got \"nope\""
+            "model: must be one of storm, metastable, contention, latency, got \"nope\""
         );
         let err = of_tree(&tree("model = 3")).unwrap_err();
         assert_eq!(err.field_name(), Some("model"));
