@@ -185,15 +185,10 @@ pub(crate) fn run(args: &HedgeArgs) -> CliResult {
                     run
                 })
                 .collect();
-            let rate = u.map_or(scenario.traffic.rate_per_s, |u| {
-                u * f64::from(scenario.servers.count)
-                    / (f64::from(scenario.traffic.fan_out.max(1)) * scenario.service.mean_ms
-                        / 1000.0)
-            });
             let (results, latencies) = runs.into_iter().unzip();
             Point {
                 utilisation: *u,
-                rate_per_s: rate,
+                rate_per_s: model.scenario().traffic.rate_per_s,
                 results,
                 latencies,
             }
