@@ -6,7 +6,7 @@
 //! run's seed; it draws, in this order at each step, the served arrivals (a partial
 //! Fisher–Yates shuffle choosing `s` of `A`) and then, client by client, the refused ones'
 //! pauses through [`Rule::pause`], the library's own rule code, each followed by its
-//! `Retry-After` jitter when the server gave one.
+//! `Retry-After` jitter when the server gave one, then by its latency when it is random.
 //!
 //! One step, with its due clients in order (those the calendar holds for this step, in the
 //! order they were scheduled, then new burst clients, then new open-loop clients, by id):
@@ -19,8 +19,8 @@
 //!    refused it while up with a `Retry-After`, the library's `herd::server_delay::decide`
 //!    makes the wait `max(pause, Retry-After)` plus a jitter of up to 10 % drawn right after
 //!    the pause (or a give-up when the delay is longer than `max_server_delay_s` or ends past
-//!    its deadline); it comes back at
-//!    `step + timeout + wait`, unless that is past its deadline (it gives up), the retry
+//!    its deadline); with `[clients.latency]` its retry's delay is drawn next; it comes back
+//!    at `step + timeout + wait + delay`, unless that is past its deadline (it gives up), the retry
 //!    budget denies the retry (it gives up) or it is past the horizon (it is still waiting at
 //!    the end).
 //!
@@ -171,6 +171,8 @@ fn run<R: Record, O: Observer>(
                         continue;
                     }
                 };
+                // The retry's latency is drawn right after the wait (and its jitter).
+                let wait = wait.saturating_add(after.latency(&mut rng));
                 let budget_allows = || budget.as_ref().is_none_or(SimBudget::withdraw);
                 match after.fate(wait, client.first(), budget_allows) {
                     Fate::GiveUp(why) => {

@@ -33,6 +33,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
+mod attempt_latency;
 mod budget;
 mod calendar;
 pub mod cohort;
@@ -66,7 +67,7 @@ pub mod guide {}
 pub use error::ScenarioError;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
-pub use scenario::{Clients, Retry, Scenario, Server};
+pub use scenario::{Clients, Latency, LatencyDistribution, Retry, Scenario, Server};
 pub use trace::{GiveUp, MAX_TRACE_CLIENTS, MAX_TRACE_EVENTS, Outcome, Trace, TraceEvent};
 
 use plan::Plan;
