@@ -146,6 +146,10 @@ impl LabStorm {
         if s.timeout_s > 0.0 {
             return Err(unsupported("server.timeout_s", "attempt timeouts"));
         }
+        if c.latency.mean_ms != 0.0 || c.latency.sd_ms != 0.0 {
+            // Loopback has its own latency; the simulated one is not added to it.
+            return Err(unsupported("clients.latency", "an added network latency"));
+        }
         if scenario.retry.budget_percent > 0.0 {
             return Err(unsupported("retry.budget_percent", "retry budgets"));
         }
