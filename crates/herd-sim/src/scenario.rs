@@ -89,7 +89,7 @@ pub struct Clients {
 /// assert_eq!(err.field_name(), Some("clients.latency.sd_ms"));
 /// # Ok::<(), herd_sim::ScenarioError>(())
 /// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Latency {
     /// The delay's law: `normal` (truncated at 0) or `lognormal`.
@@ -110,16 +110,6 @@ pub enum LatencyDistribution {
     Normal,
     /// Log-normal with the given mean and standard deviation (of the delay, not its log).
     Lognormal,
-}
-
-impl Default for Latency {
-    fn default() -> Self {
-        Self {
-            distribution: LatencyDistribution::Normal,
-            mean_ms: 0.0,
-            sd_ms: 0.0,
-        }
-    }
 }
 
 /// `[server]`: what the server can do and when it is down.
