@@ -5,8 +5,9 @@
 //! one, its first step only under a deadline. The world owns one [`SplitMix64`] seeded by the
 //! run's seed; it draws, in this order at each step, the served arrivals (a partial
 //! Fisher–Yates shuffle choosing `s` of `A`) and then, client by client, the refused ones'
-//! pauses through [`Rule::pause`], the library's own rule code, each followed by its
-//! `Retry-After` jitter when the server gave one.
+//! pauses through [`Rule::pause`](herd::Rule::pause), the library's own rule code (built in
+//! whole steps or in nanoseconds, as the scenario's `pauses` says: [`PlannedRule`]), each
+//! followed by its `Retry-After` jitter when the server gave one.
 //!
 //! One step, with its due clients in order (those the calendar holds for this step, in the
 //! order they were scheduled, then new burst clients, then new open-loop clients, by id):
@@ -15,7 +16,7 @@
 //! 2. `s` of them, chosen at random, are served;
 //! 3. every other one takes the failure step shared with the cohort engine
 //!    ([`failure`](crate::failure)): it gives up after `max_attempts` attempts; otherwise
-//!    it draws a pause, rounded up to whole steps and at least one step; when the server
+//!    it draws a pause, in whole steps or rounded up to them, and at least one step; when the server
 //!    refused it while up with a `Retry-After`, the library's `herd::server_delay::decide`
 //!    makes the wait `max(pause, Retry-After)` plus a jitter of up to 10 % drawn right after
 //!    the pause (or a give-up when the delay is longer than `max_server_delay_s` or ends past
@@ -25,15 +26,15 @@
 //!    the end).
 //!
 //! The retry budget is in [`budget`](crate::budget).
+use herd::RuleName;
 use herd::rng::SplitMix64;
-use herd::{Rule, RuleName};
 
 use crate::budget::SimBudget;
 use crate::calendar::Calendar;
 use crate::error::ScenarioError;
 use crate::failure::{AfterFailure, Fate, pause_steps};
 use crate::metrics::{Meter, RunResult};
-use crate::plan::Plan;
+use crate::plan::{Plan, PlannedRule};
 use crate::record::{Deadlined, Identified, Plain, Record, Remembering};
 use crate::server::{ServerState, Verdict};
 use crate::trace::{GiveUp, Observer, Outcome};
@@ -47,11 +48,15 @@ const PROGRESS_EVERY: u64 = 1 << 20;
 pub(crate) fn simulate<O: Observer>(
     plan: &Plan,
     name: RuleName,
-    rule: &Rule,
+    rule: &PlannedRule,
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
-    match (rule.uses_memory(), plan.deadline_steps.is_some(), O::ACTIVE) {
+    match (
+        rule.rule.uses_memory(),
+        plan.deadline_steps.is_some(),
+        O::ACTIVE,
+    ) {
         (false, false, false) => run::<Plain, O>(plan, name, rule, seed, observer),
         (true, false, false) => run::<Remembering, O>(plan, name, rule, seed, observer),
         (false, true, false) => run::<Deadlined<Plain>, O>(plan, name, rule, seed, observer),
@@ -70,12 +75,12 @@ pub(crate) fn simulate<O: Observer>(
 fn run<R: Record, O: Observer>(
     plan: &Plan,
     name: RuleName,
-    rule: &Rule,
+    planned: &PlannedRule,
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
-    let step_ns = plan.step_ns;
-    let max_pause_steps = pause_steps(rule.max_pause().as_nanos() as u64, step_ns);
+    let (rule, per_step) = (&planned.rule, planned.per_step);
+    let max_pause_steps = pause_steps(rule.max_pause().as_nanos() as u64, per_step);
     let max_wait = plan
         .timeout_steps
         .saturating_add(AfterFailure::longest_wait(plan, max_pause_steps))
@@ -161,7 +166,7 @@ fn run<R: Record, O: Observer>(
                 }
                 let pause = rule.pause(&mut state, &mut rng);
                 client.set_state(state);
-                let pause = pause_steps(pause.as_nanos() as u64, step_ns);
+                let pause = pause_steps(pause.as_nanos() as u64, per_step);
                 // The server's delay draws its jitter right after the rule's pause.
                 let wait = match after.wait(pause, client.first(), &mut rng) {
                     Ok(wait) => wait,

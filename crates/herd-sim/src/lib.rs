@@ -56,7 +56,7 @@ pub mod storm;
 pub mod sweep;
 mod trace;
 
-use herd::{Rule, RuleName};
+use herd::RuleName;
 
 /// The storm guide, `docs/storm.md`: every choice the model leaves open (compiled and tested
 /// with the crate's docs).
@@ -66,7 +66,7 @@ pub mod guide {}
 pub use error::ScenarioError;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
-pub use scenario::{Clients, Retry, Scenario, Server};
+pub use scenario::{Clients, Pauses, Retry, Scenario, Server};
 pub use trace::{GiveUp, MAX_TRACE_CLIENTS, MAX_TRACE_EVENTS, Outcome, Trace, TraceEvent};
 
 use plan::Plan;
@@ -211,11 +211,8 @@ impl Simulation {
         self.plan.total_clients()
     }
 
-    fn rule(&self, name: RuleName) -> Result<Rule, ScenarioError> {
-        match self.plan.rules.iter().find(|(n, _)| *n == name) {
-            Some((_, rule)) => Ok(*rule),
-            None => plan::build_rule(name, &self.plan.params),
-        }
+    fn rule(&self, name: RuleName) -> Result<plan::PlannedRule, ScenarioError> {
+        self.plan.rule(name)
     }
 
     /// Runs `rule` (any rule, listed in the scenario or not) with the world's generator

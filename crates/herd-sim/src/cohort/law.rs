@@ -45,6 +45,7 @@ use herd::{Rule, RuleName, RuleParams, RuleState};
 use crate::error::ScenarioError;
 use crate::failure::pause_steps;
 use crate::fields::ceil_div;
+use crate::plan::PlannedRule;
 
 /// The most steps a jittered rule's pauses may span: a law has one outcome per step.
 pub(crate) const MAX_PAUSE_STEPS: u64 = 200_000;
@@ -166,7 +167,20 @@ fn nanos(d: std::time::Duration) -> u64 {
 }
 
 impl Laws {
-    /// The laws of `rule` (named `name`, built from `params`) for steps of `step_ns`.
+    /// The laws of a rule as the plan built it: in whole steps (`per_step` = 1, so every
+    /// "nanosecond" below is a step and the laws count whole steps exactly; `decorrelated`'s
+    /// memory cells are then one step wide, exact, while `cap − base` spans at most
+    /// [`MAX_MEMORY_CELLS`] steps) or in nanoseconds.
+    ///
+    /// # Errors
+    ///
+    /// As [`Laws::new`].
+    pub(crate) fn of(name: RuleName, planned: &PlannedRule) -> Result<Self, ScenarioError> {
+        Self::new(name, planned.rule, &planned.params, planned.per_step)
+    }
+
+    /// The laws of `rule` (named `name`, built from `params`) for steps of `step_ns` of the
+    /// rule's nanoseconds.
     ///
     /// # Errors
     ///

@@ -88,7 +88,7 @@ use crate::error::ScenarioError;
 use crate::failure::{AfterFailure, Fate};
 use crate::limits::Limits;
 use crate::metrics::{Meter, RunResult};
-use crate::plan::Plan;
+use crate::plan::{Plan, PlannedRule};
 use crate::sample;
 use crate::server::{ServerState, Verdict};
 
@@ -131,7 +131,7 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
         ));
     }
     for (name, rule) in &plan.rules {
-        Laws::new(*name, *rule, &plan.params, plan.step_ns)?;
+        Laws::of(*name, rule)?;
     }
     // The per-window series are the only memory that grows with the run (16 bytes a window).
     let series = u128::from(plan.windows) * 16;
@@ -156,11 +156,11 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
 pub(crate) fn simulate(
     plan: &Plan,
     name: RuleName,
-    rule: &herd::Rule,
+    rule: &PlannedRule,
     seed: u64,
     max_cohorts: u64,
 ) -> Result<RunResult, ScenarioError> {
-    let mut laws = Laws::new(name, *rule, &plan.params, plan.step_ns)?;
+    let mut laws = Laws::of(name, rule)?;
     let mut rng = SplitMix64::new(seed);
     let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
