@@ -215,6 +215,36 @@ impl Simulation {
         self.plan.rule(name)
     }
 
+    /// The library rule `name` exactly as this simulation draws it, and how many of its
+    /// nanoseconds make one step: with `pauses = "steps"` a rule of whole-step draws is built
+    /// with `base`, `cap` and `pause` in steps (one nanosecond of its `Duration`s standing for
+    /// one step, so the second number is 1); otherwise in nanoseconds (the step in
+    /// nanoseconds). A pause `p` it draws is `max(1, ceil(p / per_step))` steps. For clients
+    /// outside the simulator that must pause as the simulator does (`herd lab storm`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Simulation::run`]: the rule cannot be built from the scenario's parameters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herd::{RuleName, rng::SplitMix64};
+    /// use herd_sim::{Limits, Scenario, Simulation};
+    ///
+    /// let sim = Simulation::new(&Scenario::default(), &Limits::default())?;
+    /// let (rule, per_step) = sim.rule_in_steps(RuleName::Decorrelated)?;
+    /// assert_eq!(per_step, 1);
+    /// // base 100 ms and steps of 100 ms: the first pause is 1, 2 or 3 steps.
+    /// let first = rule.schedule(SplitMix64::new(7)).next().unwrap();
+    /// assert!((1..=3).contains(&first.as_nanos()));
+    /// # Ok::<(), herd_sim::ScenarioError>(())
+    /// ```
+    pub fn rule_in_steps(&self, name: RuleName) -> Result<(herd::Rule, u64), ScenarioError> {
+        self.rule(name).map(|p| (p.rule, p.per_step))
+    }
+
     /// Runs `rule` (any rule, listed in the scenario or not) with the world's generator
     /// seeded by `seed`. The same inputs give the same result, bit for bit.
     ///

@@ -458,6 +458,8 @@ mod tests {
             horizon_s: 1e9,
             step_ms: 1000.0,
             window_ms: 1000.0,
+            // base 100 ms is not a whole step of 1 s.
+            pauses: Pauses::Continuous,
             ..Scenario::default()
         };
         let limits = Limits {

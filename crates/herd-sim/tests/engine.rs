@@ -339,6 +339,8 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
                 horizon_s: 40.0,
                 step_ms: 100.0,
                 window_ms: 100.0 * window_steps as f64,
+                // Both ways of drawing pauses.
+                pauses: herd_sim::Pauses::ALL[(seed % 2) as usize],
                 clients: herd_sim::Clients {
                     count,
                     start_s: start,

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use clap::{Args, ValueEnum};
 use herd::RuleName;
-use herd_sim::{Engine, Limits, RunResult, Scenario, Simulation};
+use herd_sim::{Engine, Limits, Pauses, RunResult, Scenario, Simulation};
 use rayon::prelude::*;
 
 use super::progress;
@@ -61,6 +61,12 @@ pub(crate) struct StormArgs {
     /// A refusal's share of an answer's work, 0 <= R < 1 (overrides `server.refusal_cost`).
     #[arg(long, value_name = "R")]
     refusal_cost: Option<f64>,
+    /// How the rules draw their pauses (overrides `pauses`): `steps` draws whole steps with
+    /// base, cap and pause in steps (the default scenario's mode; those parameters must then
+    /// be whole numbers of steps); `continuous` draws nanoseconds and rounds each pause up to
+    /// whole steps. docs/model.md defines both and shows the difference.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pauses: Option<PausesArg>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -85,6 +91,24 @@ impl From<EngineArg> for Engine {
         match e {
             EngineArg::Agent => Engine::Agent,
             EngineArg::Cohort => Engine::Cohort,
+        }
+    }
+}
+
+/// How the rules draw their pauses (`pauses` in a scenario).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PausesArg {
+    /// Whole steps: the rule runs with base, cap and pause in steps.
+    Steps,
+    /// Nanoseconds, each pause rounded up to whole steps.
+    Continuous,
+}
+
+impl From<PausesArg> for Pauses {
+    fn from(p: PausesArg) -> Self {
+        match p {
+            PausesArg::Steps => Pauses::Steps,
+            PausesArg::Continuous => Pauses::Continuous,
         }
     }
 }
@@ -143,6 +167,9 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
     }
     if let Some(seed) = args.seed {
         scenario.seed = seed;
+    }
+    if let Some(pauses) = args.pauses {
+        scenario.pauses = pauses.into();
     }
     let rules = args.rules.rules();
     if !rules.is_empty() {

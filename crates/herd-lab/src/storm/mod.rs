@@ -242,16 +242,16 @@ impl LabStorm {
         })
     }
 
+    /// The rule exactly as the simulator draws it (in whole steps under `pauses = "steps"`),
+    /// and how many of its nanoseconds make one step.
+    fn rule_in_steps(&self) -> Result<(herd::Rule, u64), LabStormError> {
+        self.simulation
+            .rule_in_steps(self.rule)
+            .map_err(|e| LabStormError::Input(e.to_string()))
+    }
+
     fn policy(&self) -> Result<RetryPolicy<TokioClock>, LabStormError> {
-        let r = &self.scenario.retry;
-        let input = |e: herd::InvalidRule| LabStormError::Input(e.to_string());
-        let params = RuleParams {
-            base: millis("retry.base_ms", r.base_ms).map_err(input)?,
-            cap: millis("retry.cap_ms", r.cap_ms).map_err(input)?,
-            pause: millis("retry.pause_ms", r.pause_ms).map_err(input)?,
-            ..RuleParams::default()
-        };
-        let rule = self.rule.build(&params).map_err(input)?;
+        let (rule, _) = self.rule_in_steps()?;
         let attempts = match self.scenario.clients.max_attempts {
             0 => u32::MAX,
             n => n,
@@ -323,7 +323,7 @@ impl LabStorm {
             url: uri("/work")?,
             policy: self.policy()?,
             clock,
-            step_sim: self.step(),
+            per_step: self.rule_in_steps()?.1,
             start_step: self.steps(self.scenario.clients.start_s),
             seed: self.seed,
             tally: Tally::default(),
