@@ -197,7 +197,7 @@ fn bad_input_is_one_line_naming_the_flag() {
         "--rules",
         "all",
         "--set",
-        "retry.base_ms=1..10",
+        "retry.base_ms=100..1000:100",
     ]));
     assert!(err.contains("--heatmap: 80 panels"), "{err}");
     let err = fails(&with(&["--max-work", "1000"]));

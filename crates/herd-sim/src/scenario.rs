@@ -289,7 +289,37 @@ impl Scenario {
     /// assert_eq!(err.line(), Some(2));
     /// ```
     pub fn from_toml_str_within(text: &str, limits: &Limits) -> Result<Self, ScenarioError> {
-        let scenario: Scenario = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        Self::from_toml_str_edited(text, limits, |_| {})
+    }
+
+    /// Parses a scenario file, applies `edit` (a command line's overrides, say), then checks
+    /// the result against `limits`: an override can make a file valid (`pauses` continuous
+    /// for times that are not whole steps), and an error still names the field's line.
+    ///
+    /// # Errors
+    ///
+    /// As [`Scenario::from_toml_str`], for the edited scenario.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use herd_sim::{Limits, Pauses, Scenario};
+    ///
+    /// let text = "[retry]\nbase_ms = 150\n"; // not a whole number of 100 ms steps
+    /// assert!(Scenario::from_toml_str(text).is_err());
+    /// let s = Scenario::from_toml_str_edited(text, &Limits::default(), |s| {
+    ///     s.pauses = Pauses::Continuous;
+    /// })?;
+    /// assert_eq!(s.retry.base_ms, 150.0);
+    /// # Ok::<(), herd_sim::ScenarioError>(())
+    /// ```
+    pub fn from_toml_str_edited(
+        text: &str,
+        limits: &Limits,
+        edit: impl FnOnce(&mut Scenario),
+    ) -> Result<Self, ScenarioError> {
+        let mut scenario: Scenario = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        edit(&mut scenario);
         scenario.validate(limits).map_err(|e| locate(text, e))?;
         Ok(scenario)
     }

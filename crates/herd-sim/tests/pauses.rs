@@ -159,7 +159,11 @@ fn grpc_draws_alike_in_both_modes() {
     let steps = run(Pauses::Steps);
     let continuous = run(Pauses::Continuous);
     assert_eq!(steps, continuous);
-    assert!(steps.requests_per_client < 20.0, "{}", steps.requests_per_client);
+    assert!(
+        steps.requests_per_client < 20.0,
+        "{}",
+        steps.requests_per_client
+    );
 }
 
 /// The shipped default draws whole steps, and its deterministic rows are the seeds' table in
@@ -213,9 +217,7 @@ fn times_that_are_not_whole_steps_name_their_field() {
     // Unused by the rules listed, or a rule of real-valued formulas: accepted.
     assert!(Scenario::from_toml_str("[retry]\nrules = [\"full\"]\npause_ms = 1234\n").is_ok());
     assert!(Scenario::from_toml_str("[retry]\nrules = [\"grpc\"]\nbase_ms = 150\n").is_ok());
-    assert!(
-        Scenario::from_toml_str("pauses = \"continuous\"\n[retry]\nbase_ms = 150\n").is_ok()
-    );
+    assert!(Scenario::from_toml_str("pauses = \"continuous\"\n[retry]\nbase_ms = 150\n").is_ok());
     // A rule run that the scenario does not list is checked when it is built.
     let s = Scenario::from_toml_str("[retry]\nrules = [\"immediate\"]\nbase_ms = 150\n").unwrap();
     let sim = Simulation::new(&s, &Limits::default()).unwrap();
@@ -228,7 +230,10 @@ fn an_unknown_mode_names_pauses() {
     let text = "seed = 2\npauses = \"ticks\"\n";
     let err = Scenario::from_toml_str(text).unwrap_err();
     support::names_field(&err, text, "pauses", 2);
-    assert!(err.to_string().contains("\"steps\" or \"continuous\""), "{err}");
+    assert!(
+        err.to_string().contains("\"steps\" or \"continuous\""),
+        "{err}"
+    );
     let tree: toml::Value = toml::from_str("pauses = 3\n").unwrap();
     let err = herd_sim::model::check(&tree, &Limits::default()).unwrap_err();
     assert_eq!(err.field_name(), Some("pauses"), "{err}");

@@ -140,9 +140,15 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
                 CliError::input(format!("cannot read scenario {}: {e}", path.display()))
             })?;
             let engine = Engine::from(args.engine);
-            let scenario =
-                Scenario::from_toml_str_within(&text, &engine.limits(&Limits::default()))
-                    .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            // `--pauses` before the check: it decides whether the rules' times must be whole
+            // steps.
+            let limits = engine.limits(&Limits::default());
+            let scenario = Scenario::from_toml_str_edited(&text, &limits, |s| {
+                if let Some(pauses) = args.pauses {
+                    s.pauses = pauses.into();
+                }
+            })
+            .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             (scenario, path.display().to_string())
         }
     };
