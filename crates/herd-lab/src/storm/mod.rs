@@ -19,10 +19,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use herd::RuleName;
 use herd::asynchronous::TokioClock;
 use herd::policy::RetryPolicy;
-use herd::rule::millis;
-use herd::{RuleName, RuleParams};
 use herd_sim::refusal::RefusalCost;
 use herd_sim::{Limits, RunResult, Scenario, Simulation};
 use hyper_util::client::legacy::Client;
