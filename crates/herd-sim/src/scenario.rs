@@ -37,7 +37,7 @@ pub struct Scenario {
     pub seed: u64,
     /// How long to simulate, in seconds.
     pub horizon_s: f64,
-    /// The time step in milliseconds; pauses are rounded up to whole steps, at least one.
+    /// The time step in milliseconds; every pause is a whole number of steps, at least one.
     pub step_ms: f64,
     /// The server's accounting window in milliseconds, a multiple of `step_ms`.
     pub window_ms: f64,
