@@ -1080,10 +1080,16 @@ async fn check_hedge(browser: &Client, server: &PageServer, axe: Option<&str>) {
         attr(browser, "#hedge-compare tr.chosen", "data-policy").await,
         "budget"
     );
-    let extra = budget["results"][3]["extra_load_percent"]
-        .as_f64()
-        .expect("extra");
-    assert!(extra <= 2.05, "{extra}");
+    assert_eq!(
+        budget["results"][1]["p999_ms"], high["results"][1]["p999_ms"],
+        "the same users and pauses: the delay policy's row does not change"
+    );
+    assert!(
+        text(browser, "#hedge-verdict")
+            .await
+            .starts_with("At 70 % utilisation, delay + 2 % budget"),
+        "the verdict names the chosen policy"
+    );
 
     // A delay past the API's range: the refusal next to a blank chart and dashes.
     let input = browser

@@ -30,8 +30,8 @@ pub const MAX_LAYERS: usize = 8;
 pub const MAX_LAYER_ATTEMPTS: u32 = 10;
 
 /// Most copies one hedging request may send over its five policies (`(requests + warm-up) ·
-/// fan_out · copies`, summed): the measured requests are cut to fit, so a request costs at
-/// most a second or two of one core.
+/// fan_out · copies`, summed): the measured requests are cut to fit, so that a request's work
+/// is known, and bounded, before it runs.
 pub const MAX_HEDGE_COPIES: u64 = 6_000_000;
 /// Most user requests a hedging request may ask to measure.
 pub const MAX_HEDGE_REQUESTS: u64 = 200_000;
