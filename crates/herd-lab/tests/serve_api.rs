@@ -643,3 +643,21 @@ async fn hedge_parameters_are_checked_and_named() {
         assert!(error(&answer).starts_with(expected), "{body} → {answer}");
     }
 }
+
+#[tokio::test]
+async fn the_rules_route_lists_the_hedging_policies_and_limits() {
+    let (status, body) = call(
+        serve::router(ServeLimits::default()),
+        "GET",
+        "/api/rules",
+        Body::empty(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["hedge_policies"],
+        json!(["none", "delay", "percentile", "budget", "tied"])
+    );
+    assert_eq!(body["limits"]["hedge_copies"], serve::MAX_HEDGE_COPIES);
+    assert_eq!(body["limits"]["hedge_fan_out"], serve::MAX_HEDGE_FAN_OUT);
+}
