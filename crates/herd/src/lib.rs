@@ -114,6 +114,21 @@ pub mod server_delay;
 mod sync;
 mod window;
 
+/// `Debug` for a handle onto shared state (a struct that holds only an `Arc`): its type name
+/// and one figure read live through `$method`.
+macro_rules! debug_handle {
+    ($ty:ident $(<$clock:ident>)?, $field:literal, $method:ident) => {
+        impl$(<$clock: $crate::clock::Clock>)? ::std::fmt::Debug for $ty$(<$clock>)? {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field($field, &self.$method())
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+pub(crate) use debug_handle;
+
 /// Emits a `tracing` event for a retry (feature `tracing`).
 macro_rules! event_retry {
     ($attempt:expr, $pause:expr, $server_delay:expr) => {{
