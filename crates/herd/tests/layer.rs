@@ -7,8 +7,8 @@
 
 mod support;
 
-use support::http::busy_once_then_hello;
-use support::{Recorder, send};
+use support::http::{busy_once_then_hello, spending};
+use support::{Recorder, budget, send};
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -108,14 +108,25 @@ async fn body(response: http::Response<hyper::body::Incoming>) -> String {
     String::from_utf8(bytes.to_vec()).unwrap()
 }
 
-#[tokio::test]
-async fn real_server_503_with_retry_after_then_200() {
-    let (addr, hits) = server(|n| busy_once_then_hello(n, "1")).await;
+/// One GET through a three-attempt layer with the exponential rule, its pauses recorded: the
+/// answer and the recorder.
+async fn get_with_exponential_pauses(
+    addr: SocketAddr,
+) -> (http::Response<hyper::body::Incoming>, Recorder) {
     let recorder = Recorder::default();
     let mut svc = RetryLayer::new(policy(exponential(), 3))
         .sleeper(recorder.clone())
         .layer(client());
-    let response = send(&mut svc, request("GET", addr)).await.unwrap();
+    (
+        send(&mut svc, request("GET", addr)).await.unwrap(),
+        recorder,
+    )
+}
+
+#[tokio::test]
+async fn real_server_503_with_retry_after_then_200() {
+    let (addr, hits) = server(|n| busy_once_then_hello(n, "1")).await;
+    let (response, recorder) = get_with_exponential_pauses(addr).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
     assert_eq!(body(response).await, "hello");
@@ -132,11 +143,7 @@ async fn real_server_503_with_retry_after_then_200() {
 #[tokio::test]
 async fn gives_up_with_the_last_response_marked_exhausted() {
     let (addr, hits) = server(|_| (StatusCode::BAD_GATEWAY, "down").into_response()).await;
-    let recorder = Recorder::default();
-    let mut svc = RetryLayer::new(policy(exponential(), 3))
-        .sleeper(recorder.clone())
-        .layer(client());
-    let response = send(&mut svc, request("GET", addr)).await.unwrap();
+    let (response, recorder) = get_with_exponential_pauses(addr).await;
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     assert_eq!(response.headers()[RETRY_EXHAUSTED], "1");
     assert_eq!(body(response).await, "down");
@@ -430,21 +437,7 @@ async fn grpc_pushback_stops_or_sets_the_pause() {
 #[tokio::test]
 async fn an_empty_budget_stops_the_layer_and_marks_the_response() {
     let (svc, calls) = in_process(|_| status_with(503, None));
-    let budget = herd::budget::RetryBudget::new(
-        herd::budget::BudgetConfig {
-            percent: 0.0,
-            min_per_sec: 0,
-            window: Duration::from_secs(10),
-        },
-        TokioClock::new(),
-    )
-    .unwrap();
-    let policy = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(5)
-        .budget(budget)
-        .clock(TokioClock::new())
-        .build()
-        .unwrap();
+    let policy = spending(budget(&TokioClock::new(), 0.0));
     let mut svc = RetryLayer::new(policy).layer(svc);
     let response = send(&mut svc, http::Request::new(String::new()))
         .await

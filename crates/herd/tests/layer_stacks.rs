@@ -9,12 +9,11 @@
 
 mod support;
 
+use support::http::{Frames, spending};
 use support::{Recorder, send};
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -105,24 +104,11 @@ fn busy_then_ok(n: usize) -> Response {
 }
 
 /// A streaming body of unknown length, like an upload read from a socket.
-struct Chunks(VecDeque<Bytes>);
-
-impl http_body::Body for Chunks {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(self.get_mut().0.pop_front().map(|c| Ok(Frame::data(c))))
-    }
-}
-
 fn streaming(chunks: &[&'static str]) -> Body {
-    Body::new(Chunks(
+    Body::new(Frames(
         chunks
             .iter()
-            .map(|c| Bytes::from_static(c.as_bytes()))
+            .map(|c| Frame::data(Bytes::from_static(c.as_bytes())))
             .collect(),
     ))
 }
@@ -240,6 +226,29 @@ fn app_error_is_transient(
     }
 }
 
+/// The `n`th answer (from 0) of a server whose first `failing` answers are `failure()`, then
+/// a plain 200.
+fn then_fine(n: usize, failing: usize, failure: fn() -> Response) -> Response {
+    if n < failing {
+        failure()
+    } else {
+        (StatusCode::OK, "fine").into_response()
+    }
+}
+
+/// One GET through a layer that retries application errors ([`app_error_is_transient`]) to a
+/// server answering `respond(n)`: the final answer and what the server saw.
+async fn past_app_errors(
+    respond: fn(usize) -> Response,
+) -> (http::Response<hyper::body::Incoming>, Seen) {
+    let (addr, seen) = server(respond).await;
+    let mut svc = RetryLayer::new(policy(3))
+        .sleeper(Recorder::default())
+        .classify(app_error_is_transient)
+        .layer(full_client());
+    (send(&mut svc, get(addr)).await.unwrap(), seen)
+}
+
 #[tokio::test]
 async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
     let (addr, seen) = server(|_| (StatusCode::TOO_MANY_REQUESTS, "quota").into_response()).await;
@@ -257,19 +266,12 @@ async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(seen.count(), 1, "429 is permanent for this API");
 
-    let (addr, seen) = server(|n| {
-        if n == 0 {
+    let (response, seen) = past_app_errors(|n| {
+        then_fine(n, 1, || {
             (StatusCode::OK, [("x-app-error", "retry")], "").into_response()
-        } else {
-            (StatusCode::OK, "fine").into_response()
-        }
+        })
     })
     .await;
-    let mut svc = RetryLayer::new(policy(3))
-        .sleeper(Recorder::default())
-        .classify(app_error_is_transient)
-        .layer(full_client());
-    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(!response.headers().contains_key("x-app-error"));
     assert_eq!(
@@ -313,24 +315,13 @@ async fn hooks_see_each_retry_and_the_give_up() {
 /// (here with an application error the classifier retries) was never retried.
 #[tokio::test]
 async fn the_exhausted_mark_is_believed_only_on_failure_statuses() {
-    let (addr, seen) = server(|n| {
-        if n == 0 {
-            (
-                StatusCode::OK,
-                [("x-app-error", "retry"), ("retry-exhausted", "1")],
-                "",
-            )
-                .into_response()
-        } else {
-            (StatusCode::OK, "fine").into_response()
-        }
+    let (response, seen) = past_app_errors(|n| {
+        then_fine(n, 1, || {
+            let marks = [("x-app-error", "retry"), ("retry-exhausted", "1")];
+            (StatusCode::OK, marks, "").into_response()
+        })
     })
     .await;
-    let mut svc = RetryLayer::new(policy(3))
-        .sleeper(Recorder::default())
-        .classify(app_error_is_transient)
-        .layer(full_client());
-    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(seen.count(), 2);
     assert_eq!(response.status(), StatusCode::OK);
 }
@@ -342,20 +333,8 @@ const BIG: usize = 1 << 20;
 /// HTTP/1 connection stayed busy and every retry opened a new one.
 #[tokio::test]
 async fn a_failed_response_is_drained_so_its_connection_is_reused() {
-    let (addr, seen) = server(|n| {
-        if n < 2 {
-            (StatusCode::SERVICE_UNAVAILABLE, "x".repeat(BIG)).into_response()
-        } else {
-            (StatusCode::OK, "fine").into_response()
-        }
-    })
-    .await;
-    let mut svc = RetryLayer::new(policy(3))
-        .sleeper(Recorder::default())
-        .drain_limit(2 * BIG)
-        .layer(full_client());
-    let response = send(&mut svc, get(addr)).await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
+    let (status, seen) = drained(2 * BIG).await;
+    assert_eq!(status, StatusCode::OK);
     assert_eq!(seen.count(), 3);
     assert_eq!(
         seen.connections(),
@@ -365,21 +344,25 @@ async fn a_failed_response_is_drained_so_its_connection_is_reused() {
 
     // Without draining, each failed response (larger than what hyper reads ahead) takes its
     // connection with it.
+    let (status, seen) = drained(0).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(seen.connections(), 3);
+}
+
+/// One GET through a layer that reads up to `limit` bytes of a failed answer, to a server that
+/// fails twice with a [`BIG`] body: the final status and what the server saw.
+async fn drained(limit: usize) -> (StatusCode, Seen) {
     let (addr, seen) = server(|n| {
-        if n < 2 {
+        then_fine(n, 2, || {
             (StatusCode::SERVICE_UNAVAILABLE, "x".repeat(BIG)).into_response()
-        } else {
-            (StatusCode::OK, "fine").into_response()
-        }
+        })
     })
     .await;
     let mut svc = RetryLayer::new(policy(3))
         .sleeper(Recorder::default())
-        .drain_limit(0)
+        .drain_limit(limit)
         .layer(full_client());
-    let response = send(&mut svc, get(addr)).await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(seen.connections(), 3);
+    (send(&mut svc, get(addr)).await.unwrap().status(), seen)
 }
 
 /// A service that is never ready.
@@ -576,12 +559,7 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
         TokioClock::new(),
     )
     .unwrap();
-    let shared = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(5)
-        .budget(budget)
-        .clock(TokioClock::new())
-        .build()
-        .unwrap();
+    let shared = spending(budget);
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&calls);
     let failing = tower::service_fn(move |_: http::Request<Body>| {

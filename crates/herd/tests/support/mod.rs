@@ -11,7 +11,7 @@ use std::time::Duration;
 use herd::asynchronous::Sleeper;
 use herd::breaker::{BreakerConfig, CircuitBreaker};
 use herd::budget::{BudgetConfig, RetryBudget};
-use herd::clock::FakeClock;
+use herd::clock::{Clock, FakeClock};
 
 /// `s` whole seconds.
 pub fn secs(s: u64) -> Duration {
@@ -19,7 +19,7 @@ pub fn secs(s: u64) -> Duration {
 }
 
 /// A retry budget of `percent` of first attempts over a 10 s window, with no reserve.
-pub fn budget(clock: &FakeClock, percent: f64) -> RetryBudget<FakeClock> {
+pub fn budget<C: Clock>(clock: &C, percent: f64) -> RetryBudget<C> {
     RetryBudget::new(
         BudgetConfig {
             percent,
