@@ -153,18 +153,19 @@ impl<C: Clock, S, R, P> Clone for RetryLayer<C, S, R, P> {
     }
 }
 
+/// What a [`RetryLayer`] and its services share; its fields are the `layer` module's own.
 #[derive(Clone)]
 pub(crate) struct Config<C: Clock, S, R, P> {
-    pub(crate) policy: RetryPolicy<C>,
-    pub(crate) sleeper: S,
-    pub(crate) replay: R,
-    pub(crate) protocol: P,
-    pub(crate) mark_exhausted: bool,
-    pub(crate) respect_exhausted: bool,
-    pub(crate) send_idempotency_key: bool,
-    pub(crate) drain_limit: usize,
-    pub(crate) on_retry: Option<RetryHook>,
-    pub(crate) on_give_up: Option<GiveUpHook>,
+    policy: RetryPolicy<C>,
+    sleeper: S,
+    replay: R,
+    protocol: P,
+    mark_exhausted: bool,
+    respect_exhausted: bool,
+    send_idempotency_key: bool,
+    drain_limit: usize,
+    on_retry: Option<RetryHook>,
+    on_give_up: Option<GiveUpHook>,
 }
 
 impl<C: Clock, S, R, P> fmt::Debug for RetryLayer<C, S, R, P> {
