@@ -7,7 +7,7 @@
 
 mod support;
 
-use support::http::{busy_once_then_hello, spending};
+use support::http::{busy_once_then_hello, counting, spending};
 use support::{Recorder, budget, send};
 
 use std::convert::Infallible;
@@ -329,14 +329,9 @@ async fn connection_refused_is_retried_even_for_post_then_reported() {
 /// In-process inner service on paused time: the last attempt is cut at the deadline.
 #[tokio::test(start_paused = true)]
 async fn attempts_are_cut_at_the_deadline_on_paused_time() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&calls);
-    let hanging = tower::service_fn(move |_: http::Request<String>| {
-        counted.fetch_add(1, Ordering::SeqCst);
-        async {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            Ok::<_, Infallible>(http::Response::new(String::new()))
-        }
+    let (hanging, calls) = counting(|_: http::Request<String>, _| async {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok::<_, Infallible>(http::Response::new(String::new()))
     });
     let clock = TokioClock::new();
     let policy = RetryPolicy::builder(Rule::constant(Duration::from_secs(1)).unwrap())
@@ -371,13 +366,7 @@ fn in_process(
     + 'static,
     Arc<AtomicUsize>,
 ) {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&calls);
-    let svc = tower::service_fn(move |_: http::Request<String>| {
-        let n = counted.fetch_add(1, Ordering::SeqCst);
-        async move { Ok::<_, Infallible>(respond(n)) }
-    });
-    (svc, calls)
+    counting(move |_: http::Request<String>, n| async move { Ok::<_, Infallible>(respond(n)) })
 }
 
 fn status_with(

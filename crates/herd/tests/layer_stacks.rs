@@ -9,7 +9,7 @@
 
 mod support;
 
-use support::http::{Frames, spending};
+use support::http::{Frames, counting, ended_after, spending};
 use support::{Recorder, send};
 
 use std::convert::Infallible;
@@ -119,34 +119,36 @@ fn put(addr: SocketAddr, body: Body) -> http::Request<Body> {
         .unwrap()
 }
 
-#[tokio::test]
-async fn a_streaming_axum_body_is_buffered_and_sent_again() {
+/// PUTs `chunks` as a stream through a layer that buffers up to `limit` bytes of a body, to a
+/// server busy once: the final answer and what the server saw.
+async fn upload(
+    limit: usize,
+    chunks: &[&'static str],
+) -> (http::Response<hyper::body::Incoming>, Seen) {
     let (addr, seen) = server(busy_then_ok).await;
     let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
     let mut svc = RetryLayer::new(policy(3))
         .sleeper(Recorder::default())
-        .buffer_body(1024, Body::new)
+        .buffer_body(limit, Body::new)
         .layer(client);
-    let response = send(&mut svc, put(addr, streaming(&["up", "load"])))
-        .await
-        .unwrap();
+    (
+        send(&mut svc, put(addr, streaming(chunks))).await.unwrap(),
+        seen,
+    )
+}
+
+#[tokio::test]
+async fn a_streaming_axum_body_is_buffered_and_sent_again() {
+    let (response, seen) = upload(1024, &["up", "load"]).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(seen.bodies(), ["upload", "upload"]);
     let outcome = response.extensions().get::<RetryOutcome>().unwrap();
-    assert_eq!((outcome.attempts, outcome.reason), (2, None));
+    assert_eq!(ended_after(*outcome), (2, None));
 }
 
 #[tokio::test]
 async fn a_body_over_the_limit_is_sent_once_and_the_outcome_says_why() {
-    let (addr, seen) = server(busy_then_ok).await;
-    let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
-    let mut svc = RetryLayer::new(policy(3))
-        .sleeper(Recorder::default())
-        .buffer_body(4, Body::new)
-        .layer(client);
-    let response = send(&mut svc, put(addr, streaming(&["up", "load", "ed"])))
-        .await
-        .unwrap();
+    let (response, seen) = upload(4, &["up", "load", "ed"]).await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(seen.bodies(), ["uploaded"], "sent once, whole");
     let outcome = response.extensions().get::<RetryOutcome>().unwrap();
@@ -305,10 +307,7 @@ async fn hooks_see_each_retry_and_the_give_up() {
         [(1, StatusCode::BAD_GATEWAY), (2, StatusCode::BAD_GATEWAY)]
     );
     let outcome = gave_up.lock().unwrap().unwrap();
-    assert_eq!(
-        (outcome.attempts, outcome.reason),
-        (3, Some(StopReason::Attempts))
-    );
+    assert_eq!(ended_after(outcome), (3, Some(StopReason::Attempts)));
 }
 
 /// Regression: the mark was believed on any status, so a 200 that a proxy copied it onto
@@ -459,15 +458,10 @@ struct Query(&'static str);
 
 #[tokio::test(start_paused = true)]
 async fn herd_policy_retries_any_request_type_in_tower_retry() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    let db = tower::service_fn(move |q: Query| {
-        let n = seen.fetch_add(1, Ordering::SeqCst);
-        async move {
-            match n {
-                0 | 1 => Err("deadlock"),
-                _ => Ok(format!("rows for {}", q.0)),
-            }
+    let (db, calls) = counting(|q: Query, n| async move {
+        match n {
+            0 | 1 => Err("deadlock"),
+            _ => Ok(format!("rows for {}", q.0)),
         }
     });
     let herd = HerdPolicy::new(
@@ -489,12 +483,7 @@ async fn herd_policy_retries_any_request_type_in_tower_retry() {
 
 #[tokio::test(start_paused = true)]
 async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    let db = tower::service_fn(move |_: Query| {
-        seen.fetch_add(1, Ordering::SeqCst);
-        async { Err::<String, _>("deadlock") }
-    });
+    let (db, calls) = counting(|_: Query, _| async { Err::<String, _>("deadlock") });
     let classify = |result: &Result<String, &'static str>| match result {
         Ok(_) => None,
         Err("deadlock") => Some(Verdict::transient()),
@@ -510,12 +499,7 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
     assert_eq!(error, "deadlock");
     assert_eq!(calls.load(Ordering::SeqCst), 6);
 
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    let db = tower::service_fn(move |_: Query| {
-        seen.fetch_add(1, Ordering::SeqCst);
-        async { Err::<String, _>("syntax error") }
-    });
+    let (db, calls) = counting(|_: Query, _| async { Err::<String, _>("syntax error") });
     let mut svc = tower::retry::RetryLayer::new(HerdPolicy::new(policy(3), classify)).layer(db);
     let _ = send(&mut svc, Query("a")).await.unwrap_err();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -523,12 +507,7 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
 
 #[tokio::test(start_paused = true)]
 async fn herd_policy_stops_before_a_pause_that_would_end_past_the_deadline() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    let db = tower::service_fn(move |_: Query| {
-        seen.fetch_add(1, Ordering::SeqCst);
-        async { Err::<String, _>("deadlock") }
-    });
+    let (db, calls) = counting(|_: Query, _| async { Err::<String, _>("deadlock") });
     let policy = RetryPolicy::builder(Rule::constant(Duration::from_millis(400)).unwrap())
         .max_attempts(100)
         .deadline(Duration::from_secs(1))
@@ -560,15 +539,10 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
     )
     .unwrap();
     let shared = spending(budget);
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&calls);
-    let failing = tower::service_fn(move |_: http::Request<Body>| {
-        counted.fetch_add(1, Ordering::SeqCst);
-        async {
-            let mut response = http::Response::new(String::new());
-            *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-            Ok::<_, Infallible>(response)
-        }
+    let (failing, calls) = counting(|_: http::Request<Body>, _| async {
+        let mut response = http::Response::new(String::new());
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        Ok::<_, Infallible>(response)
     });
     let mut once = RetryLayer::new(shared.clone())
         .clone_request(|_: &http::Request<Body>| None)
@@ -594,7 +568,7 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
         .unwrap();
     let outcome = response.extensions().get::<RetryOutcome>().unwrap();
     assert_eq!(
-        (outcome.attempts, outcome.reason),
+        ended_after(*outcome),
         (2, Some(StopReason::Budget)),
         "the budget's one retry was still there"
     );
@@ -605,18 +579,13 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
 /// trailers, and not retried.
 #[tokio::test]
 async fn a_grpc_answer_over_the_limit_is_passed_on_whole() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&calls);
-    let svc = tower::service_fn(move |_: http::Request<String>| {
-        counted.fetch_add(1, Ordering::SeqCst);
-        async {
-            let body = Full::new(Bytes::from_static(b"0123456789")).with_trailers(async {
-                let mut trailers = http::HeaderMap::new();
-                trailers.insert("grpc-status", "14".parse().unwrap());
-                Some(Ok::<_, Infallible>(trailers))
-            });
-            Ok::<_, Infallible>(http::Response::new(body))
-        }
+    let (svc, calls) = counting(|_: http::Request<String>, _| async {
+        let body = Full::new(Bytes::from_static(b"0123456789")).with_trailers(async {
+            let mut trailers = http::HeaderMap::new();
+            trailers.insert("grpc-status", "14".parse().unwrap());
+            Some(Ok::<_, Infallible>(trailers))
+        });
+        Ok::<_, Infallible>(http::Response::new(body))
     });
     let mut svc = RetryLayer::new(policy(3))
         .sleeper(Recorder::default())

@@ -4,14 +4,18 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use herd::Rule;
+use herd::StopReason;
 use herd::asynchronous::TokioClock;
 use herd::budget::RetryBudget;
+use herd::layer::RetryOutcome;
 use herd::policy::RetryPolicy;
 use http_body::Frame;
 
@@ -49,6 +53,12 @@ impl http_body::Body for Frames {
     }
 }
 
+/// How a call through the layer went: the attempts made, and why it stopped (`None`: a
+/// success).
+pub fn ended_after(outcome: RetryOutcome) -> (u32, Option<StopReason>) {
+    (outcome.attempts, outcome.reason)
+}
+
 /// Up to five attempts with no pause between them, on tokio's clock, each retry paid from
 /// `budget`: a layer behind a shared retry budget.
 pub fn spending(budget: RetryBudget<TokioClock>) -> RetryPolicy<TokioClock> {
@@ -58,4 +68,23 @@ pub fn spending(budget: RetryBudget<TokioClock>) -> RetryPolicy<TokioClock> {
         .clock(TokioClock::new())
         .build()
         .unwrap()
+}
+
+/// An in-process service that counts its calls and answers the `n`th (from 0) with
+/// `answer(request, n)`, and the count.
+pub fn counting<R, F, Fut>(
+    answer: F,
+) -> (
+    tower::util::ServiceFn<impl Fn(R) -> Fut + Clone>,
+    Arc<AtomicUsize>,
+)
+where
+    F: Fn(R, usize) -> Fut + Clone,
+{
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let service = tower::service_fn(move |request: R| {
+        answer(request, counted.fetch_add(1, Ordering::SeqCst))
+    });
+    (service, calls)
 }
