@@ -129,37 +129,44 @@ macro_rules! debug_handle {
 }
 pub(crate) use debug_handle;
 
+/// Emits a `tracing` event with target `herd` at `$level` (feature `tracing`): the fields,
+/// then the message. Without the feature the values are only borrowed, so that callers
+/// compile the same either way.
+macro_rules! event {
+    ($level:ident, $($field:ident = $value:expr),+; $message:literal) => {{
+        #[cfg(feature = "tracing")]
+        ::tracing::$level!(target: "herd", $($field = $value,)+ $message);
+        #[cfg(not(feature = "tracing"))]
+        let _ = ($(&$value,)+);
+    }};
+}
+pub(crate) use event;
+
 /// Emits a `tracing` event for a retry (feature `tracing`).
 macro_rules! event_retry {
-    ($attempt:expr, $pause:expr, $server_delay:expr) => {{
-        #[cfg(feature = "tracing")]
-        ::tracing::debug!(
-            target: "herd",
+    ($attempt:expr, $pause:expr, $server_delay:expr) => {
+        $crate::event!(
+            debug,
             attempt = $attempt,
             pause_ms = $pause.as_secs_f64() * 1000.0,
-            server_delay = $server_delay,
+            server_delay = $server_delay;
             "retrying"
-        );
-        #[cfg(not(feature = "tracing"))]
-        let _ = (&$attempt, &$pause, &$server_delay);
-    }};
+        )
+    };
 }
 pub(crate) use event_retry;
 
 /// Emits a `tracing` event when a call gives up (feature `tracing`).
 macro_rules! event_give_up {
-    ($attempts:expr, $elapsed:expr, $reason:expr) => {{
-        #[cfg(feature = "tracing")]
-        ::tracing::info!(
-            target: "herd",
+    ($attempts:expr, $elapsed:expr, $reason:expr) => {
+        $crate::event!(
+            info,
             attempts = $attempts,
             elapsed_ms = $elapsed.as_secs_f64() * 1000.0,
-            reason = $reason.as_str(),
+            reason = $reason.as_str();
             "gave up"
-        );
-        #[cfg(not(feature = "tracing"))]
-        let _ = (&$attempts, &$elapsed, &$reason);
-    }};
+        )
+    };
 }
 pub(crate) use event_give_up;
 
