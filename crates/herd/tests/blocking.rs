@@ -41,16 +41,17 @@ fn success_reports_the_value_and_the_attempts() {
     assert_eq!(clock.now(), secs(2));
 }
 
+/// Up to ten attempts a second apart within a 10 s deadline.
+fn ten_a_second_apart_within_10s(clock: &FakeClock) -> PolicyBuilder<FakeClock> {
+    constant(secs(1), clock).max_attempts(10).deadline(secs(10))
+}
+
 #[test]
 fn the_deadline_counts_attempt_time_not_only_sleeps() {
     // Regression: a deadline that only counts sleeps would allow 10 attempts here
     // (9 pauses of 1 s < 10 s), running for 39 s.
     let clock = FakeClock::new();
-    let policy = constant(secs(1), &clock)
-        .max_attempts(10)
-        .deadline(secs(10))
-        .build()
-        .unwrap();
+    let policy = ten_a_second_apart_within_10s(&clock).build().unwrap();
     let err = policy
         .call(|_| {
             clock.advance(secs(3)); // each attempt takes 3 s
@@ -255,9 +256,7 @@ fn a_zero_retry_after_does_not_bring_every_client_back_at_once() {
 #[test]
 fn a_retry_needs_the_minimum_time_left_before_the_deadline() {
     let clock = FakeClock::new();
-    let policy = constant(secs(1), &clock)
-        .max_attempts(10)
-        .deadline(secs(10))
+    let policy = ten_a_second_apart_within_10s(&clock)
         .min_time_left(secs(3))
         .build()
         .unwrap();

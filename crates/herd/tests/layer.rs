@@ -108,6 +108,18 @@ async fn body(response: http::Response<hyper::body::Incoming>) -> String {
     String::from_utf8(bytes.to_vec()).unwrap()
 }
 
+/// A `method` request to `addr` through a layer of three immediate attempts (pauses recorded,
+/// not slept).
+async fn three_immediate(
+    method: &str,
+    addr: SocketAddr,
+) -> Result<http::Response<hyper::body::Incoming>, tower::BoxError> {
+    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
+        .sleeper(Recorder::default())
+        .layer(client());
+    send(&mut svc, request(method, addr)).await
+}
+
 /// One GET through a three-attempt layer with the exponential rule, its pauses recorded: the
 /// answer and the recorder.
 async fn get_with_exponential_pauses(
@@ -177,10 +189,7 @@ async fn mark_can_be_switched_off_and_permanent_errors_are_not_marked() {
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
 
     let (addr, hits) = server(|_| StatusCode::NOT_FOUND.into_response()).await;
-    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
-        .sleeper(Recorder::default())
-        .layer(client());
-    let response = send(&mut svc, request("GET", addr)).await.unwrap();
+    let response = three_immediate("GET", addr).await.unwrap();
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
     assert_eq!(hits.count(), 1, "404 is permanent");
@@ -192,10 +201,7 @@ async fn a_marked_response_is_not_retried_unless_told_to() {
         (StatusCode::SERVICE_UNAVAILABLE, [("retry-exhausted", "1")]).into_response()
     }
     let (addr, hits) = server(marked).await;
-    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
-        .sleeper(Recorder::default())
-        .layer(client());
-    let response = send(&mut svc, request("GET", addr)).await.unwrap();
+    let response = three_immediate("GET", addr).await.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(hits.count(), 1);
 
@@ -255,10 +261,7 @@ async fn a_chain_of_layers_does_not_multiply_retries() {
 #[tokio::test]
 async fn post_is_retried_only_on_proof_it_was_not_processed() {
     let (addr, hits) = server(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()).await;
-    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
-        .sleeper(Recorder::default())
-        .layer(client());
-    let response = send(&mut svc, request("POST", addr)).await.unwrap();
+    let response = three_immediate("POST", addr).await.unwrap();
     assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(hits.count(), 1, "a 500 may have processed the POST");
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
@@ -271,7 +274,7 @@ async fn post_is_retried_only_on_proof_it_was_not_processed() {
         }
     })
     .await;
-    let response = send(&mut svc, request("POST", addr)).await.unwrap();
+    let response = three_immediate("POST", addr).await.unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
     assert_eq!(hits.count(), 2, "a 429 proves the POST was not processed");
 }
@@ -316,10 +319,7 @@ async fn connection_refused_is_retried_even_for_post_then_reported() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener); // nobody listens: connections are refused
-    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
-        .sleeper(Recorder::default())
-        .layer(client());
-    let error = send(&mut svc, request("POST", addr)).await.unwrap_err();
+    let error = three_immediate("POST", addr).await.unwrap_err();
     let gave_up = error.downcast_ref::<GaveUp>().expect("a GaveUp error");
     assert_eq!(gave_up.reason, StopReason::Attempts);
     assert_eq!(gave_up.attempts, 3);

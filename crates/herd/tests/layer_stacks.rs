@@ -95,6 +95,16 @@ fn policy(attempts: u32) -> RetryPolicy<TokioClock> {
     .unwrap()
 }
 
+/// A constant `pause` between at most `attempts` attempts within `deadline`, on tokio's clock.
+fn constant_within(pause: Duration, attempts: u32, deadline: Duration) -> RetryPolicy<TokioClock> {
+    RetryPolicy::builder(Rule::constant(pause).unwrap())
+        .max_attempts(attempts)
+        .deadline(deadline)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap()
+}
+
 fn busy_then_ok(n: usize) -> Response {
     if n == 0 {
         (StatusCode::SERVICE_UNAVAILABLE, "busy").into_response()
@@ -423,12 +433,7 @@ impl Service<http::Request<String>> for ReadyOnce {
 
 #[tokio::test(start_paused = true)]
 async fn a_retry_waits_for_readiness_no_longer_than_the_deadline() {
-    let policy = RetryPolicy::builder(Rule::constant(Duration::from_secs(1)).unwrap())
-        .max_attempts(5)
-        .deadline(Duration::from_secs(3))
-        .clock(TokioClock::new())
-        .build()
-        .unwrap();
+    let policy = constant_within(Duration::from_secs(1), 5, Duration::from_secs(3));
     let calls = Arc::new(AtomicUsize::new(0));
     let mut svc = RetryLayer::new(policy).layer(ReadyOnce(Arc::clone(&calls)));
     let started = tokio::time::Instant::now();
@@ -508,12 +513,7 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
 #[tokio::test(start_paused = true)]
 async fn herd_policy_stops_before_a_pause_that_would_end_past_the_deadline() {
     let (db, calls) = counting(|_: Query, _| async { Err::<String, _>("deadlock") });
-    let policy = RetryPolicy::builder(Rule::constant(Duration::from_millis(400)).unwrap())
-        .max_attempts(100)
-        .deadline(Duration::from_secs(1))
-        .clock(TokioClock::new())
-        .build()
-        .unwrap();
+    let policy = constant_within(Duration::from_millis(400), 100, Duration::from_secs(1));
     let herd = HerdPolicy::new(policy, |result: &Result<String, &'static str>| {
         result.as_ref().err().map(|_| Verdict::transient())
     });
