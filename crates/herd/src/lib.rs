@@ -129,15 +129,22 @@ macro_rules! debug_handle {
 }
 pub(crate) use debug_handle;
 
-/// Emits a `tracing` event with target `herd` at `$level` (feature `tracing`): the fields,
-/// then the message. Without the feature the values are only borrowed, so that callers
-/// compile the same either way.
+/// Emits a `tracing` event with target `herd` at `$level` (feature `tracing`): the message,
+/// then the fields, of which the one between semicolons is a duration, given in
+/// milliseconds. Without the feature the values are only borrowed, so that callers compile
+/// the same either way.
 macro_rules! event {
-    ($level:ident, $($field:ident = $value:expr),+; $message:literal) => {{
+    ($level:ident, $message:literal, $($a:ident = $x:expr),*; $ms:ident = $d:expr; $($b:ident = $y:expr),*) => {{
         #[cfg(feature = "tracing")]
-        ::tracing::$level!(target: "herd", $($field = $value,)+ $message);
+        ::tracing::$level!(
+            target: "herd",
+            $($a = $x,)*
+            $ms = $d.as_secs_f64() * 1000.0,
+            $($b = $y,)*
+            $message
+        );
         #[cfg(not(feature = "tracing"))]
-        let _ = ($(&$value,)+);
+        let _ = ($(&$x,)* &$d, $(&$y,)*);
     }};
 }
 pub(crate) use event;
@@ -145,13 +152,7 @@ pub(crate) use event;
 /// Emits a `tracing` event for a retry (feature `tracing`).
 macro_rules! event_retry {
     ($attempt:expr, $pause:expr, $server_delay:expr) => {
-        $crate::event!(
-            debug,
-            attempt = $attempt,
-            pause_ms = $pause.as_secs_f64() * 1000.0,
-            server_delay = $server_delay;
-            "retrying"
-        )
+        $crate::event!(debug, "retrying", attempt = $attempt; pause_ms = $pause; server_delay = $server_delay)
     };
 }
 pub(crate) use event_retry;
@@ -159,13 +160,7 @@ pub(crate) use event_retry;
 /// Emits a `tracing` event when a call gives up (feature `tracing`).
 macro_rules! event_give_up {
     ($attempts:expr, $elapsed:expr, $reason:expr) => {
-        $crate::event!(
-            info,
-            attempts = $attempts,
-            elapsed_ms = $elapsed.as_secs_f64() * 1000.0,
-            reason = $reason.as_str();
-            "gave up"
-        )
+        $crate::event!(info, "gave up", attempts = $attempts; elapsed_ms = $elapsed; reason = $reason.as_str())
     };
 }
 pub(crate) use event_give_up;
