@@ -538,6 +538,8 @@ impl<C: Clock> Breaker for CircuitBreaker<C> {
 mod tests {
     use super::*;
     use crate::clock::FakeClock;
+    use BreakerOutcome::{Failure, Success};
+    use BreakerState::{Closed, HalfOpen, Open};
 
     /// A call admitted now whose outcome is recorded at once.
     fn call(b: &CircuitBreaker<FakeClock>, outcome: BreakerOutcome) {
@@ -560,7 +562,7 @@ mod tests {
         for _ in 0..failures {
             fail(b);
         }
-        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.state(), Open);
         clock.advance(Duration::from_secs(5));
     }
 
@@ -577,11 +579,11 @@ mod tests {
     }
 
     fn fail(b: &CircuitBreaker<FakeClock>) {
-        call(b, BreakerOutcome::Failure);
+        call(b, Failure);
     }
 
     fn succeed(b: &CircuitBreaker<FakeClock>) {
-        call(b, BreakerOutcome::Success);
+        call(b, Success);
     }
 
     /// Opens once `min_calls` calls failed; half-opens after exactly the cool-down.
@@ -605,9 +607,9 @@ mod tests {
         for _ in 0..9 {
             fail(&b);
         }
-        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(b.state(), Closed);
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.state(), Open);
     }
 
     #[test]
@@ -619,9 +621,9 @@ mod tests {
         for _ in 0..5 {
             fail(&b);
         }
-        assert_eq!(b.state(), BreakerState::Closed, "5 of 11 is below 50 %");
+        assert_eq!(b.state(), Closed, "5 of 11 is below 50 %");
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Open, "6 of 12");
+        assert_eq!(b.state(), Open, "6 of 12");
     }
 
     #[test]
@@ -632,7 +634,7 @@ mod tests {
         }
         clock.advance(Duration::from_secs(11));
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(b.state(), Closed);
     }
 
     #[test]
@@ -649,9 +651,9 @@ mod tests {
             let b = CircuitBreaker::with_seed(config, clock.clone(), seed).unwrap();
             fail(&b);
             clock.advance(Duration::from_millis(9_999));
-            assert_eq!(b.state(), BreakerState::Open);
+            assert_eq!(b.state(), Open);
             let mut ms = 9_999;
-            while b.state() == BreakerState::Open {
+            while b.state() == Open {
                 clock.advance(Duration::from_millis(1));
                 ms += 1;
             }
@@ -669,14 +671,8 @@ mod tests {
         let second = b.try_acquire().unwrap();
         assert!(b.try_acquire().is_none());
         assert!(b.refuses(), "every probe is out");
-        assert_eq!(
-            recorded(&b, first, BreakerOutcome::Success),
-            BreakerState::HalfOpen
-        );
-        assert_eq!(
-            recorded(&b, second, BreakerOutcome::Failure),
-            BreakerState::Open
-        );
+        assert_eq!(recorded(&b, first, Success), HalfOpen);
+        assert_eq!(recorded(&b, second, Failure), Open);
         assert!(b.try_acquire().is_none());
     }
 
@@ -691,16 +687,13 @@ mod tests {
         let fresh = b
             .try_acquire()
             .expect("a lost probe must not wedge the breaker half-open");
-        b.record(lost, BreakerOutcome::Failure);
+        b.record(lost, Failure);
         assert_eq!(
             b.state(),
-            BreakerState::HalfOpen,
+            HalfOpen,
             "the lost probe's late answer belongs to the expired round"
         );
-        assert_eq!(
-            recorded(&b, fresh, BreakerOutcome::Success),
-            BreakerState::Closed
-        );
+        assert_eq!(recorded(&b, fresh, Success), Closed);
     }
 
     #[test]
@@ -710,16 +703,10 @@ mod tests {
         let (b, clock) = breaker(exact(2));
         let slow = late_permit(&b, &clock, 2);
         let probe = b.try_acquire().unwrap();
-        assert_eq!(
-            recorded(&b, slow, BreakerOutcome::Success),
-            BreakerState::HalfOpen
-        );
-        let after = recorded(&b, slow, BreakerOutcome::Failure);
-        assert_eq!(after, BreakerState::HalfOpen, "nor reopen it");
-        assert_eq!(
-            recorded(&b, probe, BreakerOutcome::Success),
-            BreakerState::Closed
-        );
+        assert_eq!(recorded(&b, slow, Success), HalfOpen);
+        let after = recorded(&b, slow, Failure);
+        assert_eq!(after, HalfOpen, "nor reopen it");
+        assert_eq!(recorded(&b, probe, Success), Closed);
     }
 
     #[test]
@@ -727,11 +714,8 @@ mod tests {
         let (b, clock) = breaker(exact(1));
         let slow = late_permit(&b, &clock, 1);
         succeed(&b); // the probe closes it
-        assert_eq!(b.state(), BreakerState::Closed);
-        assert_eq!(
-            recorded(&b, slow, BreakerOutcome::Failure),
-            BreakerState::Closed
-        );
+        assert_eq!(b.state(), Closed);
+        assert_eq!(recorded(&b, slow, Failure), Closed);
     }
 
     #[test]
@@ -742,25 +726,25 @@ mod tests {
         call(&b, BreakerOutcome::Permanent);
         call(&b, BreakerOutcome::Permanent);
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(b.state(), Closed);
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.state(), Open);
         // As failures: two of them trip it.
         let (b, _) = breaker(config.permanent(PermanentErrors::Failure));
         call(&b, BreakerOutcome::Permanent);
         call(&b, BreakerOutcome::Permanent);
-        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.state(), Open);
         // As successes: they dilute the rate.
         let (b, _) = breaker(config.permanent(PermanentErrors::Success).min_calls(3));
         call(&b, BreakerOutcome::Permanent);
         call(&b, BreakerOutcome::Permanent);
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Closed, "1 of 3 is below 50 %");
+        assert_eq!(b.state(), Closed, "1 of 3 is below 50 %");
         // And a permanent error from a half-open probe neither closes nor reopens by default.
         let (b, clock) = breaker(config);
         half_open(&b, &clock, 2);
         call(&b, BreakerOutcome::Permanent);
-        assert_eq!(b.state(), BreakerState::HalfOpen);
+        assert_eq!(b.state(), HalfOpen);
     }
 
     #[test]
