@@ -114,6 +114,18 @@ pub mod server_delay;
 mod sync;
 mod window;
 
+/// Builder methods that each set one plain setting, with the attributes (docs) written before
+/// it. `$with` names the type's own method that applies a change to its settings.
+macro_rules! settings {
+    ($with:ident; $($(#[$attr:meta])* $field:ident: $ty:ty;)*) => {$(
+        $(#[$attr])*
+        pub fn $field(self, $field: $ty) -> Self {
+            self.$with(|c| c.$field = $field)
+        }
+    )*};
+}
+pub(crate) use settings;
+
 /// `Debug` for a handle onto shared state (a struct that holds only an `Arc`): its type name
 /// and one figure read live through `$method`.
 macro_rules! debug_handle {
