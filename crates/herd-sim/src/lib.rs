@@ -49,6 +49,7 @@ pub mod model;
 mod plan;
 mod record;
 pub mod refusal;
+mod rule_serde;
 mod sample;
 mod scenario;
 mod server;

@@ -79,7 +79,7 @@ pub struct AfterOutage {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MetastableReport {
     /// The retry rule.
-    #[serde(serialize_with = "rule_str")]
+    #[serde(serialize_with = "crate::rule_serde::one::serialize")]
     pub rule: RuleName,
     /// The seed of the run.
     pub seed: u64,
@@ -123,11 +123,6 @@ pub struct MetastableReport {
     pub verdict: String,
     /// Per-window counts.
     pub windows: Vec<Window>,
-}
-
-/// A rule as its name, for serde.
-pub(crate) fn rule_str<S: serde::Serializer>(rule: &RuleName, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(rule.as_str())
 }
 
 /// "retry budget 10 %", or "no retry budget" for 0.

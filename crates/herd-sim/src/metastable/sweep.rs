@@ -4,7 +4,7 @@ use std::fmt;
 use herd::RuleName;
 use serde::Serialize;
 
-use super::report::{budget_label, rule_str};
+use super::report::budget_label;
 use super::{Metastable, MetastableScenario};
 use crate::error::ScenarioError;
 use crate::limits::Limits;
@@ -30,7 +30,7 @@ pub struct OfferedPoint {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OfferedSweep {
     /// The rule run.
-    #[serde(serialize_with = "rule_str")]
+    #[serde(serialize_with = "crate::rule_serde::one::serialize")]
     pub rule: RuleName,
     /// Retry budget percentage (0 = none).
     pub budget_percent: f64,
