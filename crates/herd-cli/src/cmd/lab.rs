@@ -12,7 +12,7 @@ use herd_lab::chain::{
 use herd_sim::graph::{Graph, Options, predict};
 use serde::Serialize;
 
-use crate::cmd::amplify::{count, load_graph, name_width, simulation_slack};
+use crate::cmd::amplify::{count, load_graph, name_width};
 use crate::cmd::args::{Format, csv_field};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
@@ -220,8 +220,7 @@ fn run_chain(args: &ChainArgs) -> CliResult {
     let reports: Vec<Report<'_>> = drives
         .iter()
         .map(|(name, seed, measurement, addresses)| {
-            let comparisons =
-                measurement.compare(&prediction, deterministic, simulation_slack(&graph));
+            let comparisons = measurement.compare(&prediction, deterministic);
             let agrees = comparisons.iter().all(|c| c.agrees);
             let verdict = if measurement.too_small_to_judge(deterministic) {
                 Verdict::TooSmall
