@@ -1,5 +1,6 @@
 //! `herd lab`: real HTTP services on loopback. `herd lab chain` runs a service graph;
-//! `herd lab storm` (in `lab_storm.rs`) plays a storm scenario.
+//! `herd lab storm` (in `lab_storm.rs`) plays a storm scenario; `herd lab hedge` (in
+//! `lab_hedge.rs`) plays a latency scenario through herd's hedging layer.
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -28,6 +29,7 @@ pub(crate) struct LabArgs {
 enum LabCommand {
     Chain(ChainArgs),
     Storm(crate::cmd::lab_storm::LabStormArgs),
+    Hedge(crate::cmd::lab_hedge::LabHedgeArgs),
 }
 
 /// Start a service graph as real HTTP services and measure the requests each receives
@@ -78,6 +80,7 @@ pub(crate) fn run(args: &LabArgs) -> CliResult {
     match &args.command {
         LabCommand::Chain(chain) => run_chain(chain),
         LabCommand::Storm(storm) => crate::cmd::lab_storm::run(storm),
+        LabCommand::Hedge(hedge) => crate::cmd::lab_hedge::run(hedge),
     }
 }
 

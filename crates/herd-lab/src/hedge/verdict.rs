@@ -1,0 +1,126 @@
+//! Measured against simulated, for one policy, within the sampling error of a run of the
+//! lab's size.
+//!
+//! The lab meets the simulator's own arrivals and pauses for the seed (common random
+//! numbers, [`herd_sim::latency::draws`]); what it cannot share is the service times and the
+//! routing, drawn in an order only the simulator knows, and the overhead of the real world.
+//! So the lab's figure is compared with the simulated run of the same seed, and the two
+//! differ by the noise of a run given its arrivals and pauses.
+//!
+//! How large that noise is, is measured, not assumed: the simulator runs the same scenario
+//! (the same requests and warm-up) with [`seeds`](super::LabHedge::seeds) seeds, and the
+//! standard deviation `σ` of a figure over them is the standard error of one run, all its
+//! randomness included. It bounds the noise given the arrivals and pauses from above, so the
+//! test is conservative: a figure agrees when `|measured − simulated| ≤ K · σ · √2` (two runs,
+//! each with an error of at most `σ`). A binomial standard error, or an order-statistic
+//! interval from the lab's own sample, would not do: slow requests and hedges come in bursts
+//! (every request that meets a paused server is slow at once), so they are not independent
+//! draws, and the seeds' spread sees the bursts.
+//!
+//! Latencies may lie higher by the real overhead the model leaves out (the way to the server
+//! and back, and the servers' timers firing late), which the lab measures on every answer:
+//! the allowance is the 99th percentile of that overhead per user request, in scenario
+//! milliseconds. A figure that does not vary (the extra load of `none`: 0) must match
+//! exactly. A run that lost a copy or a request, or whose copies the servers' and the
+//! clients' counts do not account for, is not comparable.
+use crate::storm::{Judgement, Verdict};
+
+use super::report::PolicyReport;
+
+/// Standard errors a figure may stray from the simulated seeds' mean.
+pub const K: f64 = 4.0;
+
+/// Whether `measured` lies within `K · sd · √2` of `simulated`, plus `above` on the upper
+/// side.
+#[must_use]
+pub fn within(measured: f64, simulated: f64, sd: f64, above: f64) -> bool {
+    let band = K * sd * std::f64::consts::SQRT_2;
+    measured >= simulated - band && measured <= simulated + band + above
+}
+
+/// Judges one policy's run.
+#[must_use]
+pub fn judge(r: &PolicyReport) -> Judgement {
+    let tolerance = format!(
+        "tolerance: within {K}·√2 standard errors of the simulated run, the error from {} \
+         seeds; latencies up to {:.2} ms higher for the measured overhead",
+        r.spread.seeds, r.allowance_ms
+    );
+    let a = &r.accounting;
+    let mut lost = Vec::new();
+    if a.failed > 0 {
+        lost.push(format!("{} copies failed without an answer", a.failed));
+    }
+    if a.gave_up > 0 {
+        lost.push(format!(
+            "{} user requests gave up ({} still running at the time bound)",
+            a.gave_up, a.unfinished
+        ));
+    }
+    if a.duplicates > 0 || a.unexplained > 0 {
+        lost.push(format!(
+            "the servers' count does not account for the clients' copies ({} duplicates, {} \
+             unexplained)",
+            a.duplicates, a.unexplained
+        ));
+    }
+    if a.sent != a.received + a.cancelled_before_arrival {
+        lost.push(format!(
+            "{} copies sent, {} received, {} cancelled before arrival",
+            a.sent, a.received, a.cancelled_before_arrival
+        ));
+    }
+    if !r.servers_settled {
+        lost.push("the servers were still busy at the time bound".to_owned());
+    }
+    if !lost.is_empty() {
+        return Judgement {
+            verdict: Verdict::NotComparable,
+            tolerance,
+            reasons: lost,
+        };
+    }
+    let mut reasons = Vec::new();
+    let measured = r.measured.named();
+    let simulated = r.simulated.named();
+    let sd = r.spread.sd.named();
+    for (((name, m), (_, sim)), (_, s)) in measured.iter().zip(simulated).zip(sd) {
+        let above = if name.ends_with("ms") {
+            r.allowance_ms
+        } else {
+            0.0
+        };
+        if !within(*m, sim, s, above) {
+            reasons.push(format!("{name} {m:.2}, simulated {sim:.2} (σ {s:.2})"));
+        }
+    }
+    Judgement {
+        verdict: if reasons.is_empty() {
+            Verdict::Agrees
+        } else {
+            Verdict::Differs
+        },
+        tolerance,
+        reasons,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn within_k_errors_and_the_allowance_above() {
+        // σ = 1: the band is 4 · √2 = 5.66.
+        assert!(within(15.6, 10.0, 1.0, 0.0));
+        assert!(!within(15.7, 10.0, 1.0, 0.0));
+        assert!(
+            within(16.6, 10.0, 1.0, 1.0),
+            "the overhead allowance is above only"
+        );
+        assert!(!within(4.3, 10.0, 1.0, 1.0));
+        // No spread: exact.
+        assert!(within(0.0, 0.0, 0.0, 0.0));
+        assert!(!within(0.1, 0.0, 0.0, 0.0));
+    }
+}
