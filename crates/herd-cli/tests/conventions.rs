@@ -152,6 +152,7 @@ fn help_names_only_documents_the_repository_holds() {
         &["serve", "--help"],
         &["lab", "chain", "--help"],
         &["lab", "storm", "--help"],
+        &["lab", "hedge", "--help"],
     ] {
         let help = ok(cmd);
         assert!(!help.contains('§'), "{cmd:?} cites a numbered section");
@@ -180,6 +181,7 @@ fn docs_cli_lists_every_flag_of_every_command() {
         &["serve", "--help"],
         &["lab", "chain", "--help"],
         &["lab", "storm", "--help"],
+        &["lab", "hedge", "--help"],
     ] {
         for line in ok(cmd).lines() {
             let Some(flag) = line.trim_start().split([' ', ',']).next() else {

@@ -44,7 +44,7 @@ use crate::error::{CliError, CliResult};
 /// Examples:
 ///   herd lab hedge
 ///   herd lab hedge --requests 500 --policy none --policy hedge-40ms
-///   herd lab hedge scenarios/lab-hedge.toml --time-scale 0.5 --format json
+///   herd lab hedge scenarios/lab-hedge.toml --time-scale 1 --format json
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct LabHedgeArgs {

@@ -74,49 +74,9 @@ const ROUTING: u64 = 1 << 40;
 /// model no copy is hedged then, so the lab waits longer than any run.
 const NOT_YET: Duration = Duration::from_secs(3600);
 
-/// The scenario `herd lab hedge` plays without a file: a pool at 20 % utilisation whose
-/// servers pause for 100 ms about every 2 s, sized for real sockets.
-pub const DEFAULT_SCENARIO: &str = "\
-model = \"latency\"
-seed = 1
-requests = 2000
-warmup_requests = 200
-
-[traffic]
-rate_per_s = 200
-fan_out = 1
-
-[servers]
-count = 10
-
-[service]
-distribution = \"exponential\"
-mean_ms = 10
-
-[hiccups]
-every_s = 2
-pause_ms = 100
-
-[[policies]]
-name = \"none\"
-kind = \"none\"
-
-[[policies]]
-name = \"hedge-40ms\"
-kind = \"delay\"
-delay_ms = 40
-
-[[policies]]
-name = \"hedge-p95\"
-kind = \"percentile\"
-quantile = 0.95
-
-[[policies]]
-name = \"hedge-40ms-budget-5%\"
-kind = \"delay\"
-delay_ms = 40
-budget_percent = 5
-";
+/// The scenario `herd lab hedge` plays without a file (`scenarios/lab-hedge.toml`): a pool at
+/// 20 % utilisation whose servers pause for 100 ms about every 2 s, sized for real sockets.
+pub const DEFAULT_SCENARIO: &str = include_str!("../../../../scenarios/lab-hedge.toml");
 
 /// Why a lab run could not start or finish.
 #[derive(Debug, thiserror::Error)]
@@ -185,6 +145,20 @@ impl LabHedge {
                 "seeds must be in [2, {MAX_SEEDS}], got {seeds} (--seeds)"
             )));
         }
+        for (i, p) in scenario.policies.iter().enumerate() {
+            if p.kind == PolicyKind::Tied {
+                return Err(unsupported(
+                    format!("policies[{i}].kind"),
+                    "tied requests (servers that tell each other when one starts)",
+                ));
+            }
+            if p.cancel_losers {
+                return Err(unsupported(
+                    format!("policies[{i}].cancel_losers"),
+                    "servers that stop a copy its client dropped",
+                ));
+            }
+        }
         let total = scenario.requests.saturating_add(scenario.warmup_requests);
         if total > MAX_REQUESTS {
             return Err(LabHedgeError::Input(format!(
@@ -204,20 +178,6 @@ impl LabHedge {
                 "traffic.fan_out: lab hedge fans out to at most {MAX_FAN_OUT}, got {}",
                 scenario.traffic.fan_out
             )));
-        }
-        for (i, p) in scenario.policies.iter().enumerate() {
-            if p.kind == PolicyKind::Tied {
-                return Err(unsupported(
-                    format!("policies[{i}].kind"),
-                    "tied requests (servers that tell each other when one starts)",
-                ));
-            }
-            if p.cancel_losers {
-                return Err(unsupported(
-                    format!("policies[{i}].cancel_losers"),
-                    "servers that stop a copy its client dropped",
-                ));
-            }
         }
         let service_real_ms = scenario.service.mean_ms * time_scale;
         if service_real_ms < MIN_SERVICE_REAL_MS {

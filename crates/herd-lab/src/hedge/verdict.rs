@@ -94,6 +94,14 @@ pub fn judge(r: &PolicyReport) -> Judgement {
             reasons.push(format!("{name} {m:.2}, simulated {sim:.2} (σ {s:.2})"));
         }
     }
+    if !reasons.is_empty() {
+        reasons.push(format!(
+            "the real overhead per request reached {:.2} ms at p99 (median {:.2} ms): when that \
+             is large beside the service time the machine did not keep up, and late answers \
+             also send more hedges (raise --time-scale, or use a release build)",
+            r.overhead_p99_real_ms, r.overhead_p50_real_ms
+        ));
+    }
     Judgement {
         verdict: if reasons.is_empty() {
             Verdict::Agrees
@@ -107,7 +115,114 @@ pub fn judge(r: &PolicyReport) -> Judgement {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Accounting, Figures, Spread};
     use super::*;
+
+    fn report(measured: Figures, accounting: Accounting) -> PolicyReport {
+        let simulated = Figures {
+            p50_ms: 10.0,
+            p99_ms: 60.0,
+            p999_ms: 90.0,
+            mean_ms: 15.0,
+            extra_load_percent: 10.0,
+        };
+        let sd = Figures {
+            p50_ms: 0.5,
+            p99_ms: 5.0,
+            p999_ms: 15.0,
+            mean_ms: 0.7,
+            extra_load_percent: 1.3,
+        };
+        PolicyReport {
+            policy: "hedge".into(),
+            seed: 1,
+            time_scale: 1.0,
+            measured_users: 1000,
+            measured,
+            servers_extra_load_percent: measured.extra_load_percent,
+            simulated,
+            spread: Spread {
+                seeds: 30,
+                mean: simulated,
+                sd,
+            },
+            overhead_p50_real_ms: 0.5,
+            overhead_p99_real_ms: 2.0,
+            allowance_ms: 2.0,
+            accounting,
+            first_error: None,
+            servers_settled: true,
+            real_s: 1.0,
+            verdict: Judgement {
+                verdict: Verdict::NotComparable,
+                tolerance: String::new(),
+                reasons: Vec::new(),
+            },
+        }
+    }
+
+    fn complete() -> Accounting {
+        Accounting {
+            user_requests: 1100,
+            sub_requests: 1100,
+            sent: 1210,
+            received: 1205,
+            answered: 1100,
+            dropped_after_arrival: 105,
+            cancelled_before_arrival: 5,
+            ..Accounting::default()
+        }
+    }
+
+    #[test]
+    fn figures_within_the_band_agree_and_outside_differ() {
+        let near = Figures {
+            p50_ms: 11.5, // 1.5 above: within 4·√2·0.5 = 2.83 plus the 2 ms allowance
+            p99_ms: 70.0,
+            p999_ms: 100.0,
+            mean_ms: 16.0,
+            extra_load_percent: 12.0,
+        };
+        assert_eq!(judge(&report(near, complete())).verdict, Verdict::Agrees);
+        // Extra load 18 %: 8 above, beyond 4·√2·1.3 = 7.35, and no allowance on a count.
+        let far = Figures {
+            extra_load_percent: 18.0,
+            ..near
+        };
+        let j = judge(&report(far, complete()));
+        assert_eq!(j.verdict, Verdict::Differs);
+        assert!(
+            j.reasons[0].starts_with("extra load % 18.00"),
+            "{:?}",
+            j.reasons
+        );
+        // A latency 5 below: the allowance is above only.
+        let low = Figures {
+            p50_ms: 7.0,
+            ..near
+        };
+        assert_eq!(judge(&report(low, complete())).verdict, Verdict::Differs);
+    }
+
+    #[test]
+    fn a_copy_unaccounted_for_or_a_request_that_gave_up_is_not_comparable() {
+        let same = report(Figures::default(), complete()).simulated;
+        let mut a = complete();
+        a.received -= 1; // a copy sent that neither arrived nor was cancelled
+        assert_eq!(judge(&report(same, a)).verdict, Verdict::NotComparable);
+        let mut a = complete();
+        a.gave_up = 1;
+        let j = judge(&report(same, a));
+        assert_eq!(j.verdict, Verdict::NotComparable);
+        assert!(
+            j.reasons[0].contains("1 user requests gave up"),
+            "{:?}",
+            j.reasons
+        );
+        let mut a = complete();
+        a.duplicates = 1;
+        assert_eq!(judge(&report(same, a)).verdict, Verdict::NotComparable);
+    }
 
     #[test]
     fn within_k_errors_and_the_allowance_above() {
