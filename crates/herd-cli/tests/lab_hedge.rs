@@ -67,7 +67,7 @@ fn a_small_run_accounts_for_every_copy_and_gets_a_verdict() {
             }
             Some("hedge-40ms") => {
                 assert!(n("sent") >= 165, "{a}");
-                assert!(extra >= 0.0 && extra <= 100.0, "{extra}");
+                assert!((0.0..=100.0).contains(&extra), "{extra}");
             }
             other => panic!("unexpected policy {other:?}"),
         }

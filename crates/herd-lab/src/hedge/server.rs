@@ -85,11 +85,11 @@ impl Law {
         }
     }
 
-    fn to_scenario(&self, real_ns: u64) -> u64 {
+    fn to_scenario(self, real_ns: u64) -> u64 {
         (real_ns as f64 / self.time_scale) as u64
     }
 
-    fn to_real(&self, scenario_ns: u64) -> u64 {
+    fn to_real(self, scenario_ns: u64) -> u64 {
         (scenario_ns as f64 * self.time_scale) as u64
     }
 }
