@@ -250,7 +250,8 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
     Ok(())
 }
 
-/// One line per policy: measured, simulated, the spread, the accounting, the verdict.
+/// One line per policy: measured, simulated (the same seed), one run's standard error (the
+/// seeds' spread), the accounting, the verdict.
 fn write_csv(out: &mut impl Write, reports: &[PolicyReport]) -> io::Result<()> {
     writeln!(
         out,
@@ -266,7 +267,7 @@ fn write_csv(out: &mut impl Write, reports: &[PolicyReport]) -> io::Result<()> {
             Verdict::Differs => "differs",
             Verdict::NotComparable => "not_comparable",
         };
-        let (m, sim, sd) = (&r.measured, &r.spread.mean, &r.spread.sd);
+        let (m, sim, sd) = (&r.measured, &r.simulated, &r.spread.sd);
         writeln!(
             out,
             "{},{},{},{verdict},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",

@@ -375,6 +375,17 @@ impl LabHedge {
         let bound = epoch + Duration::from_secs_f64(self.real_seconds() * 2.0 + 5.0);
         let started = Instant::now();
         let mut tasks = JoinSet::new();
+        let mut ends: Vec<UserEnd> = Vec::with_capacity(users as usize);
+        let mut collect = |joined: Result<UserEnd, tokio::task::JoinError>| match joined {
+            Ok(end) => {
+                ends.push(end);
+                done.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => Err(LabHedgeError::Run(format!(
+                "a user request's task failed: {e}"
+            ))),
+        };
         for (user, at_ns) in (0..users).zip(draws::arrivals(s, seed)) {
             let at = epoch + Duration::from_nanos((at_ns as f64 * self.time_scale) as u64);
             if at >= bound {
@@ -382,19 +393,13 @@ impl LabHedge {
             }
             tokio::time::sleep_until(at).await;
             tasks.spawn(user_request(hedged.clone(), user, fan_out, seed));
+            while let Some(joined) = tasks.try_join_next() {
+                collect(joined)?;
+            }
         }
-        let mut ends: Vec<UserEnd> = Vec::with_capacity(users as usize);
         loop {
             match tokio::time::timeout_at(bound, tasks.join_next()).await {
-                Ok(Some(Ok(end))) => {
-                    ends.push(end);
-                    done.fetch_add(1, Ordering::Relaxed);
-                }
-                Ok(Some(Err(e))) => {
-                    return Err(LabHedgeError::Run(format!(
-                        "a user request's task failed: {e}"
-                    )));
-                }
+                Ok(Some(joined)) => collect(joined)?,
                 Ok(None) => break,
                 Err(_) => {
                     tasks.abort_all();
