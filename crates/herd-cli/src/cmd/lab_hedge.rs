@@ -151,8 +151,13 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
         })?;
     let lab = LabHedge::new(scenario, args.time_scale, seeds).map_err(lab_error)?;
     let needed = lab.descriptors_needed();
-    if let Descriptors::Raised { from, to } = descriptors::ensure(needed, needed / 2)
-        .map_err(|e| CliError::input(format!("{e} (fewer --requests or a slower rate)")))?
+    let who = "the copies in flight";
+    let fewer = "play a slower scenario (traffic.rate_per_s) or fewer copies";
+    if let Descriptors::Raised { from, to } =
+        descriptors::ensure_for(needed, who, fewer).map_err(|e| match e {
+            herd_lab::storm::LabStormError::Input(m) => CliError::input(m),
+            herd_lab::storm::LabStormError::Run(m) => CliError::Run(anyhow::anyhow!(m)),
+        })?
     {
         eprintln!("note: raised the open-file limit from {from} to {to} ({needed} needed)");
     }
