@@ -152,6 +152,31 @@ pub(crate) fn nearest_rank(sorted: &[u64], per_mille: u64) -> u64 {
     sorted[(rank - 1) as usize]
 }
 
+/// A distribution-free 95 % interval for the `q`-quantile (per mille) of the law `sorted` was
+/// drawn from, by order statistics: the values of ranks `n·q ∓ 1.96·√(n·q·(1 − q))`, the
+/// upper end `None` when that rank is past the sample (too few requests to bound it). It
+/// treats the requests as independent draws, which bursts of slow requests are not; the
+/// report shows it beside the seeds' spread for that reason, and judges by the spread.
+pub(crate) fn order_interval(
+    sorted: &[u64],
+    per_mille: u64,
+    time_scale: f64,
+) -> (f64, Option<f64>) {
+    let n = sorted.len() as f64;
+    if sorted.is_empty() {
+        return (0.0, None);
+    }
+    let q = per_mille as f64 / 1000.0;
+    let half = 1.96 * (n * q * (1.0 - q)).sqrt();
+    let ms = |ns: u64| ns as f64 / 1e6 / time_scale;
+    let lo = ((n * q - half).floor().max(1.0)) as usize;
+    let hi = (n * q + half).ceil() as usize;
+    (
+        ms(sorted[lo.min(sorted.len()) - 1]),
+        (hi <= sorted.len()).then(|| ms(sorted[hi.max(1) - 1])),
+    )
+}
+
 /// Latency figures from the measured users' latencies (real nanoseconds), in scenario ms.
 pub(crate) fn latency_figures(latencies: &mut [u64], time_scale: f64) -> Figures {
     latencies.sort_unstable();
@@ -185,6 +210,15 @@ mod tests {
         assert_eq!(nearest_rank(&v, 500), 500);
         assert_eq!(nearest_rank(&v, 999), 999);
         assert_eq!(nearest_rank(&v[..10], 999), 10);
+    }
+
+    #[test]
+    fn order_statistic_intervals_bound_the_median_and_not_a_far_tail() {
+        let v: Vec<u64> = (1..=1000).map(|i| i * 1_000_000).collect();
+        // n·q = 500, half-width 1.96·√250 = 31: ranks 469 and 531.
+        assert_eq!(order_interval(&v, 500, 1.0), (469.0, Some(531.0)));
+        // p99.9 of 1000: rank 999 ± 1.96·√0.999, the upper rank 1001 is past the sample.
+        assert_eq!(order_interval(&v, 999, 1.0), (997.0, None));
     }
 
     #[test]

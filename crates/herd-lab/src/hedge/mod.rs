@@ -443,6 +443,8 @@ impl LabHedge {
             .filter_map(|e| e.answered.map(|(_, o)| o))
             .collect();
         let mut measured = measure::latency_figures(&mut latencies, self.time_scale);
+        let order_intervals_ms =
+            [500, 990, 999].map(|q| measure::order_interval(&latencies, q, self.time_scale));
         measured.extra_load_percent = measure::extra_percent(sent, subs);
         overheads.sort_unstable();
         let overhead_p50 = measure::nearest_rank(&overheads, 500) as f64 / 1e6;
@@ -453,6 +455,7 @@ impl LabHedge {
             time_scale: self.time_scale,
             measured_users: latencies.len() as u64,
             measured,
+            order_intervals_ms,
             servers_extra_load_percent: measure::extra_percent(received, subs),
             simulated,
             spread,

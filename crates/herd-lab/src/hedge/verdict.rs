@@ -139,6 +139,7 @@ mod tests {
             time_scale: 1.0,
             measured_users: 1000,
             measured,
+            order_intervals_ms: [(0.0, None); 3],
             servers_extra_load_percent: measured.extra_load_percent,
             simulated,
             spread: Spread {
