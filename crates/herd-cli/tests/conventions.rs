@@ -135,7 +135,7 @@ fn a_random_graph_with_one_view_is_too_small_to_judge() {
 }
 
 /// The help of every command.
-const HELP: [&[&str]; 8] = [
+const HELP: [&[&str]; 9] = [
     &["rules", "--help"],
     &["storm", "--help"],
     &["sweep", "--help"],
@@ -144,6 +144,7 @@ const HELP: [&[&str]; 8] = [
     &["serve", "--help"],
     &["lab", "chain", "--help"],
     &["lab", "storm", "--help"],
+    &["lab", "hedge", "--help"],
 ];
 
 /// Help points a reader only at documents the repository holds (every `*.md` or `docs/…`

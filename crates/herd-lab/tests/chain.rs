@@ -41,7 +41,7 @@ async fn only_inventory_retrying_measures_1_1_1_3() {
 
 /// Drives `views` views through the chain of `graph` (the shipped `name`) with `options` and
 /// checks every service's count against the prediction: equal if `deterministic`, else
-/// within sampling error (five standard errors, no fixed slack).
+/// within sampling error (four standard errors from the sample, no fixed slack).
 async fn agrees_with_the_prediction(
     name: &str,
     options: ChainOptions,
@@ -54,7 +54,7 @@ async fn agrees_with_the_prediction(
     let chain = Chain::start(graph, options).await.expect("chain starts");
     let m = chain.drive(views).await.expect("drive");
     chain.shutdown().await.expect("clean shutdown");
-    for c in m.compare(&p, deterministic, 0.0) {
+    for c in m.compare(&p, deterministic) {
         assert!(c.agrees, "{name} layer_aware={layer_aware}: {c:?}");
     }
 }

@@ -11,20 +11,8 @@ use serde::Serialize;
 
 use crate::error::{CliError, CliResult};
 
-/// Extra tolerance of `herd lab chain`'s comparison of real services with the figures,
-/// relative to `1 + expected`: 2 % on graphs with budgets (herd's `RetryBudget` on real
-/// services has a time window and a start the model does not), 0.1 % otherwise. `herd
-/// amplify --simulate` uses none: it compares within standard errors.
 /// Entry requests of the Monte Carlo run that measures the error of approximate figures.
 const CHECK_REQUESTS: u64 = 200_000;
-
-pub(crate) fn simulation_slack(graph: &Graph) -> f64 {
-    if graph.edges().any(|(_, c)| c.budget_percent > 0.0) {
-        0.02
-    } else {
-        1e-3
-    }
-}
 
 /// Compute how many requests each service of a graph receives per entry request
 ///
