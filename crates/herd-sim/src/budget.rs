@@ -229,7 +229,10 @@ mod tests {
             let se = (p * (1.0 - p) / f64::from(trials)).sqrt();
             for (subset, &n) in &seen {
                 let q = f64::from(n) / f64::from(trials);
-                assert!((q - p).abs() < 5.0 * se, "{admitted}: {subset:?} {q} vs {p}");
+                assert!(
+                    (q - p).abs() < 5.0 * se,
+                    "{admitted}: {subset:?} {q} vs {p}"
+                );
             }
         }
     }

@@ -248,7 +248,14 @@ pub(crate) fn simulate(
                     asking.push((n, fate, state));
                     return;
                 }
-                place(n, fate, state, &mut calendar, &mut gave_up, &mut beyond_horizon);
+                place(
+                    n,
+                    fate,
+                    state,
+                    &mut calendar,
+                    &mut gave_up,
+                    &mut beyond_horizon,
+                );
             };
             // Refused clients that drew `Some((pause, memory))`: filed now, or with a
             // Retry-After, set aside until their jitter is drawn below.
@@ -322,7 +329,14 @@ pub(crate) fn simulate(
                 for (&(n, fate, state), &allowed) in asking.iter().zip(&admitted_of) {
                     gave_up += n - allowed;
                     denied_by_budget += n - allowed;
-                    place(allowed, fate, state, &mut calendar, &mut gave_up, &mut beyond_horizon);
+                    place(
+                        allowed,
+                        fate,
+                        state,
+                        &mut calendar,
+                        &mut gave_up,
+                        &mut beyond_horizon,
+                    );
                 }
             }
             if calendar.cohorts() > max_cohorts {
