@@ -24,7 +24,10 @@
 //!    budget denies the retry (it gives up) or it is past the horizon (it is still waiting at
 //!    the end).
 //!
-//! The retry budget is in [`budget`](crate::budget).
+//! The retry budget is in [`budget`](crate::budget). The retries that ask it at a step are
+//! held until every failed client of the step has drawn; when the budget allows only `m` of
+//! the `n`, a uniformly random `m` of them go on (a partial Fisher–Yates shuffle, the step's
+//! last draws), the rest give up.
 use herd::rng::SplitMix64;
 use herd::{Rule, RuleName};
 

@@ -49,7 +49,14 @@
 //!    `herd::server_delay::decide` gives its pause, one cell per value of its uniform jitter
 //!    (a multinomial with equal cells, as a chain of binomials; see
 //!    `AfterFailure::split_wait`), and each count gives up at its deadline, passes the
-//!    horizon, or is filed in the calendar at `step + timeout + wait`.
+//!    horizon, or is filed in the calendar at `step + timeout + wait`;
+//! 5. with a retry budget, the counts whose retry asks it (those the deadline let through)
+//!    are held until the whole step is drawn. The budget is one shared balance, kept exactly
+//!    in the library's integer units (`BudgetLedger`): the step's new clients deposit
+//!    together, and of the `n` retries that ask, `m = min(n, ⌊balance / retry⌋)` are
+//!    allowed, the same `m` as `n` withdrawals in a row. Which `m` is the agent engine's
+//!    law: a uniformly random subset of the `n`, so how many of each count are allowed is
+//!    one multivariate hypergeometric draw; the rest give up (`denied_by_budget`).
 //!
 //! Samplers: `sample.rs` (binomial, hypergeometric), drawing only from the world's SplitMix64.
 //!
@@ -58,16 +65,13 @@
 //! Exact in distribution (not draw for draw: the agent and the cohort engines consume the
 //! generator differently) for `immediate`, `constant`, `exponential`, `full`, `equal` and
 //! `grpc`, with every server and client feature of the model: refusal cost, collapse,
-//! warm-up, `Retry-After`, timeouts, attempt limits, deadlines, open-loop arrivals.
+//! warm-up, `Retry-After`, timeouts, attempt limits, deadlines, retry budgets, open-loop
+//! arrivals.
 //! Deterministic rules in a lone burst give the agent engine's results exactly, run for run.
 //! `decorrelated` and `decorrelated-v2` keep a continuous memory, which the cohort engine
 //! quantizes (see `cohort/law.rs`): the one approximation, measured by
-//! `tests/cohort_agreement.rs`. Refused with an error naming the field:
-//!
-//! - retry budgets (`retry.budget_percent`): the agent engine lets the budget's retries go to
-//!   the first refused clients in its processing order, which depends on calendar order, not
-//!   on anything a count records;
-//! - traces: there are no clients to follow.
+//! `tests/cohort_agreement.rs`; `tests/cohort_power.rs` compares the features one by one
+//! with the power to see a 2 % bias. Traces are refused: there are no clients to follow.
 //!
 //! A run is reproducible from its seed, bit for bit, on a given platform. The samplers'
 //! acceptance tests call `ln`, `exp` and `ln_1p`, whose last bit may differ between libm
@@ -79,7 +83,9 @@
 //! `decorrelated`, whose nested laws are split all at once; the number of cohorts is bounded
 //! by the states (failure counts until the pause reaches the cap, memory cells) times the
 //! pause range in steps, not by the clients. Fine steps under a long cap are the expensive
-//! case (1 ms steps with a 30 s cap: 30 000 outcomes a law). Benchmarks:
+//! case (1 ms steps with a 30 s cap: 30 000 outcomes a law). The time goes to random draws
+//! (every sampler costs a few operations per word), so `Limits::max_run_attempts` caps the
+//! words a run draws (`Counted`), and `max_cohorts` the cohorts waiting at once. Benchmarks:
 //! `docs/BENCHMARKS.md`, "Cohort engine".
 use herd::RuleName;
 use herd::rng::{Rng, SplitMix64};
@@ -146,8 +152,8 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
 
 /// Runs `rule` over `plan` with the world's generator seeded by `seed`, in cohorts.
 ///
-/// `plan.max_run_attempts` bounds the cohort updates (one per cohort per step it knocks),
-/// the cohort engine's unit of work, and `max_cohorts` the cohorts waiting at once.
+/// `plan.max_run_attempts` bounds the random words drawn, the cohort engine's unit of work
+/// (see [`Counted`]), and `max_cohorts` the cohorts waiting at once.
 pub(crate) fn simulate(
     plan: &Plan,
     name: RuleName,
