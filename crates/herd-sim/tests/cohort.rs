@@ -129,6 +129,36 @@ fn what_the_cohort_engine_does_not_run_is_a_clear_error() {
     assert!(sim.trace(RuleName::Full, 1).is_err());
 }
 
+/// A retry budget shared by a trillion clients, exactly: they all fail at step 0 and
+/// deposit 10 % of a retry each, so 10^11 of their retries are allowed and the rest denied;
+/// those retries meet the outage, find the budget spent, and give up too.
+#[test]
+fn a_budget_is_exact_for_a_trillion_clients() {
+    let mut s = scaled(cohort::MAX_CLIENTS);
+    s.retry.budget_percent = 10.0;
+    for rule in [
+        RuleName::Full,
+        RuleName::Exponential,
+        RuleName::Decorrelated,
+    ] {
+        let r = run(&cohort_sim(&s), rule, 1);
+        assert_eq!(r.requests, 1_100_000_000_000, "{rule}");
+        assert_eq!(
+            (r.gave_up, r.denied_by_budget),
+            (r.clients, r.clients),
+            "{rule}"
+        );
+    }
+    // The agent engine's budget, the library's own, at 2000 clients: the same shares.
+    let mut s = Scenario::default();
+    s.retry.budget_percent = 10.0;
+    for engine in Engine::ALL {
+        let sim = Simulation::with_engine(&s, &Limits::default(), engine).unwrap();
+        let r = run(&sim, RuleName::Full, 1);
+        assert_eq!((r.requests, r.denied_by_budget), (2200, 2000), "{engine:?}");
+    }
+}
+
 /// The cohort engine's work is its random draws, and the cap counts them. Regression: it
 /// used to count cohort updates (one per cohort per step it knocks), and a run whose every
 /// update splits a large cohort over a wide law (hundreds of binomial draws each) went on far
