@@ -228,7 +228,7 @@ fn waits_beyond_the_calendar_ring_agree() {
         "far",
         &s,
         RuleName::Full,
-        100,
+        50,
         &[REQUESTS, HALF_SERVED, LAST_ATTEMPT],
     );
     for r in agent.iter().chain(&cohort) {
