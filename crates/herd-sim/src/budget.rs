@@ -4,6 +4,13 @@
 //! Every first attempt deposits `budget_percent / 100` of a retry, every retry withdraws one;
 //! deposits count for [`BUDGET_WINDOW`] and there is no reserve (`min_per_sec = 0`), so the
 //! budget is exactly a share of the first attempts. A retry it denies is a give-up.
+//!
+//! The agent engine drives the library's budget itself ([`SimBudget`]); the cohort engine,
+//! whose deposits and withdrawals come by the million, keeps the same balance in the same
+//! integers ([`BudgetLedger`], checked against the library on random histories). Both let
+//! the budget choose among a step's retries the same way: a uniformly random subset of those
+//! that ask ([`choose_admitted`] in the agent engine, a multivariate hypergeometric split of
+//! the counts in the cohort engine; docs/model.md, "Retry budgets").
 use std::time::Duration;
 
 use herd::budget::{BudgetConfig, RetryBudget};
