@@ -194,8 +194,9 @@ impl Simulation {
     ///
     /// # Errors
     ///
-    /// As [`Simulation::new`]; for [`Engine::Cohort`] also a rule or feature it does not
-    /// support (`retry.rules`, `retry.budget_percent`).
+    /// As [`Simulation::new`]; for [`Engine::Cohort`] also a rule whose pauses span more
+    /// steps than it splits a count over (`retry.cap_ms`), or series larger than
+    /// `limits.max_bytes` (`horizon_s`).
     pub fn with_engine(
         scenario: &Scenario,
         limits: &Limits,
