@@ -1,7 +1,7 @@
 //! `herd storm` end to end: the built binary, its output formats, charts and errors.
 mod support;
 
-use support::{ok, temp, usage_error};
+use support::{fails_with_input_error, ok, temp};
 
 #[test]
 fn no_arguments_prints_the_six_rule_table() {
@@ -142,12 +142,6 @@ fn charts_are_written_as_svg_and_png() {
     let png = std::fs::read(&png).unwrap();
     assert!(png.len() > 1000);
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-}
-
-fn fails_with_input_error(args: &[&str], needle: &str) {
-    let err = usage_error(args);
-    assert!(err.starts_with("error: "), "{err}");
-    assert!(err.contains(needle), "{args:?}: {err}");
 }
 
 #[test]

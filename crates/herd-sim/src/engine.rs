@@ -25,11 +25,14 @@
 //!    budget denies the retry (it gives up) or it is past the horizon (it is still waiting at
 //!    the end).
 //!
-//! The retry budget is in [`budget`](crate::budget).
+//! The retry budget is in [`budget`](crate::budget). The retries that ask it at a step are
+//! held until every failed client of the step has drawn; when the budget allows only `m` of
+//! the `n`, a uniformly random `m` of them go on (a partial Fisher–Yates shuffle, the step's
+//! last draws), the rest give up.
 use herd::RuleName;
 use herd::rng::SplitMix64;
 
-use crate::budget::SimBudget;
+use crate::budget::{SimBudget, choose_admitted};
 use crate::calendar::Calendar;
 use crate::error::ScenarioError;
 use crate::failure::{AfterFailure, Fate, pause_steps};
@@ -92,6 +95,8 @@ fn run<R: Record, O: Observer>(
     let mut gave_up = 0u64;
     let mut denied_by_budget = 0u64;
     let budget = SimBudget::new(plan.budget_percent)?;
+    // Refused clients whose retry asks the budget at this step, with where they go if allowed.
+    let mut asking: Vec<(R, Fate)> = Vec::new();
     let mut beyond_horizon = 0u64;
     let mut next_id = 0u64;
     let open_loop = plan.open_loop_total > 0;
@@ -176,11 +181,19 @@ fn run<R: Record, O: Observer>(
                         continue;
                     }
                 };
-                let budget_allows = || budget.as_ref().is_none_or(SimBudget::withdraw);
-                match after.fate(wait, client.first(), budget_allows) {
+                // With a budget, the retries that ask are admitted together below.
+                let mut asks = false;
+                let fate = after.fate(wait, client.first(), || {
+                    asks = true;
+                    true
+                });
+                if asks && budget.is_some() {
+                    asking.push((*client, fate));
+                    continue;
+                }
+                match fate {
                     Fate::GiveUp(why) => {
                         gave_up += 1;
-                        denied_by_budget += u64::from(why == GiveUp::Budget);
                         observer.attempt(id, step, refusal, Some(why));
                     }
                     Fate::BeyondHorizon => {
@@ -192,6 +205,36 @@ fn run<R: Record, O: Observer>(
                         calendar.push(next, *client);
                     }
                 }
+            }
+            if let Some(b) = &budget {
+                // The budget allows `admitted` of the retries that ask (one withdrawal each,
+                // in a row, until one fails), chosen uniformly among them: after every pause
+                // of the step is drawn, one partial Fisher–Yates shuffle.
+                let mut admitted = 0;
+                while admitted < asking.len() && b.withdraw() {
+                    admitted += 1;
+                }
+                choose_admitted(&mut asking, admitted, &mut rng);
+                for (i, &(client, fate)) in asking.iter().enumerate() {
+                    let id = client.id();
+                    match fate {
+                        _ if i >= admitted => {
+                            gave_up += 1;
+                            denied_by_budget += 1;
+                            observer.attempt(id, step, refusal, Some(GiveUp::Budget));
+                        }
+                        Fate::GiveUp(why) => unreachable!("asked the budget after {why:?}"),
+                        Fate::BeyondHorizon => {
+                            observer.attempt(id, step, refusal, None);
+                            beyond_horizon += 1;
+                        }
+                        Fate::Due(next) => {
+                            observer.attempt(id, step, refusal, None);
+                            calendar.push(next, client);
+                        }
+                    }
+                }
+                asking.clear();
             }
         }
 

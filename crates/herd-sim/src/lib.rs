@@ -49,12 +49,42 @@ pub mod model;
 mod plan;
 mod record;
 pub mod refusal;
+mod rule_serde;
 mod sample;
 mod scenario;
 mod server;
 pub mod storm;
 pub mod sweep;
 mod trace;
+
+/// The [`Model`](model::Model) methods that a model keeping its checked scenario writes the
+/// same way: `check` reads `$scenario` from the tree (no keys of its own) and builds it with
+/// `$model::new`, `sweepable` writes the scenario back, and `rules` and `seed` are the
+/// scenario's.
+macro_rules! model_of_scenario {
+    ($model:ident, $scenario:ty) => {
+        fn check(
+            tree: &toml::Value,
+            limits: &$crate::limits::Limits,
+        ) -> Result<Self, $crate::error::ScenarioError> {
+            let scenario: $scenario = $crate::model::from_tree(tree, &[])?;
+            $model::new(&scenario, limits)
+        }
+
+        fn sweepable(&self) -> Result<toml::Value, $crate::error::ScenarioError> {
+            $crate::model::to_tree(self.scenario(), Self::NAME)
+        }
+
+        fn rules(&self) -> Vec<herd::RuleName> {
+            $model::rules(self)
+        }
+
+        fn seed(&self) -> u64 {
+            self.scenario().seed
+        }
+    };
+}
+pub(crate) use model_of_scenario;
 
 use herd::RuleName;
 
@@ -164,8 +194,9 @@ impl Simulation {
     ///
     /// # Errors
     ///
-    /// As [`Simulation::new`]; for [`Engine::Cohort`] also a rule or feature it does not
-    /// support (`retry.rules`, `retry.budget_percent`).
+    /// As [`Simulation::new`]; for [`Engine::Cohort`] also a rule whose pauses span more
+    /// steps than it splits a count over (`retry.cap_ms`), or series larger than
+    /// `limits.max_bytes` (`horizon_s`).
     pub fn with_engine(
         scenario: &Scenario,
         limits: &Limits,

@@ -178,7 +178,8 @@ fn default_scenario_every_rule_agrees() {
 }
 
 /// Every feature of the model at once: refusal cost, collapse, warm-up, Retry-After, a
-/// timeout, an attempt limit, a deadline and an open-loop stream on top of the burst.
+/// timeout, an attempt limit, a deadline, a retry budget and an open-loop stream on top of
+/// the burst.
 fn everything() -> Scenario {
     let d = Scenario::default();
     Scenario {
@@ -198,6 +199,10 @@ fn everything() -> Scenario {
             warmup_s: 3.0,
             retry_after_s: 0.25,
             timeout_s: 0.2,
+        },
+        retry: herd_sim::Retry {
+            budget_percent: 50.0,
+            ..d.retry
         },
         ..d
     }

@@ -55,7 +55,7 @@ pub(crate) struct StormArgs {
     scale_capacity: bool,
     /// The engine: `agent` follows every client (the reference); `cohort` moves clients in
     /// counts, so 10^9 clients take well under a second (exact in distribution, except that
-    /// the `decorrelated` rules' memory is quantized; no retry budgets).
+    /// the `decorrelated` rules' memory is quantized).
     #[arg(long, value_enum, default_value_t = EngineArg::Agent)]
     engine: EngineArg,
     /// A refusal's share of an answer's work, 0 <= R < 1 (overrides `server.refusal_cost`).

@@ -127,26 +127,30 @@ impl LabStorm {
         }
         let c = &scenario.clients;
         let s = &scenario.server;
-        if c.arrivals_per_s > 0.0 {
-            return Err(unsupported("clients.arrivals_per_s", "open-loop arrivals"));
-        }
-        if c.deadline_s > 0.0 {
-            return Err(unsupported("clients.deadline_s", "deadlines"));
-        }
-        if s.warmup_s > 0.0 {
-            return Err(unsupported("server.warmup_s", "warm-up"));
-        }
-        if s.retry_after_s > 0.0 {
-            return Err(unsupported("server.retry_after_s", "Retry-After"));
-        }
-        if c.max_server_delay_s > 0.0 {
-            return Err(unsupported("clients.max_server_delay_s", "Retry-After"));
-        }
-        if s.timeout_s > 0.0 {
-            return Err(unsupported("server.timeout_s", "attempt timeouts"));
-        }
-        if scenario.retry.budget_percent > 0.0 {
-            return Err(unsupported("retry.budget_percent", "retry budgets"));
+        // Settings the lab does not play, each with what it would model; all must be 0.
+        let unmodelled = [
+            (
+                c.arrivals_per_s,
+                "clients.arrivals_per_s",
+                "open-loop arrivals",
+            ),
+            (c.deadline_s, "clients.deadline_s", "deadlines"),
+            (s.warmup_s, "server.warmup_s", "warm-up"),
+            (s.retry_after_s, "server.retry_after_s", "Retry-After"),
+            (
+                c.max_server_delay_s,
+                "clients.max_server_delay_s",
+                "Retry-After",
+            ),
+            (s.timeout_s, "server.timeout_s", "attempt timeouts"),
+            (
+                scenario.retry.budget_percent,
+                "retry.budget_percent",
+                "retry budgets",
+            ),
+        ];
+        if let Some(&(_, field, what)) = unmodelled.iter().find(|(value, ..)| *value > 0.0) {
+            return Err(unsupported(field, what));
         }
         if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= MAX_TIME_SCALE) {
             return Err(LabStormError::Input(format!(
