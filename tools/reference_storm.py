@@ -13,8 +13,13 @@ It makes its own choices where the engine could be wrong:
 - with `--draws independent`, pauses come from the rules' published definitions (full
   jitter uniform on [0, min(cap, base 2^(n-1))], equal jitter half that plus a uniform half,
   decorrelated uniform on [base, 3 x previous] capped, gRPC's multiplier and +-jitter),
-  drawn continuously from Python's own Mersenne Twister, rounded up to whole steps (at least
-  one), and the served clients are a `random.sample`. Such runs agree with herd's in
+  drawn from Python's own Mersenne Twister, and the served clients are a `random.sample`.
+  With `--pauses continuous` they are drawn continuously and rounded up to whole steps (at
+  least one). With `--pauses steps` (the default, as the engine's) they are drawn in whole
+  ticks, as the storm model of docs/model.md defines them: full jitter an integer uniform
+  on 0..g ticks, equal jitter g/2 plus an integer uniform on 0..floor(g/2), decorrelated an
+  integer uniform on base..3 x previous ticks then capped, each at least one tick (gRPC's
+  real-valued rule stays continuous in both modes). Such runs agree with herd's in
   distribution only, which is what crates/herd-sim/tests/python_reference.rs checks.
   `--draws herd` (the default) uses the Python port of herd's rules and generator
   (tools/herd_rules.py), which matches the engine run for run on the deterministic rules.
@@ -50,17 +55,29 @@ def served_of(budget, r, a):
 
 
 class Independent:
-    """The rules from their definitions, drawn from Python's own generator (continuous, ns)."""
+    """The rules from their definitions, drawn from Python's own generator: continuous (in
+    ns) or, with `ticks`, in whole ticks (base, cap and pause then in ticks)."""
 
-    def __init__(self, rule, params, seed):
+    def __init__(self, rule, params, seed, ticks=False):
         self.rule = rule
         self.p = params
         self.random = random.Random(seed)
+        self.ticks = ticks and rule != "grpc"
 
     def pause(self, state):
         state[0] += 1
         n = state[0]
         base, cap = self.p["base"], self.p["cap"]
+        if self.ticks:
+            g = min(cap, base * 2 ** (n - 1))
+            if self.rule == "full":
+                return self.random.randint(0, g)
+            if self.rule == "equal":
+                return g / 2 + self.random.randint(0, g // 2)
+            if self.rule == "decorrelated":
+                previous = base if n == 1 else state[1]
+                state[1] = min(cap, self.random.randint(base, max(base, 3 * previous)))
+                return state[1]
         g = min(cap, base * 2.0 ** (n - 1))
         if self.rule == "full":
             return self.random.uniform(0.0, g)
@@ -91,7 +108,7 @@ class Independent:
 
 def simulate(rule, clients, seed, step_ms=100, capacity=50, refusal_cost="0",
              outages=((0.0, 10.0),), base_ms=100.0, cap_ms=20000.0, pause_ms=1000.0,
-             horizon_s=3600.0, max_attempts=0, draws="herd"):
+             horizon_s=3600.0, max_attempts=0, draws="herd", pauses="steps"):
     step_ns = int(step_ms * 1_000_000)
     params = {
         "base": herd_rules.ms_to_ns(base_ms),
@@ -100,8 +117,18 @@ def simulate(rule, clients, seed, step_ms=100, capacity=50, refusal_cost="0",
         "multiplier": 1.6,
         "jitter": 0.2,
     }
+    # How many of the rule's units make a step: in ticks the rule's times are whole ticks.
+    unit = step_ns
+    if pauses == "steps" and rule not in ("grpc", "decorrelated-v2"):
+        for key in ("base", "cap", "pause"):
+            if params[key] % step_ns:
+                raise ValueError(f"{key} is not a whole number of steps; use --pauses continuous")
+            params[key] //= step_ns
+        unit = 1
+    elif pauses not in ("steps", "continuous"):
+        raise ValueError("pauses must be steps or continuous")
     rng = herd_rules.SplitMix64(seed)
-    own = Independent(rule, params, seed) if draws == "independent" else None
+    own = Independent(rule, params, seed, ticks=unit == 1) if draws == "independent" else None
     r = Fraction(str(refusal_cost))
     if not 0 <= r < 1:
         raise ValueError("refusal cost must be at least 0 and below 1")
@@ -146,10 +173,10 @@ def simulate(rule, clients, seed, step_ms=100, capacity=50, refusal_cost="0",
                 gave_up += 1
                 continue
             if own is not None:
-                steps = max(1, math.ceil(own.pause(states[c]) / step_ns))
+                steps = max(1, math.ceil(own.pause(states[c]) / unit))
             else:
-                pause_ns = herd_rules.pause(rule, params, states[c], rng)
-                steps = max(1, -(-pause_ns // step_ns))
+                pause = herd_rules.pause(rule, params, states[c], rng)
+                steps = max(1, -(-pause // unit))
             heapq.heappush(heap, (t + steps, c))
 
     served_at.sort()
@@ -189,6 +216,9 @@ def main():
     ap.add_argument("--draws", choices=["herd", "independent"], default="herd",
                     help="herd: the port of herd's rules and generator; independent: the "
                          "rules' definitions with Python's own generator")
+    ap.add_argument("--pauses", choices=["steps", "continuous"], default="steps",
+                    help="steps: pauses in whole ticks (the model's default); continuous: "
+                         "in nanoseconds, rounded up to whole steps")
     ap.add_argument("--json", action="store_true", help="print one JSON object per run")
     a = ap.parse_args()
     capacity = a.capacity if a.capacity is not None else max(1, round(50 * a.clients / 2000))
@@ -198,7 +228,7 @@ def main():
         result = simulate(a.rule, a.clients, seed, capacity=capacity,
                           refusal_cost=a.refusal_cost, outages=outages, base_ms=a.base_ms,
                           cap_ms=a.cap_ms, horizon_s=a.horizon_s,
-                          max_attempts=a.max_attempts, draws=a.draws)
+                          max_attempts=a.max_attempts, draws=a.draws, pauses=a.pauses)
         result["compute_s"] = time.perf_counter() - started
         if a.json:
             print(json.dumps(result))

@@ -6,6 +6,12 @@ mod support;
 
 use support::{herd, json};
 
+/// `herd amplify` on the shipped graph `scenarios/graphs/GRAPH` with `extra` flags, as JSON.
+fn amplify(graph: &str, extra: &[&str]) -> Value {
+    let path = format!("scenarios/graphs/{graph}");
+    json(&[&["amplify", path.as_str()], extra, &["--format", "json"]].concat())
+}
+
 fn receives(v: &Value) -> Vec<(String, f64)> {
     v.as_array()
         .expect("array")
@@ -25,7 +31,7 @@ fn named(pairs: &[(&str, f64)]) -> Vec<(String, f64)> {
 
 #[test]
 fn chain_json_gives_1_3_9_27_and_advice() {
-    let v = json(&["amplify", "scenarios/graphs/chain.toml", "--format", "json"]);
+    let v = amplify("chain.toml", &[]);
     assert_eq!(
         receives(&v["services"]),
         named(&[
@@ -51,13 +57,7 @@ fn chain_json_gives_1_3_9_27_and_advice() {
 
 #[test]
 fn layer_aware_json_gives_1_1_1_3() {
-    let v = json(&[
-        "amplify",
-        "scenarios/graphs/chain.toml",
-        "--format",
-        "json",
-        "--layer-aware",
-    ]);
+    let v = amplify("chain.toml", &["--layer-aware"]);
     assert_eq!(v["layer_aware"], true);
     assert_eq!(
         receives(&v["services"]),
@@ -74,12 +74,7 @@ fn layer_aware_json_gives_1_1_1_3() {
 /// called exact; the stationary law of the bucket gives 1.6415, and the label says how.
 #[test]
 fn budget_below_retries_is_exact_from_the_stationary_law() {
-    let v = json(&[
-        "amplify",
-        "scenarios/graphs/budget-below-retries.toml",
-        "--format",
-        "json",
-    ]);
+    let v = amplify("budget-below-retries.toml", &[]);
     assert_eq!(v["exactness"]["kind"], "stationary");
     assert!(v["exactness"]["error"].as_f64().unwrap() < 1e-9);
     let b = v["services"][1]["predicted"].as_f64().unwrap();
@@ -90,12 +85,7 @@ fn budget_below_retries_is_exact_from_the_stationary_law() {
 /// Approximate figures are labelled, and a Monte Carlo run measures their error unasked.
 #[test]
 fn approximate_figures_come_with_a_measured_error() {
-    let v = json(&[
-        "amplify",
-        "scenarios/graphs/partial-failure.toml",
-        "--format",
-        "json",
-    ]);
+    let v = amplify("partial-failure.toml", &[]);
     assert_eq!(v["exactness"]["kind"], "approximate");
     assert_eq!(v["simulation"]["requests"], 200_000);
     assert!(
@@ -108,16 +98,10 @@ fn approximate_figures_come_with_a_measured_error() {
 
 #[test]
 fn monte_carlo_check_agrees_on_the_partial_failure_graph() {
-    let v = json(&[
-        "amplify",
-        "scenarios/graphs/partial-failure.toml",
-        "--format",
-        "json",
-        "--simulate",
-        "20000",
-        "--seed",
-        "5",
-    ]);
+    let v = amplify(
+        "partial-failure.toml",
+        &["--simulate", "20000", "--seed", "5"],
+    );
     assert_eq!(v["simulation"]["agrees"], true);
     assert_eq!(v["simulation"]["requests"], 20000);
 }

@@ -2,7 +2,7 @@
 //! client-count sweep.
 mod support;
 
-use support::{herd, json, ok, scenario};
+use support::{fails_with_input_error, json_list, ok, scenario};
 
 fn contention() -> String {
     scenario("contention.toml")
@@ -29,22 +29,22 @@ fn prints_one_row_per_rule() {
 
 #[test]
 fn sweeps_the_client_count_as_json() {
-    let v = json(&[
-        "storm",
-        &contention(),
-        "--runs",
-        "3",
-        "--sweep-clients",
-        "10..30:10",
-        "--rule",
-        "full",
-        "--rule",
-        "immediate",
-        "--format",
-        "json",
-    ]);
-    let points = v["points"].as_array().expect("points");
-    assert_eq!(points.len(), 6);
+    let points = json_list(
+        &[
+            "storm",
+            &contention(),
+            "--runs",
+            "3",
+            "--sweep-clients",
+            "10..30:10",
+            "--rule",
+            "full",
+            "--rule",
+            "immediate",
+        ],
+        "points",
+        6,
+    );
     let order: Vec<(u64, &str)> = points
         .iter()
         .map(|p| (p["clients"].as_u64().unwrap(), p["rule"].as_str().unwrap()))
@@ -86,31 +86,28 @@ fn the_table_of_a_sweep_has_one_row_per_count() {
 
 #[test]
 fn a_zero_client_count_is_refused() {
-    let o = herd(&["storm", &contention(), "--clients", "0"]);
-    assert_eq!(o.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(
-        err.contains("clients.count: must be between 1 and"),
-        "{err}"
+    fails_with_input_error(
+        &["storm", &contention(), "--clients", "0"],
+        "clients.count: must be between 1 and",
     );
 }
 
 #[test]
 fn herd_sweep_sweeps_the_client_count() {
-    let v = json(&[
-        "sweep",
-        &contention(),
-        "--set",
-        "clients.count=10,40",
-        "--rules",
-        "immediate,full",
-        "--seeds",
-        "4",
-        "--format",
-        "json",
-    ]);
-    let cells = v["cells"].as_array().expect("cells");
-    assert_eq!(cells.len(), 4);
+    let cells = json_list(
+        &[
+            "sweep",
+            &contention(),
+            "--set",
+            "clients.count=10,40",
+            "--rules",
+            "immediate,full",
+            "--seeds",
+            "4",
+        ],
+        "cells",
+        4,
+    );
     let calls = |n: u64, rule: &str| {
         cells
             .iter()

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{ok, usage_error};
+use support::{fails_with_input_error, ok, usage_error};
 
 #[test]
 fn a_negative_number_is_a_value_and_its_range_names_the_field() {
@@ -15,24 +15,21 @@ fn a_negative_number_is_a_value_and_its_range_names_the_field() {
         &["storm", "--refusal-cost", "-0.1"][..],
         &["storm", "--refusal-cost", "1"][..],
     ] {
-        let err = usage_error(args);
-        assert!(
-            err.contains("refusal_cost must be in [0, 1)"),
-            "{args:?}: {err}"
-        );
+        fails_with_input_error(args, "refusal_cost must be in [0, 1)");
     }
     let err = usage_error(&["rules", "--rule", "grpc", "--jitter", "-0.5"]);
     assert!(err.contains("jitter"), "{err}");
     assert!(!err.contains("unexpected argument"), "{err}");
-    let err = usage_error(&["lab", "storm", "--time-scale", "-1"]);
-    assert!(err.contains("time_scale must be in (0, 10]"), "{err}");
+    fails_with_input_error(
+        &["lab", "storm", "--time-scale", "-1"],
+        "time_scale must be in (0, 10]",
+    );
 }
 
 #[test]
 fn extreme_time_scale_is_refused_not_a_panic() {
     // Before: a panic in Duration::from_secs_f64.
-    let err = usage_error(&["lab", "storm", "--time-scale", "1e25"]);
-    assert!(err.contains("time_scale"), "{err}");
+    fails_with_input_error(&["lab", "storm", "--time-scale", "1e25"], "time_scale");
 }
 
 fn rules_of_csv(text: &str) -> Vec<String> {
@@ -76,8 +73,7 @@ fn rule_is_repeatable_and_takes_a_comma_list_in_storm_and_sweep() {
         .map(|c| c["rule"].as_str().unwrap())
         .collect();
     assert_eq!(rules, ["full", "equal"]);
-    let err = usage_error(&["storm", "--rule", "full,fulll"]);
-    assert!(err.contains("fulll"), "{err}");
+    fails_with_input_error(&["storm", "--rule", "full,fulll"], "fulll");
 }
 
 #[test]
@@ -138,21 +134,25 @@ fn a_random_graph_with_one_view_is_too_small_to_judge() {
     assert!(!text.contains("outside the sampling error"), "{text}");
 }
 
+/// The help of every command.
+const HELP: [&[&str]; 9] = [
+    &["rules", "--help"],
+    &["storm", "--help"],
+    &["sweep", "--help"],
+    &["amplify", "--help"],
+    &["hedge", "--help"],
+    &["serve", "--help"],
+    &["lab", "chain", "--help"],
+    &["lab", "storm", "--help"],
+    &["lab", "hedge", "--help"],
+];
+
 /// Help points a reader only at documents the repository holds (every `*.md` or `docs/…`
 /// path it names exists), and never at numbered sections of a document it does not hold.
 #[test]
 fn help_names_only_documents_the_repository_holds() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    for cmd in [
-        &["storm", "--help"][..],
-        &["sweep", "--help"],
-        &["amplify", "--help"],
-        &["hedge", "--help"],
-        &["rules", "--help"],
-        &["serve", "--help"],
-        &["lab", "chain", "--help"],
-        &["lab", "storm", "--help"],
-    ] {
+    for cmd in HELP {
         let help = ok(cmd);
         assert!(!help.contains('§'), "{cmd:?} cites a numbered section");
         for word in help.split(|c: char| c.is_whitespace() || "(),;`'\"".contains(c)) {
@@ -171,16 +171,7 @@ fn help_names_only_documents_the_repository_holds() {
 fn docs_cli_lists_every_flag_of_every_command() {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/cli.md"))
         .expect("docs/cli.md");
-    for cmd in [
-        &["rules", "--help"][..],
-        &["storm", "--help"],
-        &["sweep", "--help"],
-        &["amplify", "--help"],
-        &["hedge", "--help"],
-        &["serve", "--help"],
-        &["lab", "chain", "--help"],
-        &["lab", "storm", "--help"],
-    ] {
+    for cmd in HELP {
         for line in ok(cmd).lines() {
             let Some(flag) = line.trim_start().split([' ', ',']).next() else {
                 continue;
@@ -219,9 +210,8 @@ fn lab_chain_runs_seeds_like_every_other_command() {
         .map(|r| r["seed"].as_u64().unwrap())
         .collect();
     assert_eq!(seeds, [7, 8]);
-    let err = usage_error(&["lab", "chain", "--runs", "0"]);
-    assert!(
-        err.contains("runs must be in [1, 100], got 0 (--runs)"),
-        "{err}"
+    fails_with_input_error(
+        &["lab", "chain", "--runs", "0"],
+        "runs must be in [1, 100], got 0 (--runs)",
     );
 }

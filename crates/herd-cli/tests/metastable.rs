@@ -2,7 +2,7 @@
 //! sweep, and flags that do not apply.
 mod support;
 
-use support::{herd, json, ok, scenario, stderr, stdout};
+use support::{herd, json_list, ok, scenario, stderr, stdout};
 
 #[test]
 fn without_a_budget_the_table_ends_still_overloaded() {
@@ -109,18 +109,18 @@ fn a_bad_model_or_field_names_it() {
 
 #[test]
 fn herd_sweep_sweeps_the_offered_load() {
-    let v = json(&[
-        "sweep",
-        &scenario("metastable-retry.toml"),
-        "--set",
-        "clients.offered_qps=150,280",
-        "--seeds",
-        "2",
-        "--format",
-        "json",
-    ]);
-    let cells = v["cells"].as_array().expect("cells");
-    assert_eq!(cells.len(), 2);
+    let cells = json_list(
+        &[
+            "sweep",
+            &scenario("metastable-retry.toml"),
+            "--set",
+            "clients.offered_qps=150,280",
+            "--seeds",
+            "2",
+        ],
+        "cells",
+        2,
+    );
     // 150 per second recovers in both runs, 1 s after the outage; 280 in neither.
     assert_eq!(cells[0]["values"]["clients.offered_qps"], 150.0);
     assert_eq!(cells[0]["metrics"]["recovered_s"]["defined"], 2);

@@ -7,7 +7,7 @@ use std::process::{Child, Command, Stdio};
 mod support;
 
 use std::time::Duration;
-use support::{herd, stderr, temp, usage_error};
+use support::{fails_with_input_error, herd, stderr, temp};
 
 /// Kills the server when the test ends, pass or fail.
 struct Running(Child);
@@ -19,10 +19,11 @@ impl Drop for Running {
     }
 }
 
-#[test]
-fn serve_prints_its_loopback_url_and_serves_the_page() {
+/// Starts `herd serve ARGS…`; the running server and the first line it printed.
+fn serve(args: &[&str]) -> (Running, String) {
     let child = Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(["serve", "--port", "0"])
+        .arg("serve")
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -31,6 +32,12 @@ fn serve_prints_its_loopback_url_and_serves_the_page() {
     let stdout = running.0.stdout.take().expect("stdout");
     let mut line = String::new();
     BufReader::new(stdout).read_line(&mut line).expect("a line");
+    (running, line)
+}
+
+#[test]
+fn serve_prints_its_loopback_url_and_serves_the_page() {
+    let (_running, line) = serve(&["--port", "0"]);
     let url = line
         .split_whitespace()
         .find(|w| w.starts_with("http://127.0.0.1:"))
@@ -56,16 +63,17 @@ fn serve_prints_its_loopback_url_and_serves_the_page() {
 
 #[test]
 fn serve_refuses_zero_concurrent_simulations() {
-    let err = usage_error(&["serve", "--max-concurrent", "0"]);
-    assert!(err.contains("--max-concurrent must be at least 1"), "{err}");
+    fails_with_input_error(
+        &["serve", "--max-concurrent", "0"],
+        "--max-concurrent must be at least 1",
+    );
 }
 
 #[test]
 fn lab_storm_refuses_a_step_shorter_than_a_timer_tick() {
-    let err = usage_error(&["lab", "storm", "--time-scale", "0.001"]);
-    assert!(
-        err.starts_with("error: time scale 0.001: a 100 ms step would last"),
-        "{err}"
+    fails_with_input_error(
+        &["lab", "storm", "--time-scale", "0.001"],
+        "error: time scale 0.001: a 100 ms step would last",
     );
 }
 
@@ -73,35 +81,24 @@ fn lab_storm_refuses_a_step_shorter_than_a_timer_tick() {
 fn lab_storm_refuses_what_it_does_not_model_naming_the_field() {
     let path = temp("warmup.toml");
     std::fs::write(&path, "[server]\nwarmup_s = 3\n").expect("write scenario");
-    let err = usage_error(&["lab", "storm", path.to_str().expect("utf-8 path")]);
-    assert!(
-        err.starts_with("error: server.warmup_s: lab storm does not model warm-up"),
-        "{err}"
+    fails_with_input_error(
+        &["lab", "storm", path.to_str().expect("utf-8 path")],
+        "error: server.warmup_s: lab storm does not model warm-up",
     );
 }
 
 #[test]
 fn lab_storm_refuses_too_many_clients() {
-    let err = usage_error(&["lab", "storm", "--clients", "100000"]);
-    assert!(
-        err.contains("clients must be in [1, 5000], got 100000 (--clients)"),
-        "{err}"
+    fails_with_input_error(
+        &["lab", "storm", "--clients", "100000"],
+        "clients must be in [1, 5000], got 100000 (--clients)",
     );
 }
 
 #[test]
 fn serve_binds_a_host_name_such_as_localhost() {
     // Before: --host took only an IP address ("invalid IP address syntax").
-    let child = Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(["serve", "--host", "localhost", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start herd serve");
-    let mut running = Running(child);
-    let stdout = running.0.stdout.take().expect("stdout");
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("a line");
+    let (_running, line) = serve(&["--host", "localhost", "--port", "0"]);
     assert!(
         line.starts_with("herd serve: http://127.0.0.1:")
             || line.starts_with("herd serve: http://[::1]:"),

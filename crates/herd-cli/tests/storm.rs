@@ -1,7 +1,7 @@
 //! `herd storm` end to end: the built binary, its output formats, charts and errors.
 mod support;
 
-use support::{ok, temp, usage_error};
+use support::{fails_with_input_error, ok, temp};
 
 #[test]
 fn no_arguments_prints_the_six_rule_table() {
@@ -144,12 +144,6 @@ fn charts_are_written_as_svg_and_png() {
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
 }
 
-fn fails_with_input_error(args: &[&str], needle: &str) {
-    let err = usage_error(args);
-    assert!(err.starts_with("error: "), "{err}");
-    assert!(err.contains(needle), "{args:?}: {err}");
-}
-
 #[test]
 fn bad_input_gets_one_line_and_exit_two() {
     let bad = temp("bad.toml");
@@ -219,4 +213,56 @@ fn latency_flag_adds_noise() {
     fails_with_input_error(&["storm", "--latency-ms", "-5,10"], "(--latency-ms)");
     fails_with_input_error(&["storm", "--latency-ms", "1,2,3"], "MEAN or MEAN,SD");
     fails_with_input_error(&["storm", "--latency-ms", "fast"], "MEAN or MEAN,SD");
+}
+
+/// The default scenario draws whole steps (docs/model.md, "Pauses in whole steps or
+/// continuous"); `--pauses continuous` draws nanoseconds. The deterministic rows are the
+/// model's table either way; decorrelated's one-step retries make it send more requests in
+/// whole steps.
+#[test]
+fn pauses_are_whole_steps_by_default_and_continuous_on_request() {
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec![
+            "storm",
+            "--format",
+            "json",
+            "--rule",
+            "immediate,constant,exponential,decorrelated",
+        ];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&ok(&args)).unwrap()
+    };
+    let steps = run(&[]);
+    let continuous = run(&["--pauses", "continuous"]);
+    assert_eq!(steps["scenario"]["pauses"], "steps");
+    assert_eq!(continuous["scenario"]["pauses"], "continuous");
+    assert_eq!(run(&["--pauses", "steps"]), steps);
+    let figures = |v: &serde_json::Value, i: usize| {
+        let r = &v["results"][i];
+        (
+            r["half_served_s"].as_f64().unwrap(),
+            r["all_served_s"].as_f64().unwrap(),
+            r["requests_per_client"].as_f64().unwrap(),
+        )
+    };
+    for (i, table) in [
+        (12.0, 13.9, 120.5),
+        (30.0, 49.0, 30.5),
+        (405.5, 785.5, 27.5),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        assert_eq!(figures(&steps, i), table);
+        assert_eq!(figures(&continuous, i), table);
+    }
+    let (_, _, in_steps) = figures(&steps, 3);
+    let (_, _, rounded_up) = figures(&continuous, 3);
+    assert!(in_steps > rounded_up + 0.4, "{in_steps} vs {rounded_up}");
+    fails_with_input_error(&["storm", "--pauses", "ticks"], "--pauses");
+    let odd = temp("odd-base.toml");
+    std::fs::write(&odd, "[retry]\nbase_ms = 150\n").unwrap();
+    let path = odd.to_str().unwrap();
+    fails_with_input_error(&["storm", path], "retry.base_ms (line 2)");
+    assert!(ok(&["storm", path, "--pauses", "continuous"]).contains("half served"));
 }

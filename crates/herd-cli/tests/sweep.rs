@@ -40,22 +40,21 @@ fn fails(args: &[&str]) -> String {
     first
 }
 
+/// `herd sweep ARGS… --format csv`, which must succeed and print a header and `rows` rows:
+/// its lines.
+fn csv(args: &[&str], rows: usize) -> Vec<String> {
+    let out = ok(&[args, &["--format", "csv"]].concat());
+    assert_eq!(out.lines().count(), 1 + rows, "{out}");
+    out.lines().map(str::to_owned).collect()
+}
+
 fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
     GRID.iter().chain(extra).copied().collect()
 }
 
 #[test]
 fn csv_has_one_row_per_cell_and_rule() {
-    let out = ok(&with(&[
-        "--rules",
-        "full,equal",
-        "--seeds",
-        "3",
-        "--format",
-        "csv",
-    ]));
-    let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 1 + 4 * 2, "{out}");
+    let lines = csv(&with(&["--rules", "full,equal", "--seeds", "3"]), 4 * 2);
     let header: Vec<&str> = lines[0].split(',').collect();
     assert_eq!(
         &header[..6],
@@ -197,7 +196,7 @@ fn bad_input_is_one_line_naming_the_flag() {
         "--rules",
         "all",
         "--set",
-        "retry.base_ms=1..10",
+        "retry.base_ms=100..1000:100",
     ]));
     assert!(err.contains("--heatmap: 80 panels"), "{err}");
     let err = fails(&with(&["--max-work", "1000"]));
@@ -221,7 +220,7 @@ fn a_scenario_file_is_the_base() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../scenarios/six-clients.toml"
     );
-    let out = ok(&[
+    let args = [
         file,
         "--set",
         "server.capacity=2,6",
@@ -229,14 +228,11 @@ fn a_scenario_file_is_the_base() {
         "clients.max_attempts=4,8",
         "--seeds",
         "5",
-        "--format",
-        "csv",
         "--metric",
         "served,gave_up",
-    ]);
-    let lines: Vec<&str> = out.lines().collect();
+    ];
     // 4 cells × the file's three rules.
-    assert_eq!(lines.len(), 1 + 4 * 3, "{out}");
+    let lines = csv(&args, 4 * 3);
     // `immediate` serves none of the six with capacity 2 and four attempts.
     assert!(
         lines[1].starts_with("2,4,immediate,5,0,0,0,5,6,6,6,5"),
@@ -288,7 +284,8 @@ fn charts_draw_metrics_against_one_field() {
         "clients.latency.sd_ms",
         "0",
         "300",
-        "peak_after_outage",
+        // Its peaks run from 6 to 200: over a factor of ten, so on a log scale.
+        "peak_after_outage (log scale)",
         "requests_per_client",
         "exponential",
         "full",

@@ -766,6 +766,337 @@ $("#layers-add").addEventListener("click", () => { if (layers.attempts.length < 
 $("#layers-remove").addEventListener("click", () => { if (layers.attempts.length > 1) { layers.attempts.pop(); loadLayers(); } });
 loaders.layers = () => { if (!layers.data) loadLayers(); };
 
+// ---------------------------------------------------------------- Hedging
+// Every policy runs on the same users and the same server pauses; the chosen policy's tail is
+// drawn in colour over the tail without hedging (dark grey) and the other policies (grey).
+const HEDGE_POLICIES = {
+  none: ["no hedging", "One copy per sub-request: a sub-request that meets a paused server waits out the pause."],
+  delay: ["fixed delay", "A second copy to another server when the first has not answered after the hedge delay."],
+  percentile: ["learned p99", "A second copy after the p99 of recent sub-request latencies, learned by herd's LatencyHistogram (the hedge delay box does not apply)."],
+  budget: ["delay + 2 % budget", "The fixed delay, but herd's RetryBudget allows hedges for at most 2 % of sub-requests over 10 s."],
+  tied: ["tied", "Two copies at once to two servers; when one starts service, the other is cancelled. Costs messages, not service time."],
+};
+const hedge = { policy: "delay", data: null, error: "", frame: null, shown: 1 };
+const hedgeLatest = latest();
+
+function hedgeKnobs() {
+  const delay = $("#hedge-delay").value;
+  return {
+    policy: hedge.policy,
+    // An empty box is sent as null, which the API refuses by name, rather than as 0.
+    delay_ms: delay === "" ? null : Number(delay),
+    utilisation: Number($("#hedge-utilisation").value) / 100,
+    fan_out: Number($("#hedge-fan-out").value),
+  };
+}
+
+function fmtMs(v) {
+  return (v < 100 ? v.toFixed(1) : String(Math.round(v))) + " ms";
+}
+
+function fmtPercent(v, digits) {
+  return v.toFixed(digits) + " %";
+}
+
+function hedgeLabel(policy) {
+  return (HEDGE_POLICIES[policy] || [policy])[0];
+}
+
+function runHedge() {
+  document.body.dataset.hedgeState = "loading";
+  $("#scene-hedge .chart-wrap").classList.add("stale");
+  hedgeLatest(api("hedge", hedgeKnobs()), (data) => {
+    hedge.data = data;
+    hedge.error = "";
+    $("#scene-hedge .chart-wrap").classList.remove("stale");
+    showHedgeError("");
+    showHedgeFigures();
+    animateHedge();
+    document.body.dataset.hedgeKey = `${data.policy}|${data.delay_ms}|${data.utilisation}|${data.fan_out}`;
+    document.body.dataset.hedgeState = "ready";
+  }, (message) => {
+    hedge.data = null;
+    hedge.error = message;
+    $("#scene-hedge .chart-wrap").classList.remove("stale");
+    showHedgeError(message);
+    clearHedge();
+    document.body.dataset.hedgeState = "error";
+  });
+}
+const runHedgeSoon = debounce(runHedge, 150);
+
+function showHedgeError(message) {
+  const el = $("#hedge-error");
+  el.textContent = message ? "No chart: " + message : "";
+  el.hidden = !message;
+}
+
+// An error leaves no stale figures: the chart is blanked and every number is a dash.
+function clearHedge() {
+  cancelAnimationFrame(hedge.frame);
+  for (const id of ["#hedge-p99", "#hedge-p99-none", "#hedge-p999", "#hedge-p999-none", "#hedge-extra"]) setStat(id, null, "–");
+  const verdict = $("#hedge-verdict");
+  verdict.textContent = "";
+  verdict.className = "verdict";
+  $("#hedge-sample").textContent = "";
+  const tbody = $("#hedge-compare tbody");
+  tbody.textContent = "";
+  for (const policy of Object.keys(HEDGE_POLICIES)) {
+    const tr = tbody.insertRow();
+    tr.dataset.policy = policy;
+    tr.insertCell().textContent = hedgeLabel(policy);
+    for (let i = 0; i < 6; i++) tr.insertCell().textContent = "–";
+  }
+  const canvas = $("#hedge-chart");
+  const { ctx, W, H } = sharpContext(canvas);
+  ctx.fillStyle = "#f1f1ee";
+  ctx.fillRect(0, 0, W, H);
+  ctx.fillStyle = "#4a4a4a";
+  ctx.font = "14px system-ui, sans-serif";
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  ctx.fillText("no chart for these settings (see the message below)", W / 2, H / 2);
+  canvas.setAttribute("aria-label", "no chart: " + hedge.error);
+  $("#hedge-chart-text").textContent = "";
+  canvas.dataset.drawn = "error";
+}
+
+function hedgeResult(policy) {
+  return hedge.data.results.find((r) => r.policy === policy);
+}
+
+function showHedgeFigures() {
+  const d = hedge.data;
+  const mine = hedgeResult(d.policy), none = hedgeResult("none");
+  setStat("#hedge-p99", mine.p99_ms, fmtMs(mine.p99_ms));
+  setStat("#hedge-p99-none", none.p99_ms, fmtMs(none.p99_ms));
+  setStat("#hedge-p999", mine.p999_ms, fmtMs(mine.p999_ms));
+  setStat("#hedge-p999-none", none.p999_ms, fmtMs(none.p999_ms));
+  setStat("#hedge-extra", mine.extra_load_percent, fmtPercent(mine.extra_load_percent, 2));
+  const at = `At ${Math.round(d.utilisation * 100)} % utilisation`;
+  const name = hedgeLabel(d.policy);
+  const verdict = $("#hedge-verdict");
+  verdict.dataset.pays = mine.pays === null ? "" : String(mine.pays);
+  if (mine.pays === null) {
+    verdict.textContent = `${at}, without hedging: p99.9 ${fmtMs(none.p999_ms)}. Pick a policy to compare.`;
+    verdict.className = "verdict pays";
+  } else if (mine.pays) {
+    verdict.textContent = `${at}, ${name} cuts p99.9 from ${fmtMs(none.p999_ms)} to ${fmtMs(mine.p999_ms)} for ${fmtPercent(mine.extra_load_percent, 2)} more requests.`;
+    verdict.className = "verdict pays";
+  } else {
+    verdict.textContent = `${at}, ${name} makes p99.9 worse: ${fmtMs(mine.p999_ms)} against ${fmtMs(none.p999_ms)} without hedging. Past the crossover, it no longer pays.`;
+    verdict.className = "verdict";
+  }
+  $("#hedge-sample").textContent = `(${d.requests} user requests each` +
+    (d.requests_capped ? ", fewer at this fan-out to bound the work)" : ")");
+  const tbody = $("#hedge-compare tbody");
+  tbody.textContent = "";
+  for (const r of d.results) {
+    const tr = tbody.insertRow();
+    tr.dataset.policy = r.policy;
+    if (r.policy === d.policy) tr.className = "chosen";
+    const cells = [
+      [hedgeLabel(r.policy), r.policy],
+      [fmtMs(r.p50_ms), r.p50_ms],
+      [fmtMs(r.p99_ms), r.p99_ms],
+      [fmtMs(r.p999_ms), r.p999_ms],
+      [fmtPercent(r.extra_load_percent, 2), r.extra_load_percent],
+      [fmtPercent(r.utilisation_percent, 1), r.utilisation_percent],
+      [r.pays === null ? "–" : r.pays ? "pays" : "worse", r.pays === null ? "" : String(r.pays)],
+    ];
+    for (const [text, value] of cells) {
+      const td = tr.insertCell();
+      td.textContent = text;
+      td.dataset.value = String(value);
+    }
+    const last = tr.cells[tr.cells.length - 1];
+    if (r.pays !== null) last.className = r.pays ? "pays" : "worse";
+  }
+}
+
+function animateHedge() {
+  cancelAnimationFrame(hedge.frame);
+  if (reduceMotion.matches) {
+    hedge.shown = 1;
+    drawHedge();
+    document.body.dataset.hedgeAnimation = "done";
+    return;
+  }
+  const started = performance.now();
+  const step = (now) => {
+    // The chosen tail grows from the fastest request to the slowest in about half a second.
+    hedge.shown = Math.min(1, (now - started) / 500);
+    drawHedge();
+    if (hedge.shown < 1) hedge.frame = requestAnimationFrame(step);
+    else document.body.dataset.hedgeAnimation = "done";
+  };
+  document.body.dataset.hedgeAnimation = "running";
+  hedge.frame = requestAnimationFrame(step);
+}
+
+const SHARE_LABELS = [[1, "100 %"], [0.1, "10 %"], [0.01, "1 %"], [0.001, "0.1 %"], [0.0001, "0.01 %"], [0.00001, "0.001 %"]];
+
+function drawHedge() {
+  const d = hedge.data;
+  if (!d || hedge.error) return;
+  const canvas = $("#hedge-chart");
+  const { ctx, W, H } = sharpContext(canvas);
+  const left = 64, right = 14, top = 28, bottom = 46;
+  const pw = W - left - right, ph = H - top - bottom;
+  const all = d.results.flatMap((r) => r.tail);
+  const xs = all.map((p) => p[0]).filter((v) => v > 0);
+  const x0 = Math.pow(10, Math.floor(Math.log10(Math.min(...xs))));
+  const x1 = Math.pow(10, Math.ceil(Math.log10(Math.max(...xs))));
+  const y1 = Math.min(...all.map((p) => p[1]));
+  const yBottom = Math.pow(10, Math.floor(Math.log10(y1)));
+  const x = (ms) => left + (Math.log10(Math.max(ms, x0) / x0) / Math.log10(x1 / x0)) * pw;
+  const y = (share) => top + (Math.log10(share) / Math.log10(yBottom)) * ph;
+
+  ctx.clearRect(0, 0, W, H);
+  ctx.fillStyle = "#fff";
+  ctx.fillRect(0, 0, W, H);
+  // grid: decades of latency, shares of requests
+  ctx.strokeStyle = "#ecece6";
+  ctx.lineWidth = 1;
+  ctx.fillStyle = "#333";
+  ctx.font = "12px system-ui, sans-serif";
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  for (let e = Math.round(Math.log10(x0)); e <= Math.round(Math.log10(x1)); e++) {
+    const v = Number(Math.pow(10, e).toPrecision(1));
+    ctx.beginPath();
+    ctx.moveTo(x(v), top);
+    ctx.lineTo(x(v), top + ph);
+    ctx.stroke();
+    ctx.fillText(v >= 1000 ? v / 1000 + " s" : v + " ms", x(v), top + ph + 6);
+  }
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (const [share, label] of SHARE_LABELS) {
+    if (share < yBottom) continue;
+    ctx.beginPath();
+    ctx.moveTo(left, y(share));
+    ctx.lineTo(left + pw, y(share));
+    ctx.stroke();
+    ctx.fillText(label, left - 6, y(share));
+  }
+  // p99 and p99.9: the shares 1 % and 0.1 % of requests
+  ctx.save();
+  ctx.setLineDash([5, 4]);
+  ctx.strokeStyle = "#8a8a8a";
+  ctx.fillStyle = "#4a4a4a";
+  ctx.textAlign = "left";
+  ctx.textBaseline = "bottom";
+  for (const [share, label] of [[0.01, "p99"], [0.001, "p99.9"]]) {
+    if (share < yBottom) continue;
+    ctx.beginPath();
+    ctx.moveTo(left, y(share));
+    ctx.lineTo(left + pw, y(share));
+    ctx.stroke();
+    ctx.fillText(label, left + 4, y(share) - 2);
+  }
+  ctx.restore();
+  const curve = (tail, upto) => {
+    ctx.beginPath();
+    const n = Math.max(1, Math.round(upto * tail.length));
+    for (let i = 0; i < n; i++) {
+      const [ms, share] = tail[i];
+      if (i === 0) ctx.moveTo(x(ms), y(share));
+      else {
+        // a step: still tail[i − 1]'s share until this latency
+        ctx.lineTo(x(ms), y(tail[i - 1][1]));
+        ctx.lineTo(x(ms), y(share));
+      }
+    }
+    ctx.stroke();
+  };
+  // the other policies first, in grey, under the two that matter
+  ctx.lineWidth = 1.5;
+  ctx.strokeStyle = "#b4b4b4";
+  for (const r of d.results) {
+    if (r.policy !== d.policy && r.policy !== "none") curve(r.tail, 1);
+  }
+  if (d.policy !== "none") {
+    ctx.lineWidth = 2.5;
+    ctx.strokeStyle = "#4a4a4a";
+    curve(hedgeResult("none").tail, 1);
+  }
+  ctx.lineWidth = 3;
+  ctx.strokeStyle = "#e63946";
+  curve(hedgeResult(d.policy).tail, hedge.shown);
+  // axes
+  ctx.strokeStyle = "#888";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(left, top);
+  ctx.lineTo(left, top + ph);
+  ctx.lineTo(left + pw, top + ph);
+  ctx.stroke();
+  // axis titles, outside the plot so that no curve runs under them
+  ctx.fillStyle = "#333";
+  ctx.font = "12px system-ui, sans-serif";
+  ctx.textAlign = "left";
+  ctx.textBaseline = "top";
+  ctx.fillText("share of user requests at least this slow (log scale)", 8, 4);
+  ctx.textAlign = "right";
+  ctx.textBaseline = "bottom";
+  ctx.fillText("latency of a user request (log scale)", left + pw, H - 2);
+  canvas.dataset.drawn = d.policy;
+  const mine = hedgeResult(d.policy), none = hedgeResult("none");
+  const name = hedgeLabel(d.policy);
+  canvas.setAttribute("aria-label",
+    `Latency tail at ${Math.round(d.utilisation * 100)} % utilisation: ${name} in colour` +
+    (d.policy === "none" ? "" : " against no hedging in dark grey") + ", the other policies in grey");
+  const compare = d.policy === "none" ? "" :
+    ` Without hedging: p99 ${fmtMs(none.p99_ms)}, p99.9 ${fmtMs(none.p999_ms)}. ` +
+    (mine.pays ? "Hedging pays here." : "Hedging makes the tail worse here.");
+  $("#hedge-chart-text").textContent =
+    `The share of user requests at least as slow as each latency, both axes logarithmic, over ${d.requests} requests. ` +
+    `${name}: p50 ${fmtMs(mine.p50_ms)}, p99 ${fmtMs(mine.p99_ms)}, p99.9 ${fmtMs(mine.p999_ms)}, slowest ${fmtMs(mine.tail[mine.tail.length - 1][0])}, ` +
+    `${fmtPercent(mine.extra_load_percent, 2)} more requests.` + compare;
+}
+
+(function hedgeControls() {
+  const box = $("#hedge-policies");
+  for (const [policy, [label, about]] of Object.entries(HEDGE_POLICIES)) {
+    const b = document.createElement("button");
+    b.textContent = label;
+    b.dataset.policy = policy;
+    b.title = about;
+    b.setAttribute("aria-pressed", String(policy === hedge.policy));
+    b.addEventListener("click", () => {
+      for (const other of box.querySelectorAll("button")) other.setAttribute("aria-pressed", String(other === b));
+      hedge.policy = policy;
+      showHedgeInfo();
+      runHedge();
+    });
+    box.appendChild(b);
+  }
+  showHedgeInfo();
+  $("#hedge-utilisation").addEventListener("input", () => {
+    $("#hedge-utilisation-out").textContent = $("#hedge-utilisation").value + " %";
+    runHedgeSoon();
+  });
+  $("#hedge-fan-out").addEventListener("input", () => {
+    $("#hedge-fan-out-out").textContent = $("#hedge-fan-out").value;
+    runHedgeSoon();
+  });
+  $("#hedge-delay").addEventListener("input", runHedgeSoon);
+})();
+
+function showHedgeInfo() {
+  const [label, about] = HEDGE_POLICIES[hedge.policy];
+  const el = $("#hedge-policy-info");
+  el.textContent = "";
+  const name = document.createElement("strong");
+  name.textContent = label + ": ";
+  el.append(name, document.createTextNode(about));
+  el.dataset.policy = hedge.policy;
+}
+
+window.addEventListener("resize", debounce(() => (hedge.error ? clearHedge() : drawHedge()), 100));
+loaders.hedge = () => { if (!hedge.data && !hedge.error) runHedge(); };
+
 // ---------------------------------------------------------------- start
 const initialScene = location.hash.slice(1);
 showScene(initialScene in loaders ? initialScene : "storm");

@@ -55,7 +55,7 @@ use tokio::task::JoinHandle;
 use tower::ServiceExt;
 
 pub use herd::layer::RETRY_EXHAUSTED;
-pub use measure::{Comparison, MIN_VIEWS_TO_JUDGE, Measured, Measurement};
+pub use measure::{Comparison, MIN_VIEWS_TO_JUDGE, Measured, Measurement, agrees};
 
 use edge::{EdgeConfig, EdgeService, edge_service};
 use service::{ServiceState, handle};
@@ -121,6 +121,8 @@ pub enum ChainError {
 /// A running graph of lab services.
 pub struct Chain {
     names: Vec<String>,
+    /// Some edge has a retry budget: views are correlated through its bucket.
+    budgets: bool,
     states: Vec<Arc<ServiceState>>,
     addresses: Vec<SocketAddr>,
     entry: usize,
@@ -188,6 +190,7 @@ impl Chain {
         }
         Ok(Self {
             names: services.iter().map(|s| s.name.clone()).collect(),
+            budgets: graph.edges().any(|(_, c)| c.budget_percent > 0.0),
             states,
             addresses,
             entry: graph.entry(),
@@ -255,7 +258,7 @@ impl Chain {
                 "--views is {views}; must be 1..={MAX_VIEWS}"
             )));
         }
-        let mut measurement = Measurement::new(self.names.clone(), views);
+        let mut measurement = Measurement::new(self.names.clone(), views, self.budgets);
         tokio::pin!(stop);
         for _ in 0..views {
             let before = self.counts();

@@ -5,7 +5,7 @@ use herd_sim::graph::{Graph, Options, predict};
 #[path = "../../herd-sim/tests/support/graphs.rs"]
 mod graphs;
 
-use graphs::shipped;
+use graphs::{line, shipped};
 
 async fn measure(graph: &Graph, layer_aware: bool, views: u64) -> Vec<u64> {
     let options = ChainOptions {
@@ -39,48 +39,50 @@ async fn only_inventory_retrying_measures_1_1_1_3() {
     assert_eq!(measure(&g, false, 2).await, [2, 2, 2, 6]);
 }
 
+/// Drives `views` views through the chain of `graph` (the shipped `name`) with `options` and
+/// checks every service's count against the prediction: equal if `deterministic`, else
+/// within sampling error (four standard errors from the sample, no fixed slack).
+async fn agrees_with_the_prediction(
+    name: &str,
+    options: ChainOptions,
+    views: u64,
+    deterministic: bool,
+) {
+    let graph = &shipped(name);
+    let layer_aware = options.layer_aware;
+    let p = predict(graph, Options { layer_aware }).expect("prediction");
+    let chain = Chain::start(graph, options).await.expect("chain starts");
+    let m = chain.drive(views).await.expect("drive");
+    chain.shutdown().await.expect("clean shutdown");
+    for c in m.compare(&p, deterministic) {
+        assert!(c.agrees, "{name} layer_aware={layer_aware}: {c:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deterministic_shipped_graphs_match_the_prediction_exactly() {
     for name in ["chain.toml", "chain-inventory-only.toml", "diamond.toml"] {
         for layer_aware in [false, true] {
-            let g = shipped(name);
-            let p = predict(&g, Options { layer_aware }).expect("prediction");
-            let chain = Chain::start(
-                &g,
-                ChainOptions {
-                    layer_aware,
-                    ..ChainOptions::default()
-                },
-            )
-            .await
-            .expect("chain starts");
-            let m = chain.drive(3).await.expect("drive");
-            chain.shutdown().await.expect("clean shutdown");
-            for c in m.compare(&p, true, 0.0) {
-                assert!(c.agrees, "{name} layer_aware={layer_aware}: {c:?}");
-            }
+            let options = ChainOptions {
+                layer_aware,
+                ..ChainOptions::default()
+            };
+            agrees_with_the_prediction(name, options, 3, true).await;
         }
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn partial_failure_graph_agrees_within_sampling_error() {
-    let g = shipped("partial-failure.toml");
     for layer_aware in [false, true] {
-        let p = predict(&g, Options { layer_aware }).expect("prediction");
         let options = ChainOptions {
             layer_aware,
             seed: 11,
             ..ChainOptions::default()
         };
-        let chain = Chain::start(&g, options).await.expect("chain starts");
-        let m = chain.drive(1_500).await.expect("drive");
-        chain.shutdown().await.expect("clean shutdown");
-        // Within five standard errors, no fixed slack: the budgets count in whole units on
-        // both sides (herd's RetryBudget and the model), and the views run one at a time.
-        for c in m.compare(&p, false, 0.0) {
-            assert!(c.agrees, "layer_aware={layer_aware}: {c:?}");
-        }
+        // The budgets count in whole units on both sides (herd's RetryBudget and the model),
+        // and the views run one at a time.
+        agrees_with_the_prediction("partial-failure.toml", options, 1_500, false).await;
     }
 }
 
@@ -98,19 +100,10 @@ async fn a_drive_can_stop_early_and_too_many_views_are_refused() {
     chain.shutdown().await.expect("clean shutdown");
 }
 
+/// `s0 → s1 → …`, each calling the next with `attempts[i]` attempts; the last always fails.
 fn chain_of(attempts: &[u32]) -> Graph {
-    let mut text = String::from("entry = \"s0\"\n");
-    for (i, a) in attempts.iter().enumerate() {
-        text += &format!(
-            "[[service]]\nname = \"s{i}\"\ncalls = [{{ to = \"s{}\", attempts = {a} }}]\n",
-            i + 1
-        );
-    }
-    text += &format!(
-        "[[service]]\nname = \"s{}\"\nfails = true\n",
-        attempts.len()
-    );
-    Graph::from_toml(&text).expect("valid chain")
+    let edges: Vec<String> = attempts.iter().map(|a| format!("attempts = {a}")).collect();
+    line(&edges, true)
 }
 
 /// Regression: herd's layer also marks a failure it gives up on after a single allowed

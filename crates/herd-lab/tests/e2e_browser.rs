@@ -5,8 +5,9 @@
 //! scripts that set values. It checks that every number the page shows equals the API's
 //! answer (which the test fetches itself), that the storm chart is drawn (by reading the
 //! canvas's pixels), the headline demo (a refusal that costs work, and nobody served), the
-//! rules side by side on one time axis, the error state, the tabs' links and keys, and runs
-//! the axe-core accessibility engine on every scene. It saves screenshots to `target/e2e/`.
+//! rules side by side on one time axis, the error state, the Hedging scene's tail and its
+//! crossover under the utilisation slider, the tabs' links and keys, and runs the axe-core
+//! accessibility engine on every scene. It saves screenshots to `target/e2e/`.
 //!
 //! Without `chromium` and `chromedriver` on the PATH the test prints one loud line and
 //! passes, except under `CI=true`, where a missing browser is a failure (`.ci/run` installs
@@ -31,8 +32,9 @@ use serde_json::{Value, json};
 
 use support::PageServer;
 
-/// The whole browser session must finish within this.
-const TEST_TIMEOUT: Duration = Duration::from_secs(180);
+/// The whole browser session must finish within this (about 90 s here, in a debug build;
+/// each Hedging answer runs five policies of 20 000 user requests).
+const TEST_TIMEOUT: Duration = Duration::from_secs(240);
 /// One wait for the page to reach a state.
 const WAIT: Duration = Duration::from_secs(20);
 
@@ -285,6 +287,7 @@ async fn drive(browser: &Client, server: &PageServer, axe: Option<&str>) {
     audit(browser, axe, "dots").await;
     check_layers(browser, server).await;
     audit(browser, axe, "layers").await;
+    check_hedge(browser, server, axe).await;
     check_tabs(browser, server).await;
 }
 
@@ -333,7 +336,7 @@ fn key(k: Key) -> String {
 
 /// Tabs are links (the URL's hash) and move with the arrow keys.
 async fn check_tabs(browser: &Client, server: &PageServer) {
-    for scene in ["storm", "six", "dots", "layers"] {
+    for scene in ["storm", "six", "dots", "layers", "hedge"] {
         assert_eq!(
             attr(browser, &format!("#tab-{scene}"), "aria-controls").await,
             format!("scene-{scene}")
@@ -352,25 +355,42 @@ async fn check_tabs(browser: &Client, server: &PageServer) {
     press(browser, "#tab-dots", &key(Key::Home)).await;
     wait_until(browser, "location.hash === '#storm'").await;
     press(browser, "#tab-storm", &key(Key::Left)).await;
+    wait_until(browser, "location.hash === '#hedge'").await;
+    press(browser, "#tab-hedge", &key(Key::Left)).await;
     wait_until(browser, "location.hash === '#layers'").await;
-    // A link to a scene opens that scene.
-    browser
-        .goto(&format!("{}#layers", server.url()))
-        .await
-        .expect("page loads");
-    browser.refresh().await.expect("reload");
+    press(browser, "#tab-layers", &key(Key::End)).await;
     wait_until(
         browser,
-        "!document.querySelector('#scene-layers').hidden && document.querySelector('#scene-storm').hidden",
+        "location.hash === '#hedge' && !document.querySelector('#scene-hedge').hidden",
     )
     .await;
+    // A link to a scene opens that scene.
+    for scene in ["layers", "hedge"] {
+        browser
+            .goto(&format!("{}#{scene}", server.url()))
+            .await
+            .expect("page loads");
+        browser.refresh().await.expect("reload");
+        wait_until(
+            browser,
+            &format!(
+                "!document.querySelector('#scene-{scene}').hidden && document.querySelector('#scene-storm').hidden"
+            ),
+        )
+        .await;
+    }
 }
 
 /// Pixels of the storm chart: (the chosen rule's bars, grey lines of the other rules).
 async fn chart_pixels(browser: &Client) -> (u64, u64) {
+    canvas_pixels(browser, "#storm-chart").await
+}
+
+/// Pixels of a canvas: (the chosen variant's red, grey of the others).
+async fn canvas_pixels(browser: &Client, canvas: &str) -> (u64, u64) {
     let counts = browser
         .execute(
-            "const c = document.querySelector('#storm-chart'); \
+            "const c = document.querySelector(arguments[0]); \
              const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data; \
              let red = 0, grey = 0; \
              for (let i = 0; i < d.length; i += 4) { \
@@ -379,7 +399,7 @@ async fn chart_pixels(browser: &Client) -> (u64, u64) {
                else if (Math.abs(r - g) < 4 && Math.abs(g - b) < 4 && r > 160 && r < 200) grey++; \
              } \
              return [red, grey];",
-            vec![],
+            vec![json!(canvas)],
         )
         .await
         .expect("pixels read");
@@ -902,4 +922,225 @@ async fn check_layers(browser: &Client, server: &PageServer) {
         [1.0, 2.0, 6.0, 18.0, 18.0]
     );
     screenshot(browser, "layers.png").await;
+}
+
+/// The figures the Hedging scene shows for `knobs`, against the API's answer for the same.
+async fn compare_hedge(browser: &Client, server: &PageServer, knobs: &Value) -> Value {
+    let key = format!(
+        "{}|{}|{}|{}",
+        knobs["policy"].as_str().expect("policy"),
+        knobs["delay_ms"],
+        knobs["utilisation"],
+        knobs["fan_out"]
+    );
+    wait_until(
+        browser,
+        &format!(
+            "document.body.dataset.hedgeState === 'ready' && document.body.dataset.hedgeKey === '{key}'"
+        ),
+    )
+    .await;
+    let (status, api) = server.post("hedge", knobs).await;
+    assert_eq!(status, 200, "{api}");
+    let results = api["results"].as_array().expect("results");
+    assert_eq!(results.len(), 5, "{key}: a row per policy");
+    let chosen = knobs["policy"].as_str().expect("policy");
+    for r in results {
+        let policy = r["policy"].as_str().expect("policy");
+        for (column, field) in [
+            (2, "p50_ms"),
+            (3, "p99_ms"),
+            (4, "p999_ms"),
+            (5, "extra_load_percent"),
+        ] {
+            let css = format!("#hedge-compare tr[data-policy={policy}] td:nth-child({column})");
+            let shown: f64 = attr(browser, &css, "data-value")
+                .await
+                .parse()
+                .expect("a number");
+            assert_eq!(
+                shown,
+                r[field].as_f64().expect("figure"),
+                "{key}: {policy} {field}"
+            );
+            let text = text(browser, &css).await;
+            let number: f64 = text
+                .trim_end_matches(" ms")
+                .trim_end_matches(" %")
+                .parse()
+                .unwrap_or_else(|_| panic!("{text:?}"));
+            assert!(
+                (number - shown).abs() <= 0.51,
+                "{key}: {policy} {field}: {text} vs {shown}"
+            );
+        }
+        let verdict = text(
+            browser,
+            &format!("#hedge-compare tr[data-policy={policy}] td:nth-child(7)"),
+        )
+        .await;
+        let expected = match r["pays"].as_bool() {
+            None => "–",
+            Some(true) => "pays",
+            Some(false) => "worse",
+        };
+        assert_eq!(verdict, expected, "{key}: {policy}");
+        if policy == chosen {
+            for (id, field) in [
+                ("#hedge-p99", "p99_ms"),
+                ("#hedge-p999", "p999_ms"),
+                ("#hedge-extra", "extra_load_percent"),
+            ] {
+                let shown: f64 = attr(browser, id, "data-value")
+                    .await
+                    .parse()
+                    .expect("a number");
+                assert_eq!(shown, r[field].as_f64().expect("figure"), "{key}: {id}");
+            }
+        }
+        if policy == "none" {
+            for (id, field) in [
+                ("#hedge-p99-none", "p99_ms"),
+                ("#hedge-p999-none", "p999_ms"),
+            ] {
+                let shown: f64 = attr(browser, id, "data-value")
+                    .await
+                    .parse()
+                    .expect("a number");
+                assert_eq!(shown, r[field].as_f64().expect("figure"), "{key}: {id}");
+            }
+        }
+    }
+    api
+}
+
+/// Hedging: the tail drawn (chosen over no hedging), every policy's figures, the utilisation
+/// slider moved with keys past the crossover, a policy picked, the error state, a phone's width.
+async fn check_hedge(browser: &Client, server: &PageServer, axe: Option<&str>) {
+    click(browser, "#tab-hedge").await;
+    wait_until(browser, "location.hash === '#hedge'").await;
+    let knobs = |policy: &str, utilisation: f64| json!({ "policy": policy, "delay_ms": 10, "utilisation": utilisation, "fan_out": 10 });
+    let low = compare_hedge(browser, server, &knobs("delay", 0.3)).await;
+    assert_eq!(
+        low["results"][1]["pays"], true,
+        "a 10 ms hedge pays at 30 %"
+    );
+    let verdict = text(browser, "#hedge-verdict").await;
+    assert!(
+        verdict.starts_with("At 30 % utilisation, fixed delay cuts p99.9 from"),
+        "{verdict}"
+    );
+    wait_until(browser, "document.body.dataset.hedgeAnimation === 'done'").await;
+    let sharp = script(
+        browser,
+        "const c = document.querySelector('#hedge-chart'); \
+         return c.width === Math.round(c.clientWidth * devicePixelRatio) && c.clientWidth > 300;",
+    )
+    .await;
+    assert_eq!(
+        sharp,
+        Value::Bool(true),
+        "canvas bitmap at the device pixel ratio"
+    );
+    let (red, grey) = canvas_pixels(browser, "#hedge-chart").await;
+    assert!(red > 300, "the chosen policy's tail is drawn: {red} pixels");
+    assert!(
+        grey > 300,
+        "the other policies are drawn in grey: {grey} pixels"
+    );
+    let described = text(browser, "#hedge-chart-text").await;
+    let p999 = low["results"][1]["p999_ms"].as_f64().expect("p999");
+    assert!(
+        described.contains(&format!("p99.9 {p999:.1} ms"))
+            && described.contains("Hedging pays here."),
+        "screen-reader text describes the chart: {described}"
+    );
+    screenshot(browser, "hedge.png").await;
+    audit(browser, axe, "hedge").await;
+
+    // The utilisation slider, moved with the keyboard: eight steps of 5 %, 30 % → 70 %.
+    press(browser, "#hedge-utilisation", &key(Key::Right).repeat(8)).await;
+    assert_eq!(text(browser, "#hedge-utilisation-out").await, "70 %");
+    let high = compare_hedge(browser, server, &knobs("delay", 0.7)).await;
+    assert_ne!(high["results"][1]["p999_ms"], low["results"][1]["p999_ms"]);
+    assert_eq!(high["results"][1]["pays"], false, "past the crossover");
+    let verdict = text(browser, "#hedge-verdict").await;
+    assert!(
+        verdict.starts_with("At 70 % utilisation, fixed delay makes p99.9 worse")
+            && verdict.ends_with("Past the crossover, it no longer pays."),
+        "{verdict}"
+    );
+    wait_until(browser, "document.body.dataset.hedgeAnimation === 'done'").await;
+    screenshot(browser, "hedge-crossover.png").await;
+
+    // Another policy: the budget caps the copies at 2 % of sub-requests.
+    click(browser, "#hedge-policies button[data-policy=budget]").await;
+    let budget = compare_hedge(browser, server, &knobs("budget", 0.7)).await;
+    assert_eq!(
+        attr(browser, "#hedge-compare tr.chosen", "data-policy").await,
+        "budget"
+    );
+    assert_eq!(
+        budget["results"][1]["p999_ms"], high["results"][1]["p999_ms"],
+        "the same users and pauses: the delay policy's row does not change"
+    );
+    assert!(
+        text(browser, "#hedge-verdict")
+            .await
+            .starts_with("At 70 % utilisation, delay + 2 % budget"),
+        "the verdict names the chosen policy"
+    );
+
+    // A delay past the API's range: the refusal next to a blank chart and dashes.
+    let input = browser
+        .find(Locator::Css("#hedge-delay"))
+        .await
+        .expect("delay box");
+    input.clear().await.expect("clear");
+    input.send_keys("5000").await.expect("type");
+    wait_until(browser, "document.body.dataset.hedgeState === 'error'").await;
+    let error = text(browser, "#hedge-error").await;
+    assert_eq!(
+        error,
+        "No chart: delay_ms must be between 0 and 1000, got 5000"
+    );
+    for id in [
+        "#hedge-p99",
+        "#hedge-p99-none",
+        "#hedge-p999",
+        "#hedge-p999-none",
+        "#hedge-extra",
+    ] {
+        assert_eq!(text(browser, id).await, "–", "{id} keeps no stale figure");
+    }
+    assert_eq!(
+        text(
+            browser,
+            "#hedge-compare tr[data-policy=delay] td:nth-child(4)"
+        )
+        .await,
+        "–"
+    );
+    assert!(text(browser, "#hedge-verdict").await.is_empty());
+    assert_eq!(attr(browser, "#hedge-chart", "data-drawn").await, "error");
+    let (red, _) = canvas_pixels(browser, "#hedge-chart").await;
+    assert_eq!(red, 0, "no stale tail");
+    screenshot(browser, "hedge-error.png").await;
+    audit(browser, axe, "hedge (error)").await;
+    input.clear().await.expect("clear");
+    input.send_keys("10").await.expect("type");
+    compare_hedge(browser, server, &knobs("budget", 0.7)).await;
+    assert!(text(browser, "#hedge-error").await.is_empty());
+
+    // A phone's width: nothing wider than the screen, the chart still drawn to its width.
+    browser.set_window_size(390, 844).await.expect("resize");
+    wait_until(
+        browser,
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth \
+         && document.querySelector('#hedge-chart').width === \
+            Math.round(document.querySelector('#hedge-chart').clientWidth * devicePixelRatio)",
+    )
+    .await;
+    screenshot(browser, "hedge-phone.png").await;
+    browser.set_window_size(1200, 1000).await.expect("resize");
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use herd::RuleName;
-use herd_lab::storm::{LabStorm, LabStormError};
+use herd_lab::storm::{LabReport, LabStorm, LabStormError};
 use herd_sim::Scenario;
 
 /// 40 clients, an outage over the first second, 4 answers per 100 ms window, constant 500 ms.
@@ -16,14 +16,19 @@ fn small() -> Scenario {
     Scenario::from_toml_str(SMALL).expect("valid scenario")
 }
 
+/// Plays `lab`, which must be playable, and must end within `seconds` of real time.
+async fn play(lab: Result<LabStorm, LabStormError>, seconds: u64) -> LabReport {
+    let lab = lab.expect("playable");
+    tokio::time::timeout(Duration::from_secs(seconds), lab.run())
+        .await
+        .expect("the storm ends")
+        .expect("the storm runs")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deterministic_rule_measures_what_the_simulator_predicts() {
     // 100 ms steps played as 50 ms: coarse enough for a debug build on a busy machine.
-    let lab = LabStorm::new(small(), RuleName::Constant, 1, 0.5).expect("playable");
-    let report = tokio::time::timeout(Duration::from_secs(60), lab.run())
-        .await
-        .expect("the storm ends")
-        .expect("the storm runs");
+    let report = play(LabStorm::new(small(), RuleName::Constant, 1, 0.5), 60).await;
     let (m, s) = (&report.measured, &report.simulated);
     eprintln!("{}", report.render());
 
@@ -70,11 +75,7 @@ async fn a_deterministic_rule_measures_what_the_simulator_predicts() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_jittered_rule_falls_within_the_simulated_seeds_and_gets_a_verdict() {
-    let lab = LabStorm::new(small(), RuleName::Full, 1, 0.5).expect("playable");
-    let report = tokio::time::timeout(Duration::from_secs(60), lab.run())
-        .await
-        .expect("the storm ends")
-        .expect("the storm runs");
+    let report = play(LabStorm::new(small(), RuleName::Full, 1, 0.5), 60).await;
     eprintln!("{}", report.render());
     assert_eq!(report.transport_errors, 0);
     assert_eq!(
@@ -108,13 +109,9 @@ async fn a_storm_that_lasts_no_time_ends_at_once_at_the_slowest_scale() {
     let mut s = small();
     s.server.outages.clear();
     s.server.capacity = 100;
-    let lab =
-        LabStorm::new(s, RuleName::Constant, 1, herd_lab::storm::MAX_TIME_SCALE).expect("playable");
+    let lab = LabStorm::new(s, RuleName::Constant, 1, herd_lab::storm::MAX_TIME_SCALE);
     let started = std::time::Instant::now();
-    let report = tokio::time::timeout(Duration::from_secs(30), lab.run())
-        .await
-        .expect("the storm ends")
-        .expect("the storm runs");
+    let report = play(lab, 30).await;
     assert_eq!(report.measured.served, 40);
     assert!(
         started.elapsed() < Duration::from_secs(4),

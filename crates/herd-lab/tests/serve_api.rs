@@ -438,3 +438,226 @@ async fn a_request_addressed_to_another_host_is_refused() {
         .expect("answers");
     assert_eq!(anywhere.status(), StatusCode::OK);
 }
+
+/// The page's policies, written out here as a latency scenario file would: what the Hedging
+/// scene promises to run (docs/page-and-lab.md).
+fn page_scenario(
+    delay_ms: f64,
+    utilisation: f64,
+    fan_out: u32,
+    requests: u64,
+) -> herd_sim::latency::LatencyScenario {
+    use herd_sim::latency::{LatencyScenario, PolicyKind, PolicySpec};
+    let mut scenario = LatencyScenario::default();
+    let policy = |name: &str, kind| PolicySpec {
+        name: name.to_owned(),
+        kind,
+        ..PolicySpec::default()
+    };
+    scenario.requests = requests;
+    scenario.warmup_requests = requests / 10;
+    scenario.traffic.fan_out = fan_out;
+    // 20 servers, 1 ms of service: utilisation = rate · fan-out · 1 ms / 20.
+    scenario.traffic.rate_per_s = utilisation * 20.0 / (f64::from(fan_out) * 0.001);
+    scenario.policies = vec![
+        policy("none", PolicyKind::None),
+        PolicySpec {
+            delay_ms,
+            ..policy("delay", PolicyKind::Delay)
+        },
+        PolicySpec {
+            quantile: 0.99,
+            ..policy("percentile", PolicyKind::Percentile)
+        },
+        PolicySpec {
+            delay_ms,
+            budget_percent: Some(2.0),
+            ..policy("budget", PolicyKind::Delay)
+        },
+        policy("tied", PolicyKind::Tied),
+    ];
+    scenario
+}
+
+#[tokio::test]
+async fn hedge_figures_are_the_latency_models() {
+    use herd_sim::latency::LatencyModel;
+    let (status, body) = post(
+        "/api/hedge",
+        json!({ "policy": "budget", "delay_ms": 4, "utilisation": 0.4, "fan_out": 3, "requests": 10_000, "seed": 7 }),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["policy"], "budget");
+    assert_eq!(body["requests"], 10_000);
+    assert_eq!(body["requests_capped"], false);
+    let model = LatencyModel::new(&page_scenario(4.0, 0.4, 3, 10_000)).expect("valid");
+    assert_eq!(body["rate_per_s"], model.scenario().traffic.rate_per_s);
+    let results = body["results"].as_array().expect("results");
+    assert_eq!(results.len(), 5);
+    let none_p999 = results[0]["p999_ms"].as_f64().expect("p999");
+    for (i, shown) in results.iter().enumerate() {
+        let (direct, latencies) = model.run_policy(i, 7).expect("a policy");
+        // Every figure of the run, as `herd hedge --format json` prints it.
+        let direct = serde_json::to_value(&direct).expect("serializes");
+        for (field, value) in direct.as_object().expect("a result is an object") {
+            assert_eq!(&shown[field], value, "{i}: {field}");
+        }
+        let p999 = shown["p999_ms"].as_f64().expect("p999");
+        let pays = if i == 0 {
+            Value::Null
+        } else {
+            Value::Bool(p999 < none_p999)
+        };
+        assert_eq!(shown["pays"], pays, "{i}");
+        // The tail runs from the fastest request (all of them at least that slow) to the
+        // slowest (one request).
+        let tail = shown["tail"].as_array().expect("tail");
+        let point = |p: &Value| (p[0].as_f64().expect("ms"), p[1].as_f64().expect("share"));
+        let ms = |ns: u64| ns as f64 / 1e6;
+        assert_eq!(point(&tail[0]), (ms(latencies[0]), 1.0), "{i}");
+        assert_eq!(
+            point(tail.last().expect("points")),
+            (ms(*latencies.last().expect("latencies")), 1.0 / 10_000.0),
+            "{i}"
+        );
+        assert!(tail.len() > 50, "{i}: a curve, not a few points");
+    }
+}
+
+#[tokio::test]
+async fn a_hedge_run_is_its_seeds() {
+    let ask = |seed: u64| {
+        post(
+            "/api/hedge",
+            json!({ "fan_out": 2, "requests": 10_000, "seed": seed }),
+        )
+    };
+    let (status, first) = ask(3).await;
+    assert_eq!(status, StatusCode::OK, "{first}");
+    let (_, again) = ask(3).await;
+    assert_eq!(first, again, "the same seed, the same answer");
+    let (_, other) = ask(4).await;
+    assert_ne!(
+        first["results"], other["results"],
+        "another seed, other users"
+    );
+}
+
+/// The scene's point: below some utilisation a hedge after 10 ms cuts the tail, above it
+/// the hedges' extra work tips the pool over and the tail is far worse than without.
+#[tokio::test]
+async fn hedging_stops_paying_as_utilisation_rises() {
+    let at = |utilisation: f64| {
+        post(
+            "/api/hedge",
+            json!({ "utilisation": utilisation, "requests": 10_000 }),
+        )
+    };
+    let (status, low) = at(0.3).await;
+    assert_eq!(status, StatusCode::OK, "{low}");
+    let (status, high) = at(0.8).await;
+    assert_eq!(status, StatusCode::OK, "{high}");
+    let p999 = |answer: &Value, i: usize| answer["results"][i]["p999_ms"].as_f64().expect("p999");
+    let extra = |answer: &Value, i: usize| {
+        answer["results"][i]["extra_load_percent"]
+            .as_f64()
+            .expect("extra load")
+    };
+    assert_eq!(low["results"][1]["policy"], "delay");
+    assert!(p999(&low, 1) < p999(&low, 0), "{low}");
+    assert_eq!(low["results"][1]["pays"], true);
+    assert!(p999(&high, 1) > p999(&high, 0), "{high}");
+    assert_eq!(high["results"][1]["pays"], false);
+    // Why: the late copies' extra work makes more requests late, until nearly every
+    // sub-request is hedged; a budget bounds that.
+    assert!(extra(&high, 1) > 10.0 * extra(&low, 1), "{high}");
+    assert_eq!(high["results"][3]["policy"], "budget");
+    assert!(extra(&high, 3) < extra(&high, 1) / 10.0, "{high}");
+}
+
+#[tokio::test]
+async fn a_wide_fan_out_measures_fewer_requests_and_says_so() {
+    let (status, body) = post("/api/hedge", json!({ "fan_out": 50, "utilisation": 0.1 })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let requests = body["requests"].as_u64().expect("requests");
+    assert_eq!(body["requests_capped"], true);
+    assert_eq!(requests, serve::hedge::affordable(50));
+    assert!(serve::hedge::copies_estimate(requests, 50) <= serve::MAX_HEDGE_COPIES);
+    assert!(serve::hedge::copies_estimate(requests + 1, 50) > serve::MAX_HEDGE_COPIES);
+    assert_eq!(body["results"][0]["user_requests"], requests);
+}
+
+#[tokio::test]
+async fn hedge_parameters_are_checked_and_named() {
+    let cases = [
+        (
+            json!({ "policy": "sometimes" }),
+            "policy: unknown policy `sometimes`; one of none, delay, percentile, budget, tied",
+        ),
+        (
+            json!({ "delay_ms": -1 }),
+            "delay_ms must be between 0 and 1000, got -1",
+        ),
+        (
+            json!({ "delay_ms": 5000 }),
+            "delay_ms must be between 0 and 1000, got 5000",
+        ),
+        (json!({ "delay_ms": "ten" }), "delay_ms: invalid type"),
+        (
+            json!({ "utilisation": 0 }),
+            "utilisation must be above 0 and at most 1, got 0",
+        ),
+        (
+            json!({ "utilisation": -0.2 }),
+            "utilisation must be above 0 and at most 1, got -0.2",
+        ),
+        (
+            json!({ "utilisation": 1.5 }),
+            "utilisation must be above 0 and at most 1, got 1.5",
+        ),
+        (
+            json!({ "fan_out": 0 }),
+            "fan_out must be between 1 and 50, got 0",
+        ),
+        (
+            json!({ "fan_out": 51 }),
+            "fan_out must be between 1 and 50, got 51",
+        ),
+        (json!({ "fan_out": -3 }), "fan_out: invalid value"),
+        (
+            json!({ "requests": 5 }),
+            "requests must be between 10000 and 200000, got 5",
+        ),
+        (json!({ "seed": -1 }), "seed: invalid value"),
+        (json!({ "copies": 3 }), "copies: unknown field `copies`"),
+        (
+            json!({ "requests": 200_000 }),
+            "requests: 200000 requests at fan-out 10 may send 19800000 copies over the five \
+             policies, more than the page's 6000000; at most 60606 at this fan-out",
+        ),
+    ];
+    for (body, expected) in cases {
+        let (status, answer) = post("/api/hedge", body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(error(&answer).starts_with(expected), "{body} → {answer}");
+    }
+}
+
+#[tokio::test]
+async fn the_rules_route_lists_the_hedging_policies_and_limits() {
+    let (status, body) = call(
+        serve::router(ServeLimits::default()),
+        "GET",
+        "/api/rules",
+        Body::empty(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(
+        body["hedge_policies"],
+        json!(["none", "delay", "percentile", "budget", "tied"])
+    );
+    assert_eq!(body["limits"]["hedge_copies"], serve::MAX_HEDGE_COPIES);
+    assert_eq!(body["limits"]["hedge_fan_out"], serve::MAX_HEDGE_FAN_OUT);
+}

@@ -28,6 +28,14 @@ async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Option<Strin
     Some(String::from_utf8_lossy(&got).into_owned())
 }
 
+/// The default limits but for how long a request's head may take to arrive.
+fn header_deadline(header_read_timeout: Duration) -> ServeLimits {
+    ServeLimits {
+        header_read_timeout,
+        ..ServeLimits::default()
+    }
+}
+
 /// A page server with `limits`, and a connection on which half a request was sent.
 async fn half_sent(limits: ServeLimits) -> (PageServer, TcpStream) {
     let server = PageServer::start(limits).await;
@@ -47,11 +55,7 @@ async fn whole_answer(server: &PageServer) -> String {
 
 #[tokio::test]
 async fn a_half_sent_request_is_closed_at_the_header_deadline() {
-    let (server, mut half) = half_sent(ServeLimits {
-        header_read_timeout: Duration::from_millis(300),
-        ..ServeLimits::default()
-    })
-    .await;
+    let (server, mut half) = half_sent(header_deadline(Duration::from_millis(300))).await;
     let started = Instant::now();
     let answer = read_to_close(&mut half, Duration::from_secs(10))
         .await
@@ -68,11 +72,7 @@ async fn a_half_sent_request_is_closed_at_the_header_deadline() {
 
 #[tokio::test]
 async fn a_half_sent_request_cannot_hold_shutdown() {
-    let (server, mut half) = half_sent(ServeLimits {
-        header_read_timeout: Duration::from_secs(600),
-        ..ServeLimits::default()
-    })
-    .await;
+    let (server, mut half) = half_sent(header_deadline(Duration::from_secs(600))).await;
     // Let the server accept it before asking it to stop.
     whole_answer(&server).await;
 
@@ -93,8 +93,7 @@ async fn a_half_sent_request_cannot_hold_shutdown() {
 async fn connections_beyond_the_limit_wait_for_a_free_one() {
     let (server, half) = half_sent(ServeLimits {
         max_connections: 1,
-        header_read_timeout: Duration::from_secs(600),
-        ..ServeLimits::default()
+        ..header_deadline(Duration::from_secs(600))
     })
     .await;
     let mut second = TcpStream::connect(server.addr)

@@ -4,6 +4,13 @@
 //! Every first attempt deposits `budget_percent / 100` of a retry, every retry withdraws one;
 //! deposits count for [`BUDGET_WINDOW`] and there is no reserve (`min_per_sec = 0`), so the
 //! budget is exactly a share of the first attempts. A retry it denies is a give-up.
+//!
+//! The agent engine drives the library's budget itself ([`SimBudget`]); the cohort engine,
+//! whose deposits and withdrawals come by the million, keeps the same balance in the same
+//! integers ([`BudgetLedger`], checked against the library on random histories). Both let
+//! the budget choose among a step's retries the same way: a uniformly random subset of those
+//! that ask ([`choose_admitted`] in the agent engine, a multivariate hypergeometric split of
+//! the counts in the cohort engine; docs/model.md, "Retry budgets").
 use std::time::Duration;
 
 use herd::budget::{BudgetConfig, RetryBudget};
@@ -54,5 +61,186 @@ impl SimBudget {
     #[inline]
     pub(crate) fn withdraw(&self) -> bool {
         self.budget.withdraw()
+    }
+}
+
+/// One retry in the library's fixed-point units: `herd::budget::RetryBudget` counts a
+/// deposit at `percent` as `round(percent · 10^4)` units and a retry as `10^6`.
+const RETRY_UNITS: i128 = 1_000_000;
+
+/// The library's budget, kept as a ledger of whole units so that many clients deposit and
+/// withdraw in one operation: the cohort engine's budget.
+///
+/// It is `herd::budget::RetryBudget` with `min_per_sec = 0` and a window of
+/// [`BUDGET_WINDOW`], in the same integers: ten slots of a second each, a deposit of
+/// `round(budget_percent · 10^4)` units per first attempt in the slot of its time, a retry of
+/// `10^6` units taken from the current slot only when the slots still live hold at least that
+/// much. Nothing is rounded: `deposit(n)` is `n` deposits and `admit(n)` is `n` withdrawals
+/// in a row (the first `admit(n)` of them succeed, the rest fail and change nothing), which the
+/// tests below check against the library on random sequences. Amounts are `i128`, so a
+/// trillion clients at 1000 % cannot overflow.
+#[derive(Clone, Debug)]
+pub(crate) struct BudgetLedger {
+    slots: [i128; LEDGER_SLOTS],
+    /// The generation (time / slot length) of the current slot.
+    generation: u64,
+    deposit: i128,
+}
+
+/// Slots of the library's window, and their length.
+const LEDGER_SLOTS: usize = 10;
+const SLOT_NS: u64 = BUDGET_WINDOW.as_nanos() as u64 / LEDGER_SLOTS as u64;
+
+impl BudgetLedger {
+    /// `None` when the scenario has no budget (`budget_percent = 0`).
+    pub(crate) fn new(percent: f64) -> Result<Option<Self>, ScenarioError> {
+        // The library validates the percentage: build one to get its error.
+        if SimBudget::new(percent)?.is_none() {
+            return Ok(None);
+        }
+        Ok(Some(Self {
+            slots: [0; LEDGER_SLOTS],
+            generation: 0,
+            deposit: (percent * 10_000.0).round() as i128,
+        }))
+    }
+
+    /// Moves to the start of `step`: the slots time has left behind are emptied.
+    pub(crate) fn at(&mut self, plan: &Plan, step: u64) {
+        self.at_nanos(step.saturating_mul(plan.step_ns));
+    }
+
+    fn at_nanos(&mut self, nanos: u64) {
+        let target = nanos / SLOT_NS;
+        if target <= self.generation {
+            return;
+        }
+        let skipped = (target - self.generation).min(LEDGER_SLOTS as u64);
+        for back in 0..skipped {
+            self.slots[((target - back) % LEDGER_SLOTS as u64) as usize] = 0;
+        }
+        self.generation = target;
+    }
+
+    fn current(&mut self) -> &mut i128 {
+        &mut self.slots[(self.generation % LEDGER_SLOTS as u64) as usize]
+    }
+
+    /// `n` first attempts.
+    pub(crate) fn deposit(&mut self, n: u64) {
+        let amount = self.deposit * i128::from(n);
+        *self.current() += amount;
+    }
+
+    /// `n` retries ask, one after another: how many the budget allows (and takes).
+    pub(crate) fn admit(&mut self, n: u64) -> u64 {
+        let balance: i128 = self.slots.iter().sum();
+        let available = if balance >= RETRY_UNITS {
+            balance / RETRY_UNITS
+        } else {
+            0
+        };
+        let admitted = u64::try_from(available).map_or(n, |a| a.min(n));
+        *self.current() -= i128::from(admitted) * RETRY_UNITS;
+        admitted
+    }
+}
+
+/// Of `asking` retries in the order the step met them, the budget admits `admitted`: moves a
+/// uniformly random `admitted`-subset to the front (a partial Fisher–Yates shuffle with the
+/// world's generator, over whichever of the admitted or the denied are fewer). No draw when
+/// all or none are admitted, so a budget that never has to choose draws nothing.
+pub(crate) fn choose_admitted<T, R: herd::rng::Rng + ?Sized>(
+    asking: &mut [T],
+    admitted: usize,
+    rng: &mut R,
+) {
+    let n = asking.len();
+    if admitted == 0 || admitted >= n {
+        return;
+    }
+    // Shuffling the denied to the back is the same law as the admitted to the front.
+    if admitted <= n - admitted {
+        for i in 0..admitted {
+            let j = i + rng.below((n - i) as u64) as usize;
+            asking.swap(i, j);
+        }
+    } else {
+        for i in (admitted..n).rev() {
+            let j = rng.below(i as u64 + 1) as usize;
+            asking.swap(i, j);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd::rng::{Rng, SplitMix64};
+
+    /// The ledger is the library's budget: random sequences of time steps, deposits and
+    /// withdrawals give the same answers, withdrawal by withdrawal.
+    #[test]
+    fn the_ledger_is_the_library_budget() {
+        let mut rng = SplitMix64::new(5);
+        for case in 0..200u64 {
+            let percent = [0.5, 1.0, 7.25, 10.0, 33.3333, 100.0, 1000.0][(case % 7) as usize];
+            let library = SimBudget::new(percent).unwrap().unwrap();
+            let mut ledger = BudgetLedger::new(percent).unwrap().unwrap();
+            let mut nanos = 0u64;
+            for _ in 0..300 {
+                // Steps of up to 3 s, sometimes none: slots expire one by one and in jumps.
+                nanos += rng.below(4) * rng.below(1_000_000_001);
+                library.clock.set(Duration::from_nanos(nanos));
+                ledger.at_nanos(nanos);
+                let deposits = rng.below(40);
+                for _ in 0..deposits {
+                    library.deposit();
+                }
+                ledger.deposit(deposits);
+                let asking = rng.below(12);
+                let by_library = (0..asking).filter(|_| library.withdraw()).count() as u64;
+                assert_eq!(ledger.admit(asking), by_library, "case {case}, {percent} %");
+            }
+        }
+    }
+
+    #[test]
+    fn the_ledger_counts_a_trillion_clients() {
+        let mut ledger = BudgetLedger::new(1000.0).unwrap().unwrap();
+        ledger.deposit(1_000_000_000_000);
+        assert_eq!(ledger.admit(u64::MAX), 10_000_000_000_000);
+        assert_eq!(ledger.admit(1), 0);
+        assert!(BudgetLedger::new(0.0).unwrap().is_none());
+        assert!(BudgetLedger::new(2000.0).is_err());
+    }
+
+    /// Every subset of the admitted size comes out equally often.
+    #[test]
+    fn the_admitted_are_a_uniform_subset() {
+        let mut rng = SplitMix64::new(9);
+        for admitted in [1usize, 2, 4] {
+            let mut seen = std::collections::BTreeMap::new();
+            let trials = 60_000u32;
+            for _ in 0..trials {
+                let mut asking = [0u8, 1, 2, 3, 4];
+                choose_admitted(&mut asking, admitted, &mut rng);
+                let mut front = asking[..admitted].to_vec();
+                front.sort_unstable();
+                *seen.entry(front).or_insert(0u32) += 1;
+            }
+            // C(5, k) subsets, each with probability 1 / C(5, k).
+            let subsets = seen.len() as f64;
+            assert_eq!(subsets, [5.0, 10.0, 10.0, 5.0][admitted - 1]);
+            let p = 1.0 / subsets;
+            let se = (p * (1.0 - p) / f64::from(trials)).sqrt();
+            for (subset, &n) in &seen {
+                let q = f64::from(n) / f64::from(trials);
+                assert!(
+                    (q - p).abs() < 5.0 * se,
+                    "{admitted}: {subset:?} {q} vs {p}"
+                );
+            }
+        }
     }
 }

@@ -5,8 +5,10 @@
 //! one, its first step only under a deadline. The world owns one [`SplitMix64`] seeded by the
 //! run's seed; it draws, in this order at each step, the served arrivals (a partial
 //! Fisher–Yates shuffle choosing `s` of `A`) and then, client by client, the refused ones'
-//! pauses through [`Rule::pause`], the library's own rule code, each followed by its
-//! `Retry-After` jitter when the server gave one, then by its latency when it is random.
+//! pauses through [`Rule::pause`](herd::Rule::pause), the library's own rule code (built in
+//! whole steps or in nanoseconds, as the scenario's `pauses` says: [`PlannedRule`]), each
+//! followed by its `Retry-After` jitter when the server gave one, then by its latency when it
+//! is random.
 //!
 //! One step, with its due clients in order (those the calendar holds for this step, in the
 //! order they were scheduled, then new burst clients, then new open-loop clients, by id):
@@ -15,7 +17,7 @@
 //! 2. `s` of them, chosen at random, are served;
 //! 3. every other one takes the failure step shared with the cohort engine
 //!    ([`failure`](crate::failure)): it gives up after `max_attempts` attempts; otherwise
-//!    it draws a pause, rounded up to whole steps and at least one step; when the server
+//!    it draws a pause, in whole steps or rounded up to them, and at least one step; when the server
 //!    refused it while up with a `Retry-After`, the library's `herd::server_delay::decide`
 //!    makes the wait `max(pause, Retry-After)` plus a jitter of up to 10 % drawn right after
 //!    the pause (or a give-up when the delay is longer than `max_server_delay_s` or ends past
@@ -24,16 +26,19 @@
 //!    budget denies the retry (it gives up) or it is past the horizon (it is still waiting at
 //!    the end).
 //!
-//! The retry budget is in [`budget`](crate::budget).
+//! The retry budget is in [`budget`](crate::budget). The retries that ask it at a step are
+//! held until every failed client of the step has drawn; when the budget allows only `m` of
+//! the `n`, a uniformly random `m` of them go on (a partial Fisher–Yates shuffle, the step's
+//! last draws), the rest give up.
+use herd::RuleName;
 use herd::rng::SplitMix64;
-use herd::{Rule, RuleName};
 
-use crate::budget::SimBudget;
+use crate::budget::{SimBudget, choose_admitted};
 use crate::calendar::Calendar;
 use crate::error::ScenarioError;
 use crate::failure::{AfterFailure, Fate, pause_steps};
 use crate::metrics::{Meter, RunResult};
-use crate::plan::Plan;
+use crate::plan::{Plan, PlannedRule};
 use crate::record::{Deadlined, Identified, Plain, Record, Remembering};
 use crate::server::{ServerState, Verdict};
 use crate::trace::{GiveUp, Observer, Outcome};
@@ -47,11 +52,15 @@ const PROGRESS_EVERY: u64 = 1 << 20;
 pub(crate) fn simulate<O: Observer>(
     plan: &Plan,
     name: RuleName,
-    rule: &Rule,
+    rule: &PlannedRule,
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
-    match (rule.uses_memory(), plan.deadline_steps.is_some(), O::ACTIVE) {
+    match (
+        rule.rule.uses_memory(),
+        plan.deadline_steps.is_some(),
+        O::ACTIVE,
+    ) {
         (false, false, false) => run::<Plain, O>(plan, name, rule, seed, observer),
         (true, false, false) => run::<Remembering, O>(plan, name, rule, seed, observer),
         (false, true, false) => run::<Deadlined<Plain>, O>(plan, name, rule, seed, observer),
@@ -70,12 +79,12 @@ pub(crate) fn simulate<O: Observer>(
 fn run<R: Record, O: Observer>(
     plan: &Plan,
     name: RuleName,
-    rule: &Rule,
+    planned: &PlannedRule,
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
-    let step_ns = plan.step_ns;
-    let max_pause_steps = pause_steps(rule.max_pause().as_nanos() as u64, step_ns);
+    let (rule, per_step) = (&planned.rule, planned.per_step);
+    let max_pause_steps = pause_steps(rule.max_pause().as_nanos() as u64, per_step);
     let max_wait = plan
         .timeout_steps
         .saturating_add(AfterFailure::longest_wait(plan, max_pause_steps))
@@ -87,6 +96,8 @@ fn run<R: Record, O: Observer>(
     let mut gave_up = 0u64;
     let mut denied_by_budget = 0u64;
     let budget = SimBudget::new(plan.budget_percent)?;
+    // Refused clients whose retry asks the budget at this step, with where they go if allowed.
+    let mut asking: Vec<(R, Fate)> = Vec::new();
     let mut beyond_horizon = 0u64;
     let mut next_id = 0u64;
     let open_loop = plan.open_loop_total > 0;
@@ -161,7 +172,7 @@ fn run<R: Record, O: Observer>(
                 }
                 let pause = rule.pause(&mut state, &mut rng);
                 client.set_state(state);
-                let pause = pause_steps(pause.as_nanos() as u64, step_ns);
+                let pause = pause_steps(pause.as_nanos() as u64, per_step);
                 // The server's delay draws its jitter right after the rule's pause.
                 let wait = match after.wait(pause, client.first(), &mut rng) {
                     Ok(wait) => wait,
@@ -173,11 +184,19 @@ fn run<R: Record, O: Observer>(
                 };
                 // The retry's latency is drawn right after the wait (and its jitter).
                 let wait = wait.saturating_add(after.latency(&mut rng));
-                let budget_allows = || budget.as_ref().is_none_or(SimBudget::withdraw);
-                match after.fate(wait, client.first(), budget_allows) {
+                // With a budget, the retries that ask are admitted together below.
+                let mut asks = false;
+                let fate = after.fate(wait, client.first(), || {
+                    asks = true;
+                    true
+                });
+                if asks && budget.is_some() {
+                    asking.push((*client, fate));
+                    continue;
+                }
+                match fate {
                     Fate::GiveUp(why) => {
                         gave_up += 1;
-                        denied_by_budget += u64::from(why == GiveUp::Budget);
                         observer.attempt(id, step, refusal, Some(why));
                     }
                     Fate::BeyondHorizon => {
@@ -189,6 +208,36 @@ fn run<R: Record, O: Observer>(
                         calendar.push(next, *client);
                     }
                 }
+            }
+            if let Some(b) = &budget {
+                // The budget allows `admitted` of the retries that ask (one withdrawal each,
+                // in a row, until one fails), chosen uniformly among them: after every pause
+                // of the step is drawn, one partial Fisher–Yates shuffle.
+                let mut admitted = 0;
+                while admitted < asking.len() && b.withdraw() {
+                    admitted += 1;
+                }
+                choose_admitted(&mut asking, admitted, &mut rng);
+                for (i, &(client, fate)) in asking.iter().enumerate() {
+                    let id = client.id();
+                    match fate {
+                        _ if i >= admitted => {
+                            gave_up += 1;
+                            denied_by_budget += 1;
+                            observer.attempt(id, step, refusal, Some(GiveUp::Budget));
+                        }
+                        Fate::GiveUp(why) => unreachable!("asked the budget after {why:?}"),
+                        Fate::BeyondHorizon => {
+                            observer.attempt(id, step, refusal, None);
+                            beyond_horizon += 1;
+                        }
+                        Fate::Due(next) => {
+                            observer.attempt(id, step, refusal, None);
+                            calendar.push(next, client);
+                        }
+                    }
+                }
+                asking.clear();
             }
         }
 

@@ -6,8 +6,10 @@
 //! order is the model's (docs/model.md, "After a failed attempt"):
 //!
 //! 1. a client that has made `max_attempts` attempts gives up ([`AfterFailure::out_of_attempts`]);
-//! 2. otherwise the rule draws a pause, rounded up to whole steps, at least one
-//!    ([`pause_steps`]; the cohort engine draws the same rounded pause from its law);
+//! 2. otherwise the rule draws a pause, in whole steps (`pauses = "steps"`) or in nanoseconds
+//!    rounded up to whole steps, at least one ([`pause_steps`]; the cohort engine draws the
+//!    same pause from its law). Either way the pause reaches step 3 in whole steps, so the
+//!    server's delay below is handled alike in both modes;
 //! 3. when the server refused the attempt while up with a `Retry-After`, the library's
 //!    [`herd::server_delay::decide`] turns pause and delay into the wait, exactly as the
 //!    retry loops do: `max(pause, Retry-After)` plus a jitter uniform on `0..=10 %` of that,
@@ -45,10 +47,13 @@ use crate::sample;
 use crate::server::Verdict;
 use crate::trace::GiveUp;
 
-/// A pause of `pause_ns` nanoseconds in whole steps: rounded up, and at least one step.
+/// A pause of `pause_ns` of the rule's nanoseconds in whole steps, `per_step` of them making
+/// one step: rounded up, and at least one step. With `pauses = "steps"` the rule's unit is
+/// the step (`per_step` = 1) and this is `max(1, pause)`; otherwise `per_step` is the step in
+/// nanoseconds.
 #[inline]
-pub(crate) const fn pause_steps(pause_ns: u64, step_ns: u64) -> u64 {
-    let steps = ceil_div(pause_ns, step_ns);
+pub(crate) const fn pause_steps(pause_ns: u64, per_step: u64) -> u64 {
+    let steps = ceil_div(pause_ns, per_step);
     if steps == 0 { 1 } else { steps }
 }
 

@@ -50,6 +50,7 @@ pub mod model;
 mod plan;
 mod record;
 pub mod refusal;
+mod rule_serde;
 mod sample;
 mod scenario;
 mod server;
@@ -57,7 +58,36 @@ pub mod storm;
 pub mod sweep;
 mod trace;
 
-use herd::{Rule, RuleName};
+/// The [`Model`](model::Model) methods that a model keeping its checked scenario writes the
+/// same way: `check` reads `$scenario` from the tree (no keys of its own) and builds it with
+/// `$model::new`, `sweepable` writes the scenario back, and `rules` and `seed` are the
+/// scenario's.
+macro_rules! model_of_scenario {
+    ($model:ident, $scenario:ty) => {
+        fn check(
+            tree: &toml::Value,
+            limits: &$crate::limits::Limits,
+        ) -> Result<Self, $crate::error::ScenarioError> {
+            let scenario: $scenario = $crate::model::from_tree(tree, &[])?;
+            $model::new(&scenario, limits)
+        }
+
+        fn sweepable(&self) -> Result<toml::Value, $crate::error::ScenarioError> {
+            $crate::model::to_tree(self.scenario(), Self::NAME)
+        }
+
+        fn rules(&self) -> Vec<herd::RuleName> {
+            $model::rules(self)
+        }
+
+        fn seed(&self) -> u64 {
+            self.scenario().seed
+        }
+    };
+}
+pub(crate) use model_of_scenario;
+
+use herd::RuleName;
 
 /// The storm guide, `docs/storm.md`: every choice the model leaves open (compiled and tested
 /// with the crate's docs).
@@ -67,7 +97,7 @@ pub mod guide {}
 pub use error::ScenarioError;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
-pub use scenario::{Clients, Latency, LatencyDistribution, Retry, Scenario, Server};
+pub use scenario::{Clients, Latency, LatencyDistribution, Pauses, Retry, Scenario, Server};
 pub use trace::{GiveUp, MAX_TRACE_CLIENTS, MAX_TRACE_EVENTS, Outcome, Trace, TraceEvent};
 
 use plan::Plan;
@@ -165,8 +195,9 @@ impl Simulation {
     ///
     /// # Errors
     ///
-    /// As [`Simulation::new`]; for [`Engine::Cohort`] also a rule or feature it does not
-    /// support (`retry.rules`, `retry.budget_percent`).
+    /// As [`Simulation::new`]; for [`Engine::Cohort`] also a rule whose pauses span more
+    /// steps than it splits a count over (`retry.cap_ms`), or series larger than
+    /// `limits.max_bytes` (`horizon_s`).
     pub fn with_engine(
         scenario: &Scenario,
         limits: &Limits,
@@ -212,11 +243,38 @@ impl Simulation {
         self.plan.total_clients()
     }
 
-    fn rule(&self, name: RuleName) -> Result<Rule, ScenarioError> {
-        match self.plan.rules.iter().find(|(n, _)| *n == name) {
-            Some((_, rule)) => Ok(*rule),
-            None => plan::build_rule(name, &self.plan.params),
-        }
+    fn rule(&self, name: RuleName) -> Result<plan::PlannedRule, ScenarioError> {
+        self.plan.rule(name)
+    }
+
+    /// The library rule `name` exactly as this simulation draws it, and how many of its
+    /// nanoseconds make one step: with `pauses = "steps"` a rule of whole-step draws is built
+    /// with `base`, `cap` and `pause` in steps (one nanosecond of its `Duration`s standing for
+    /// one step, so the second number is 1); otherwise in nanoseconds (the step in
+    /// nanoseconds). A pause `p` it draws is `max(1, ceil(p / per_step))` steps. For clients
+    /// outside the simulator that must pause as the simulator does (`herd lab storm`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Simulation::run`]: the rule cannot be built from the scenario's parameters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herd::{RuleName, rng::SplitMix64};
+    /// use herd_sim::{Limits, Scenario, Simulation};
+    ///
+    /// let sim = Simulation::new(&Scenario::default(), &Limits::default())?;
+    /// let (rule, per_step) = sim.rule_in_steps(RuleName::Decorrelated)?;
+    /// assert_eq!(per_step, 1);
+    /// // base 100 ms and steps of 100 ms: the first pause is 1, 2 or 3 steps.
+    /// let first = rule.schedule(SplitMix64::new(7)).next().unwrap();
+    /// assert!((1..=3).contains(&first.as_nanos()));
+    /// # Ok::<(), herd_sim::ScenarioError>(())
+    /// ```
+    pub fn rule_in_steps(&self, name: RuleName) -> Result<(herd::Rule, u64), ScenarioError> {
+        self.rule(name).map(|p| (p.rule, p.per_step))
     }
 
     /// Runs `rule` (any rule, listed in the scenario or not) with the world's generator

@@ -17,6 +17,8 @@ pub struct Limits {
     pub max_bytes: u64,
     /// Most attempts one run may simulate, all clients together, before it is stopped with an
     /// error (not `clients.max_attempts`, the attempts one client makes before it gives up).
+    /// Each model counts its own unit of work against it: the storm's cohort engine, whose
+    /// clients cost nothing, counts the random words it draws.
     pub max_run_attempts: u64,
 }
 

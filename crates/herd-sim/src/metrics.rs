@@ -6,7 +6,7 @@
 //! client* is all attempts / clients; *peak after outage* is the most arrivals in one window
 //! starting at or after the end of the last outage (over all windows without outages).
 use herd::RuleName;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::plan::Plan;
 
@@ -14,7 +14,7 @@ use crate::plan::Plan;
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct RunResult {
     /// The rule.
-    #[serde(serialize_with = "rule_name")]
+    #[serde(serialize_with = "crate::rule_serde::one::serialize")]
     pub rule: RuleName,
     /// The seed of the world's generator.
     pub seed: u64,
@@ -58,10 +58,6 @@ pub struct Series {
     pub arrivals: Vec<u64>,
     /// Attempts served in each window.
     pub served: Vec<u64>,
-}
-
-fn rule_name<S: Serializer>(rule: &RuleName, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(rule.as_str())
 }
 
 /// Accumulates a run's figures step by step.

@@ -7,6 +7,13 @@
 //!   in `[a, b)`;
 //! - a length (a pause, `retry_after_s`, `timeout_s`) is rounded up to whole steps;
 //! - the deadline admits an attempt at step `m` when `(m − first) · step < deadline`.
+//!
+//! The rules are built here too, in the unit their pauses are drawn in ([`PlannedRule`]):
+//! with `pauses = "steps"` a rule of whole-step draws gets `base`, `cap` and `pause` as whole
+//! numbers of steps (one unit of the rule, a "nanosecond" of its `Duration`s, standing for
+//! one step), so that the library's integer draws are whole steps.
+
+use std::time::Duration;
 
 use herd::{Rule, RuleName, RuleParams};
 
@@ -16,7 +23,7 @@ use crate::fields;
 use crate::fields::ceil_div;
 use crate::limits::Limits;
 use crate::refusal::RefusalCost;
-use crate::scenario::Scenario;
+use crate::scenario::{Pauses, Scenario};
 
 /// The scenario in steps. Built only by [`Plan::new`], so every field is valid.
 #[derive(Clone, Debug)]
@@ -46,14 +53,84 @@ pub(crate) struct Plan {
     pub(crate) retry_after_steps: u64,
     pub(crate) timeout_steps: u64,
     pub(crate) params: RuleParams,
-    pub(crate) rules: Vec<(RuleName, Rule)>,
+    pub(crate) pauses: Pauses,
+    pub(crate) rules: Vec<(RuleName, PlannedRule)>,
     pub(crate) budget_percent: f64,
     pub(crate) max_run_attempts: u64,
 }
 
-/// Builds `rule` from `params`, naming the scenario field at fault.
-pub(crate) fn build_rule(name: RuleName, params: &RuleParams) -> Result<Rule, ScenarioError> {
-    fields::rule_of(name, params, "retry.rules")
+/// A rule as both engines run it: built in the unit its pauses are drawn in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PlannedRule {
+    /// The library's rule, its `Duration`s in the unit below.
+    pub(crate) rule: Rule,
+    /// `base`, `cap` and `pause` in the same unit.
+    pub(crate) params: RuleParams,
+    /// The rule's nanoseconds that make one step: 1 when it draws whole steps, else the
+    /// step in nanoseconds. A pause `p` is `max(1, ceil(p / per_step))` steps.
+    pub(crate) per_step: u64,
+}
+
+/// Whether `pauses = "steps"` draws `name` in whole steps. The rules of integer draws do;
+/// `grpc` and `decorrelated-v2` compute real-valued formulas (a multiplier, `tanh`) and
+/// truncate them to the rule's unit, so in whole steps `grpc` with a one-step base would
+/// never grow (`1 · 1.6` truncates to 1): they draw in nanoseconds in both modes.
+pub(crate) const fn draws_whole_steps(name: RuleName) -> bool {
+    !matches!(name, RuleName::Grpc | RuleName::DecorrelatedV2)
+}
+
+/// Builds `name` from `params` (nanoseconds) for steps of `step_ns` under `pauses`, naming
+/// the scenario field at fault: in whole steps, a parameter the rule uses (`retry.base_ms`
+/// and `retry.cap_ms`, or `retry.pause_ms` for `constant`) must be a whole number of steps.
+pub(crate) fn build_rule(
+    name: RuleName,
+    params: &RuleParams,
+    pauses: Pauses,
+    step_ns: u64,
+) -> Result<PlannedRule, ScenarioError> {
+    // Checked in nanoseconds first, so that a rule's own error speaks milliseconds.
+    let rule = fields::rule_of(name, params, "retry.rules")?;
+    if pauses == Pauses::Continuous || !draws_whole_steps(name) {
+        return Ok(PlannedRule {
+            rule,
+            params: *params,
+            per_step: step_ns,
+        });
+    }
+    let used: &[(&'static str, Duration)] = match name {
+        RuleName::Immediate => &[],
+        RuleName::Constant => &[("retry.pause_ms", params.pause)],
+        _ => &[("retry.base_ms", params.base), ("retry.cap_ms", params.cap)],
+    };
+    for &(field, value) in used {
+        let ns = value.as_nanos();
+        if ns % u128::from(step_ns) != 0 {
+            return Err(ScenarioError::field(
+                field,
+                format!(
+                    "{} ms is not a whole number of steps of {} ms; with pauses = \"steps\" \
+                     rule {name} draws whole steps (use a multiple of step_ms, or pauses = \"continuous\")",
+                    herd::rule::format_ms(value),
+                    herd::rule::format_ms(Duration::from_nanos(step_ns)),
+                ),
+            ));
+        }
+    }
+    // Unused parameters are truncated: the rule does not read them.
+    let in_steps = |d: Duration| {
+        Duration::from_nanos(u64::try_from(d.as_nanos() / u128::from(step_ns)).unwrap_or(u64::MAX))
+    };
+    let steps = RuleParams {
+        base: in_steps(params.base),
+        cap: in_steps(params.cap),
+        pause: in_steps(params.pause),
+        ..*params
+    };
+    Ok(PlannedRule {
+        rule: fields::rule_of(name, &steps, "retry.rules")?,
+        params: steps,
+        per_step: 1,
+    })
 }
 
 fn nanos_of_millis(field: &'static str, ms: f64) -> Result<u64, ScenarioError> {
@@ -189,7 +266,7 @@ impl Plan {
                     format!("`{name}` is listed twice"),
                 ));
             }
-            rules.push((name, build_rule(name, &params)?));
+            rules.push((name, build_rule(name, &params, s.pauses, step_ns)?));
         }
         if !r.budget_percent.is_finite() || !(0.0..=1000.0).contains(&r.budget_percent) {
             return Err(ScenarioError::field(
@@ -222,12 +299,22 @@ impl Plan {
             retry_after_steps,
             timeout_steps,
             params,
+            pauses: s.pauses,
             rules,
             budget_percent: r.budget_percent,
             max_run_attempts: limits.max_run_attempts,
         };
         plan.check_memory(s, limits)?;
         Ok(plan)
+    }
+
+    /// `name` as the engines run it: the plan's own when the scenario lists it, else built
+    /// from the scenario's parameters.
+    pub(crate) fn rule(&self, name: RuleName) -> Result<PlannedRule, ScenarioError> {
+        match self.rules.iter().find(|(n, _)| *n == name) {
+            Some((_, rule)) => Ok(*rule),
+            None => build_rule(name, &self.params, self.pauses, self.step_ns),
+        }
     }
 
     /// The burst plus the open-loop arrivals before the horizon.
@@ -239,7 +326,7 @@ impl Plan {
     /// 4 more under a deadline) held up to three times over while a step moves a whole herd
     /// from one bucket to another (the step's list, the bucket it goes to, vector slack).
     fn bytes_per_client(&self) -> u64 {
-        let memory = self.rules.iter().any(|(_, r)| r.uses_memory());
+        let memory = self.rules.iter().any(|(_, r)| r.rule.uses_memory());
         let record =
             if memory { 12 } else { 4 } + if self.deadline_steps.is_some() { 4 } else { 0 };
         3 * record
@@ -370,21 +457,5 @@ mod tests {
         let sum: u64 = (0..p.steps).map(|n| p.open_loop_at(n)).sum();
         assert_eq!(sum, p.open_loop_total);
         assert_eq!(sum, 75);
-    }
-
-    #[test]
-    fn huge_horizon_is_refused_for_memory() {
-        let s = Scenario {
-            horizon_s: 1e9,
-            step_ms: 1000.0,
-            window_ms: 1000.0,
-            ..Scenario::default()
-        };
-        let limits = Limits {
-            max_bytes: 1 << 30,
-            ..Limits::unlimited()
-        };
-        let err = Plan::new(&s, &limits).unwrap_err();
-        assert_eq!(err.field_name(), Some("horizon_s"), "{err}");
     }
 }

@@ -6,7 +6,8 @@
 //!
 //! The default scenario (docs/model.md): 2000 clients in a burst at t = 0, an outage over
 //! [0 s, 10 s), step = window = 100 ms, capacity 50 per window, refusal cost 0, base 100 ms,
-//! cap 20 s, constant pause 1 s, horizon 3600 s, seed 1, the six classic rules.
+//! cap 20 s, constant pause 1 s, horizon 3600 s, seed 1, the six classic rules, pauses in
+//! whole steps (`pauses = "steps"`).
 //!
 //! # Examples
 //!
@@ -36,16 +37,97 @@ pub struct Scenario {
     pub seed: u64,
     /// How long to simulate, in seconds.
     pub horizon_s: f64,
-    /// The time step in milliseconds; pauses are rounded up to whole steps, at least one.
+    /// The time step in milliseconds; every pause is a whole number of steps, at least one.
     pub step_ms: f64,
     /// The server's accounting window in milliseconds, a multiple of `step_ms`.
     pub window_ms: f64,
+    /// How the rules draw their pauses: in whole steps (the default) or in nanoseconds,
+    /// rounded up to whole steps (docs/model.md, "Pauses in whole steps or continuous").
+    pub pauses: Pauses,
     /// The clients.
     pub clients: Clients,
     /// The server.
     pub server: Server,
     /// The retry rules and their parameters.
     pub retry: Retry,
+}
+
+/// `pauses`: the unit in which the rules draw their pauses (docs/model.md).
+///
+/// Written `"steps"` or `"continuous"` in a scenario; anything else is an error naming
+/// `pauses`.
+///
+/// # Examples
+///
+/// ```
+/// use herd_sim::{Pauses, Scenario};
+///
+/// assert_eq!(Scenario::default().pauses, Pauses::Steps);
+/// let s = Scenario::from_toml_str("pauses = \"continuous\"\n")?;
+/// assert_eq!(s.pauses, Pauses::Continuous);
+/// let err = Scenario::from_toml_str("pauses = \"ticks\"\n").unwrap_err();
+/// assert_eq!(err.field_name(), Some("pauses"));
+/// # Ok::<(), herd_sim::ScenarioError>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Pauses {
+    /// The rule runs with `base`, `cap` and `pause` in whole steps (one unit, one step), so
+    /// its integer draws are whole steps; at least one step.
+    #[default]
+    Steps,
+    /// The rule runs in nanoseconds; each pause is rounded up to whole steps, at least one.
+    Continuous,
+}
+
+impl Pauses {
+    /// Both modes, the default first.
+    pub const ALL: [Pauses; 2] = [Pauses::Steps, Pauses::Continuous];
+
+    /// The name as written in scenarios and on the command line.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Pauses::Steps => "steps",
+            Pauses::Continuous => "continuous",
+        }
+    }
+}
+
+impl std::fmt::Display for Pauses {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Pauses {
+    type Err = ScenarioError;
+
+    /// `steps` or `continuous` (any case); anything else is an error naming `pauses`.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Pauses::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                ScenarioError::field(
+                    "pauses",
+                    format!("expected \"steps\" or \"continuous\", got \"{s}\""),
+                )
+            })
+    }
+}
+
+impl Serialize for Pauses {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Pauses {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse::<Pauses>()
+            .map_err(|e| serde::de::Error::custom(e.message()))
+    }
 }
 
 /// `[clients]`: who calls, when, and when they give up.
@@ -164,6 +246,7 @@ impl Default for Scenario {
             horizon_s: 3600.0,
             step_ms: 100.0,
             window_ms: 100.0,
+            pauses: Pauses::Steps,
             clients: Clients::default(),
             server: Server::default(),
             retry: Retry::default(),
@@ -252,7 +335,37 @@ impl Scenario {
     /// assert_eq!(err.line(), Some(2));
     /// ```
     pub fn from_toml_str_within(text: &str, limits: &Limits) -> Result<Self, ScenarioError> {
-        let scenario: Scenario = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        Self::from_toml_str_edited(text, limits, |_| {})
+    }
+
+    /// Parses a scenario file, applies `edit` (a command line's overrides, say), then checks
+    /// the result against `limits`: an override can make a file valid (`pauses` continuous
+    /// for times that are not whole steps), and an error still names the field's line.
+    ///
+    /// # Errors
+    ///
+    /// As [`Scenario::from_toml_str`], for the edited scenario.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use herd_sim::{Limits, Pauses, Scenario};
+    ///
+    /// let text = "[retry]\nbase_ms = 150\n"; // not a whole number of 100 ms steps
+    /// assert!(Scenario::from_toml_str(text).is_err());
+    /// let s = Scenario::from_toml_str_edited(text, &Limits::default(), |s| {
+    ///     s.pauses = Pauses::Continuous;
+    /// })?;
+    /// assert_eq!(s.retry.base_ms, 150.0);
+    /// # Ok::<(), herd_sim::ScenarioError>(())
+    /// ```
+    pub fn from_toml_str_edited(
+        text: &str,
+        limits: &Limits,
+        edit: impl FnOnce(&mut Scenario),
+    ) -> Result<Self, ScenarioError> {
+        let mut scenario: Scenario = toml::from_str(text).map_err(|e| toml_error(text, &e))?;
+        edit(&mut scenario);
         scenario.validate(limits).map_err(|e| locate(text, e))?;
         Ok(scenario)
     }

@@ -98,42 +98,52 @@ mod tests {
         Plan::new(&s, &Limits::unlimited()).unwrap()
     }
 
+    /// What a server of the default scenario with `edit` made answers to each `(step,
+    /// arrivals)` in turn.
+    fn verdicts(edit: impl FnOnce(&mut Scenario), arrivals: &[(u64, u64)]) -> Vec<Verdict> {
+        let p = plan(edit);
+        let mut server = ServerState::new(&p);
+        arrivals
+            .iter()
+            .map(|&(step, n)| server.arrive(step, n))
+            .collect()
+    }
+
     #[test]
     fn serves_min_of_arrivals_and_budget_without_refusal_cost() {
-        let p = plan(|s| s.window_ms = 300.0);
-        let mut server = ServerState::new(&p);
-        assert_eq!(server.arrive(99, 10), Verdict::Down);
-        // window 34 = steps 102..105
-        assert_eq!(server.arrive(102, 30), Verdict::Serve(30));
-        assert_eq!(server.arrive(103, 30), Verdict::Serve(20));
-        assert_eq!(server.arrive(104, 30), Verdict::Serve(0));
-        assert_eq!(server.arrive(105, 70), Verdict::Serve(50));
+        // Down before the outage ends; then window 34 = steps 102..105.
+        let arrivals = [(99, 10), (102, 30), (103, 30), (104, 30), (105, 70)];
+        assert_eq!(
+            verdicts(|s| s.window_ms = 300.0, &arrivals),
+            [
+                Verdict::Down,
+                Verdict::Serve(30),
+                Verdict::Serve(20),
+                Verdict::Serve(0),
+                Verdict::Serve(50)
+            ]
+        );
     }
 
     #[test]
     fn refusals_eat_the_budget() {
-        let p = plan(|s| s.server.refusal_cost = 0.1);
-        let mut server = ServerState::new(&p);
-        // (50 − 0.1·2000) / 0.9 < 0
-        assert_eq!(server.arrive(100, 2000), Verdict::Serve(0));
-        // (50 − 0.1·100) / 0.9 = 44.4 → 44, budget 50 − 44 − 5.6 = 0.4
-        assert_eq!(server.arrive(101, 100), Verdict::Serve(44));
+        // (50 − 0.1·2000) / 0.9 < 0; then (50 − 0.1·100) / 0.9 = 44.4 → 44, budget
+        // 50 − 44 − 5.6 = 0.4.
+        let served = verdicts(|s| s.server.refusal_cost = 0.1, &[(100, 2000), (101, 100)]);
+        assert_eq!(served, [Verdict::Serve(0), Verdict::Serve(44)]);
     }
 
     /// Regression: the float formula served 46 here; `47 + 0.1 · 30 = 50` exactly.
     #[test]
     fn exact_boundary_serves_the_last_client() {
-        let p = plan(|s| s.server.refusal_cost = 0.1);
-        let mut server = ServerState::new(&p);
-        assert_eq!(server.arrive(100, 77), Verdict::Serve(47));
+        let served = verdicts(|s| s.server.refusal_cost = 0.1, &[(100, 77)]);
+        assert_eq!(served, [Verdict::Serve(47)]);
     }
 
     #[test]
     fn collapse_serves_none() {
-        let p = plan(|s| s.server.collapse_above = 10);
-        let mut server = ServerState::new(&p);
-        assert_eq!(server.arrive(100, 11), Verdict::Collapsed);
-        assert_eq!(server.arrive(101, 10), Verdict::Serve(10));
+        let served = verdicts(|s| s.server.collapse_above = 10, &[(100, 11), (101, 10)]);
+        assert_eq!(served, [Verdict::Collapsed, Verdict::Serve(10)]);
     }
 
     #[test]

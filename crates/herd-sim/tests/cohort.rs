@@ -127,23 +127,76 @@ fn clients_up_to_the_cohort_limit() {
 fn what_the_cohort_engine_does_not_run_is_a_clear_error() {
     let sim = cohort_sim(&Scenario::default());
     assert!(sim.trace(RuleName::Full, 1).is_err());
-
-    let mut s = Scenario::default();
-    s.retry.budget_percent = 10.0;
-    let err = Simulation::with_engine(&s, &Limits::default(), Engine::Cohort).unwrap_err();
-    assert_eq!(err.field_name(), Some("retry.budget_percent"), "{err}");
 }
 
+/// A retry budget shared by a trillion clients, exactly: they all fail at step 0 and
+/// deposit 10 % of a retry each, so 10^11 of their retries are allowed and the rest denied;
+/// those retries meet the outage, find the budget spent, and give up too.
 #[test]
-fn work_is_bounded_by_limits() {
+fn a_budget_is_exact_for_a_trillion_clients() {
+    let mut s = scaled(cohort::MAX_CLIENTS);
+    s.retry.budget_percent = 10.0;
+    for rule in [
+        RuleName::Full,
+        RuleName::Exponential,
+        RuleName::Decorrelated,
+    ] {
+        let r = run(&cohort_sim(&s), rule, 1);
+        assert_eq!(r.requests, 1_100_000_000_000, "{rule}");
+        assert_eq!(
+            (r.gave_up, r.denied_by_budget),
+            (r.clients, r.clients),
+            "{rule}"
+        );
+    }
+    // The agent engine's budget, the library's own, at 2000 clients: the same shares.
+    let mut s = Scenario::default();
+    s.retry.budget_percent = 10.0;
+    for engine in Engine::ALL {
+        let sim = Simulation::with_engine(&s, &Limits::default(), engine).unwrap();
+        let r = run(&sim, RuleName::Full, 1);
+        assert_eq!((r.requests, r.denied_by_budget), (2200, 2000), "{engine:?}");
+    }
+}
+
+/// The cohort engine's work is its random draws, and the cap counts them. Regression: it
+/// used to count cohort updates (one per cohort per step it knocks), and a run whose every
+/// update splits a large cohort over a wide law (hundreds of binomial draws each) went on far
+/// past the cap.
+#[test]
+fn the_work_cap_counts_random_draws() {
+    // A million clients, `full` with 200 waits a law: few cohorts, many draws each.
+    let s = scaled(1_000_000);
+    let free = cohort_sim(&s);
+    let r = run(&free, RuleName::Full, 1);
+    // The cohort updates are at most the steps with arrivals times the distinct states at a
+    // step (failure counts, filed up to where the pause reaches the cap: 9 for 100 ms · 2^k
+    // up to 20 s); the old cap, counting them, let the run finish under this limit.
+    let steps_with_arrivals = r.series.arrivals.iter().filter(|&&a| a > 0).count() as u64;
+    let updates_at_most = steps_with_arrivals * 9;
     let limits = Limits {
+        max_run_attempts: updates_at_most,
+        ..Limits::default()
+    };
+    let capped = Simulation::with_engine(&s, &limits, Engine::Cohort).unwrap();
+    let err = capped.run(RuleName::Full, 1).unwrap_err();
+    assert_eq!(err.field_name(), Some("step_ms"), "{err}");
+    assert!(
+        err.to_string()
+            .contains(&format!("more than {updates_at_most} random draws")),
+        "{err}"
+    );
+    // Deterministic rules draw only the served split: a cap well above it lets them run.
+    let exponential = run(&capped, RuleName::Exponential, 1);
+    assert_eq!(exponential.served, 1_000_000);
+    // A tiny cap stops any jittered run.
+    let tiny = Limits {
         max_run_attempts: 50,
         ..Limits::default()
     };
-    let sim = Simulation::with_engine(&Scenario::default(), &limits, Engine::Cohort).unwrap();
+    let sim = Simulation::with_engine(&Scenario::default(), &tiny, Engine::Cohort).unwrap();
     let err = sim.run(RuleName::Full, 1).unwrap_err();
-    assert_eq!(err.field_name(), Some("clients.count"), "{err}");
-    assert!(err.to_string().contains("cohort updates"), "{err}");
+    assert!(err.to_string().contains("random draws"), "{err}");
 }
 
 proptest::proptest! {

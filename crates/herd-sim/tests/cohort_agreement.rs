@@ -22,12 +22,13 @@
 //!
 //! Figures: half-served time, all-served time, requests per client, served and gave-up counts,
 //! and arrivals per block of 10 windows over the first 60 blocks. Scenarios: the default
-//! storm, one using every feature of the model, and the sixty-console scene (1 ms steps under
-//! a 30 s cap). Rules without jitter must agree exactly, run for run, in the lone bursts.
+//! storm (pauses in whole steps, and again continuous), one using every feature of the model,
+//! and the sixty-console scene (1 ms steps under a 30 s cap, continuous pauses). Rules
+//! without jitter must agree exactly, run for run, in the lone bursts.
 //! 200 seeds per engine in release builds, 40 in debug builds (CI), so the suite stays well
 //! under a minute there.
 use herd::RuleName;
-use herd_sim::{Clients, Engine, Limits, RunResult, Scenario, Server, Simulation};
+use herd_sim::{Clients, Engine, Limits, Pauses, RunResult, Scenario, Server, Simulation};
 
 const SEEDS: u64 = if cfg!(debug_assertions) { 40 } else { 200 };
 /// The cohort engine's seeds start here; the agent's at 1.
@@ -177,7 +178,8 @@ fn default_scenario_every_rule_agrees() {
 }
 
 /// Every feature of the model at once: refusal cost, collapse, warm-up, Retry-After, a
-/// timeout, an attempt limit, a deadline and an open-loop stream on top of the burst.
+/// timeout, an attempt limit, a deadline, a retry budget and an open-loop stream on top of
+/// the burst.
 fn everything() -> Scenario {
     let d = Scenario::default();
     Scenario {
@@ -197,6 +199,10 @@ fn everything() -> Scenario {
             warmup_s: 3.0,
             retry_after_s: 0.25,
             timeout_s: 0.2,
+        },
+        retry: herd_sim::Retry {
+            budget_percent: 50.0,
+            ..d.retry
         },
         ..d
     }
@@ -250,5 +256,20 @@ fn long_retry_after_every_rule_agrees() {
         // The jitter makes every rule random, so no run-for-run comparison.
         let worst = agree(&scenario, rule, false);
         eprintln!("retry-after {rule}: worst |diff| / tolerance = {worst:.2}");
+    }
+}
+
+/// The default storm with continuous pauses (`pauses = "continuous"`): the tests above run
+/// whole steps, the default, where `decorrelated`'s memory is a whole number of steps and the
+/// cohort engine keeps it exactly; here it is nanoseconds, quantized in cells (`cohort/law.rs`).
+#[test]
+fn continuous_pauses_every_rule_agrees() {
+    let scenario = Scenario {
+        pauses: Pauses::Continuous,
+        ..Scenario::default()
+    };
+    for rule in rules() {
+        let worst = agree(&scenario, rule, true);
+        eprintln!("continuous {rule}: worst |diff| / tolerance = {worst:.2}");
     }
 }

@@ -11,6 +11,13 @@ fn sim(s: &Scenario) -> Simulation {
     Simulation::new(s, &Limits::unlimited()).expect("valid scenario")
 }
 
+/// The default scenario with `edit` made to it.
+fn sim_with(edit: impl FnOnce(&mut Scenario)) -> Simulation {
+    let mut s = Scenario::default();
+    edit(&mut s);
+    sim(&s)
+}
+
 #[test]
 fn same_seed_same_result_and_trace_matches_run() {
     let s = Scenario {
@@ -44,10 +51,10 @@ fn same_seed_same_result_and_trace_matches_run() {
 
 #[test]
 fn progress_is_reported_and_changes_nothing() {
-    let mut s = Scenario::default();
-    s.clients.count = 20_000;
-    s.server.capacity = 500;
-    let sim = sim(&s);
+    let sim = sim_with(|s| {
+        s.clients.count = 20_000;
+        s.server.capacity = 500;
+    });
     let mut seen = Vec::new();
     let r = sim
         .run_with_progress(RuleName::Immediate, 1, |done| seen.push(done))
@@ -60,19 +67,19 @@ fn progress_is_reported_and_changes_nothing() {
 
 #[test]
 fn open_loop_arrivals_are_clients_too() {
-    let mut s = Scenario::default();
-    s.clients.arrivals_per_s = 10.0;
-    s.horizon_s = 100.0;
-    let r = sim(&s).run(RuleName::Full, 1).unwrap();
+    let r = sim_with(|s| {
+        s.clients.arrivals_per_s = 10.0;
+        s.horizon_s = 100.0;
+    })
+    .run(RuleName::Full, 1)
+    .unwrap();
     assert_eq!(r.clients, 2000 + 1000);
     conserved(&r);
 }
 
 #[test]
 fn deadline_gives_up_and_never_attempts_late() {
-    let mut s = Scenario::default();
-    s.clients.deadline_s = 5.0;
-    let sim = sim(&s);
+    let sim = sim_with(|s| s.clients.deadline_s = 5.0);
     let (r, trace) = sim.trace(RuleName::Exponential, 1).unwrap();
     // Everyone is still in the outage at 5 s: all give up, the last attempt before 5 s.
     assert_eq!(r.gave_up, 2000);
@@ -88,9 +95,9 @@ fn deadline_gives_up_and_never_attempts_late() {
 
 #[test]
 fn retry_after_holds_clients_back() {
-    let mut s = Scenario::default();
-    s.server.retry_after_s = 2.0;
-    let r = sim(&s).run(RuleName::Immediate, 1).unwrap();
+    let r = sim_with(|s| s.server.retry_after_s = 2.0)
+        .run(RuleName::Immediate, 1)
+        .unwrap();
     // During the outage there is no Retry-After: immediate knocks every step. After it, the
     // refused wait 2 s plus a jitter of 0–10 % (20, 21 or 22 steps), so they come back over
     // several steps, 50 served in each, and the jitter widens the spread at every round.
@@ -192,9 +199,9 @@ fn clients_refused_together_do_not_come_back_together() {
 
 #[test]
 fn timeout_delays_every_retry() {
-    let mut s = Scenario::default();
-    s.server.timeout_s = 0.4;
-    let r = sim(&s).run(RuleName::Constant, 1).unwrap();
+    let r = sim_with(|s| s.server.timeout_s = 0.4)
+        .run(RuleName::Constant, 1)
+        .unwrap();
     // Attempts every 1.4 s: 0, 1.4, … 9.8 down; 11.2 first served.
     assert_eq!(r.series.served.iter().position(|&x| x > 0), Some(112));
     conserved(&r);
@@ -278,9 +285,9 @@ fn work_limit_stops_a_run_with_an_error() {
 
 #[test]
 fn trace_refuses_big_scenes() {
-    let mut s = Scenario::default();
-    s.clients.count = 1_000_000;
-    let err = sim(&s).trace(RuleName::Full, 1).unwrap_err();
+    let err = sim_with(|s| s.clients.count = 1_000_000)
+        .trace(RuleName::Full, 1)
+        .unwrap_err();
     assert_eq!(err.field_name(), Some("clients.count"));
 }
 
@@ -339,6 +346,8 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
                 horizon_s: 40.0,
                 step_ms: 100.0,
                 window_ms: 100.0 * window_steps as f64,
+                // Both ways of drawing pauses.
+                pauses: herd_sim::Pauses::ALL[(seed % 2) as usize],
                 clients: herd_sim::Clients {
                     count,
                     start_s: start,

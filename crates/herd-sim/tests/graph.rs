@@ -7,7 +7,7 @@ use herd_sim::graph::{
 #[path = "support/graphs.rs"]
 mod graphs;
 
-use graphs::shipped;
+use graphs::{line, shipped};
 
 const CLASSIC: Options = Options { layer_aware: false };
 const AWARE: Options = Options { layer_aware: true };
@@ -161,20 +161,11 @@ fn partial_failure_follows_the_geometric_sum() {
 #[test]
 fn callee_failure_combines_with_edge_failure() {
     // q = 1 − (1 − p)(1 − f) with p = 0.2 on the edge and f = 0.5 for the callee.
-    let g = Graph::from_toml(
-        r#"
-        entry = "a"
-        [[service]]
-        name = "a"
-        calls = [{ to = "b", attempts = 3, failure_probability = 0.2 }]
-        [[service]]
-        name = "b"
-        calls = [{ to = "c", attempts = 1, failure_probability = 0.5 }]
-        [[service]]
-        name = "c"
-        "#,
-    )
-    .expect("valid");
+    let edges = [
+        "attempts = 3, failure_probability = 0.2",
+        "attempts = 1, failure_probability = 0.5",
+    ];
+    let g = line(&edges, false);
     let q: f64 = 1.0 - 0.8 * 0.5;
     let p = predict(&g, CLASSIC).expect("prediction");
     let b = 1.0 + q + q * q;
@@ -185,18 +176,7 @@ fn callee_failure_combines_with_edge_failure() {
 #[test]
 fn budget_caps_retries_per_first_attempt() {
     // Always failing callee, 5 attempts: 4 retries wanted, a 50 % budget allows 0.5.
-    let g = Graph::from_toml(
-        r#"
-        entry = "a"
-        [[service]]
-        name = "a"
-        calls = [{ to = "b", attempts = 5, budget_percent = 50 }]
-        [[service]]
-        name = "b"
-        fails = true
-        "#,
-    )
-    .expect("valid");
+    let g = line(&["attempts = 5, budget_percent = 50"], true);
     assert_eq!(receives(&g, CLASSIC), [1.0, 1.5]);
     // A budget larger than the demand changes nothing: p = 0.1, k = 3 wants 0.11 retries.
     let call = Call {
@@ -296,12 +276,7 @@ fn cycles_are_named() {
     );
     assert_eq!(e, "the graph has a cycle: b → c → b");
     let e = error_of(
-        r#"
-        entry = "a"
-        [[service]]
-        name = "a"
-        calls = [{ to = "a", attempts = 2 }]
-        "#,
+        "entry = \"a\"\n[[service]]\nname = \"a\"\ncalls = [{ to = \"a\", attempts = 2 }]",
     );
     assert_eq!(e, "the graph has a cycle: a → a");
 }

@@ -7,7 +7,7 @@ use proptest::prelude::*;
 #[path = "support/graphs.rs"]
 mod graphs;
 
-use graphs::shipped;
+use graphs::{line, shipped};
 
 fn check(g: &Graph, options: Options, requests: u64, seed: u64) {
     let exact = predict(g, options).expect("prediction");
@@ -53,18 +53,17 @@ fn partial_failure_graph_with_budgets_is_labelled_and_agrees() {
     assert_eq!(p.exactness, Exactness::Exact);
 }
 
-/// a → b (3 attempts), b → c (3 attempts, answers lost with 0.5, 10 % budget).
-const CORRELATED: &str = r#"
-    entry = "a"
-    [[service]]
-    name = "a"
-    calls = [{ to = "b", attempts = 3 }]
-    [[service]]
-    name = "b"
-    calls = [{ to = "c", attempts = 3, failure_probability = 0.5, budget_percent = 10 }]
-    [[service]]
-    name = "c"
-"#;
+/// a → b (3 attempts), b → c (3 attempts, answers lost with 0.5, 10 % budget); the
+/// services are named s0, s1, s2.
+fn correlated() -> Graph {
+    line(
+        &[
+            "attempts = 3",
+            "attempts = 3, failure_probability = 0.5, budget_percent = 10",
+        ],
+        false,
+    )
+}
 
 /// Regression: the figure treated a's successive retries of b as meeting independent budget
 /// states and printed 1.6525 for b. A retry of b follows a failure of b, which is likelier
@@ -72,7 +71,7 @@ const CORRELATED: &str = r#"
 /// requests over 4 seeds (batch-means standard errors), not one seed.
 #[test]
 fn correlated_budget_states_are_exact() {
-    let g = Graph::from_toml(CORRELATED).unwrap();
+    let g = correlated();
     let p = predict(&g, Options::default()).unwrap();
     let Exactness::Stationary {
         truncation_error, ..
@@ -98,18 +97,7 @@ fn correlated_budget_states_are_exact() {
 
 #[test]
 fn a_binding_budget_is_held_to_its_ratio() {
-    let g = Graph::from_toml(
-        r#"
-        entry = "a"
-        [[service]]
-        name = "a"
-        calls = [{ to = "b", attempts = 5, budget_percent = 25 }]
-        [[service]]
-        name = "b"
-        fails = true
-        "#,
-    )
-    .expect("valid");
+    let g = line(&["attempts = 5, budget_percent = 25"], true);
     let exact = predict(&g, Options::default()).expect("prediction");
     let sim = simulate(&g, Options::default(), &exact, 10_000, 3).expect("simulation");
     // The bucket starts empty: 10 000 first attempts earn 2 500 tokens, all spent.

@@ -9,11 +9,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use herd::RuleName;
-use herd_sim::{Limits, RunResult, Scenario, Simulation};
+use herd_sim::{Limits, Pauses, RunResult, Scenario, Simulation};
 
 /// Seeds per side: enough that each mean's standard error is a few tenths of a percent.
 const SEEDS: u64 = 40;
-/// Standard errors of the difference allowed (12 comparisons: about 1 in 1 000 false alarms).
+/// Standard errors of the difference allowed (21 comparisons: about 1 in 750 false alarms).
 const Z: f64 = 4.0;
 
 fn python() -> Option<&'static str> {
@@ -89,57 +89,71 @@ fn mean_se(xs: &[f64]) -> (f64, f64) {
     (m, (var / n).sqrt())
 }
 
+/// Both ways of drawing pauses: in whole steps (the reference draws integer ticks from the
+/// rules' definitions) and continuously (real numbers, rounded up).
 #[test]
 fn jittered_rules_agree_in_distribution_with_independent_draws() {
     let Some(py) = python() else { return };
     // The default storm at a fifth of the size: 400 clients, 10 answers per 100 ms, a 10 s
     // outage, and refusals costing a tenth (exact arithmetic on both sides).
-    let s = scenario(400, 10, 0.1, 10.0);
+    let mut s = scenario(400, 10, 0.1, 10.0);
     let seeds = SEEDS.to_string();
-    for rule in ["full", "equal", "decorrelated", "grpc"] {
-        let theirs = reference(
-            py,
-            &[
-                "--rule",
-                rule,
-                "--clients",
-                "400",
-                "--capacity",
-                "10",
-                "--refusal-cost",
-                "0.1",
-                "--draws",
-                "independent",
-                "--seed",
-                "1000",
-                "--seeds",
-                &seeds,
-            ],
-        );
-        assert_eq!(theirs.len() as u64, SEEDS);
-        let name: RuleName = rule.parse().unwrap();
-        let ours: Vec<RunResult> = (1..=SEEDS).map(|seed| engine(&s, name, seed)).collect();
-        for metric in ["requests_per_client", "half_served_s", "all_served_s"] {
-            let ours: Vec<f64> = ours
-                .iter()
-                .map(|r| match metric {
-                    "requests_per_client" => r.requests_per_client,
-                    "half_served_s" => r.half_served_s.expect("half served"),
-                    _ => r.all_served_s.expect("all served"),
-                })
-                .collect();
-            let theirs: Vec<f64> = theirs
-                .iter()
-                .map(|v| v[metric].as_f64().expect("a number"))
-                .collect();
-            let ((a, sa), (b, sb)) = (mean_se(&ours), mean_se(&theirs));
-            let se = (sa * sa + sb * sb).sqrt();
-            assert!(
-                (a - b).abs() <= Z * se,
-                "{rule} {metric}: engine {a:.4} ± {sa:.4}, reference {b:.4} ± {sb:.4} \
-                 ({:.1} standard errors apart)",
-                (a - b).abs() / se
+    let modes = [
+        (Pauses::Steps, &["full", "equal", "decorrelated"][..]),
+        (
+            Pauses::Continuous,
+            &["full", "equal", "decorrelated", "grpc"][..],
+        ),
+    ];
+    for (pauses, rules) in modes {
+        s.pauses = pauses;
+        for &rule in rules {
+            let theirs = reference(
+                py,
+                &[
+                    "--rule",
+                    rule,
+                    "--clients",
+                    "400",
+                    "--capacity",
+                    "10",
+                    "--refusal-cost",
+                    "0.1",
+                    "--draws",
+                    "independent",
+                    "--pauses",
+                    pauses.as_str(),
+                    "--seed",
+                    "1000",
+                    "--seeds",
+                    &seeds,
+                ],
             );
+            assert_eq!(theirs.len() as u64, SEEDS);
+            let name: RuleName = rule.parse().unwrap();
+            let ours: Vec<RunResult> = (1..=SEEDS).map(|seed| engine(&s, name, seed)).collect();
+            for metric in ["requests_per_client", "half_served_s", "all_served_s"] {
+                let ours: Vec<f64> = ours
+                    .iter()
+                    .map(|r| match metric {
+                        "requests_per_client" => r.requests_per_client,
+                        "half_served_s" => r.half_served_s.expect("half served"),
+                        _ => r.all_served_s.expect("all served"),
+                    })
+                    .collect();
+                let theirs: Vec<f64> = theirs
+                    .iter()
+                    .map(|v| v[metric].as_f64().expect("a number"))
+                    .collect();
+                let ((a, sa), (b, sb)) = (mean_se(&ours), mean_se(&theirs));
+                let se = (sa * sa + sb * sb).sqrt();
+                assert!(
+                    (a - b).abs() <= Z * se,
+                    "{rule} {metric} ({pauses}): engine {a:.4} ± {sa:.4}, reference {b:.4} ± {sb:.4} \
+                 ({:.1} standard errors apart)",
+                    (a - b).abs() / se
+                );
+            }
         }
     }
 }

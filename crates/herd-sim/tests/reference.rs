@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use herd::rng::{Rng, SplitMix64};
 use herd::{RuleName, RuleParams, RuleState};
-use herd_sim::{LatencyDistribution, Limits, Scenario, Simulation};
+use herd_sim::{LatencyDistribution, Limits, Pauses, Scenario, Simulation};
 use proptest::prelude::*;
 
 fn ns(seconds: f64) -> u64 {
@@ -79,10 +79,21 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
         let k = (n - start) as f64;
         ((per_step * (k + 1.0)).floor() - (per_step * k).floor()) as u64
     };
+    // With `pauses = "steps"` the rules of integer draws take their times in whole steps
+    // (one unit a step) and a pause of `p` units waits `max(1, p)` steps; otherwise the
+    // times are nanoseconds and a pause waits `max(1, ceil(p / step))` steps.
+    let in_steps =
+        s.pauses == Pauses::Steps && !matches!(rule, RuleName::Grpc | RuleName::DecorrelatedV2);
+    let unit = if in_steps { step } else { 1 };
+    let units_per_step = step / unit;
+    let time = |ms: f64| {
+        let t = ns(ms / 1000.0);
+        Duration::from_nanos(t / unit)
+    };
     let params = RuleParams {
-        base: Duration::from_nanos(ns(s.retry.base_ms / 1000.0)),
-        cap: Duration::from_nanos(ns(s.retry.cap_ms / 1000.0)),
-        pause: Duration::from_nanos(ns(s.retry.pause_ms / 1000.0)),
+        base: time(s.retry.base_ms),
+        cap: time(s.retry.cap_ms),
+        pause: time(s.retry.pause_ms),
         ..RuleParams::default()
     };
     let rule = rule.build(&params).unwrap();
@@ -156,7 +167,7 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
                 continue;
             }
             let pause = rule.pause(&mut states[c], &mut rng);
-            let mut wait = ceil_div(pause.as_nanos() as u64, step).max(1);
+            let mut wait = ceil_div(pause.as_nanos() as u64, units_per_step).max(1);
             if up && retry_after > 0 {
                 // Retry-After as `herd::server_delay::decide` documents it, in steps: stop
                 // when the delay is longer than the longest honoured, or does not end before
@@ -262,6 +273,8 @@ fn agrees_on_the_shipped_scenes() {
         include_str!("../../../scenarios/default.toml"),
         include_str!("../../../scenarios/six-clients.toml"),
         include_str!("../../../scenarios/sixty-consoles.toml"),
+        include_str!("../../../scenarios/refusal-cost.toml"),
+        "pauses = \"continuous\"\n",
     ] {
         let s = Scenario::from_toml_str(text).unwrap();
         for rule in s.retry.rules.clone() {
@@ -315,6 +328,8 @@ fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
                 s.clients.latency.mean_ms = l.1 + 1.0;
                 s.clients.latency.sd_ms = l.2;
             }
+            // Both ways of drawing pauses (a bit of the seed the rule index does not use).
+            s.pauses = Pauses::ALL[((m.4 >> 7) & 1) as usize];
             (s, m.3, m.4)
         })
 }

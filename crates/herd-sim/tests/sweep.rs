@@ -94,11 +94,27 @@ fn override_errors_name_the_flag_and_field() {
 
 #[test]
 fn contradictory_cells_are_named() {
-    // Each value is fine alone; together the window is not a multiple of the step.
-    let err = sweep(&["step_ms=100,300", "window_ms=600"], &[RuleName::Full], 1);
+    // Each value is fine alone; together the window is not a multiple of the step. Steps of
+    // 300 ms hold the rules' 100 ms base only with continuous pauses.
+    let continuous: Value = toml::from_str(&format!("pauses = \"continuous\"\n{SMALL}")).unwrap();
+    let err = Sweep::new(
+        &continuous,
+        axes(&["step_ms=100,300", "window_ms=600"]),
+        Some(&[RuleName::Full]),
+        None,
+        1,
+        &Limits::default(),
+    )
+    .map_err(|e| e.to_string());
     assert!(
         err.is_ok(),
         "300 alone contradicts the base's window, not the cell: {err:?}"
+    );
+    // In whole steps, the cell's step does not divide the rules' pauses: named too.
+    let err = sweep(&["step_ms=100,300", "window_ms=600"], &[RuleName::Full], 1).unwrap_err();
+    assert!(
+        err.starts_with("cell step_ms=300, window_ms=600: retry.pause_ms: 1000 ms is not a whole number of steps"),
+        "{err}"
     );
     let err = sweep(&["step_ms=100,400", "window_ms=1000"], &[RuleName::Full], 1).unwrap_err();
     assert!(

@@ -19,7 +19,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use backon::BlockingRetryable as _;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use herd::Rule;
 use herd::breaker::{BreakerConfig, CircuitBreaker};
 use herd::budget::{BudgetConfig, GrpcThrottle, GrpcThrottleConfig, RetryBudget};
@@ -39,28 +40,25 @@ fn first_attempt_success(c: &mut Criterion) {
 
     group.bench_function("direct", |b| b.iter(|| operation(black_box(7)).ok()));
 
-    let policy = RetryPolicy::builder(rule)
+    // Three attempts within 10 s, as the other settings below are added to it.
+    let base = RetryPolicy::builder(rule)
         .max_attempts(3)
-        .deadline(Duration::from_secs(10))
-        .build()
-        .expect("valid");
+        .deadline(Duration::from_secs(10));
+    let first_on_system_clock = |policy: &RetryPolicy| {
+        policy
+            .call(|_| operation(black_box(7)))
+            .run()
+            .ok()
+            .map(|s| s.value)
+    };
+
+    let policy = base.clone().build().expect("valid");
     group.bench_function("herd/blocking", |b| {
-        b.iter(|| {
-            policy
-                .call(|_| operation(black_box(7)))
-                .run()
-                .ok()
-                .map(|s| s.value)
-        })
+        b.iter(|| first_on_system_clock(&policy))
     });
 
     let fake = FakeClock::new();
-    let on_fake_clock = RetryPolicy::builder(rule)
-        .max_attempts(3)
-        .deadline(Duration::from_secs(10))
-        .clock(fake.clone())
-        .build()
-        .expect("valid");
+    let on_fake_clock = base.clone().clock(fake.clone()).build().expect("valid");
     group.bench_function("herd/blocking/fake-clock", |b| {
         b.iter(|| {
             on_fake_clock
@@ -73,21 +71,9 @@ fn first_attempt_success(c: &mut Criterion) {
 
     let budget = RetryBudget::new(BudgetConfig::default(), SystemClock::new()).expect("valid");
     let breaker = CircuitBreaker::new(BreakerConfig::default(), SystemClock::new()).expect("valid");
-    let guarded = RetryPolicy::builder(rule)
-        .max_attempts(3)
-        .deadline(Duration::from_secs(10))
-        .budget(budget)
-        .breaker(breaker)
-        .build()
-        .expect("valid");
+    let guarded = base.budget(budget).breaker(breaker).build().expect("valid");
     group.bench_function("herd/blocking+budget+breaker", |b| {
-        b.iter(|| {
-            guarded
-                .call(|_| operation(black_box(7)))
-                .run()
-                .ok()
-                .map(|s| s.value)
-        })
+        b.iter(|| first_on_system_clock(&guarded))
     });
 
     let builder = backon::ExponentialBuilder::default()
@@ -99,6 +85,32 @@ fn first_attempt_success(c: &mut Criterion) {
         b.iter(|| (|| operation(black_box(7))).retry(builder).call().ok())
     });
     group.finish();
+}
+
+/// Benches `pair` on `shared` while a second thread runs it in a loop on a clone of the same
+/// handle, so both threads hit one budget.
+fn with_a_second_thread<T, P>(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    name: &str,
+    shared: T,
+    pair: P,
+) where
+    T: Clone + Send + 'static,
+    P: Fn(&T) -> bool + Copy + Send + 'static,
+{
+    let stop = Arc::new(AtomicBool::new(false));
+    let other = {
+        let shared = shared.clone();
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                black_box(pair(&shared));
+            }
+        })
+    };
+    group.bench_function(name, |b| b.iter(|| black_box(pair(&shared))));
+    stop.store(true, Ordering::Relaxed);
+    other.join().expect("the second thread does not panic");
 }
 
 fn budget(c: &mut Criterion) {
@@ -126,25 +138,15 @@ fn budget(c: &mut Criterion) {
     });
 
     let shared = RetryBudget::new(config, SystemClock::new()).expect("valid");
-    let stop = Arc::new(AtomicBool::new(false));
-    let other = {
-        let shared = shared.clone();
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                shared.deposit();
-                black_box(shared.withdraw());
-            }
-        })
-    };
-    group.bench_function("deposit+withdraw/system-clock/2-threads", |b| {
-        b.iter(|| {
-            shared.deposit();
-            black_box(shared.withdraw())
-        })
-    });
-    stop.store(true, Ordering::Relaxed);
-    other.join().expect("the second thread does not panic");
+    with_a_second_thread(
+        &mut group,
+        "deposit+withdraw/system-clock/2-threads",
+        shared,
+        |b| {
+            b.deposit();
+            b.withdraw()
+        },
+    );
 
     // tower's budget (feature `retry`): the same request + retry-check pair.
     {
@@ -157,25 +159,15 @@ fn budget(c: &mut Criterion) {
             })
         });
         let tps = Arc::new(TpsBudget::new(Duration::from_secs(10), 10, 0.1));
-        let stop = Arc::new(AtomicBool::new(false));
-        let other = {
-            let tps = Arc::clone(&tps);
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    tps.deposit();
-                    black_box(tps.withdraw());
-                }
-            })
-        };
-        group.bench_function("tower-TpsBudget/deposit+withdraw/2-threads", |b| {
-            b.iter(|| {
-                tps.deposit();
-                black_box(tps.withdraw())
-            })
-        });
-        stop.store(true, Ordering::Relaxed);
-        other.join().expect("the second thread does not panic");
+        with_a_second_thread(
+            &mut group,
+            "tower-TpsBudget/deposit+withdraw/2-threads",
+            tps,
+            |b| {
+                b.deposit();
+                b.withdraw()
+            },
+        );
     }
 
     let throttle = GrpcThrottle::new(GrpcThrottleConfig::default()).expect("valid");

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -41,11 +40,7 @@ async fn flaky(State(hits): State<Arc<AtomicUsize>>, body: Bytes) -> impl IntoRe
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let hits = Arc::new(AtomicUsize::new(0));
-    let app = Router::new()
-        .route("/doc", put(flaky))
-        .with_state(Arc::clone(&hits));
-    let addr = common::serve(app).await?;
+    let (addr, _) = common::serve_counting("/doc", put(flaky)).await?;
 
     let policy = common::quick_policy(4, Duration::from_secs(5))?
         .clock(TokioClock::new())

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
@@ -33,11 +32,7 @@ async fn flaky(State(hits): State<Arc<AtomicUsize>>) -> impl IntoResponse {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let hits = Arc::new(AtomicUsize::new(0));
-    let app = Router::new()
-        .route("/", get(flaky))
-        .with_state(Arc::clone(&hits));
-    let addr = common::serve(app).await?;
+    let (addr, hits) = common::serve_counting("/", get(flaky)).await?;
 
     let policy = common::quick_policy(3, Duration::from_secs(5))?
         .clock(TokioClock::new())

@@ -189,48 +189,27 @@ impl Default for BreakerConfig {
     }
 }
 
+/// Writes a by-value setter for each field named, documented as setting it.
+macro_rules! setters {
+    ($($field:ident: $ty:ty),* $(,)?) => {$(
+        #[doc = concat!("Sets [`", stringify!($field), "`](Self::", stringify!($field), ").")]
+        #[must_use]
+        pub const fn $field(mut self, $field: $ty) -> Self {
+            self.$field = $field;
+            self
+        }
+    )*};
+}
+
 impl BreakerConfig {
-    /// Sets [`failure_rate`](Self::failure_rate).
-    #[must_use]
-    pub const fn failure_rate(mut self, rate: f64) -> Self {
-        self.failure_rate = rate;
-        self
-    }
-    /// Sets [`window`](Self::window).
-    #[must_use]
-    pub const fn window(mut self, window: Duration) -> Self {
-        self.window = window;
-        self
-    }
-    /// Sets [`min_calls`](Self::min_calls).
-    #[must_use]
-    pub const fn min_calls(mut self, calls: u32) -> Self {
-        self.min_calls = calls;
-        self
-    }
-    /// Sets [`cool_down`](Self::cool_down).
-    #[must_use]
-    pub const fn cool_down(mut self, cool_down: Duration) -> Self {
-        self.cool_down = cool_down;
-        self
-    }
-    /// Sets [`cool_down_jitter`](Self::cool_down_jitter).
-    #[must_use]
-    pub const fn cool_down_jitter(mut self, jitter: f64) -> Self {
-        self.cool_down_jitter = jitter;
-        self
-    }
-    /// Sets [`half_open_probes`](Self::half_open_probes).
-    #[must_use]
-    pub const fn half_open_probes(mut self, probes: u32) -> Self {
-        self.half_open_probes = probes;
-        self
-    }
-    /// Sets [`permanent`](Self::permanent).
-    #[must_use]
-    pub const fn permanent(mut self, permanent: PermanentErrors) -> Self {
-        self.permanent = permanent;
-        self
+    setters! {
+        failure_rate: f64,
+        window: Duration,
+        min_calls: u32,
+        cool_down: Duration,
+        cool_down_jitter: f64,
+        half_open_probes: u32,
+        permanent: PermanentErrors,
     }
 }
 
@@ -303,25 +282,12 @@ struct Shared<C> {
 
 /// A circuit breaker over a sliding window of calls. `Clone` gives another handle onto the
 /// same breaker.
+#[derive(Clone)]
 pub struct CircuitBreaker<C: Clock = SystemClock> {
     shared: Arc<Shared<C>>,
 }
 
-impl<C: Clock> Clone for CircuitBreaker<C> {
-    fn clone(&self) -> Self {
-        Self {
-            shared: Arc::clone(&self.shared),
-        }
-    }
-}
-
-impl<C: Clock> fmt::Debug for CircuitBreaker<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CircuitBreaker")
-            .field("state", &self.state())
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_handle!(CircuitBreaker<C>, "state", state);
 
 impl<C: Clock> CircuitBreaker<C> {
     /// A closed breaker whose cool-down jitter is drawn from a per-breaker random seed.
@@ -405,9 +371,11 @@ impl<C: Clock> CircuitBreaker<C> {
             // Only a breaker that is not closed needs the time: the closed fast path reads
             // no clock.
             Phase::Closed => return Some(BreakerPermit::new(inner.generation)),
-            Phase::Open { until } => {
+            Phase::HalfOpen { issued, .. } if issued < probes => {}
+            // Open, or half-open with every probe out: a fresh round once the wait is over.
+            Phase::Open { .. } | Phase::HalfOpen { .. } => {
                 let now = self.now();
-                if now < until {
+                if self.refuses_in(&inner.phase, now) {
                     return None;
                 }
                 self.enter(
@@ -419,21 +387,6 @@ impl<C: Clock> CircuitBreaker<C> {
                     },
                 );
             }
-            Phase::HalfOpen { issued, since, .. } if issued >= probes => {
-                let now = self.now();
-                if now.saturating_sub(since) < saturating_nanos(self.shared.config.cool_down) {
-                    return None;
-                }
-                self.enter(
-                    &mut inner,
-                    Phase::HalfOpen {
-                        issued: 0,
-                        succeeded: 0,
-                        since: now,
-                    },
-                );
-            }
-            Phase::HalfOpen { .. } => {}
         }
         let generation = inner.generation;
         match &mut inner.phase {
@@ -454,7 +407,13 @@ impl<C: Clock> CircuitBreaker<C> {
         }
         let now = self.now();
         let inner = self.lock();
-        match inner.phase {
+        self.refuses_in(&inner.phase, now)
+    }
+
+    /// Whether `phase` refuses an attempt at `now`: open with the cool-down still running, or
+    /// half-open with every probe out and the round not yet expired.
+    fn refuses_in(&self, phase: &Phase, now: u64) -> bool {
+        match *phase {
             Phase::Closed => false,
             Phase::Open { until } => now < until,
             Phase::HalfOpen { issued, since, .. } => {
@@ -579,6 +538,8 @@ impl<C: Clock> Breaker for CircuitBreaker<C> {
 mod tests {
     use super::*;
     use crate::clock::FakeClock;
+    use BreakerOutcome::{Failure, Success};
+    use BreakerState::{Closed, HalfOpen, Open};
 
     /// A call admitted now whose outcome is recorded at once.
     fn call(b: &CircuitBreaker<FakeClock>, outcome: BreakerOutcome) {
@@ -586,12 +547,50 @@ mod tests {
         b.record(permit, outcome);
     }
 
+    /// The state right after `outcome` is recorded under `permit`.
+    fn recorded(
+        b: &CircuitBreaker<FakeClock>,
+        permit: BreakerPermit,
+        outcome: BreakerOutcome,
+    ) -> BreakerState {
+        b.record(permit, outcome);
+        b.state()
+    }
+
+    /// Fails `failures` calls, which must open the breaker, then waits out its 5 s cool-down.
+    fn half_open(b: &CircuitBreaker<FakeClock>, clock: &FakeClock, failures: u32) {
+        for _ in 0..failures {
+            fail(b);
+        }
+        assert_eq!(b.state(), Open);
+        clock.advance(Duration::from_secs(5));
+    }
+
+    /// A permit admitted while closed and still out when `failures` failures have opened the
+    /// breaker and its cool-down has ended: an answer from an earlier state.
+    fn late_permit(
+        b: &CircuitBreaker<FakeClock>,
+        clock: &FakeClock,
+        failures: u32,
+    ) -> BreakerPermit {
+        let permit = b.try_acquire().unwrap();
+        half_open(b, clock, failures);
+        permit
+    }
+
     fn fail(b: &CircuitBreaker<FakeClock>) {
-        call(b, BreakerOutcome::Failure);
+        call(b, Failure);
     }
 
     fn succeed(b: &CircuitBreaker<FakeClock>) {
-        call(b, BreakerOutcome::Success);
+        call(b, Success);
+    }
+
+    /// Opens once `min_calls` calls failed; half-opens after exactly the cool-down.
+    fn exact(min_calls: u32) -> BreakerConfig {
+        BreakerConfig::default()
+            .min_calls(min_calls)
+            .cool_down_jitter(0.0)
     }
 
     fn breaker(config: BreakerConfig) -> (CircuitBreaker<FakeClock>, FakeClock) {
@@ -604,48 +603,38 @@ mod tests {
 
     #[test]
     fn does_not_trip_below_min_calls() {
-        let (b, _) = breaker(BreakerConfig {
-            min_calls: 10,
-            ..BreakerConfig::default()
-        });
+        let (b, _) = breaker(BreakerConfig::default().min_calls(10));
         for _ in 0..9 {
             fail(&b);
         }
-        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(b.state(), Closed);
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.state(), Open);
     }
 
     #[test]
     fn trips_on_rate_not_count() {
-        let (b, _) = breaker(BreakerConfig {
-            min_calls: 10,
-            failure_rate: 0.5,
-            ..BreakerConfig::default()
-        });
+        let (b, _) = breaker(BreakerConfig::default().min_calls(10).failure_rate(0.5));
         for _ in 0..6 {
             succeed(&b);
         }
         for _ in 0..5 {
             fail(&b);
         }
-        assert_eq!(b.state(), BreakerState::Closed, "5 of 11 is below 50 %");
+        assert_eq!(b.state(), Closed, "5 of 11 is below 50 %");
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Open, "6 of 12");
+        assert_eq!(b.state(), Open, "6 of 12");
     }
 
     #[test]
     fn old_calls_leave_the_window() {
-        let (b, clock) = breaker(BreakerConfig {
-            min_calls: 4,
-            ..BreakerConfig::default()
-        });
+        let (b, clock) = breaker(BreakerConfig::default().min_calls(4));
         for _ in 0..3 {
             fail(&b);
         }
         clock.advance(Duration::from_secs(11));
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(b.state(), Closed);
     }
 
     #[test]
@@ -662,9 +651,9 @@ mod tests {
             let b = CircuitBreaker::with_seed(config, clock.clone(), seed).unwrap();
             fail(&b);
             clock.advance(Duration::from_millis(9_999));
-            assert_eq!(b.state(), BreakerState::Open);
+            assert_eq!(b.state(), Open);
             let mut ms = 9_999;
-            while b.state() == BreakerState::Open {
+            while b.state() == Open {
                 clock.advance(Duration::from_millis(1));
                 ms += 1;
             }
@@ -676,34 +665,21 @@ mod tests {
 
     #[test]
     fn half_open_probes_are_bounded_and_a_failure_reopens() {
-        let (b, clock) = breaker(BreakerConfig {
-            min_calls: 1,
-            half_open_probes: 2,
-            cool_down_jitter: 0.0,
-            ..BreakerConfig::default()
-        });
-        fail(&b);
-        clock.advance(Duration::from_secs(5));
+        let (b, clock) = breaker(exact(1).half_open_probes(2));
+        half_open(&b, &clock, 1);
         let first = b.try_acquire().unwrap();
         let second = b.try_acquire().unwrap();
         assert!(b.try_acquire().is_none());
         assert!(b.refuses(), "every probe is out");
-        b.record(first, BreakerOutcome::Success);
-        assert_eq!(b.state(), BreakerState::HalfOpen);
-        b.record(second, BreakerOutcome::Failure);
-        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(recorded(&b, first, Success), HalfOpen);
+        assert_eq!(recorded(&b, second, Failure), Open);
         assert!(b.try_acquire().is_none());
     }
 
     #[test]
     fn lost_probes_are_reissued_after_a_cool_down() {
-        let (b, clock) = breaker(BreakerConfig {
-            min_calls: 1,
-            cool_down_jitter: 0.0,
-            ..BreakerConfig::default()
-        });
-        fail(&b);
-        clock.advance(Duration::from_secs(5));
+        let (b, clock) = breaker(exact(1));
+        half_open(&b, &clock, 1);
         let lost = b.try_acquire().unwrap(); // this probe's caller is cancelled
         clock.advance(Duration::from_secs(4));
         assert!(b.try_acquire().is_none());
@@ -711,97 +687,69 @@ mod tests {
         let fresh = b
             .try_acquire()
             .expect("a lost probe must not wedge the breaker half-open");
-        b.record(lost, BreakerOutcome::Failure);
+        b.record(lost, Failure);
         assert_eq!(
             b.state(),
-            BreakerState::HalfOpen,
+            HalfOpen,
             "the lost probe's late answer belongs to the expired round"
         );
-        b.record(fresh, BreakerOutcome::Success);
-        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(recorded(&b, fresh, Success), Closed);
     }
 
     #[test]
     fn a_late_success_from_the_closed_state_cannot_close_a_half_open_breaker() {
         // Regression: outcomes were not tied to the state they were admitted in, so a slow
         // call admitted while closed closed the half-open breaker before any probe answered.
-        let (b, clock) = breaker(BreakerConfig {
-            min_calls: 2,
-            cool_down_jitter: 0.0,
-            ..BreakerConfig::default()
-        });
-        let slow = b.try_acquire().unwrap();
-        fail(&b);
-        fail(&b);
-        assert_eq!(b.state(), BreakerState::Open);
-        clock.advance(Duration::from_secs(5));
+        let (b, clock) = breaker(exact(2));
+        let slow = late_permit(&b, &clock, 2);
         let probe = b.try_acquire().unwrap();
-        b.record(slow, BreakerOutcome::Success);
-        assert_eq!(b.state(), BreakerState::HalfOpen);
-        b.record(slow, BreakerOutcome::Failure);
-        assert_eq!(b.state(), BreakerState::HalfOpen, "nor reopen it");
-        b.record(probe, BreakerOutcome::Success);
-        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(recorded(&b, slow, Success), HalfOpen);
+        let after = recorded(&b, slow, Failure);
+        assert_eq!(after, HalfOpen, "nor reopen it");
+        assert_eq!(recorded(&b, probe, Success), Closed);
     }
 
     #[test]
     fn a_late_failure_from_before_closing_does_not_count_in_the_fresh_window() {
-        let (b, clock) = breaker(BreakerConfig {
-            min_calls: 1,
-            cool_down_jitter: 0.0,
-            ..BreakerConfig::default()
-        });
-        let slow = b.try_acquire().unwrap();
-        fail(&b);
-        clock.advance(Duration::from_secs(5));
+        let (b, clock) = breaker(exact(1));
+        let slow = late_permit(&b, &clock, 1);
         succeed(&b); // the probe closes it
-        assert_eq!(b.state(), BreakerState::Closed);
-        b.record(slow, BreakerOutcome::Failure);
-        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(b.state(), Closed);
+        assert_eq!(recorded(&b, slow, Failure), Closed);
     }
 
     #[test]
     fn permanent_errors_count_as_configured() {
-        let config = BreakerConfig {
-            min_calls: 2,
-            cool_down_jitter: 0.0,
-            ..BreakerConfig::default()
-        };
+        let config = exact(2);
         // Default: neither. Two permanent errors then one failure: 1 call in the window.
         let (b, _) = breaker(config);
         call(&b, BreakerOutcome::Permanent);
         call(&b, BreakerOutcome::Permanent);
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Closed);
+        assert_eq!(b.state(), Closed);
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.state(), Open);
         // As failures: two of them trip it.
         let (b, _) = breaker(config.permanent(PermanentErrors::Failure));
         call(&b, BreakerOutcome::Permanent);
         call(&b, BreakerOutcome::Permanent);
-        assert_eq!(b.state(), BreakerState::Open);
+        assert_eq!(b.state(), Open);
         // As successes: they dilute the rate.
         let (b, _) = breaker(config.permanent(PermanentErrors::Success).min_calls(3));
         call(&b, BreakerOutcome::Permanent);
         call(&b, BreakerOutcome::Permanent);
         fail(&b);
-        assert_eq!(b.state(), BreakerState::Closed, "1 of 3 is below 50 %");
+        assert_eq!(b.state(), Closed, "1 of 3 is below 50 %");
         // And a permanent error from a half-open probe neither closes nor reopens by default.
         let (b, clock) = breaker(config);
-        fail(&b);
-        fail(&b);
-        clock.advance(Duration::from_secs(5));
+        half_open(&b, &clock, 2);
         call(&b, BreakerOutcome::Permanent);
-        assert_eq!(b.state(), BreakerState::HalfOpen);
+        assert_eq!(b.state(), HalfOpen);
     }
 
     #[test]
     fn refuses_only_when_an_attempt_now_would_be_refused() {
-        let (b, clock) = breaker(BreakerConfig {
-            min_calls: 1,
-            cool_down_jitter: 0.0,
-            ..BreakerConfig::default()
-        });
+        let (b, clock) = breaker(exact(1));
         assert!(!b.refuses());
         fail(&b);
         assert!(b.refuses());

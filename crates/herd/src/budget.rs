@@ -200,25 +200,12 @@ struct Ratio<C> {
 /// assert!(!budget.withdraw());
 /// # Ok::<(), herd::budget::InvalidBudget>(())
 /// ```
+#[derive(Clone)]
 pub struct RetryBudget<C: Clock = SystemClock> {
     inner: Arc<Ratio<C>>,
 }
 
-impl<C: Clock> Clone for RetryBudget<C> {
-    fn clone(&self) -> Self {
-        Self {
-            inner: Arc::clone(&self.inner),
-        }
-    }
-}
-
-impl<C: Clock> fmt::Debug for RetryBudget<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RetryBudget")
-            .field("available", &self.available())
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_handle!(RetryBudget<C>, "available", available);
 
 impl<C: Clock> RetryBudget<C> {
     /// A budget driven by `clock`.
@@ -360,13 +347,7 @@ pub struct GrpcThrottle {
     inner: Arc<Tokens>,
 }
 
-impl fmt::Debug for GrpcThrottle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GrpcThrottle")
-            .field("tokens", &self.tokens())
-            .finish_non_exhaustive()
-    }
-}
+crate::debug_handle!(GrpcThrottle, "tokens", tokens);
 
 impl GrpcThrottle {
     /// A full bucket.

@@ -114,37 +114,66 @@ pub mod server_delay;
 mod sync;
 mod window;
 
-/// Emits a `tracing` event for a retry (feature `tracing`).
-macro_rules! event_retry {
-    ($attempt:expr, $pause:expr, $server_delay:expr) => {{
+/// Builder methods that each set one plain setting, with the attributes (docs) written before
+/// it. `$with` names the type's own method that applies a change to its settings.
+macro_rules! settings {
+    ($with:ident; $($(#[$attr:meta])* $field:ident: $ty:ty;)*) => {$(
+        $(#[$attr])*
+        pub fn $field(self, $field: $ty) -> Self {
+            self.$with(|c| c.$field = $field)
+        }
+    )*};
+}
+pub(crate) use settings;
+
+/// `Debug` for a handle onto shared state (a struct that holds only an `Arc`): its type name
+/// and one figure read live through `$method`.
+macro_rules! debug_handle {
+    ($ty:ident $(<$clock:ident>)?, $field:literal, $method:ident) => {
+        impl$(<$clock: $crate::clock::Clock>)? ::std::fmt::Debug for $ty$(<$clock>)? {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.debug_struct(stringify!($ty))
+                    .field($field, &self.$method())
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}
+pub(crate) use debug_handle;
+
+/// Emits a `tracing` event with target `herd` at `$level` (feature `tracing`): the message,
+/// then the fields, of which the one between semicolons is a duration, given in
+/// milliseconds. Without the feature the values are only borrowed, so that callers compile
+/// the same either way.
+macro_rules! event {
+    ($level:ident, $message:literal, $($a:ident = $x:expr),*; $ms:ident = $d:expr; $($b:ident = $y:expr),*) => {{
         #[cfg(feature = "tracing")]
-        ::tracing::debug!(
+        ::tracing::$level!(
             target: "herd",
-            attempt = $attempt,
-            pause_ms = $pause.as_secs_f64() * 1000.0,
-            server_delay = $server_delay,
-            "retrying"
+            $($a = $x,)*
+            $ms = $d.as_secs_f64() * 1000.0,
+            $($b = $y,)*
+            $message
         );
         #[cfg(not(feature = "tracing"))]
-        let _ = (&$attempt, &$pause, &$server_delay);
+        let _ = ($(&$x,)* &$d, $(&$y,)*);
     }};
+}
+pub(crate) use event;
+
+/// Emits a `tracing` event for a retry (feature `tracing`).
+macro_rules! event_retry {
+    ($attempt:expr, $pause:expr, $server_delay:expr) => {
+        $crate::event!(debug, "retrying", attempt = $attempt; pause_ms = $pause; server_delay = $server_delay)
+    };
 }
 pub(crate) use event_retry;
 
 /// Emits a `tracing` event when a call gives up (feature `tracing`).
 macro_rules! event_give_up {
-    ($attempts:expr, $elapsed:expr, $reason:expr) => {{
-        #[cfg(feature = "tracing")]
-        ::tracing::info!(
-            target: "herd",
-            attempts = $attempts,
-            elapsed_ms = $elapsed.as_secs_f64() * 1000.0,
-            reason = $reason.as_str(),
-            "gave up"
-        );
-        #[cfg(not(feature = "tracing"))]
-        let _ = (&$attempts, &$elapsed, &$reason);
-    }};
+    ($attempts:expr, $elapsed:expr, $reason:expr) => {
+        $crate::event!(info, "gave up", attempts = $attempts; elapsed_ms = $elapsed; reason = $reason.as_str())
+    };
 }
 pub(crate) use event_give_up;
 

@@ -99,10 +99,40 @@ pub struct PolicyBuilder<C: Clock = SystemClock> {
 }
 
 impl<C: Clock> PolicyBuilder<C> {
-    /// Attempts in all, the first included (default 3). 1 means no retries.
-    pub fn max_attempts(mut self, attempts: u32) -> Self {
-        self.policy.max_attempts = attempts;
+    /// Applies `change` to the policy being built.
+    fn with(mut self, change: impl FnOnce(&mut RetryPolicy<C>)) -> Self {
+        change(&mut self.policy);
         self
+    }
+
+    crate::settings! {
+        with;
+        /// Attempts in all, the first included (default 3). 1 means no retries.
+        max_attempts: u32;
+        /// The longest server delay (`Retry-After`, pushback) honoured (default 60 s). A longer
+        /// delay stops the call with [`StopReason::ServerDelay`]: it is never cut short, since
+        /// coming back earlier than asked only meets a server that said it is not ready.
+        max_server_delay: Duration;
+        /// Random extra added to a `Retry-After` wait, as a fraction of it (default 0.1: a client
+        /// told 60 s comes back between 60 and 66 s). The wait is `max(rule pause, delay)` plus
+        /// this extra, so a `Retry-After: 0` still spreads clients by the rule's pause. Kept to
+        /// millionths. gRPC pushback is waited exactly, without jitter.
+        server_delay_jitter: f64;
+        /// Whether the operation is safe to repeat (default true). A non-idempotent call is retried
+        /// after an ambiguous failure (a timeout, a 500) only if the server deduplicates by key
+        /// ([`server_deduplicates`](Self::server_deduplicates)); otherwise only after failures that
+        /// prove the request was not processed (a refused connection, a 429).
+        idempotent: bool;
+        /// Whether the server deduplicates by the call's idempotency key, so a repeated request is
+        /// answered from the first one's result (default false). Sending a key is not proof of
+        /// that: say so only when the server's API promises it. Makes a non-idempotent call
+        /// retryable after ambiguous failures.
+        server_deduplicates: bool;
+        /// A retry starts only with more than this left before the deadline (default zero: any time
+        /// at all). A pause that would leave no more stops the call at once with
+        /// [`StopReason::Deadline`], instead of sleeping to start an attempt that cannot do useful
+        /// work. The first attempt always starts.
+        min_time_left: Duration;
     }
 
     /// One total deadline for the call, attempts *and* pauses (default none).
@@ -118,54 +148,10 @@ impl<C: Clock> PolicyBuilder<C> {
         self
     }
 
-    /// The longest server delay (`Retry-After`, pushback) honoured (default 60 s). A longer
-    /// delay stops the call with [`StopReason::ServerDelay`]: it is never cut short, since
-    /// coming back earlier than asked only meets a server that said it is not ready.
-    pub fn max_server_delay(mut self, max: Duration) -> Self {
-        self.policy.max_server_delay = max;
-        self
-    }
-
-    /// Random extra added to a `Retry-After` wait, as a fraction of it (default 0.1: a client
-    /// told 60 s comes back between 60 and 66 s). The wait is `max(rule pause, delay)` plus
-    /// this extra, so a `Retry-After: 0` still spreads clients by the rule's pause. Kept to
-    /// millionths. gRPC pushback is waited exactly, without jitter.
-    pub fn server_delay_jitter(mut self, fraction: f64) -> Self {
-        self.policy.server_delay_jitter = fraction;
-        self
-    }
-
-    /// Whether the operation is safe to repeat (default true). A non-idempotent call is
-    /// retried after an ambiguous failure (a timeout, a 500) only if the server deduplicates
-    /// by key ([`server_deduplicates`](Self::server_deduplicates)); otherwise only after
-    /// failures that prove the request was not processed (a refused connection, a 429).
-    pub fn idempotent(mut self, idempotent: bool) -> Self {
-        self.policy.idempotent = idempotent;
-        self
-    }
-
-    /// Whether the server deduplicates by the call's idempotency key, so a repeated request
-    /// is answered from the first one's result (default false). Sending a key is not proof
-    /// of that: say so only when the server's API promises it. Makes a non-idempotent call
-    /// retryable after ambiguous failures.
-    pub fn server_deduplicates(mut self, deduplicates: bool) -> Self {
-        self.policy.server_deduplicates = deduplicates;
-        self
-    }
-
     /// A retry budget shared with other calls ([`RetryBudget`](crate::budget::RetryBudget),
     /// [`GrpcThrottle`](crate::budget::GrpcThrottle), or your own [`Budget`]).
     pub fn budget(mut self, budget: impl Budget + 'static) -> Self {
         self.policy.budget = Some(Arc::new(budget));
-        self
-    }
-
-    /// A retry starts only with more than this left before the deadline (default zero: any
-    /// time at all). A pause that would leave no more stops the call at once with
-    /// [`StopReason::Deadline`], instead of sleeping to start an attempt that cannot do useful
-    /// work. The first attempt always starts.
-    pub fn min_time_left(mut self, least: Duration) -> Self {
-        self.policy.min_time_left = least;
         self
     }
 

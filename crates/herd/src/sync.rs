@@ -1,6 +1,6 @@
-//! The atomics and locks of the shared counters (window ring, budgets, breaker), from `std`
-//! normally and from `loom` under `--cfg loom`, so the model checks in `tests/loom.rs` run
-//! the very code the crate ships.
+//! The atomics and locks of the shared counters (window ring, budgets, breaker, the hedging
+//! histogram), from `std` normally and from `loom` under `--cfg loom`, so the model checks in
+//! `tests/loom.rs` run the very code the crate ships.
 
 #[cfg(loom)]
 pub(crate) use loom::sync::atomic::{AtomicU64, Ordering};

@@ -9,22 +9,36 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use herd::asynchronous::{AttemptTimedOut, TokioClock};
 use herd::classify::{self, Verdict};
 use herd::clock::{Clock, FakeClock};
-use herd::policy::RetryPolicy;
+use herd::policy::{PolicyBuilder, RetryPolicy};
 use herd::{Rule, StopReason};
 
 mod support;
 
 use support::secs;
 
+/// `rule`'s policy of at most `attempts` attempts on `clock`, with `limit` applied (a deadline,
+/// an attempt timeout).
+fn policy_of<C: Clock>(
+    rule: Rule,
+    attempts: u32,
+    clock: C,
+    limit: impl FnOnce(PolicyBuilder<C>) -> PolicyBuilder<C>,
+) -> RetryPolicy<C> {
+    limit(
+        RetryPolicy::builder(rule)
+            .max_attempts(attempts)
+            .clock(clock),
+    )
+    .build()
+    .unwrap()
+}
+
 #[tokio::test(start_paused = true)]
 async fn each_attempt_is_cut_at_its_timeout() {
     let clock = TokioClock::new();
-    let policy = RetryPolicy::builder(Rule::constant(secs(1)).unwrap())
-        .max_attempts(3)
-        .attempt_timeout(secs(2))
-        .clock(clock)
-        .build()
-        .unwrap();
+    let policy = policy_of(Rule::constant(secs(1)).unwrap(), 3, clock, |p| {
+        p.attempt_timeout(secs(2))
+    });
     let err = policy
         .call(|_| async {
             tokio::time::sleep(secs(3600)).await;
@@ -44,12 +58,9 @@ async fn each_attempt_is_cut_at_its_timeout() {
 #[tokio::test(start_paused = true)]
 async fn the_last_attempt_is_cut_at_the_deadline() {
     let clock = TokioClock::new();
-    let policy = RetryPolicy::builder(Rule::constant(secs(1)).unwrap())
-        .max_attempts(10)
-        .deadline(secs(10))
-        .clock(clock)
-        .build()
-        .unwrap();
+    let policy = policy_of(Rule::constant(secs(1)).unwrap(), 10, clock, |p| {
+        p.deadline(secs(10))
+    });
     let started = AtomicUsize::new(0);
     let err = policy
         .call(|a| {
@@ -83,12 +94,9 @@ async fn the_last_attempt_is_cut_at_the_deadline() {
 #[tokio::test(start_paused = true)]
 async fn the_attempt_is_told_the_time_left() {
     let clock = TokioClock::new();
-    let policy = RetryPolicy::builder(Rule::constant(secs(1)).unwrap())
-        .max_attempts(3)
-        .deadline(secs(10))
-        .clock(clock)
-        .build()
-        .unwrap();
+    let policy = policy_of(Rule::constant(secs(1)).unwrap(), 3, clock, |p| {
+        p.deadline(secs(10))
+    });
     let mut seen = Vec::new();
     let _ = policy
         .call(|a| {
@@ -107,13 +115,9 @@ async fn the_attempt_is_told_the_time_left() {
 /// non-idempotent request retryable: the server may have done the work.
 #[tokio::test(start_paused = true)]
 async fn a_timeout_never_proves_not_processed() {
-    let policy = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(3)
-        .attempt_timeout(secs(1))
-        .idempotent(false)
-        .clock(TokioClock::new())
-        .build()
-        .unwrap();
+    let policy = policy_of(Rule::immediate(), 3, TokioClock::new(), |p| {
+        p.attempt_timeout(secs(1)).idempotent(false)
+    });
     let calls = AtomicUsize::new(0);
     let err = policy
         .call(|_| {
@@ -138,11 +142,12 @@ enum AppError {
 #[test]
 fn runs_without_tokio_on_a_fake_clock() {
     let clock = FakeClock::new();
-    let policy = RetryPolicy::builder(Rule::exponential(secs(1), secs(60)).unwrap())
-        .max_attempts(4)
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let policy = policy_of(
+        Rule::exponential(secs(1), secs(60)).unwrap(),
+        4,
+        clock.clone(),
+        |p| p,
+    );
     let future = policy
         .call(|_| async { Err::<(), _>(AppError::Busy) })
         .run_async_with(&clock);
@@ -154,12 +159,9 @@ fn runs_without_tokio_on_a_fake_clock() {
 #[test]
 fn a_fake_clock_times_out_pending_attempts() {
     let clock = FakeClock::new();
-    let policy = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(2)
-        .attempt_timeout(secs(5))
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let policy = policy_of(Rule::immediate(), 2, clock.clone(), |p| {
+        p.attempt_timeout(secs(5))
+    });
     let err = block_on(
         policy
             .call(|_| std::future::pending::<Result<(), AppError>>())
@@ -180,12 +182,9 @@ fn any_error_type_and_inferred_closures() {
     #[derive(Debug)]
     struct Foreign(u16);
     let clock = FakeClock::new();
-    let policy = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(3)
-        .attempt_timeout(secs(1))
-        .clock(clock.clone())
-        .build()
-        .unwrap();
+    let policy = policy_of(Rule::immediate(), 3, clock.clone(), |p| {
+        p.attempt_timeout(secs(1))
+    });
     let mut seen = Vec::new();
     let mut gave_up = 0;
     let err = block_on(
@@ -272,11 +271,7 @@ mod tracing_events {
     fn retries_and_give_ups_emit_events() {
         let collect = Collect::default();
         let clock = FakeClock::new();
-        let policy = RetryPolicy::builder(Rule::immediate())
-            .max_attempts(3)
-            .clock(clock.clone())
-            .build()
-            .unwrap();
+        let policy = policy_of(Rule::immediate(), 3, clock.clone(), |p| p);
         tracing::subscriber::with_default(collect.clone(), || {
             let _ = policy.call(|_| Err::<(), _>(())).run_with(&clock);
         });

@@ -17,7 +17,7 @@ use herd::{Rule, StopReason};
 
 mod support;
 
-use support::{budget, secs};
+use support::{budget, ended, fails, fails_as, secs};
 
 fn constant(pause: Duration, clock: &FakeClock) -> PolicyBuilder<FakeClock> {
     RetryPolicy::builder(Rule::constant(pause).unwrap()).clock(clock.clone())
@@ -41,16 +41,17 @@ fn success_reports_the_value_and_the_attempts() {
     assert_eq!(clock.now(), secs(2));
 }
 
+/// Up to ten attempts a second apart within a 10 s deadline.
+fn ten_a_second_apart_within_10s(clock: &FakeClock) -> PolicyBuilder<FakeClock> {
+    constant(secs(1), clock).max_attempts(10).deadline(secs(10))
+}
+
 #[test]
 fn the_deadline_counts_attempt_time_not_only_sleeps() {
     // Regression: a deadline that only counts sleeps would allow 10 attempts here
     // (9 pauses of 1 s < 10 s), running for 39 s.
     let clock = FakeClock::new();
-    let policy = constant(secs(1), &clock)
-        .max_attempts(10)
-        .deadline(secs(10))
-        .build()
-        .unwrap();
+    let policy = ten_a_second_apart_within_10s(&clock).build().unwrap();
     let err = policy
         .call(|_| {
             clock.advance(secs(3)); // each attempt takes 3 s
@@ -104,8 +105,17 @@ fn permanent_errors_are_not_retried() {
         .classify(classify::io_error)
         .run_with(&clock)
         .unwrap_err();
-    assert_eq!((err.reason(), err.attempts()), (StopReason::Permanent, 1));
+    assert_eq!(ended(&err), (StopReason::Permanent, 1));
     assert_eq!(clock.now(), Duration::ZERO);
+}
+
+/// Two attempts 100 ms apart, honouring a server's delay of up to 30 s.
+fn server_delays_up_to_30s(clock: &FakeClock) -> RetryPolicy<FakeClock> {
+    constant(Duration::from_millis(100), clock)
+        .max_attempts(2)
+        .max_server_delay(secs(30))
+        .build()
+        .unwrap()
 }
 
 #[test]
@@ -113,28 +123,16 @@ fn a_retry_after_longer_than_the_limit_stops_instead_of_coming_back_early() {
     // Regression: `Retry-After: 3600` with a 30 s limit used to be clamped and come back
     // after 27-30 s, earlier than the server asked.
     let clock = FakeClock::new();
-    let policy = constant(Duration::from_millis(100), &clock)
-        .max_attempts(2)
-        .max_server_delay(secs(30))
-        .build()
-        .unwrap();
-    let err = policy
-        .call(|_| Err::<(), _>(()))
-        .classify(|_: &()| Verdict::transient().after(secs(3600)))
-        .run_with(&clock)
-        .unwrap_err();
-    assert_eq!((err.reason(), err.attempts()), (StopReason::ServerDelay, 1));
+    let policy = server_delays_up_to_30s(&clock);
+    let err = fails_as(&policy, &clock, Verdict::transient().after(secs(3600)));
+    assert_eq!(ended(&err), (StopReason::ServerDelay, 1));
     assert_eq!(clock.now(), Duration::ZERO, "no sleep before stopping");
 }
 
 #[test]
 fn retry_after_is_a_floor_under_the_rule_and_jittered_upwards() {
     let clock = FakeClock::new();
-    let policy = constant(Duration::from_millis(100), &clock)
-        .max_attempts(2)
-        .max_server_delay(secs(30))
-        .build()
-        .unwrap();
+    let policy = server_delays_up_to_30s(&clock);
     let mut pauses = Vec::new();
     let _ = policy
         .call(|_| Err::<(), _>(()))
@@ -178,11 +176,7 @@ fn a_retry_after_beyond_the_deadline_stops_without_sleeping() {
         .max_server_delay(secs(120))
         .build()
         .unwrap();
-    let err = policy
-        .call(|_| Err::<(), _>(()))
-        .classify(|_: &()| Verdict::transient().after(secs(60)))
-        .run_with(&clock)
-        .unwrap_err();
+    let err = fails_as(&policy, &clock, Verdict::transient().after(secs(60)));
     assert_eq!(err.reason(), StopReason::ServerDelay);
     assert_eq!(clock.now(), Duration::ZERO);
 }
@@ -199,7 +193,7 @@ fn pushback_stop_ends_the_call() {
         })
         .run_with(&clock)
         .unwrap_err();
-    assert_eq!((err.reason(), err.attempts()), (StopReason::Pushback, 1));
+    assert_eq!(ended(&err), (StopReason::Pushback, 1));
 }
 
 #[test]
@@ -262,19 +256,14 @@ fn a_zero_retry_after_does_not_bring_every_client_back_at_once() {
 #[test]
 fn a_retry_needs_the_minimum_time_left_before_the_deadline() {
     let clock = FakeClock::new();
-    let policy = constant(secs(1), &clock)
-        .max_attempts(10)
-        .deadline(secs(10))
+    let policy = ten_a_second_apart_within_10s(&clock)
         .min_time_left(secs(3))
         .build()
         .unwrap();
-    let err = policy
-        .call(|_| Err::<(), _>(()))
-        .run_with(&clock)
-        .unwrap_err();
+    let err = fails(&policy, &clock);
     // Retries start at 1, 2, ... 6 s (4 s left); a pause to 7 s would leave only the 3 s
     // minimum, so the call stops at 6 s without sleeping.
-    assert_eq!((err.reason(), err.attempts()), (StopReason::Deadline, 7));
+    assert_eq!(ended(&err), (StopReason::Deadline, 7));
     assert_eq!(clock.now(), secs(6));
 }
 
@@ -291,24 +280,15 @@ fn an_empty_budget_stops_retries_and_says_so() {
     for _ in 0..9 {
         budget.deposit();
     }
-    let first = policy
-        .call(|_| Err::<(), _>("x"))
-        .run_with(&clock)
-        .unwrap_err();
+    let first = fails(&policy, &clock);
     assert_eq!(
         first.attempts(),
         2,
         "one retry allowed, then the budget is empty"
     );
     assert_eq!(first.reason(), StopReason::Budget);
-    let second = policy
-        .call(|_| Err::<(), _>("x"))
-        .run_with(&clock)
-        .unwrap_err();
-    assert_eq!(
-        (second.reason(), second.attempts()),
-        (StopReason::Budget, 1)
-    );
+    let second = fails(&policy, &clock);
+    assert_eq!(ended(&second), (StopReason::Budget, 1));
 }
 
 #[test]
@@ -324,12 +304,9 @@ fn grpc_throttle_stops_retrying_at_half_the_tokens() {
         .budget(throttle.clone())
         .build()
         .unwrap();
-    let err = policy
-        .call(|_| Err::<(), _>("x"))
-        .run_with(&clock)
-        .unwrap_err();
+    let err = fails(&policy, &clock);
     // 4 → 3 (retry) → 2 (not more than half: stop)
-    assert_eq!((err.reason(), err.attempts()), (StopReason::Budget, 2));
+    assert_eq!(ended(&err), (StopReason::Budget, 2));
     assert_eq!(throttle.tokens(), 2.0);
 }
 
@@ -344,11 +321,8 @@ fn an_open_breaker_refuses_before_the_first_attempt() {
         .clock(clock.clone())
         .build()
         .unwrap();
-    let first = policy
-        .call(|_| Err::<(), _>("x"))
-        .run_with(&clock)
-        .unwrap_err();
-    assert_eq!((first.reason(), first.attempts()), (StopReason::Breaker, 2));
+    let first = fails(&policy, &clock);
+    assert_eq!(ended(&first), (StopReason::Breaker, 2));
     let mut ran = false;
     let second = policy
         .call(|_| {
@@ -358,10 +332,7 @@ fn an_open_breaker_refuses_before_the_first_attempt() {
         .run_with(&clock)
         .unwrap_err();
     assert!(!ran);
-    assert_eq!(
-        (second.reason(), second.attempts()),
-        (StopReason::Breaker, 0)
-    );
+    assert_eq!(ended(&second), (StopReason::Breaker, 0));
     assert_eq!(second.last_error(), None);
 }
 
@@ -381,15 +352,9 @@ fn non_idempotent_calls_retry_only_when_not_processed() {
             .unwrap_err()
     };
     let timeout = run(io::ErrorKind::TimedOut);
-    assert_eq!(
-        (timeout.reason(), timeout.attempts()),
-        (StopReason::NotIdempotent, 1)
-    );
+    assert_eq!(ended(&timeout), (StopReason::NotIdempotent, 1));
     let refused = run(io::ErrorKind::ConnectionRefused);
-    assert_eq!(
-        (refused.reason(), refused.attempts()),
-        (StopReason::Attempts, 3)
-    );
+    assert_eq!(ended(&refused), (StopReason::Attempts, 3));
 }
 
 #[test]

@@ -13,7 +13,7 @@ use herd::{Rule, StopReason};
 
 mod support;
 
-use support::{breaker, budget, secs};
+use support::{breaker, budget, ended, fails, fails_as, secs};
 
 /// A policy of `rule` and `max_attempts` behind `breaker`, on `clock`.
 fn guarded(
@@ -26,6 +26,20 @@ fn guarded(
         .max_attempts(max_attempts)
         .breaker(breaker.clone())
         .clock(clock.clone())
+}
+
+/// On a fresh fake clock, a breaker that opens after `min_calls` failed calls and a policy of
+/// `max_attempts` immediate attempts behind it.
+fn immediate_behind_breaker(
+    min_calls: u32,
+    max_attempts: u32,
+) -> (FakeClock, CircuitBreaker<FakeClock>, RetryPolicy<FakeClock>) {
+    let clock = FakeClock::new();
+    let breaker = breaker(&clock, min_calls);
+    let policy = guarded(Rule::immediate(), max_attempts, &breaker, &clock)
+        .build()
+        .unwrap();
+    (clock, breaker, policy)
 }
 
 #[test]
@@ -76,10 +90,7 @@ fn calls_the_breaker_refused_earn_no_retries() {
         .budget(budget.clone())
         .build()
         .unwrap();
-    let first = policy
-        .call(|_| Err::<(), _>(()))
-        .run_with(&clock)
-        .unwrap_err();
+    let first = fails(&policy, &clock);
     assert_eq!(first.reason(), StopReason::Attempts);
     assert_eq!(
         budget.available(),
@@ -91,29 +102,18 @@ fn calls_the_breaker_refused_earn_no_retries() {
             .call(|_| Ok::<_, ()>(()))
             .run_with(&clock)
             .unwrap_err();
-        assert_eq!(
-            (refused.reason(), refused.attempts()),
-            (StopReason::Breaker, 0)
-        );
+        assert_eq!(ended(&refused), (StopReason::Breaker, 0));
     }
     assert_eq!(budget.available(), 1.0, "refused calls earned nothing");
 }
 
 #[test]
 fn permanent_errors_do_not_close_a_half_open_breaker_by_default() {
-    let clock = FakeClock::new();
-    let breaker = breaker(&clock, 1);
-    let policy = guarded(Rule::immediate(), 1, &breaker, &clock)
-        .build()
-        .unwrap();
-    let _ = policy.call(|_| Err::<(), _>(())).run_with(&clock);
+    let (clock, breaker, policy) = immediate_behind_breaker(1, 1);
+    fails(&policy, &clock);
     assert_eq!(breaker.state(), BreakerState::Open);
     clock.advance(secs(5));
-    let err = policy
-        .call(|_| Err::<(), _>(()))
-        .classify(|_: &()| Verdict::permanent())
-        .run_with(&clock)
-        .unwrap_err();
+    let err = fails_as(&policy, &clock, Verdict::permanent());
     assert_eq!(err.reason(), StopReason::Permanent);
     assert_eq!(
         breaker.state(),
@@ -124,21 +124,10 @@ fn permanent_errors_do_not_close_a_half_open_breaker_by_default() {
 
 #[test]
 fn a_downstream_retry_exhausted_counts_as_a_failure_and_is_not_retried() {
-    let clock = FakeClock::new();
-    let breaker = breaker(&clock, 2);
-    let policy = guarded(Rule::immediate(), 5, &breaker, &clock)
-        .build()
-        .unwrap();
+    let (clock, breaker, policy) = immediate_behind_breaker(2, 5);
     for _ in 0..2 {
-        let err = policy
-            .call(|_| Err::<(), _>(()))
-            .classify(|_: &()| Verdict::downstream_exhausted())
-            .run_with(&clock)
-            .unwrap_err();
-        assert_eq!(
-            (err.reason(), err.attempts()),
-            (StopReason::DownstreamExhausted, 1)
-        );
+        let err = fails_as(&policy, &clock, Verdict::downstream_exhausted());
+        assert_eq!(ended(&err), (StopReason::DownstreamExhausted, 1));
         assert!(err.reason().is_exhaustion());
     }
     assert_eq!(breaker.state(), BreakerState::Open);

@@ -8,6 +8,7 @@
 mod support;
 
 use support::Recorder;
+use support::http::{Frames, ended_after};
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -18,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
 use herd::asynchronous::TokioClock;
 use herd::layer::{Failure, GrpcCode, GrpcCodes, RetryLayer, RetryOutcome};
 use herd::policy::RetryPolicy;
@@ -29,27 +29,10 @@ use tonic::body::Body;
 use tonic::server::NamedService;
 use tonic::transport::Channel;
 use tonic::transport::server::TcpIncoming;
-use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_check_response::ServingStatus;
 use tonic_health::pb::health_client::HealthClient;
+use tonic_health::pb::{HealthCheckRequest, HealthCheckResponse};
 use tower::{Layer, Service};
-
-/// A body with no data and one trailers frame: a gRPC status after the response started.
-struct TrailersBody(Option<HeaderMap>);
-
-impl http_body::Body for TrailersBody {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(self.get_mut().0.take().map(|t| Ok(Frame::trailers(t))))
-    }
-    fn is_end_stream(&self) -> bool {
-        self.0.is_none()
-    }
-}
 
 /// How the scripted failure carries its status.
 #[derive(Clone, Copy)]
@@ -67,6 +50,16 @@ struct Failing {
     times: usize,
 }
 
+/// Fails the first `times` calls with `code` (and `pushback`, if any) carried as `carrier` says.
+fn failing(code: u8, pushback: Option<&'static str>, carrier: Carrier, times: usize) -> Failing {
+    Failing {
+        code,
+        pushback,
+        carrier,
+        times,
+    }
+}
+
 fn failure(f: Failing) -> Response<Body> {
     let mut status = HeaderMap::new();
     status.insert("grpc-status", f.code.to_string().parse().unwrap());
@@ -75,7 +68,10 @@ fn failure(f: Failing) -> Response<Body> {
         status.insert("grpc-retry-pushback-ms", p.parse().unwrap());
     }
     let mut response = match f.carrier {
-        Carrier::Trailers => Response::new(Body::new(TrailersBody(Some(status)))),
+        Carrier::Trailers => {
+            // No data and one trailers frame: a gRPC status after the response started.
+            Response::new(Body::new(Frames([Frame::trailers(status)].into())))
+        }
         Carrier::Headers => {
             let mut response = Response::new(Body::empty());
             response.headers_mut().extend(status);
@@ -184,115 +180,75 @@ fn check() -> HealthCheckRequest {
     }
 }
 
-#[tokio::test]
-async fn unavailable_in_the_trailers_is_retried_after_the_pushback() {
-    let (addr, calls) = serve(Failing {
-        code: 14,
-        pushback: Some("250"),
-        carrier: Carrier::Trailers,
-        times: 1,
-    })
-    .await;
+/// One health check through the layer (retrying `codes`, pauses recorded, not slept) against
+/// a server scripted to fail as `script`: the answer, the calls the server saw, the pauses.
+async fn check_once(
+    script: Failing,
+    codes: GrpcCodes,
+) -> (
+    Result<tonic::Response<HealthCheckResponse>, tonic::Status>,
+    usize,
+    Vec<Duration>,
+) {
+    let (addr, calls) = serve(script).await;
     let recorder = Recorder::default();
     let layer = RetryLayer::new(policy())
         .sleeper(recorder.clone())
         .buffer_body(64 * 1024, Body::new)
-        .grpc(GrpcCodes::default(), 1 << 20);
+        .grpc(codes, 1 << 20);
     let mut client = HealthClient::new(layer.layer(channel(addr).await));
-    let response = client.check(check()).await.unwrap();
+    let answer = client.check(check()).await;
+    (answer, calls.load(Ordering::SeqCst), recorder.pauses())
+}
+
+#[tokio::test]
+async fn unavailable_in_the_trailers_is_retried_after_the_pushback() {
+    let script = failing(14, Some("250"), Carrier::Trailers, 1);
+    let (answer, calls, pauses) = check_once(script, GrpcCodes::default()).await;
+    let response = answer.unwrap();
     assert_eq!(response.get_ref().status(), ServingStatus::Serving);
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
-    let pauses = recorder.pauses();
+    assert_eq!(calls, 2);
     assert_eq!(pauses.len(), 1);
     assert!(
         pauses[0] >= Duration::from_millis(250) && pauses[0] <= Duration::from_millis(275),
         "the pushback, not the rule's 100 ms: {pauses:?}"
     );
     let outcome = response.extensions().get::<RetryOutcome>().unwrap();
-    assert_eq!((outcome.attempts, outcome.reason), (2, None));
+    assert_eq!(ended_after(*outcome), (2, None));
 }
 
 #[tokio::test]
 async fn a_trailers_only_answer_is_read_from_the_headers() {
-    let (addr, calls) = serve(Failing {
-        code: 14,
-        pushback: None,
-        carrier: Carrier::Headers,
-        times: 2,
-    })
-    .await;
-    let layer = RetryLayer::new(policy())
-        .sleeper(Recorder::default())
-        .buffer_body(64 * 1024, Body::new)
-        .grpc(GrpcCodes::default(), 1 << 20);
-    let mut client = HealthClient::new(layer.layer(channel(addr).await));
-    let response = client.check(check()).await.unwrap();
-    assert_eq!(response.get_ref().status(), ServingStatus::Serving);
-    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    let script = failing(14, None, Carrier::Headers, 2);
+    let (answer, calls, _) = check_once(script, GrpcCodes::default()).await;
+    assert_eq!(answer.unwrap().get_ref().status(), ServingStatus::Serving);
+    assert_eq!(calls, 3);
 }
 
 #[tokio::test]
 async fn codes_outside_the_retryable_set_and_negative_pushback_are_final() {
     // INTERNAL is not retryable by default...
-    let (addr, calls) = serve(Failing {
-        code: 13,
-        pushback: None,
-        carrier: Carrier::Trailers,
-        times: 1,
-    })
-    .await;
-    let layer = RetryLayer::new(policy())
-        .sleeper(Recorder::default())
-        .buffer_body(64 * 1024, Body::new)
-        .grpc(GrpcCodes::default(), 1 << 20);
-    let mut client = HealthClient::new(layer.layer(channel(addr).await));
-    let status = client.check(check()).await.unwrap_err();
-    assert_eq!(status.code(), tonic::Code::Internal);
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let internal = failing(13, None, Carrier::Trailers, 1);
+    let (answer, calls, _) = check_once(internal, GrpcCodes::default()).await;
+    assert_eq!(answer.unwrap_err().code(), tonic::Code::Internal);
+    assert_eq!(calls, 1);
 
     // ...but it is when configured so.
-    let (addr, calls) = serve(Failing {
-        code: 13,
-        pushback: None,
-        carrier: Carrier::Trailers,
-        times: 1,
-    })
-    .await;
-    let layer = RetryLayer::new(policy())
-        .sleeper(Recorder::default())
-        .buffer_body(64 * 1024, Body::new)
-        .grpc(GrpcCodes::default().with(GrpcCode::INTERNAL), 1 << 20);
-    let mut client = HealthClient::new(layer.layer(channel(addr).await));
-    client.check(check()).await.unwrap();
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let codes = GrpcCodes::default().with(GrpcCode::INTERNAL);
+    let (answer, calls, _) = check_once(internal, codes).await;
+    answer.unwrap();
+    assert_eq!(calls, 2);
 
     // A negative pushback asks the client not to retry.
-    let (addr, calls) = serve(Failing {
-        code: 14,
-        pushback: Some("-1"),
-        carrier: Carrier::Trailers,
-        times: 1,
-    })
-    .await;
-    let layer = RetryLayer::new(policy())
-        .sleeper(Recorder::default())
-        .buffer_body(64 * 1024, Body::new)
-        .grpc(GrpcCodes::default(), 1 << 20);
-    let mut client = HealthClient::new(layer.layer(channel(addr).await));
-    let status = client.check(check()).await.unwrap_err();
-    assert_eq!(status.code(), tonic::Code::Unavailable);
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let script = failing(14, Some("-1"), Carrier::Trailers, 1);
+    let (answer, calls, _) = check_once(script, GrpcCodes::default()).await;
+    assert_eq!(answer.unwrap_err().code(), tonic::Code::Unavailable);
+    assert_eq!(calls, 1);
 }
 
 #[tokio::test]
 async fn the_attempt_limit_returns_the_last_status_with_its_outcome() {
-    let (addr, calls) = serve(Failing {
-        code: 14,
-        pushback: None,
-        carrier: Carrier::Trailers,
-        times: usize::MAX,
-    })
-    .await;
+    let (addr, calls) = serve(failing(14, None, Carrier::Trailers, usize::MAX)).await;
     let outcome = Arc::new(Mutex::new(None));
     let seen = Arc::clone(&outcome);
     let codes = Arc::new(Mutex::new(Vec::new()));
@@ -312,21 +268,12 @@ async fn the_attempt_limit_returns_the_last_status_with_its_outcome() {
     assert_eq!(status.code(), tonic::Code::Unavailable);
     assert_eq!(calls.load(Ordering::SeqCst), 4);
     let outcome = outcome.lock().unwrap().unwrap();
-    assert_eq!(
-        (outcome.attempts, outcome.reason),
-        (4, Some(StopReason::Attempts))
-    );
+    assert_eq!(ended_after(outcome), (4, Some(StopReason::Attempts)));
 }
 
 #[tokio::test]
 async fn each_attempt_tells_the_server_the_time_left() {
-    let (addr, _, timeouts) = serve_recording(Failing {
-        code: 14,
-        pushback: None,
-        carrier: Carrier::Trailers,
-        times: 1,
-    })
-    .await;
+    let (addr, _, timeouts) = serve_recording(failing(14, None, Carrier::Trailers, 1)).await;
     let policy = RetryPolicy::builder(Rule::immediate())
         .max_attempts(3)
         .deadline(Duration::from_secs(5))

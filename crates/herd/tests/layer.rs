@@ -7,8 +7,8 @@
 
 mod support;
 
-use support::http::busy_once_then_hello;
-use support::{Recorder, send};
+use support::http::{busy_once_then_hello, counting, spending};
+use support::{Recorder, budget, send};
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -108,14 +108,37 @@ async fn body(response: http::Response<hyper::body::Incoming>) -> String {
     String::from_utf8(bytes.to_vec()).unwrap()
 }
 
-#[tokio::test]
-async fn real_server_503_with_retry_after_then_200() {
-    let (addr, hits) = server(|n| busy_once_then_hello(n, "1")).await;
+/// A `method` request to `addr` through a layer of three immediate attempts (pauses recorded,
+/// not slept).
+async fn three_immediate(
+    method: &str,
+    addr: SocketAddr,
+) -> Result<http::Response<hyper::body::Incoming>, tower::BoxError> {
+    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
+        .sleeper(Recorder::default())
+        .layer(client());
+    send(&mut svc, request(method, addr)).await
+}
+
+/// One GET through a three-attempt layer with the exponential rule, its pauses recorded: the
+/// answer and the recorder.
+async fn get_with_exponential_pauses(
+    addr: SocketAddr,
+) -> (http::Response<hyper::body::Incoming>, Recorder) {
     let recorder = Recorder::default();
     let mut svc = RetryLayer::new(policy(exponential(), 3))
         .sleeper(recorder.clone())
         .layer(client());
-    let response = send(&mut svc, request("GET", addr)).await.unwrap();
+    (
+        send(&mut svc, request("GET", addr)).await.unwrap(),
+        recorder,
+    )
+}
+
+#[tokio::test]
+async fn real_server_503_with_retry_after_then_200() {
+    let (addr, hits) = server(|n| busy_once_then_hello(n, "1")).await;
+    let (response, recorder) = get_with_exponential_pauses(addr).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
     assert_eq!(body(response).await, "hello");
@@ -132,11 +155,7 @@ async fn real_server_503_with_retry_after_then_200() {
 #[tokio::test]
 async fn gives_up_with_the_last_response_marked_exhausted() {
     let (addr, hits) = server(|_| (StatusCode::BAD_GATEWAY, "down").into_response()).await;
-    let recorder = Recorder::default();
-    let mut svc = RetryLayer::new(policy(exponential(), 3))
-        .sleeper(recorder.clone())
-        .layer(client());
-    let response = send(&mut svc, request("GET", addr)).await.unwrap();
+    let (response, recorder) = get_with_exponential_pauses(addr).await;
     assert_eq!(response.status(), StatusCode::BAD_GATEWAY);
     assert_eq!(response.headers()[RETRY_EXHAUSTED], "1");
     assert_eq!(body(response).await, "down");
@@ -170,10 +189,7 @@ async fn mark_can_be_switched_off_and_permanent_errors_are_not_marked() {
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
 
     let (addr, hits) = server(|_| StatusCode::NOT_FOUND.into_response()).await;
-    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
-        .sleeper(Recorder::default())
-        .layer(client());
-    let response = send(&mut svc, request("GET", addr)).await.unwrap();
+    let response = three_immediate("GET", addr).await.unwrap();
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
     assert_eq!(hits.count(), 1, "404 is permanent");
@@ -185,10 +201,7 @@ async fn a_marked_response_is_not_retried_unless_told_to() {
         (StatusCode::SERVICE_UNAVAILABLE, [("retry-exhausted", "1")]).into_response()
     }
     let (addr, hits) = server(marked).await;
-    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
-        .sleeper(Recorder::default())
-        .layer(client());
-    let response = send(&mut svc, request("GET", addr)).await.unwrap();
+    let response = three_immediate("GET", addr).await.unwrap();
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(hits.count(), 1);
 
@@ -248,10 +261,7 @@ async fn a_chain_of_layers_does_not_multiply_retries() {
 #[tokio::test]
 async fn post_is_retried_only_on_proof_it_was_not_processed() {
     let (addr, hits) = server(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response()).await;
-    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
-        .sleeper(Recorder::default())
-        .layer(client());
-    let response = send(&mut svc, request("POST", addr)).await.unwrap();
+    let response = three_immediate("POST", addr).await.unwrap();
     assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
     assert_eq!(hits.count(), 1, "a 500 may have processed the POST");
     assert!(!response.headers().contains_key(RETRY_EXHAUSTED));
@@ -264,7 +274,7 @@ async fn post_is_retried_only_on_proof_it_was_not_processed() {
         }
     })
     .await;
-    let response = send(&mut svc, request("POST", addr)).await.unwrap();
+    let response = three_immediate("POST", addr).await.unwrap();
     assert_eq!(response.status(), StatusCode::CREATED);
     assert_eq!(hits.count(), 2, "a 429 proves the POST was not processed");
 }
@@ -309,10 +319,7 @@ async fn connection_refused_is_retried_even_for_post_then_reported() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     drop(listener); // nobody listens: connections are refused
-    let mut svc = RetryLayer::new(policy(Rule::immediate(), 3))
-        .sleeper(Recorder::default())
-        .layer(client());
-    let error = send(&mut svc, request("POST", addr)).await.unwrap_err();
+    let error = three_immediate("POST", addr).await.unwrap_err();
     let gave_up = error.downcast_ref::<GaveUp>().expect("a GaveUp error");
     assert_eq!(gave_up.reason, StopReason::Attempts);
     assert_eq!(gave_up.attempts, 3);
@@ -322,14 +329,9 @@ async fn connection_refused_is_retried_even_for_post_then_reported() {
 /// In-process inner service on paused time: the last attempt is cut at the deadline.
 #[tokio::test(start_paused = true)]
 async fn attempts_are_cut_at_the_deadline_on_paused_time() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&calls);
-    let hanging = tower::service_fn(move |_: http::Request<String>| {
-        counted.fetch_add(1, Ordering::SeqCst);
-        async {
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-            Ok::<_, Infallible>(http::Response::new(String::new()))
-        }
+    let (hanging, calls) = counting(|_: http::Request<String>, _| async {
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        Ok::<_, Infallible>(http::Response::new(String::new()))
     });
     let clock = TokioClock::new();
     let policy = RetryPolicy::builder(Rule::constant(Duration::from_secs(1)).unwrap())
@@ -364,13 +366,7 @@ fn in_process(
     + 'static,
     Arc<AtomicUsize>,
 ) {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&calls);
-    let svc = tower::service_fn(move |_: http::Request<String>| {
-        let n = counted.fetch_add(1, Ordering::SeqCst);
-        async move { Ok::<_, Infallible>(respond(n)) }
-    });
-    (svc, calls)
+    counting(move |_: http::Request<String>, n| async move { Ok::<_, Infallible>(respond(n)) })
 }
 
 fn status_with(
@@ -430,21 +426,7 @@ async fn grpc_pushback_stops_or_sets_the_pause() {
 #[tokio::test]
 async fn an_empty_budget_stops_the_layer_and_marks_the_response() {
     let (svc, calls) = in_process(|_| status_with(503, None));
-    let budget = herd::budget::RetryBudget::new(
-        herd::budget::BudgetConfig {
-            percent: 0.0,
-            min_per_sec: 0,
-            window: Duration::from_secs(10),
-        },
-        TokioClock::new(),
-    )
-    .unwrap();
-    let policy = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(5)
-        .budget(budget)
-        .clock(TokioClock::new())
-        .build()
-        .unwrap();
+    let policy = spending(budget(&TokioClock::new(), 0.0));
     let mut svc = RetryLayer::new(policy).layer(svc);
     let response = send(&mut svc, http::Request::new(String::new()))
         .await

@@ -9,12 +9,11 @@
 
 mod support;
 
+use support::http::{Frames, counting, ended_after, spending};
 use support::{Recorder, send};
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -96,6 +95,16 @@ fn policy(attempts: u32) -> RetryPolicy<TokioClock> {
     .unwrap()
 }
 
+/// A constant `pause` between at most `attempts` attempts within `deadline`, on tokio's clock.
+fn constant_within(pause: Duration, attempts: u32, deadline: Duration) -> RetryPolicy<TokioClock> {
+    RetryPolicy::builder(Rule::constant(pause).unwrap())
+        .max_attempts(attempts)
+        .deadline(deadline)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap()
+}
+
 fn busy_then_ok(n: usize) -> Response {
     if n == 0 {
         (StatusCode::SERVICE_UNAVAILABLE, "busy").into_response()
@@ -105,24 +114,11 @@ fn busy_then_ok(n: usize) -> Response {
 }
 
 /// A streaming body of unknown length, like an upload read from a socket.
-struct Chunks(VecDeque<Bytes>);
-
-impl http_body::Body for Chunks {
-    type Data = Bytes;
-    type Error = Infallible;
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        Poll::Ready(self.get_mut().0.pop_front().map(|c| Ok(Frame::data(c))))
-    }
-}
-
 fn streaming(chunks: &[&'static str]) -> Body {
-    Body::new(Chunks(
+    Body::new(Frames(
         chunks
             .iter()
-            .map(|c| Bytes::from_static(c.as_bytes()))
+            .map(|c| Frame::data(Bytes::from_static(c.as_bytes())))
             .collect(),
     ))
 }
@@ -133,34 +129,36 @@ fn put(addr: SocketAddr, body: Body) -> http::Request<Body> {
         .unwrap()
 }
 
-#[tokio::test]
-async fn a_streaming_axum_body_is_buffered_and_sent_again() {
+/// PUTs `chunks` as a stream through a layer that buffers up to `limit` bytes of a body, to a
+/// server busy once: the final answer and what the server saw.
+async fn upload(
+    limit: usize,
+    chunks: &[&'static str],
+) -> (http::Response<hyper::body::Incoming>, Seen) {
     let (addr, seen) = server(busy_then_ok).await;
     let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
     let mut svc = RetryLayer::new(policy(3))
         .sleeper(Recorder::default())
-        .buffer_body(1024, Body::new)
+        .buffer_body(limit, Body::new)
         .layer(client);
-    let response = send(&mut svc, put(addr, streaming(&["up", "load"])))
-        .await
-        .unwrap();
+    (
+        send(&mut svc, put(addr, streaming(chunks))).await.unwrap(),
+        seen,
+    )
+}
+
+#[tokio::test]
+async fn a_streaming_axum_body_is_buffered_and_sent_again() {
+    let (response, seen) = upload(1024, &["up", "load"]).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(seen.bodies(), ["upload", "upload"]);
     let outcome = response.extensions().get::<RetryOutcome>().unwrap();
-    assert_eq!((outcome.attempts, outcome.reason), (2, None));
+    assert_eq!(ended_after(*outcome), (2, None));
 }
 
 #[tokio::test]
 async fn a_body_over_the_limit_is_sent_once_and_the_outcome_says_why() {
-    let (addr, seen) = server(busy_then_ok).await;
-    let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
-    let mut svc = RetryLayer::new(policy(3))
-        .sleeper(Recorder::default())
-        .buffer_body(4, Body::new)
-        .layer(client);
-    let response = send(&mut svc, put(addr, streaming(&["up", "load", "ed"])))
-        .await
-        .unwrap();
+    let (response, seen) = upload(4, &["up", "load", "ed"]).await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(seen.bodies(), ["uploaded"], "sent once, whole");
     let outcome = response.extensions().get::<RetryOutcome>().unwrap();
@@ -240,6 +238,29 @@ fn app_error_is_transient(
     }
 }
 
+/// The `n`th answer (from 0) of a server whose first `failing` answers are `failure()`, then
+/// a plain 200.
+fn then_fine(n: usize, failing: usize, failure: fn() -> Response) -> Response {
+    if n < failing {
+        failure()
+    } else {
+        (StatusCode::OK, "fine").into_response()
+    }
+}
+
+/// One GET through a layer that retries application errors ([`app_error_is_transient`]) to a
+/// server answering `respond(n)`: the final answer and what the server saw.
+async fn past_app_errors(
+    respond: fn(usize) -> Response,
+) -> (http::Response<hyper::body::Incoming>, Seen) {
+    let (addr, seen) = server(respond).await;
+    let mut svc = RetryLayer::new(policy(3))
+        .sleeper(Recorder::default())
+        .classify(app_error_is_transient)
+        .layer(full_client());
+    (send(&mut svc, get(addr)).await.unwrap(), seen)
+}
+
 #[tokio::test]
 async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
     let (addr, seen) = server(|_| (StatusCode::TOO_MANY_REQUESTS, "quota").into_response()).await;
@@ -257,19 +278,12 @@ async fn a_user_classifier_makes_429_permanent_and_an_app_error_retryable() {
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(seen.count(), 1, "429 is permanent for this API");
 
-    let (addr, seen) = server(|n| {
-        if n == 0 {
+    let (response, seen) = past_app_errors(|n| {
+        then_fine(n, 1, || {
             (StatusCode::OK, [("x-app-error", "retry")], "").into_response()
-        } else {
-            (StatusCode::OK, "fine").into_response()
-        }
+        })
     })
     .await;
-    let mut svc = RetryLayer::new(policy(3))
-        .sleeper(Recorder::default())
-        .classify(app_error_is_transient)
-        .layer(full_client());
-    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(response.status(), StatusCode::OK);
     assert!(!response.headers().contains_key("x-app-error"));
     assert_eq!(
@@ -303,34 +317,20 @@ async fn hooks_see_each_retry_and_the_give_up() {
         [(1, StatusCode::BAD_GATEWAY), (2, StatusCode::BAD_GATEWAY)]
     );
     let outcome = gave_up.lock().unwrap().unwrap();
-    assert_eq!(
-        (outcome.attempts, outcome.reason),
-        (3, Some(StopReason::Attempts))
-    );
+    assert_eq!(ended_after(outcome), (3, Some(StopReason::Attempts)));
 }
 
 /// Regression: the mark was believed on any status, so a 200 that a proxy copied it onto
 /// (here with an application error the classifier retries) was never retried.
 #[tokio::test]
 async fn the_exhausted_mark_is_believed_only_on_failure_statuses() {
-    let (addr, seen) = server(|n| {
-        if n == 0 {
-            (
-                StatusCode::OK,
-                [("x-app-error", "retry"), ("retry-exhausted", "1")],
-                "",
-            )
-                .into_response()
-        } else {
-            (StatusCode::OK, "fine").into_response()
-        }
+    let (response, seen) = past_app_errors(|n| {
+        then_fine(n, 1, || {
+            let marks = [("x-app-error", "retry"), ("retry-exhausted", "1")];
+            (StatusCode::OK, marks, "").into_response()
+        })
     })
     .await;
-    let mut svc = RetryLayer::new(policy(3))
-        .sleeper(Recorder::default())
-        .classify(app_error_is_transient)
-        .layer(full_client());
-    let response = send(&mut svc, get(addr)).await.unwrap();
     assert_eq!(seen.count(), 2);
     assert_eq!(response.status(), StatusCode::OK);
 }
@@ -342,20 +342,8 @@ const BIG: usize = 1 << 20;
 /// HTTP/1 connection stayed busy and every retry opened a new one.
 #[tokio::test]
 async fn a_failed_response_is_drained_so_its_connection_is_reused() {
-    let (addr, seen) = server(|n| {
-        if n < 2 {
-            (StatusCode::SERVICE_UNAVAILABLE, "x".repeat(BIG)).into_response()
-        } else {
-            (StatusCode::OK, "fine").into_response()
-        }
-    })
-    .await;
-    let mut svc = RetryLayer::new(policy(3))
-        .sleeper(Recorder::default())
-        .drain_limit(2 * BIG)
-        .layer(full_client());
-    let response = send(&mut svc, get(addr)).await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
+    let (status, seen) = drained(2 * BIG).await;
+    assert_eq!(status, StatusCode::OK);
     assert_eq!(seen.count(), 3);
     assert_eq!(
         seen.connections(),
@@ -365,21 +353,25 @@ async fn a_failed_response_is_drained_so_its_connection_is_reused() {
 
     // Without draining, each failed response (larger than what hyper reads ahead) takes its
     // connection with it.
+    let (status, seen) = drained(0).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(seen.connections(), 3);
+}
+
+/// One GET through a layer that reads up to `limit` bytes of a failed answer, to a server that
+/// fails twice with a [`BIG`] body: the final status and what the server saw.
+async fn drained(limit: usize) -> (StatusCode, Seen) {
     let (addr, seen) = server(|n| {
-        if n < 2 {
+        then_fine(n, 2, || {
             (StatusCode::SERVICE_UNAVAILABLE, "x".repeat(BIG)).into_response()
-        } else {
-            (StatusCode::OK, "fine").into_response()
-        }
+        })
     })
     .await;
     let mut svc = RetryLayer::new(policy(3))
         .sleeper(Recorder::default())
-        .drain_limit(0)
+        .drain_limit(limit)
         .layer(full_client());
-    let response = send(&mut svc, get(addr)).await.unwrap();
-    assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(seen.connections(), 3);
+    (send(&mut svc, get(addr)).await.unwrap().status(), seen)
 }
 
 /// A service that is never ready.
@@ -441,12 +433,7 @@ impl Service<http::Request<String>> for ReadyOnce {
 
 #[tokio::test(start_paused = true)]
 async fn a_retry_waits_for_readiness_no_longer_than_the_deadline() {
-    let policy = RetryPolicy::builder(Rule::constant(Duration::from_secs(1)).unwrap())
-        .max_attempts(5)
-        .deadline(Duration::from_secs(3))
-        .clock(TokioClock::new())
-        .build()
-        .unwrap();
+    let policy = constant_within(Duration::from_secs(1), 5, Duration::from_secs(3));
     let calls = Arc::new(AtomicUsize::new(0));
     let mut svc = RetryLayer::new(policy).layer(ReadyOnce(Arc::clone(&calls)));
     let started = tokio::time::Instant::now();
@@ -476,15 +463,10 @@ struct Query(&'static str);
 
 #[tokio::test(start_paused = true)]
 async fn herd_policy_retries_any_request_type_in_tower_retry() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    let db = tower::service_fn(move |q: Query| {
-        let n = seen.fetch_add(1, Ordering::SeqCst);
-        async move {
-            match n {
-                0 | 1 => Err("deadlock"),
-                _ => Ok(format!("rows for {}", q.0)),
-            }
+    let (db, calls) = counting(|q: Query, n| async move {
+        match n {
+            0 | 1 => Err("deadlock"),
+            _ => Ok(format!("rows for {}", q.0)),
         }
     });
     let herd = HerdPolicy::new(
@@ -506,12 +488,7 @@ async fn herd_policy_retries_any_request_type_in_tower_retry() {
 
 #[tokio::test(start_paused = true)]
 async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    let db = tower::service_fn(move |_: Query| {
-        seen.fetch_add(1, Ordering::SeqCst);
-        async { Err::<String, _>("deadlock") }
-    });
+    let (db, calls) = counting(|_: Query, _| async { Err::<String, _>("deadlock") });
     let classify = |result: &Result<String, &'static str>| match result {
         Ok(_) => None,
         Err("deadlock") => Some(Verdict::transient()),
@@ -527,12 +504,7 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
     assert_eq!(error, "deadlock");
     assert_eq!(calls.load(Ordering::SeqCst), 6);
 
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    let db = tower::service_fn(move |_: Query| {
-        seen.fetch_add(1, Ordering::SeqCst);
-        async { Err::<String, _>("syntax error") }
-    });
+    let (db, calls) = counting(|_: Query, _| async { Err::<String, _>("syntax error") });
     let mut svc = tower::retry::RetryLayer::new(HerdPolicy::new(policy(3), classify)).layer(db);
     let _ = send(&mut svc, Query("a")).await.unwrap_err();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
@@ -540,18 +512,8 @@ async fn herd_policy_stops_at_the_attempt_limit_and_on_permanent_errors() {
 
 #[tokio::test(start_paused = true)]
 async fn herd_policy_stops_before_a_pause_that_would_end_past_the_deadline() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&calls);
-    let db = tower::service_fn(move |_: Query| {
-        seen.fetch_add(1, Ordering::SeqCst);
-        async { Err::<String, _>("deadlock") }
-    });
-    let policy = RetryPolicy::builder(Rule::constant(Duration::from_millis(400)).unwrap())
-        .max_attempts(100)
-        .deadline(Duration::from_secs(1))
-        .clock(TokioClock::new())
-        .build()
-        .unwrap();
+    let (db, calls) = counting(|_: Query, _| async { Err::<String, _>("deadlock") });
+    let policy = constant_within(Duration::from_millis(400), 100, Duration::from_secs(1));
     let herd = HerdPolicy::new(policy, |result: &Result<String, &'static str>| {
         result.as_ref().err().map(|_| Verdict::transient())
     });
@@ -576,21 +538,11 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
         TokioClock::new(),
     )
     .unwrap();
-    let shared = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(5)
-        .budget(budget)
-        .clock(TokioClock::new())
-        .build()
-        .unwrap();
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&calls);
-    let failing = tower::service_fn(move |_: http::Request<Body>| {
-        counted.fetch_add(1, Ordering::SeqCst);
-        async {
-            let mut response = http::Response::new(String::new());
-            *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-            Ok::<_, Infallible>(response)
-        }
+    let shared = spending(budget);
+    let (failing, calls) = counting(|_: http::Request<Body>, _| async {
+        let mut response = http::Response::new(String::new());
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        Ok::<_, Infallible>(response)
     });
     let mut once = RetryLayer::new(shared.clone())
         .clone_request(|_: &http::Request<Body>| None)
@@ -616,7 +568,7 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
         .unwrap();
     let outcome = response.extensions().get::<RetryOutcome>().unwrap();
     assert_eq!(
-        (outcome.attempts, outcome.reason),
+        ended_after(*outcome),
         (2, Some(StopReason::Budget)),
         "the budget's one retry was still there"
     );
@@ -627,18 +579,13 @@ async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
 /// trailers, and not retried.
 #[tokio::test]
 async fn a_grpc_answer_over_the_limit_is_passed_on_whole() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&calls);
-    let svc = tower::service_fn(move |_: http::Request<String>| {
-        counted.fetch_add(1, Ordering::SeqCst);
-        async {
-            let body = Full::new(Bytes::from_static(b"0123456789")).with_trailers(async {
-                let mut trailers = http::HeaderMap::new();
-                trailers.insert("grpc-status", "14".parse().unwrap());
-                Some(Ok::<_, Infallible>(trailers))
-            });
-            Ok::<_, Infallible>(http::Response::new(body))
-        }
+    let (svc, calls) = counting(|_: http::Request<String>, _| async {
+        let body = Full::new(Bytes::from_static(b"0123456789")).with_trailers(async {
+            let mut trailers = http::HeaderMap::new();
+            trailers.insert("grpc-status", "14".parse().unwrap());
+            Some(Ok::<_, Infallible>(trailers))
+        });
+        Ok::<_, Infallible>(http::Response::new(body))
     });
     let mut svc = RetryLayer::new(policy(3))
         .sleeper(Recorder::default())

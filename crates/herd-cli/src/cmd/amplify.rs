@@ -11,20 +11,8 @@ use serde::Serialize;
 
 use crate::error::{CliError, CliResult};
 
-/// Extra tolerance of `herd lab chain`'s comparison of real services with the figures,
-/// relative to `1 + expected`: 2 % on graphs with budgets (herd's `RetryBudget` on real
-/// services has a time window and a start the model does not), 0.1 % otherwise. `herd
-/// amplify --simulate` uses none: it compares within standard errors.
 /// Entry requests of the Monte Carlo run that measures the error of approximate figures.
 const CHECK_REQUESTS: u64 = 200_000;
-
-pub(crate) fn simulation_slack(graph: &Graph) -> f64 {
-    if graph.edges().any(|(_, c)| c.budget_percent > 0.0) {
-        0.02
-    } else {
-        1e-3
-    }
-}
 
 /// Compute how many requests each service of a graph receives per entry request
 ///
@@ -352,6 +340,15 @@ fn list(rows: &[CountRow<'_>]) -> String {
         .join(", ")
 }
 
+/// One row of the Monte Carlo table: the service, then four columns aligned right.
+fn monte_carlo_row(out: &mut impl Write, width: usize, cells: [String; 5]) -> io::Result<()> {
+    let [name, predicted, simulated, std_error, z] = cells;
+    writeln!(
+        out,
+        "{name:<width$}  {predicted:>12}  {simulated:>12}  {std_error:>10}  {z:>8}"
+    )
+}
+
 fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
     let mode = if r.layer_aware {
         "layer-aware retries"
@@ -444,26 +441,22 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
             "Monte Carlo, {} requests, seed {}: {verdict} {} standard errors",
             sim.requests, sim.seed, sim.z_limit
         )?;
-        writeln!(
-            out,
-            "{:<width$}  {:>12}  {:>12}  {:>10}  {:>8}",
-            "service", "predicted", "simulated", "± std err", "z"
-        )?;
+        let header = ["service", "predicted", "simulated", "± std err", "z"];
+        monte_carlo_row(out, width, header.map(str::to_owned))?;
         for s in &sim.services {
             let z = if s.std_error > 0.0 {
                 format!("{:+.2}", (s.simulated - s.predicted) / s.std_error)
             } else {
                 "-".to_owned()
             };
-            writeln!(
-                out,
-                "{:<width$}  {:>12}  {:>12.4}  {:>10.4}  {:>8}",
-                s.name,
+            let row = [
+                s.name.to_owned(),
                 count(s.predicted),
-                s.simulated,
-                s.std_error,
-                z
-            )?;
+                format!("{:.4}", s.simulated),
+                format!("{:.4}", s.std_error),
+                z,
+            ];
+            monte_carlo_row(out, width, row)?;
         }
         writeln!(
             out,

@@ -1,5 +1,6 @@
 //! `herd lab`: real HTTP services on loopback. `herd lab chain` runs a service graph;
-//! `herd lab storm` (in `lab_storm.rs`) plays a storm scenario.
+//! `herd lab storm` (in `lab_storm.rs`) plays a storm scenario; `herd lab hedge` (in
+//! `lab_hedge.rs`) plays a latency scenario through herd's hedging layer.
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -12,12 +13,12 @@ use herd_lab::chain::{
 use herd_sim::graph::{Graph, Options, predict};
 use serde::Serialize;
 
-use crate::cmd::amplify::{count, load_graph, name_width, simulation_slack};
+use crate::cmd::amplify::{count, load_graph, name_width};
 use crate::cmd::args::{Format, csv_field};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
 
-/// Run real HTTP services on 127.0.0.1 and measure what retries do to them.
+/// Run real HTTP services on 127.0.0.1 and measure what retries and hedges do to them.
 #[derive(Debug, Args)]
 pub(crate) struct LabArgs {
     #[command(subcommand)]
@@ -28,6 +29,7 @@ pub(crate) struct LabArgs {
 enum LabCommand {
     Chain(ChainArgs),
     Storm(crate::cmd::lab_storm::LabStormArgs),
+    Hedge(crate::cmd::lab_hedge::LabHedgeArgs),
 }
 
 /// Start a service graph as real HTTP services and measure the requests each receives
@@ -78,6 +80,7 @@ pub(crate) fn run(args: &LabArgs) -> CliResult {
     match &args.command {
         LabCommand::Chain(chain) => run_chain(chain),
         LabCommand::Storm(storm) => crate::cmd::lab_storm::run(storm),
+        LabCommand::Hedge(hedge) => crate::cmd::lab_hedge::run(hedge),
     }
 }
 
@@ -220,8 +223,7 @@ fn run_chain(args: &ChainArgs) -> CliResult {
     let reports: Vec<Report<'_>> = drives
         .iter()
         .map(|(name, seed, measurement, addresses)| {
-            let comparisons =
-                measurement.compare(&prediction, deterministic, simulation_slack(&graph));
+            let comparisons = measurement.compare(&prediction, deterministic);
             let agrees = comparisons.iter().all(|c| c.agrees);
             let verdict = if measurement.too_small_to_judge(deterministic) {
                 Verdict::TooSmall

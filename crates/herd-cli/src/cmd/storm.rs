@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use clap::{Args, ValueEnum};
 use herd::RuleName;
-use herd_sim::{Engine, Limits, RunResult, Scenario, Simulation};
+use herd_sim::{Engine, Limits, Pauses, RunResult, Scenario, Simulation};
 use rayon::prelude::*;
 
 use super::progress;
@@ -55,7 +55,7 @@ pub(crate) struct StormArgs {
     scale_capacity: bool,
     /// The engine: `agent` follows every client (the reference); `cohort` moves clients in
     /// counts, so 10^9 clients take well under a second (exact in distribution, except that
-    /// the `decorrelated` rules' memory is quantized; no retry budgets).
+    /// the `decorrelated` rules' memory is quantized).
     #[arg(long, value_enum, default_value_t = EngineArg::Agent)]
     engine: EngineArg,
     /// A refusal's share of an answer's work, 0 <= R < 1 (overrides `server.refusal_cost`).
@@ -66,6 +66,12 @@ pub(crate) struct StormArgs {
     /// constant delay; the law stays the scenario's, normal unless it says lognormal).
     #[arg(long, value_name = "MEAN[,SD]", allow_hyphen_values = true)]
     latency_ms: Option<String>,
+    /// How the rules draw their pauses (overrides `pauses`): `steps` draws whole steps with
+    /// base, cap and pause in steps (the default scenario's mode; those parameters must then
+    /// be whole numbers of steps); `continuous` draws nanoseconds and rounds each pause up to
+    /// whole steps. docs/model.md defines both and shows the difference.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pauses: Option<PausesArg>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -90,6 +96,24 @@ impl From<EngineArg> for Engine {
         match e {
             EngineArg::Agent => Engine::Agent,
             EngineArg::Cohort => Engine::Cohort,
+        }
+    }
+}
+
+/// How the rules draw their pauses (`pauses` in a scenario).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum PausesArg {
+    /// Whole steps: the rule runs with base, cap and pause in steps.
+    Steps,
+    /// Nanoseconds, each pause rounded up to whole steps.
+    Continuous,
+}
+
+impl From<PausesArg> for Pauses {
+    fn from(p: PausesArg) -> Self {
+        match p {
+            PausesArg::Steps => Pauses::Steps,
+            PausesArg::Continuous => Pauses::Continuous,
         }
     }
 }
@@ -121,9 +145,15 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
                 CliError::input(format!("cannot read scenario {}: {e}", path.display()))
             })?;
             let engine = Engine::from(args.engine);
-            let scenario =
-                Scenario::from_toml_str_within(&text, &engine.limits(&Limits::default()))
-                    .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            // `--pauses` before the check: it decides whether the rules' times must be whole
+            // steps.
+            let limits = engine.limits(&Limits::default());
+            let scenario = Scenario::from_toml_str_edited(&text, &limits, |s| {
+                if let Some(pauses) = args.pauses {
+                    s.pauses = pauses.into();
+                }
+            })
+            .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             (scenario, path.display().to_string())
         }
     };
@@ -153,6 +183,9 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
     }
     if let Some(seed) = args.seed {
         scenario.seed = seed;
+    }
+    if let Some(pauses) = args.pauses {
+        scenario.pauses = pauses.into();
     }
     let rules = args.rules.rules();
     if !rules.is_empty() {

@@ -266,10 +266,16 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     }
 
     let mut out = BufWriter::new(io::stdout().lock());
+    let results = output::Results {
+        name: &name,
+        sweep: &sweep,
+        rows: &rows,
+        metrics: &metrics,
+    };
     match args.format {
-        Format::Table => output::table(&mut out, &name, &sweep, &rows, &metrics)?,
-        Format::Csv => output::csv(&mut out, &sweep, &rows, &metrics)?,
-        Format::Json => output::json(&mut out, &name, &sweep, &rows, &metrics)?,
+        Format::Table => output::table(&mut out, &results)?,
+        Format::Csv => output::csv(&mut out, &results)?,
+        Format::Json => output::json(&mut out, &results)?,
     }
     out.flush()?;
     Ok(())

@@ -57,6 +57,16 @@ pub fn json(args: &[&str]) -> serde_json::Value {
     serde_json::from_str(&ok(args)).expect("valid JSON")
 }
 
+/// Runs `herd` with `args` and `--format json`, which must succeed; the list `key` of its JSON,
+/// which must hold `len` items.
+pub fn json_list(args: &[&str], key: &str, len: usize) -> Vec<serde_json::Value> {
+    let mut v = json(&[args, &["--format", "json"]].concat());
+    let list = v[key].take();
+    let list = list.as_array().unwrap_or_else(|| panic!("{key}: {list}"));
+    assert_eq!(list.len(), len, "{key}");
+    list.clone()
+}
+
 /// Runs `herd` with `args`, which must fail as bad input: exit 2 and exactly one line on
 /// stderr. Returns that line.
 pub fn usage_error(args: &[&str]) -> String {
@@ -65,4 +75,12 @@ pub fn usage_error(args: &[&str]) -> String {
     let err = String::from_utf8(out.stderr).expect("UTF-8 on stderr");
     assert_eq!(err.lines().count(), 1, "{args:?}: one line, got {err:?}");
     err.trim_end().to_owned()
+}
+
+/// Runs `herd` with `args`, which must fail as bad input (see [`usage_error`]) with an error
+/// line that mentions `needle`.
+pub fn fails_with_input_error(args: &[&str], needle: &str) {
+    let err = usage_error(args);
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
 }

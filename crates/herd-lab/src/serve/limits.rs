@@ -29,6 +29,22 @@ pub const MAX_LAYERS: usize = 8;
 /// Most attempts one layer may make per call.
 pub const MAX_LAYER_ATTEMPTS: u32 = 10;
 
+/// Most copies one hedging request may send over its five policies (`(requests + warm-up) ·
+/// fan_out · copies`, summed): the measured requests are cut to fit, so that a request's work
+/// is known, and bounded, before it runs.
+pub const MAX_HEDGE_COPIES: u64 = 6_000_000;
+/// Most user requests a hedging request may ask to measure.
+pub const MAX_HEDGE_REQUESTS: u64 = 200_000;
+/// Fewest user requests a hedging run measures (so that p99.9 is the 10th slowest or later).
+pub const MIN_HEDGE_REQUESTS: u64 = 10_000;
+/// The widest fan-out the hedging scene offers.
+pub const MAX_HEDGE_FAN_OUT: u32 = 50;
+/// The longest hedge delay, in ms.
+pub const MAX_HEDGE_DELAY_MS: f64 = 1000.0;
+/// The highest utilisation (without hedging) the hedging scene runs: past it the queues
+/// grow without bound whatever the policy.
+pub const MAX_HEDGE_UTILISATION: f64 = 1.0;
+
 /// The server's limits. [`ServeLimits::default`] suits a person's laptop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ServeLimits {

@@ -1,7 +1,7 @@
 //! The interactive page (`herd serve`): pick a rule and watch the load.
 //!
-//! One page (HTML, CSS and JavaScript embedded in the binary) with four scenes: *Storm*, *Six
-//! clients*, *Dots* and *Layers*. The page computes nothing itself: every number it shows
+//! One page (HTML, CSS and JavaScript embedded in the binary) with five scenes: *Storm*, *Six
+//! clients*, *Dots*, *Layers* and *Hedging*. The page computes nothing itself: every number it shows
 //! comes from this JSON API, which calls `herd-sim` and `herd`, so the page and the command
 //! line can never disagree.
 //!
@@ -13,6 +13,7 @@
 //! | `POST /api/six` | [`six::SixRequest`] → [`six::SixTimeline`] |
 //! | `POST /api/dots` | [`dots::DotsRequest`] → [`dots::Dots`] |
 //! | `POST /api/layers` | [`layers::LayersRequest`] → [`layers::Layers`] |
+//! | `POST /api/hedge` | [`hedge::HedgeRequest`] → [`hedge::HedgeAnswer`] |
 //!
 //! The API is meant for one person's browser, but it is still a server: it validates every
 //! parameter (a 400 names the field), caps the work one request may ask for, limits body
@@ -33,6 +34,7 @@ use tokio::net::TcpListener;
 mod assets;
 pub mod dots;
 mod error;
+pub mod hedge;
 mod host;
 pub mod layers;
 mod limits;
@@ -43,8 +45,9 @@ pub mod storm;
 
 pub use error::{ApiError, ApiJson};
 pub use limits::{
-    MAX_CAPACITY, MAX_DOT_CLIENTS, MAX_DOT_FAILURES, MAX_LAYER_ATTEMPTS, MAX_LAYERS, MAX_OUTAGE_S,
-    MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS, ServeLimits,
+    MAX_CAPACITY, MAX_DOT_CLIENTS, MAX_DOT_FAILURES, MAX_HEDGE_COPIES, MAX_HEDGE_DELAY_MS,
+    MAX_HEDGE_FAN_OUT, MAX_HEDGE_REQUESTS, MAX_HEDGE_UTILISATION, MAX_LAYER_ATTEMPTS, MAX_LAYERS,
+    MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS, MIN_HEDGE_REQUESTS, ServeLimits,
 };
 
 pub use listen::SHUTDOWN_GRACE;
@@ -67,6 +70,7 @@ pub fn router(limits: ServeLimits) -> Router {
         .route("/six", post(six_handler))
         .route("/dots", post(dots_handler))
         .route("/layers", post(layers_handler))
+        .route("/hedge", post(hedge_handler))
         .fallback(|| async { ApiError::not_found("no such API route") })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .with_state(state);
@@ -110,7 +114,13 @@ async fn rules_info() -> Json<Value> {
             "dot_failures": MAX_DOT_FAILURES,
             "layers": MAX_LAYERS,
             "layer_attempts": MAX_LAYER_ATTEMPTS,
+            "hedge_copies": MAX_HEDGE_COPIES,
+            "hedge_requests": [MIN_HEDGE_REQUESTS, MAX_HEDGE_REQUESTS],
+            "hedge_fan_out": MAX_HEDGE_FAN_OUT,
+            "hedge_delay_ms": MAX_HEDGE_DELAY_MS,
+            "hedge_utilisation": MAX_HEDGE_UTILISATION,
         },
+        "hedge_policies": hedge::POLICIES.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
     }))
 }
 
@@ -145,5 +155,15 @@ async fn layers_handler(
     ApiJson(request): ApiJson<layers::LayersRequest>,
 ) -> Result<Json<layers::Layers>, ApiError> {
     let result = state.gate.run(move || request.compute()).await?;
+    Ok(Json(result))
+}
+
+async fn hedge_handler(
+    State(state): State<AppState>,
+    ApiJson(request): ApiJson<hedge::HedgeRequest>,
+) -> Result<Json<hedge::HedgeAnswer>, ApiError> {
+    // Reject bad parameters, and work past the cap, before taking a simulation slot.
+    request.check()?;
+    let result = state.gate.run(move || request.run()).await?;
     Ok(Json(result))
 }

@@ -1,11 +1,13 @@
 //! The lab's clients: tokio tasks that call the server through herd's async retry loop.
 //!
 //! Each client is one [`RetryPolicy`] call ([`Call::run_async_with`](herd::call::Call)) with
-//! the scenario's rule, drawing its pauses from its own seeded generator. The simulator rounds
-//! every pause up to whole steps (at least one), measured from the step of the failed attempt;
-//! the [`StepSleeper`] does the same on the real clock: it sleeps until a tenth of the way
-//! into step `attempt step + max(1, ceil(pause / step))`. That is the only place time is
-//! scaled: the rule itself keeps the scenario's pauses.
+//! the scenario's rule as the simulator builds it (`herd_sim::Simulation::rule_in_steps`: in
+//! whole steps under `pauses = "steps"`, else in nanoseconds), drawing its pauses from its own
+//! seeded generator. The simulator turns every pause into whole steps (at least one),
+//! measured from the step of the failed attempt; the [`StepSleeper`] does the same on the real
+//! clock: it sleeps until a tenth of the way into step
+//! `attempt step + max(1, ceil(pause / per_step))`, `per_step` being the rule's nanoseconds
+//! per step (1 when it draws whole steps). That is the only place time is scaled.
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -73,7 +75,8 @@ struct Steps {
 /// Sleeps the simulator's way: into the step the rounded-up pause lands on.
 struct StepSleeper<'a> {
     clock: StepClock,
-    step_sim: Duration,
+    /// The rule's nanoseconds per step.
+    per_step: u64,
     steps: &'a Steps,
 }
 
@@ -83,7 +86,7 @@ impl Sleeper for StepSleeper<'_> {
     fn sleep(&self, pause: Duration) -> tokio::time::Sleep {
         let steps = pause
             .as_nanos()
-            .div_ceil(self.step_sim.as_nanos().max(1))
+            .div_ceil(u128::from(self.per_step.max(1)))
             .max(1);
         let steps = u64::try_from(steps).unwrap_or(u64::MAX);
         let target = self
@@ -102,7 +105,8 @@ pub(crate) struct Crowd {
     pub(crate) url: hyper::Uri,
     pub(crate) policy: RetryPolicy<TokioClock>,
     pub(crate) clock: StepClock,
-    pub(crate) step_sim: Duration,
+    /// The rule's nanoseconds per step (see the module docs).
+    pub(crate) per_step: u64,
     pub(crate) start_step: u64,
     pub(crate) seed: u64,
     pub(crate) tally: Tally,
@@ -118,7 +122,7 @@ impl Crowd {
         tokio::time::sleep_until(self.clock.at(self.start_step, KNOCK_AT)).await;
         let sleeper = StepSleeper {
             clock: self.clock,
-            step_sim: self.step_sim,
+            per_step: self.per_step,
             steps: &steps,
         };
         let crowd: &Crowd = &self;
@@ -198,7 +202,7 @@ mod tests {
         };
         let sleeper = StepSleeper {
             clock,
-            step_sim: Duration::from_millis(100),
+            per_step: 100_000_000,
             steps: &steps,
         };
         for (pause_ms, target) in [(0, 6), (1, 6), (100, 6), (101, 7), (1000, 15)] {
@@ -209,6 +213,19 @@ mod tests {
                 "{pause_ms} ms"
             );
             assert_eq!(steps.aimed.load(Ordering::Relaxed), target);
+        }
+        // A rule drawn in whole steps (`pauses = "steps"`): one unit is one step.
+        let sleeper = StepSleeper {
+            per_step: 1,
+            ..sleeper
+        };
+        for (pause, target) in [(0, 6), (1, 6), (2, 7), (3, 8), (10, 15)] {
+            let sleep = sleeper.sleep(Duration::from_nanos(pause));
+            assert_eq!(
+                sleep.deadline(),
+                clock.at(target, KNOCK_AT),
+                "{pause} steps"
+            );
         }
     }
 }

@@ -40,6 +40,16 @@ pub enum Descriptors {
 /// [`LabStormError::Input`] when the hard limit is below `needed` (or the limit cannot be
 /// raised), saying how many descriptors the run needs and how to raise the limit.
 pub fn ensure(needed: u64, clients: u64) -> Result<Descriptors, LabStormError> {
+    ensure_for(needed, &format!("{clients} clients"), "use fewer --clients")
+}
+
+/// As [`ensure`], for any run: `who` needs the descriptors (`"200 clients"`), and `fewer`
+/// says how to need fewer (`"use fewer --clients"`).
+///
+/// # Errors
+///
+/// As [`ensure`].
+pub fn ensure_for(needed: u64, who: &str, fewer: &str) -> Result<Descriptors, LabStormError> {
     #[cfg(unix)]
     {
         use rlimit::Resource;
@@ -51,9 +61,9 @@ pub fn ensure(needed: u64, clients: u64) -> Result<Descriptors, LabStormError> {
         }
         let refuse = |why: String| {
             LabStormError::Input(format!(
-                "{clients} clients need about {needed} file descriptors, and {why}; raise the \
-                 limit (`ulimit -n {needed}` in this shell, or the hard limit in \
-                 /etc/security/limits.conf) or use fewer --clients"
+                "{who} need about {needed} file descriptors, and {why}; raise the limit \
+                 (`ulimit -n {needed}` in this shell, or the hard limit in \
+                 /etc/security/limits.conf) or {fewer}"
             ))
         };
         if hard < needed {
@@ -67,7 +77,7 @@ pub fn ensure(needed: u64, clients: u64) -> Result<Descriptors, LabStormError> {
     }
     #[cfg(not(unix))]
     {
-        let _ = (needed, clients);
+        let _ = (needed, who, fewer);
         Ok(Descriptors::Enough { soft: u64::MAX })
     }
 }

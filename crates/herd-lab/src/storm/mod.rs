@@ -19,10 +19,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use herd::RuleName;
 use herd::asynchronous::TokioClock;
 use herd::policy::RetryPolicy;
-use herd::rule::millis;
-use herd::{RuleName, RuleParams};
 use herd_sim::refusal::RefusalCost;
 use herd_sim::{Limits, RunResult, Scenario, Simulation};
 use hyper_util::client::legacy::Client;
@@ -128,30 +127,34 @@ impl LabStorm {
         }
         let c = &scenario.clients;
         let s = &scenario.server;
-        if c.arrivals_per_s > 0.0 {
-            return Err(unsupported("clients.arrivals_per_s", "open-loop arrivals"));
-        }
-        if c.deadline_s > 0.0 {
-            return Err(unsupported("clients.deadline_s", "deadlines"));
-        }
-        if s.warmup_s > 0.0 {
-            return Err(unsupported("server.warmup_s", "warm-up"));
-        }
-        if s.retry_after_s > 0.0 {
-            return Err(unsupported("server.retry_after_s", "Retry-After"));
-        }
-        if c.max_server_delay_s > 0.0 {
-            return Err(unsupported("clients.max_server_delay_s", "Retry-After"));
-        }
-        if s.timeout_s > 0.0 {
-            return Err(unsupported("server.timeout_s", "attempt timeouts"));
+        // Settings the lab does not play, each with what it would model; all must be 0.
+        let unmodelled = [
+            (
+                c.arrivals_per_s,
+                "clients.arrivals_per_s",
+                "open-loop arrivals",
+            ),
+            (c.deadline_s, "clients.deadline_s", "deadlines"),
+            (s.warmup_s, "server.warmup_s", "warm-up"),
+            (s.retry_after_s, "server.retry_after_s", "Retry-After"),
+            (
+                c.max_server_delay_s,
+                "clients.max_server_delay_s",
+                "Retry-After",
+            ),
+            (s.timeout_s, "server.timeout_s", "attempt timeouts"),
+            (
+                scenario.retry.budget_percent,
+                "retry.budget_percent",
+                "retry budgets",
+            ),
+        ];
+        if let Some(&(_, field, what)) = unmodelled.iter().find(|(value, ..)| *value > 0.0) {
+            return Err(unsupported(field, what));
         }
         if c.latency.mean_ms != 0.0 || c.latency.sd_ms != 0.0 {
             // Loopback has its own latency; the simulated one is not added to it.
             return Err(unsupported("clients.latency", "an added network latency"));
-        }
-        if scenario.retry.budget_percent > 0.0 {
-            return Err(unsupported("retry.budget_percent", "retry budgets"));
         }
         if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= MAX_TIME_SCALE) {
             return Err(LabStormError::Input(format!(
@@ -246,16 +249,16 @@ impl LabStorm {
         })
     }
 
+    /// The rule exactly as the simulator draws it (in whole steps under `pauses = "steps"`),
+    /// and how many of its nanoseconds make one step.
+    fn rule_in_steps(&self) -> Result<(herd::Rule, u64), LabStormError> {
+        self.simulation
+            .rule_in_steps(self.rule)
+            .map_err(|e| LabStormError::Input(e.to_string()))
+    }
+
     fn policy(&self) -> Result<RetryPolicy<TokioClock>, LabStormError> {
-        let r = &self.scenario.retry;
-        let input = |e: herd::InvalidRule| LabStormError::Input(e.to_string());
-        let params = RuleParams {
-            base: millis("retry.base_ms", r.base_ms).map_err(input)?,
-            cap: millis("retry.cap_ms", r.cap_ms).map_err(input)?,
-            pause: millis("retry.pause_ms", r.pause_ms).map_err(input)?,
-            ..RuleParams::default()
-        };
-        let rule = self.rule.build(&params).map_err(input)?;
+        let (rule, _) = self.rule_in_steps()?;
         let attempts = match self.scenario.clients.max_attempts {
             0 => u32::MAX,
             n => n,
@@ -327,7 +330,7 @@ impl LabStorm {
             url: uri("/work")?,
             policy: self.policy()?,
             clock,
-            step_sim: self.step(),
+            per_step: self.rule_in_steps()?.1,
             start_step: self.steps(self.scenario.clients.start_s),
             seed: self.seed,
             tally: Tally::default(),

@@ -18,7 +18,10 @@
 //!   the 2^53 possible draws, calling [`Rule::pause`] with an injected generator that returns
 //!   a chosen word: exact. Its memory (the current backoff) does not depend on the draw.
 //! - `decorrelated`: the pause is uniform on `base..=max(base, 3 · previous)`, capped, and the
-//!   next pause depends on this one *in nanoseconds*. Keeping every client's nanoseconds
+//!   next pause depends on this one *in the rule's unit*: in whole steps (`pauses = "steps"`)
+//!   cells are one step wide while `[base, cap]` spans at most 2000 steps (199 in the default
+//!   scenario), so the memory is kept exactly; what follows is about continuous pauses, whose
+//!   memory is in *nanoseconds*. Keeping every client's nanoseconds
 //!   would make each client its own cohort, so the memory is **quantized**: a pause below the
 //!   cap that falls in memory cell `c` (cells of an eighth of a step, or wider so that
 //!   `[base, cap]` spans at most 2000 cells) is remembered as one representative value of the
@@ -26,7 +29,8 @@
 //!   cap is remembered exactly. The wait is drawn exactly given the remembered value; what is
 //!   approximated is the next pause's range `3 · previous`, off by less than three cell
 //!   widths. `tests/cohort_agreement.rs` measures this approximation against the agent
-//!   engine: over 2000 seeds of the default scenario, requests per client 11.260 (agent)
+//!   engine: over 2000 seeds of the default scenario with continuous pauses, requests per
+//!   client 11.260 (agent)
 //!   against 11.259 (cohort), all served by 27.34 s against 27.27 s, both within two
 //!   standard errors. (With cells of a quarter step, requests per client came out 0.06 %
 //!   high, two standard errors at 2000 seeds: hence the eighth.)
@@ -45,6 +49,7 @@ use herd::{Rule, RuleName, RuleParams, RuleState};
 use crate::error::ScenarioError;
 use crate::failure::pause_steps;
 use crate::fields::ceil_div;
+use crate::plan::PlannedRule;
 
 /// The most steps a jittered rule's pauses may span: a law has one outcome per step.
 pub(crate) const MAX_PAUSE_STEPS: u64 = 200_000;
@@ -166,7 +171,20 @@ fn nanos(d: std::time::Duration) -> u64 {
 }
 
 impl Laws {
-    /// The laws of `rule` (named `name`, built from `params`) for steps of `step_ns`.
+    /// The laws of a rule as the plan built it: in whole steps (`per_step` = 1, so every
+    /// "nanosecond" below is a step and the laws count whole steps exactly; `decorrelated`'s
+    /// memory cells are then one step wide, exact, while `cap − base` spans at most
+    /// [`MAX_MEMORY_CELLS`] steps) or in nanoseconds.
+    ///
+    /// # Errors
+    ///
+    /// As [`Laws::new`].
+    pub(crate) fn of(name: RuleName, planned: &PlannedRule) -> Result<Self, ScenarioError> {
+        Self::new(name, planned.rule, &planned.params, planned.per_step)
+    }
+
+    /// The laws of `rule` (named `name`, built from `params`) for steps of `step_ns` of the
+    /// rule's nanoseconds.
     ///
     /// # Errors
     ///

@@ -51,7 +51,14 @@
 //!    `AfterFailure::split_wait`); with `[clients.latency]` each count splits once more over
 //!    the law of the delay in steps (a multinomial draw; see `attempt_latency.rs`), and each
 //!    count gives up at its deadline, passes the horizon, or is filed in the calendar at
-//!    `step + timeout + wait + delay`.
+//!    `step + timeout + wait + delay`;
+//! 5. with a retry budget, the counts whose retry asks it (those the deadline let through)
+//!    are held until the whole step is drawn. The budget is one shared balance, kept exactly
+//!    in the library's integer units (`BudgetLedger`): the step's new clients deposit
+//!    together, and of the `n` retries that ask, `m = min(n, ⌊balance / retry⌋)` are
+//!    allowed, the same `m` as `n` withdrawals in a row. Which `m` is the agent engine's
+//!    law: a uniformly random subset of the `n`, so how many of each count are allowed is
+//!    one multivariate hypergeometric draw; the rest give up (`denied_by_budget`).
 //!
 //! Samplers: `sample.rs` (binomial, hypergeometric), drawing only from the world's SplitMix64.
 //!
@@ -60,18 +67,14 @@
 //! Exact in distribution (not draw for draw: the agent and the cohort engines consume the
 //! generator differently) for `immediate`, `constant`, `exponential`, `full`, `equal` and
 //! `grpc`, with every server and client feature of the model: refusal cost, collapse,
-//! warm-up, `Retry-After`, timeouts, attempt limits, deadlines, open-loop arrivals, latency
-//! (whose law in steps is computed from the distribution function through libm's `erfc`,
-//! exact to a few ulps).
+//! warm-up, `Retry-After`, timeouts, attempt limits, deadlines, retry budgets, open-loop
+//! arrivals, latency (whose law in steps is computed from the distribution function through
+//! libm's `erfc`, exact to a few ulps).
 //! Deterministic rules in a lone burst give the agent engine's results exactly, run for run.
 //! `decorrelated` and `decorrelated-v2` keep a continuous memory, which the cohort engine
 //! quantizes (see `cohort/law.rs`): the one approximation, measured by
-//! `tests/cohort_agreement.rs`. Refused with an error naming the field:
-//!
-//! - retry budgets (`retry.budget_percent`): the agent engine lets the budget's retries go to
-//!   the first refused clients in its processing order, which depends on calendar order, not
-//!   on anything a count records;
-//! - traces: there are no clients to follow.
+//! `tests/cohort_agreement.rs`; `tests/cohort_power.rs` compares the features one by one
+//! with the power to see a 2 % bias. Traces are refused: there are no clients to follow.
 //!
 //! A run is reproducible from its seed, bit for bit, on a given platform. The samplers'
 //! acceptance tests call `ln`, `exp` and `ln_1p`, whose last bit may differ between libm
@@ -83,16 +86,19 @@
 //! `decorrelated`, whose nested laws are split all at once; the number of cohorts is bounded
 //! by the states (failure counts until the pause reaches the cap, memory cells) times the
 //! pause range in steps, not by the clients. Fine steps under a long cap are the expensive
-//! case (1 ms steps with a 30 s cap: 30 000 outcomes a law). Benchmarks:
+//! case (1 ms steps with a 30 s cap: 30 000 outcomes a law). The time goes to random draws
+//! (every sampler costs a few operations per word), so `Limits::max_run_attempts` caps the
+//! words a run draws (`Counted`), and `max_cohorts` the cohorts waiting at once. Benchmarks:
 //! `docs/BENCHMARKS.md`, "Cohort engine".
 use herd::RuleName;
-use herd::rng::SplitMix64;
+use herd::rng::{Rng, SplitMix64};
 
+use crate::budget::BudgetLedger;
 use crate::error::ScenarioError;
 use crate::failure::{AfterFailure, Fate};
 use crate::limits::Limits;
 use crate::metrics::{Meter, RunResult};
-use crate::plan::Plan;
+use crate::plan::{Plan, PlannedRule};
 use crate::sample;
 use crate::server::{ServerState, Verdict};
 
@@ -128,14 +134,8 @@ pub(crate) fn plan_limits(limits: &Limits) -> Limits {
 
 /// Checks what the cohort engine cannot run, after the plan is built.
 pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
-    if plan.budget_percent > 0.0 {
-        return Err(ScenarioError::field(
-            "retry.budget_percent",
-            "retry budgets are not supported by the cohort engine; set 0 or use the agent engine",
-        ));
-    }
     for (name, rule) in &plan.rules {
-        Laws::new(*name, *rule, &plan.params, plan.step_ns)?;
+        Laws::of(*name, rule)?;
     }
     latency_law(plan)?;
     // The per-window series are the only memory that grows with the run (16 bytes a window).
@@ -156,18 +156,18 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
 
 /// Runs `rule` over `plan` with the world's generator seeded by `seed`, in cohorts.
 ///
-/// `plan.max_run_attempts` bounds the cohort updates (one per cohort per step it knocks),
-/// the cohort engine's unit of work, and `max_cohorts` the cohorts waiting at once.
+/// `plan.max_run_attempts` bounds the random words drawn, the cohort engine's unit of work
+/// (see [`Counted`]), and `max_cohorts` the cohorts waiting at once.
 pub(crate) fn simulate(
     plan: &Plan,
     name: RuleName,
-    rule: &herd::Rule,
+    rule: &PlannedRule,
     seed: u64,
     max_cohorts: u64,
 ) -> Result<RunResult, ScenarioError> {
-    let mut laws = Laws::new(name, *rule, &plan.params, plan.step_ns)?;
+    let mut laws = Laws::of(name, rule)?;
     let latency = latency_law(plan)?;
-    let mut rng = SplitMix64::new(seed);
+    let mut rng = Counted::new(seed);
     let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
     let mut calendar = CohortCalendar::default();
@@ -178,8 +178,12 @@ pub(crate) fn simulate(
     let mut delayed_of: Vec<Delayed> = Vec::new();
     let mut waits_of: Vec<Delayed> = Vec::new();
     let mut gave_up = 0u64;
+    let mut denied_by_budget = 0u64;
+    let mut budget = BudgetLedger::new(plan.budget_percent)?;
+    // Refused counts whose retries ask the budget at this step, where they go if allowed.
+    let mut asking: Vec<(u64, Fate, State)> = Vec::new();
+    let mut admitted_of: Vec<u64> = Vec::new();
     let mut beyond_horizon = 0u64;
-    let mut work = 0u64;
     let open_loop = plan.open_loop_total > 0;
     let first_of = |step: u64| {
         if plan.deadline_steps.is_some() {
@@ -198,16 +202,23 @@ pub(crate) fn simulate(
     loop {
         due.clear();
         calendar.take(step, &mut due);
+        let mut new_at_step = 0;
         if step == plan.start_step && plan.burst > 0 {
             due.push((new_clients(step), plan.burst));
+            new_at_step += plan.burst;
         }
         if open_loop {
             let new = plan.open_loop_at(step);
             if new > 0 {
                 due.push((new_clients(step), new));
+                new_at_step += new;
             }
         }
         merge_sorted(&mut due);
+        if let Some(b) = &mut budget {
+            b.at(plan, step);
+            b.deposit(new_at_step);
+        }
 
         let arrivals: u64 = due.iter().map(|(_, n)| n).sum();
         if arrivals > 0 {
@@ -217,16 +228,6 @@ pub(crate) fn simulate(
                 Verdict::Serve(s) => s,
             };
             meter.record(step, arrivals, served);
-            work += due.len() as u64;
-            if work > plan.max_run_attempts {
-                return Err(ScenarioError::field(
-                    "clients.count",
-                    format!(
-                        "the run needs more than {} cohort updates, the most allowed here",
-                        plan.max_run_attempts
-                    ),
-                ));
-            }
             sizes.clear();
             sizes.extend(due.iter().map(|(_, n)| *n));
             sample::multivariate_hypergeometric(&mut rng, &sizes, served, &mut served_of);
@@ -236,26 +237,38 @@ pub(crate) fn simulate(
             // `Some((wait, memory))`, by the engines' shared step.
             let after = AfterFailure::new(plan, step, verdict);
             let delayed = after.has_server_delay() || latency.is_some();
+            let with_budget = budget.is_some();
             delayed_of.clear();
             waits_of.clear();
+            asking.clear();
             let mut file = |n: u64, drawn: Option<(u64, u64)>, failures: u32, first: u32| {
                 let Some((wait, memory)) = drawn else {
                     gave_up += n;
                     return;
                 };
-                // No retry budget here: `check` refuses scenarios with one.
-                match after.fate(wait, first, || true) {
-                    Fate::GiveUp(_) => gave_up += n,
-                    Fate::BeyondHorizon => beyond_horizon += n,
-                    Fate::Due(next) => {
-                        let state = State {
-                            failures,
-                            memory,
-                            first,
-                        };
-                        calendar.add(next, state, n);
-                    }
+                let state = State {
+                    failures,
+                    memory,
+                    first,
+                };
+                // With a budget, the retries that ask are admitted together below.
+                let mut asks = false;
+                let fate = after.fate(wait, first, || {
+                    asks = true;
+                    true
+                });
+                if asks && with_budget {
+                    asking.push((n, fate, state));
+                    return;
                 }
+                place(
+                    n,
+                    fate,
+                    state,
+                    &mut calendar,
+                    &mut gave_up,
+                    &mut beyond_horizon,
+                );
             };
             // Refused clients that drew `Some((pause, memory))`: filed now, or with a
             // Retry-After or a latency, set aside until their jitter and delay are drawn below.
@@ -333,6 +346,28 @@ pub(crate) fn simulate(
                     });
                 }
             }
+            if let Some(b) = &mut budget {
+                // The budget allows `admitted` of the retries that ask (one withdrawal each,
+                // in a row), a uniformly random subset of them as in the agent engine: how
+                // many of each count is one multivariate hypergeometric draw.
+                let wanting: u64 = asking.iter().map(|(n, _, _)| n).sum();
+                let admitted = b.admit(wanting);
+                sizes.clear();
+                sizes.extend(asking.iter().map(|(n, _, _)| *n));
+                sample::multivariate_hypergeometric(&mut rng, &sizes, admitted, &mut admitted_of);
+                for (&(n, fate, state), &allowed) in asking.iter().zip(&admitted_of) {
+                    gave_up += n - allowed;
+                    denied_by_budget += n - allowed;
+                    place(
+                        allowed,
+                        fate,
+                        state,
+                        &mut calendar,
+                        &mut gave_up,
+                        &mut beyond_horizon,
+                    );
+                }
+            }
             if calendar.cohorts() > max_cohorts {
                 return Err(ScenarioError::field(
                     "step_ms",
@@ -343,6 +378,16 @@ pub(crate) fn simulate(
             }
         }
 
+        if rng.words > plan.max_run_attempts {
+            return Err(ScenarioError::field(
+                "step_ms",
+                format!(
+                    "the run needs more than {} random draws, the most allowed here (the cohort engine's work is its draws: more distinct states or wider laws need more; use a longer step_ms, a shorter horizon_s or the agent engine)",
+                    plan.max_run_attempts
+                ),
+            ));
+        }
+
         match plan.next_step(step, calendar.next_due()) {
             Some(next) => step = next,
             None => break,
@@ -351,7 +396,52 @@ pub(crate) fn simulate(
 
     let waiting = calendar.clients() + beyond_horizon;
     debug_assert_eq!(meter.served + gave_up + waiting, plan.total_clients());
-    Ok(meter.finish(name, seed, gave_up, 0, waiting))
+    Ok(meter.finish(name, seed, gave_up, denied_by_budget, waiting))
+}
+
+/// Files `n` refused clients in `state` by their fate (see `AfterFailure::fate`).
+fn place(
+    n: u64,
+    fate: Fate,
+    state: State,
+    calendar: &mut CohortCalendar,
+    gave_up: &mut u64,
+    beyond_horizon: &mut u64,
+) {
+    match fate {
+        Fate::GiveUp(_) => *gave_up += n,
+        Fate::BeyondHorizon => *beyond_horizon += n,
+        Fate::Due(next) => calendar.add(next, state, n),
+    }
+}
+
+/// The world's generator, counting the words it hands out: the cohort engine's unit of work.
+///
+/// A run's time is its draws (every sampler costs a few operations per word) plus its cohorts,
+/// which the calendar caps on its own; clients cost nothing. So [`Limits::max_run_attempts`],
+/// what one run may do, bounds the words drawn here, checked after every step: a run stops
+/// within one step's draws of the cap. The words are the same as `SplitMix64`'s, one for one,
+/// so counting changes no draw.
+struct Counted {
+    rng: SplitMix64,
+    words: u64,
+}
+
+impl Counted {
+    fn new(seed: u64) -> Self {
+        Self {
+            rng: SplitMix64::new(seed),
+            words: 0,
+        }
+    }
+}
+
+impl Rng for Counted {
+    #[inline]
+    fn next_u64(&mut self) -> u64 {
+        self.words += 1;
+        self.rng.next_u64()
+    }
 }
 
 /// Refused clients that drew the same pause under a `Retry-After`, before the server delay's
@@ -383,8 +473,8 @@ type Nested = (u32, u32, u64, u64);
 /// `tᵢ₊₁ + 1..=tᵢ`, spread over its pieces multinomially by length; the rest are uniform on
 /// `base..=tᵢ₊₁` and join cohort `i + 1`. Exact: the same joint law as splitting each cohort
 /// on its own, for O(pieces + cohorts) draws.
-fn split_nested(
-    rng: &mut SplitMix64,
+fn split_nested<R: Rng + ?Sized>(
+    rng: &mut R,
     laws: &Laws,
     nested: &mut [Nested],
     mut emit: impl FnMut(u64, (u64, u64), u32, u32),

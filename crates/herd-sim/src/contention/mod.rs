@@ -60,7 +60,7 @@ use std::collections::BinaryHeap;
 
 use herd::rng::{Rng, SplitMix64};
 use herd::{Rule, RuleName, RuleParams, RuleState};
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 
 use crate::error::ScenarioError;
 use crate::fields;
@@ -112,7 +112,7 @@ impl ContentionRun {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ContentionRun {
     /// The rule.
-    #[serde(serialize_with = "rule_str")]
+    #[serde(serialize_with = "crate::rule_serde::one::serialize")]
     pub rule: RuleName,
     /// The seed.
     pub seed: u64,
@@ -128,7 +128,7 @@ pub struct ContentionRun {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ContentionPoint {
     /// The rule.
-    #[serde(serialize_with = "rule_str")]
+    #[serde(serialize_with = "crate::rule_serde::one::serialize")]
     pub rule: RuleName,
     /// Clients.
     pub clients: u64,
@@ -140,10 +140,6 @@ pub struct ContentionPoint {
     pub calls_per_client: f64,
     /// Mean completion time, in milliseconds.
     pub completion_ms: f64,
-}
-
-fn rule_str<S: Serializer>(rule: &RuleName, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(rule.as_str())
 }
 
 /// What one hop of the protocol is doing when its event fires.

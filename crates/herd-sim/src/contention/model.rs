@@ -1,12 +1,10 @@
 //! The contention model behind the [`Model`] interface: one run is one seed at
 //! `clients.count`, reporting [`METRICS`] (`docs/model.md`, "Contention metrics").
 use herd::RuleName;
-use toml::Value;
 
 use super::{Contention, ContentionScenario, METRICS};
 use crate::error::ScenarioError;
-use crate::limits::Limits;
-use crate::model::{self, Metrics, Model};
+use crate::model::{Metrics, Model};
 
 impl Model for Contention {
     const NAME: &'static str = "contention";
@@ -14,22 +12,7 @@ impl Model for Contention {
         "clients racing to update one row with optimistic concurrency (Brooker)";
     const METRICS: &'static [&'static str] = METRICS;
 
-    fn check(tree: &Value, limits: &Limits) -> Result<Self, ScenarioError> {
-        let scenario: ContentionScenario = model::from_tree(tree, &[])?;
-        Contention::new(&scenario, limits)
-    }
-
-    fn sweepable(&self) -> Result<Value, ScenarioError> {
-        model::to_tree(self.scenario(), Self::NAME)
-    }
-
-    fn rules(&self) -> Vec<RuleName> {
-        Contention::rules(self)
-    }
-
-    fn seed(&self) -> u64 {
-        self.scenario().seed
-    }
+    crate::model_of_scenario!(Contention, ContentionScenario);
 
     fn cost(&self) -> u64 {
         self.scenario().clients.count

@@ -4,7 +4,6 @@ use std::fmt;
 use herd::RuleName;
 use serde::Serialize;
 
-use super::scenario::serialize_rules;
 use super::{Contention, ContentionPoint};
 
 /// The comparison at one or more client counts: one point per rule and count.
@@ -19,7 +18,7 @@ pub struct ContentionReport {
     /// Runs per point.
     pub runs: u32,
     /// The rules, in column order.
-    #[serde(serialize_with = "serialize_rules")]
+    #[serde(serialize_with = "crate::rule_serde::list::serialize")]
     pub rules: Vec<RuleName>,
     /// The points, client-count-major, rule-minor.
     pub points: Vec<ContentionPoint>,

@@ -1,6 +1,6 @@
 //! The contention scenario as written in TOML (`model = "contention"`).
 use herd::RuleName;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::Contention;
 use crate::error::ScenarioError;
@@ -51,10 +51,7 @@ pub struct Network {
 #[serde(default, deny_unknown_fields)]
 pub struct ContentionRetry {
     /// The rules to compare (`immediate` is the article's "no backoff").
-    #[serde(
-        deserialize_with = "deserialize_rules",
-        serialize_with = "serialize_rules"
-    )]
+    #[serde(with = "crate::rule_serde::list")]
     pub rules: Vec<RuleName>,
     /// `base` of the exponential family, in milliseconds.
     pub base_ms: f64,
@@ -107,18 +104,6 @@ impl Default for ContentionRetry {
             pause_ms: 10.0,
         }
     }
-}
-
-fn deserialize_rules<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RuleName>, D::Error> {
-    let names = Vec::<String>::deserialize(d)?;
-    names
-        .iter()
-        .map(|n| n.parse::<RuleName>().map_err(serde::de::Error::custom))
-        .collect()
-}
-
-pub(crate) fn serialize_rules<S: Serializer>(rules: &[RuleName], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(rules.iter().map(|r| r.as_str()))
 }
 
 impl ContentionScenario {

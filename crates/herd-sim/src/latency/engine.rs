@@ -1,7 +1,11 @@
 //! The latency model's event loop: Poisson arrivals, FIFO servers that pause, copies,
 //! hedge timers, cancellation.
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+//!
+//! Events run in (time, order scheduled). They are kept where that order is cheap to find:
+//! each server's one pending completion in a tournament tree (a copy stopped in service
+//! takes its completion out at once), and hedge timers in runs that are already sorted
+//! (timers scheduled while the delay does not shrink come due in the order they were set).
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use herd::budget::{Budget, BudgetConfig, RetryBudget};
@@ -40,13 +44,22 @@ fn normal(rng: &mut SplitMix64) -> f64 {
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
-/// Nanoseconds, rounded, at least 1 (a copy always takes some time).
+/// Nanoseconds, rounded (half away from zero, as `f64::round`), at least 1 (a copy always
+/// takes some time).
 #[inline]
 fn to_ns(x: f64) -> u64 {
     if x >= 1.8e19 {
         u64::MAX / 4
     } else {
-        (x.round() as u64).max(1)
+        // `x.round() as u64` without the libm call: the cast truncates (negative and NaN
+        // to 0), and `x − trunc(x)` is exact for every finite double.
+        let whole = x as u64;
+        let rounded = if x - whole as f64 >= 0.5 {
+            whole + 1
+        } else {
+            whole
+        };
+        rounded.max(1)
     }
 }
 
@@ -58,18 +71,15 @@ enum CopyState {
     Finished,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Copy {
-    sub: u32,
-    server: u32,
-    state: CopyState,
-    dispatched: u64,
-    started: u64,
-}
+const COPIES: usize = MAX_COPIES as usize;
 
+/// A sub-request and its copies, kept inline: copy `k` of sub-request `sub` is named
+/// `sub << 3 | k` in the servers' queues.
 #[derive(Clone, Copy, Debug)]
 struct Sub {
     user: u32,
+    /// Whether its user request is measured.
+    measured: bool,
     done: bool,
     started: bool,
     sent: u8,
@@ -77,7 +87,19 @@ struct Sub {
     live: u8,
     /// Hedge timers pending.
     timers: u8,
-    copies: [u32; MAX_COPIES as usize],
+    state: [CopyState; COPIES],
+    server: [u32; COPIES],
+    dispatched: [u64; COPIES],
+}
+
+#[inline]
+fn copy_id(sub: u32, k: usize) -> u64 {
+    (u64::from(sub) << 3) | k as u64
+}
+
+#[inline]
+fn copy_parts(copy: u64) -> (u32, usize) {
+    ((copy >> 3) as u32, (copy & 7) as usize)
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -133,10 +155,10 @@ impl<T> std::ops::IndexMut<u32> for Slab<T> {
 
 /// One server: a FIFO queue, the copy in service, and its schedule of pauses.
 struct Server {
-    queue: VecDeque<u32>,
-    busy: Option<u32>,
-    /// Bumped when the copy in service is cancelled, so its completion event is ignored.
-    generation: u32,
+    queue: VecDeque<u64>,
+    busy: Option<u64>,
+    /// When the copy in service started.
+    busy_since: u64,
     hiccups: SplitMix64,
     pause_start: u64,
     pause_end: u64,
@@ -147,7 +169,7 @@ impl Server {
         Self {
             queue: VecDeque::new(),
             busy: None,
-            generation: 0,
+            busy_since: 0,
             hiccups: stream(seed, HICCUPS + u64::from(index)),
             pause_start: 0,
             pause_end: 0,
@@ -183,33 +205,157 @@ impl Server {
     }
 }
 
-/// An event: a server finishing the copy it serves, or a hedge timer of a sub-request.
-/// Packed in one word: the top bit says which.
-const HEDGE_BIT: u64 = 1 << 63;
+/// An event's place in the order, as one number: its time in the high word, then the order
+/// it was scheduled in, then (for a completion) its server, which never decides the order
+/// (no two events share a `seq`) but rides along. `NEVER` is no event.
+///
+/// `seq` fits its 47 bits: a run makes at most 9 events per sub-request (5 completions,
+/// 4 timers), and at most 2·10⁷ × 2 requests × 10⁴ sub-requests, 3.6·10¹² < 2⁴⁷ events.
+type Key = u128;
+const NEVER: Key = Key::MAX;
+const SERVER_BITS: u32 = 17;
+const _: () = assert!(super::MAX_SERVERS <= 1 << SERVER_BITS);
 
 #[inline]
-fn done_event(server: u32, generation: u32) -> u64 {
-    (u64::from(server) << 31) | u64::from(generation & 0x7FFF_FFFF)
+fn key(at: u64, seq: u64, server: u32) -> Key {
+    debug_assert!(seq < 1 << (64 - SERVER_BITS));
+    (Key::from(at) << 64) | Key::from(seq << SERVER_BITS) | Key::from(server)
 }
+
+#[inline]
+fn key_time(key: Key) -> u64 {
+    (key >> 64) as u64
+}
+
+#[inline]
+fn key_server(key: Key) -> u32 {
+    (key as u32) & ((1 << SERVER_BITS) - 1)
+}
+
+/// Each server's pending completion (at most one), in a tournament tree: every inner node
+/// holds the earlier of its two children, so the next completion is the root, and setting
+/// a server's completion rewrites the log₂(servers) nodes above it, without a branch (which
+/// child wins is a coin toss the branch predictor would often lose).
+struct Completions {
+    leaves: usize,
+    keys: Vec<Key>,
+}
+
+impl Completions {
+    fn new(servers: u32) -> Self {
+        let leaves = (servers as usize).next_power_of_two();
+        Self {
+            leaves,
+            keys: vec![NEVER; 2 * leaves],
+        }
+    }
+
+    /// The next completion (its key names its server).
+    #[inline]
+    fn first(&self) -> Key {
+        self.keys[1]
+    }
+
+    #[inline]
+    fn get(&self, server: u32) -> Key {
+        self.keys[self.leaves + server as usize]
+    }
+
+    #[inline]
+    fn set(&mut self, server: u32, key: Key) {
+        let mut j = self.leaves + server as usize;
+        let mut key = key;
+        self.keys[j] = key;
+        while j > 1 {
+            let other = self.keys[j ^ 1];
+            // All ones when the sibling is earlier: the winner is picked with a mask.
+            let earlier = Key::from(other < key).wrapping_neg();
+            key = (other & earlier) | (key & !earlier);
+            j >>= 1;
+            self.keys[j] = key;
+        }
+    }
+}
+
+/// Pending hedge timers, as runs sorted by key. A timer goes at the end of the last run
+/// unless it is due before that run's last timer (the learned delay shrank); then it starts
+/// a new run. A fixed delay needs one run; a learned one, a run per shrink still pending.
+struct Timers {
+    runs: Vec<VecDeque<(Key, u32)>>,
+    spare: Vec<VecDeque<(Key, u32)>>,
+}
+
+impl Timers {
+    fn new() -> Self {
+        Self {
+            runs: vec![VecDeque::new()],
+            spare: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, key: Key, sub: u32) {
+        let last = self.runs.len() - 1;
+        if self.runs[last].back().is_some_and(|&(k, _)| k > key) {
+            let run = self.spare.pop().unwrap_or_default();
+            self.runs.push(run);
+        }
+        let last = self.runs.len() - 1;
+        self.runs[last].push_back((key, sub));
+    }
+
+    /// The first timer's key and its run (`NEVER` when none is pending).
+    #[inline]
+    fn first(&self) -> (Key, usize) {
+        let mut best = (self.runs[0].front().map_or(NEVER, |t| t.0), 0);
+        for (i, run) in self.runs.iter().enumerate().skip(1) {
+            if let Some(&(k, _)) = run.front()
+                && k < best.0
+            {
+                best = (k, i);
+            }
+        }
+        best
+    }
+
+    #[inline]
+    fn pop(&mut self, run: usize) -> u32 {
+        let (_, sub) = self.runs[run]
+            .pop_front()
+            .unwrap_or_else(|| unreachable!("popped an empty run"));
+        if self.runs[run].is_empty() && run + 1 < self.runs.len() {
+            let empty = self.runs.remove(run);
+            self.spare.push(empty);
+        }
+        sub
+    }
+}
+
+/// The length of the learning windows of the `percentile` policy's histogram.
+const WINDOW: Duration = Duration::from_secs(1);
 
 struct World<'p> {
     plan: &'p Plan,
     policy: &'p Policy,
+    tied: bool,
     now: u64,
     seq: u64,
-    events: BinaryHeap<Reverse<(u64, u64, u64)>>,
-    /// Hedge timers of a fixed delay: scheduled in time order, so a queue keeps them sorted
-    /// (the heap holds them when the delay is learned and may shrink).
-    timers: VecDeque<(u64, u64, u64)>,
-    fifo_timers: bool,
+    completions: Completions,
+    /// The latest time a copy stopped in service would have finished: the run lasts until
+    /// then, as if its server had served it out of sight.
+    stopped_until: u64,
+    timers: Timers,
     servers: Vec<Server>,
-    copies: Slab<Copy>,
     subs: Slab<Sub>,
     users: Slab<User>,
     routing: SplitMix64,
     service: SplitMix64,
     budget: Option<(RetryBudget<FakeClock>, FakeClock)>,
     histogram: Option<LatencyHistogram>,
+    /// The learned delay read from the histogram, valid until the end of its window (no
+    /// rotation, so no new percentile, can happen before then).
+    learned: Option<u64>,
+    learned_until: u64,
     latencies: Vec<u64>,
     // Counts over measured users' sub-requests.
     measured_subs: u64,
@@ -220,39 +366,9 @@ struct World<'p> {
 }
 
 impl World<'_> {
-    #[inline]
-    fn schedule(&mut self, at: u64, event: u64) {
-        self.seq += 1;
-        self.events.push(Reverse((at, self.seq, event)));
-    }
-
     fn schedule_hedge(&mut self, at: u64, sub: u32) {
         self.seq += 1;
-        let event = HEDGE_BIT | u64::from(sub);
-        if self.fifo_timers {
-            self.timers.push_back((at, self.seq, event));
-        } else {
-            self.events.push(Reverse((at, self.seq, event)));
-        }
-    }
-
-    /// The next event, in (time, order scheduled), from the heap or the timer queue.
-    fn next_event(&self) -> Option<(u64, u64)> {
-        let heap = self.events.peek().map(|Reverse((t, q, _))| (*t, *q));
-        let fifo = self.timers.front().map(|&(t, q, _)| (t, q));
-        match (heap, fifo) {
-            (Some(h), Some(f)) => Some(h.min(f)),
-            (h, f) => h.or(f),
-        }
-    }
-
-    fn pop_event(&mut self) -> Option<(u64, u64)> {
-        let next = self.next_event()?;
-        if self.timers.front().is_some_and(|&(t, q, _)| (t, q) == next) {
-            self.timers.pop_front().map(|(t, _, e)| (t, e))
-        } else {
-            self.events.pop().map(|Reverse((t, _, e))| (t, e))
-        }
+        self.timers.push(key(at, self.seq, 0), sub);
     }
 
     fn service_time(&mut self) -> u64 {
@@ -269,14 +385,22 @@ impl World<'_> {
     }
 
     /// The delay before the next copy, or `None` if no copy should follow on a timer.
-    fn hedge_delay(&self) -> Option<u64> {
+    #[inline]
+    fn hedge_delay(&mut self) -> Option<u64> {
         match self.policy.kind {
             PolicyKind::Delay => Some(self.policy.delay_ns),
             PolicyKind::Percentile => {
-                let h = self.histogram.as_ref()?;
-                h.roll(Duration::from_nanos(self.now));
-                h.percentile()
-                    .map(|p| u64::try_from(p.as_nanos()).unwrap_or(u64::MAX))
+                if self.now >= self.learned_until {
+                    let h = self.histogram.as_ref()?;
+                    h.roll(Duration::from_nanos(self.now));
+                    self.learned = h
+                        .percentile()
+                        .map(|p| u64::try_from(p.as_nanos()).unwrap_or(u64::MAX));
+                    let window = WINDOW.as_nanos() as u64;
+                    self.learned_until =
+                        (self.now / window).saturating_add(1).saturating_mul(window);
+                }
+                self.learned
             }
             PolicyKind::None | PolicyKind::Tied => None,
         }
@@ -289,25 +413,30 @@ impl World<'_> {
             remaining: fan_out,
             measured,
         });
+        if let Some((_, clock)) = &self.budget {
+            clock.set(Duration::from_nanos(self.now));
+        }
         for _ in 0..fan_out {
             let sub = self.subs.insert(Sub {
                 user,
+                measured,
                 done: false,
                 started: false,
                 sent: 0,
                 live: 0,
                 timers: 0,
-                copies: [0; MAX_COPIES as usize],
+                state: [CopyState::Queued; COPIES],
+                server: [0; COPIES],
+                dispatched: [0; COPIES],
             });
             if measured {
                 self.measured_subs += 1;
             }
-            if let Some((budget, clock)) = &self.budget {
-                clock.set(Duration::from_nanos(self.now));
+            if let Some((budget, _)) = &self.budget {
                 budget.on_request();
             }
             self.dispatch(sub);
-            if self.policy.kind == PolicyKind::Tied {
+            if self.tied {
                 self.dispatch(sub);
             } else if self.policy.max_copies > 1
                 && let Some(delay) = self.hedge_delay()
@@ -320,120 +449,116 @@ impl World<'_> {
 
     /// Sends one more copy of `sub` to a server it has not used yet (when there is one).
     fn dispatch(&mut self, sub: u32) {
-        let s = self.subs[sub];
         let n = self.plan.servers;
-        let used = &s.copies[..usize::from(s.sent)];
+        let s = &self.subs[sub];
+        let k = usize::from(s.sent);
         let server = loop {
             let pick = self.routing.below(u64::from(n)) as u32;
-            if usize::from(s.sent) >= n as usize
-                || !used.iter().any(|&c| self.copies[c].server == pick)
-            {
+            if k >= n as usize || !s.server[..k].contains(&pick) {
                 break pick;
             }
         };
-        let copy = self.copies.insert(Copy {
-            sub,
-            server,
-            state: CopyState::Queued,
-            dispatched: self.now,
-            started: 0,
-        });
-        let entry = &mut self.subs[sub];
-        entry.copies[usize::from(entry.sent)] = copy;
-        entry.sent += 1;
-        entry.live += 1;
-        if self.users[entry.user].measured {
+        let s = &mut self.subs[sub];
+        s.state[k] = CopyState::Queued;
+        s.server[k] = server;
+        s.dispatched[k] = self.now;
+        s.sent += 1;
+        s.live += 1;
+        if s.measured {
             self.measured_copies += 1;
         }
+        let copy = copy_id(sub, k);
         let srv = &mut self.servers[server as usize];
-        srv.queue.push_back(copy);
         if srv.busy.is_none() {
-            self.start_next(server);
+            // An idle server's queue is empty: the copy goes straight to service.
+            self.try_start(server, copy);
+        } else {
+            srv.queue.push_back(copy);
         }
     }
 
-    /// The server takes the next copy from its queue that is still wanted.
+    /// The server takes the next copy from its queue that is still wanted, or goes idle.
     fn start_next(&mut self, server: u32) {
         while let Some(copy) = self.servers[server as usize].queue.pop_front() {
-            let c = self.copies[copy];
-            let s = self.subs[c.sub];
-            let unwanted = c.state == CopyState::Cancelled
-                || (self.policy.kind == PolicyKind::Tied && s.started)
-                || (s.done && self.policy.cancel_losers);
-            if unwanted {
-                if c.state != CopyState::Cancelled {
-                    self.cancelled += 1;
-                }
-                self.copies[copy].state = CopyState::Cancelled;
-                self.release(c.sub);
-                continue;
+            if self.try_start(server, copy) {
+                return;
             }
-            let work = self.service_time();
-            let (every, pause) = (self.plan.hiccup_every_ns, self.plan.hiccup_ns);
-            let srv = &mut self.servers[server as usize];
-            let finish = srv.finish_time(self.now, work, every, pause);
-            srv.busy = Some(copy);
-            let generation = srv.generation;
-            self.copies[copy].state = CopyState::Serving;
-            self.copies[copy].started = self.now;
-            self.subs[c.sub].started = true;
-            self.schedule(finish, done_event(server, generation));
-            if self.policy.kind == PolicyKind::Tied {
-                // Tied requests: the other copy learns that this one started, and leaves its
-                // queue when it reaches the head.
-                let s = self.subs[c.sub];
-                for &other in &s.copies[..usize::from(s.sent)] {
-                    if other != copy && self.copies[other].state == CopyState::Queued {
-                        self.copies[other].state = CopyState::Cancelled;
-                        self.cancelled += 1;
-                    }
-                }
-            }
-            return;
         }
+        self.completions.set(server, NEVER);
     }
 
-    /// One copy of `sub` has left its queue or its server; frees the sub-request (and its
-    /// copies) once nothing refers to it.
+    /// Starts serving `copy` on the idle `server` if it is still wanted; otherwise drops it.
+    fn try_start(&mut self, server: u32, copy: u64) -> bool {
+        let (sub, k) = copy_parts(copy);
+        let s = &self.subs[sub];
+        let state = s.state[k];
+        let unwanted = state == CopyState::Cancelled
+            || (self.tied && s.started)
+            || (s.done && self.policy.cancel_losers);
+        if unwanted {
+            if state != CopyState::Cancelled {
+                self.cancelled += 1;
+                self.subs[sub].state[k] = CopyState::Cancelled;
+            }
+            self.release(sub);
+            return false;
+        }
+        let work = self.service_time();
+        let (every, pause) = (self.plan.hiccup_every_ns, self.plan.hiccup_ns);
+        let srv = &mut self.servers[server as usize];
+        let finish = srv.finish_time(self.now, work, every, pause);
+        srv.busy = Some(copy);
+        srv.busy_since = self.now;
+        let s = &mut self.subs[sub];
+        s.state[k] = CopyState::Serving;
+        s.started = true;
+        self.seq += 1;
+        self.completions.set(server, key(finish, self.seq, server));
+        if self.tied {
+            // Tied requests: the other copy learns that this one started, and leaves its
+            // queue when it reaches the head.
+            let s = &mut self.subs[sub];
+            for j in 0..usize::from(s.sent) {
+                if j != k && s.state[j] == CopyState::Queued {
+                    s.state[j] = CopyState::Cancelled;
+                    self.cancelled += 1;
+                }
+            }
+        }
+        true
+    }
+
+    /// One copy of `sub` has left its queue or its server; frees the sub-request once
+    /// nothing refers to it.
+    #[inline]
     fn release(&mut self, sub: u32) {
         let s = &mut self.subs[sub];
         s.live -= 1;
-        self.free_if_idle(sub);
-    }
-
-    fn free_if_idle(&mut self, sub: u32) {
-        let s = self.subs[sub];
         if s.done && s.live == 0 && s.timers == 0 {
-            for &c in &s.copies[..usize::from(s.sent)] {
-                self.copies.remove(c);
-            }
             self.subs.remove(sub);
         }
     }
 
-    fn on_done(&mut self, server: u32, generation: u32) {
+    fn on_done(&mut self, server: u32) {
         let srv = &mut self.servers[server as usize];
-        if srv.generation & 0x7FFF_FFFF != generation {
-            return; // the copy was cancelled in service
-        }
         let Some(copy) = srv.busy.take() else {
-            return;
+            unreachable!("a completion on an idle server");
         };
-        let c = self.copies[copy];
-        self.busy_ns += u128::from(self.now - c.started);
-        self.copies[copy].state = CopyState::Finished;
-        let sub = c.sub;
-        if !self.subs[sub].done {
-            self.subs[sub].done = true;
+        self.busy_ns += u128::from(self.now - srv.busy_since);
+        let (sub, k) = copy_parts(copy);
+        let s = &mut self.subs[sub];
+        s.state[k] = CopyState::Finished;
+        if !s.done {
+            s.done = true;
+            let (user, dispatched) = (s.user, s.dispatched[k]);
             if let Some(h) = &self.histogram {
                 let now = Duration::from_nanos(self.now);
-                h.record(now, Duration::from_nanos(self.now - c.dispatched));
+                h.record(now, Duration::from_nanos(self.now - dispatched));
             }
             if let Some((budget, clock)) = &self.budget {
                 clock.set(Duration::from_nanos(self.now));
                 budget.on_success();
             }
-            let user = self.subs[sub].user;
             let u = &mut self.users[user];
             u.remaining -= 1;
             if u.remaining == 0 {
@@ -443,7 +568,7 @@ impl World<'_> {
                 self.users.remove(user);
             }
             if self.policy.cancel_losers {
-                self.cancel_losers(sub, copy);
+                self.cancel_losers(sub, k);
             }
         }
         self.release(sub);
@@ -452,27 +577,28 @@ impl World<'_> {
 
     /// The winner answered: queued copies leave when they reach the head of their queue,
     /// and copies in service stop now, freeing their servers.
-    fn cancel_losers(&mut self, sub: u32, winner: u32) {
-        let s = self.subs[sub];
-        for &other in &s.copies[..usize::from(s.sent)] {
-            if other == winner {
+    fn cancel_losers(&mut self, sub: u32, winner: usize) {
+        for j in 0..usize::from(self.subs[sub].sent) {
+            if j == winner {
                 continue;
             }
-            let c = self.copies[other];
-            match c.state {
+            let s = &mut self.subs[sub];
+            match s.state[j] {
                 CopyState::Queued => {
-                    self.copies[other].state = CopyState::Cancelled;
+                    s.state[j] = CopyState::Cancelled;
                     self.cancelled += 1;
                 }
                 CopyState::Serving => {
-                    self.copies[other].state = CopyState::Cancelled;
+                    s.state[j] = CopyState::Cancelled;
+                    let server = s.server[j];
                     self.cancelled += 1;
-                    self.busy_ns += u128::from(self.now - c.started);
-                    let srv = &mut self.servers[c.server as usize];
+                    let srv = &mut self.servers[server as usize];
+                    self.busy_ns += u128::from(self.now - srv.busy_since);
                     srv.busy = None;
-                    srv.generation = srv.generation.wrapping_add(1);
+                    let stopped = key_time(self.completions.get(server));
+                    self.stopped_until = self.stopped_until.max(stopped);
                     self.release(sub);
-                    self.start_next(c.server);
+                    self.start_next(server);
                 }
                 CopyState::Cancelled | CopyState::Finished => {}
             }
@@ -480,9 +606,10 @@ impl World<'_> {
     }
 
     fn on_hedge_timer(&mut self, sub: u32) {
-        self.subs[sub].timers -= 1;
-        let s = self.subs[sub];
+        let s = &mut self.subs[sub];
+        s.timers -= 1;
         if !s.done && u32::from(s.sent) < self.policy.max_copies {
+            let measured = s.measured;
             let allowed = match &self.budget {
                 Some((budget, clock)) => {
                     clock.set(Duration::from_nanos(self.now));
@@ -498,11 +625,14 @@ impl World<'_> {
                     self.subs[sub].timers += 1;
                     self.schedule_hedge(self.now.saturating_add(delay), sub);
                 }
-            } else if self.users[s.user].measured {
+            } else if measured {
                 self.hedges_refused += 1;
             }
         }
-        self.free_if_idle(sub);
+        let s = &self.subs[sub];
+        if s.done && s.live == 0 && s.timers == 0 {
+            self.subs.remove(sub);
+        }
     }
 }
 
@@ -521,25 +651,27 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
         (budget, clock)
     });
     let histogram = (policy.kind == PolicyKind::Percentile)
-        .then(|| LatencyHistogram::new(policy.quantile, Duration::from_secs(1), 100));
+        .then(|| LatencyHistogram::new(policy.quantile, WINDOW, 100));
     let mut world = World {
         plan,
         policy,
+        tied: policy.kind == PolicyKind::Tied,
         now: 0,
         seq: 0,
-        events: BinaryHeap::with_capacity(plan.servers as usize * 2),
-        timers: VecDeque::new(),
-        fifo_timers: policy.kind == PolicyKind::Delay,
+        completions: Completions::new(plan.servers),
+        stopped_until: 0,
+        timers: Timers::new(),
         servers: (0..plan.servers)
             .map(|i| Server::new(plan.seed, i))
             .collect(),
-        copies: Slab::new(),
         subs: Slab::new(),
         users: Slab::new(),
         routing: stream(plan.seed, ROUTING),
         service: stream(plan.seed, SERVICE),
         budget,
         histogram,
+        learned: None,
+        learned_until: 0,
         latencies: Vec::with_capacity(plan.requests as usize),
         measured_subs: 0,
         measured_copies: 0,
@@ -552,25 +684,27 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
     let mut arrived = 0u64;
     let mut next_arrival = to_ns(exponential(&mut arrivals, plan.interarrival_ns));
     loop {
-        let next_event = world.next_event().map(|(t, _)| t);
-        if arrived < total && next_event.is_none_or(|t| next_arrival <= t) {
+        let done = world.completions.first();
+        let (timer, run) = world.timers.first();
+        let next = done.min(timer);
+        if arrived < total && (next == NEVER || next_arrival <= key_time(next)) {
             world.now = next_arrival;
             world.arrive(arrived >= plan.warmup);
             arrived += 1;
             next_arrival = next_arrival
                 .saturating_add(to_ns(exponential(&mut arrivals, plan.interarrival_ns)));
-        } else if let Some((t, event)) = world.pop_event() {
-            world.now = t;
-            if event & HEDGE_BIT != 0 {
-                world.on_hedge_timer((event & !HEDGE_BIT) as u32);
-            } else {
-                world.on_done((event >> 31) as u32, (event & 0x7FFF_FFFF) as u32);
-            }
-        } else {
+        } else if next == NEVER {
             break;
+        } else if timer < done {
+            world.now = key_time(timer);
+            let sub = world.timers.pop(run);
+            world.on_hedge_timer(sub);
+        } else {
+            world.now = key_time(done);
+            world.on_done(key_server(done));
         }
     }
-    let elapsed = world.now.max(1);
+    let elapsed = world.now.max(world.stopped_until).max(1);
     let result = LatencyResult::new(
         policy.name.clone(),
         &mut world.latencies,

@@ -72,6 +72,7 @@
 //! assert!(hedged.extra_load_percent < 10.0, "for a few percent more requests");
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
+pub mod draws;
 mod engine;
 mod model;
 mod report;

@@ -71,6 +71,20 @@ pub(crate) fn simulate(
         let down = outage.peek().is_some_and(|&&(start, _)| start <= t);
         let sent = t as u32; // the plan caps steps far below u32::MAX
 
+        // Sends request `id`'s next attempt at the start of this step.
+        let mut send_now = |id, window: &mut Window| {
+            let attempt = Attempt { request: id, sent };
+            send(
+                plan,
+                attempt,
+                down,
+                &mut queue,
+                &mut waiting,
+                &mut refused,
+                window,
+            );
+        };
+
         // 1. New requests (open loop): each sends its first attempt.
         let arrivals = poisson.sample(&mut rng);
         for _ in 0..arrivals {
@@ -83,15 +97,7 @@ pub(crate) fn simulate(
                 b.deposit();
             }
             window.first_attempts += 1;
-            send(
-                plan,
-                Attempt { request: id, sent },
-                down,
-                &mut queue,
-                &mut waiting,
-                &mut refused,
-                &mut window,
-            );
+            send_now(id, &mut window);
         }
         // 2. Retries due now.
         let due = retries_due.remove(&t).unwrap_or_default();
@@ -99,15 +105,7 @@ pub(crate) fn simulate(
         for id in due {
             requests[id as usize].attempts += 1;
             window.retries += 1;
-            send(
-                plan,
-                Attempt { request: id, sent },
-                down,
-                &mut queue,
-                &mut waiting,
-                &mut refused,
-                &mut window,
-            );
+            send_now(id, &mut window);
         }
         if attempts_total > plan.max_run_attempts {
             return Err(ScenarioError::field(

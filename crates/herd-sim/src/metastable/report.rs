@@ -79,7 +79,7 @@ pub struct AfterOutage {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct MetastableReport {
     /// The retry rule.
-    #[serde(serialize_with = "rule_str")]
+    #[serde(serialize_with = "crate::rule_serde::one::serialize")]
     pub rule: RuleName,
     /// The seed of the run.
     pub seed: u64,
@@ -125,8 +125,13 @@ pub struct MetastableReport {
     pub windows: Vec<Window>,
 }
 
-fn rule_str<S: serde::Serializer>(rule: &RuleName, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(rule.as_str())
+/// "retry budget 10 %", or "no retry budget" for 0.
+pub(crate) fn budget_label(percent: f64) -> String {
+    if percent > 0.0 {
+        format!("retry budget {percent} %")
+    } else {
+        "no retry budget".to_owned()
+    }
 }
 
 pub(crate) fn build(
@@ -254,11 +259,7 @@ impl MetastableReport {
 impl fmt::Display for MetastableReport {
     /// A table, one row per window, then the verdict.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let budget = if self.budget_percent > 0.0 {
-            format!("retry budget {} %", self.budget_percent)
-        } else {
-            "no retry budget".to_owned()
-        };
+        let budget = budget_label(self.budget_percent);
         writeln!(
             f,
             "rule {}, {budget}, offered {} new requests/s, seed {} (per {} s window)",
@@ -387,23 +388,16 @@ mod tests {
     #[test]
     fn a_healthy_window_answers_ninety_percent_and_keeps_the_queue_below_the_knee() {
         let (bad, good) = ((0, 10, 0), (10, 0, 0));
-        // 9 answered, 1 timed out: exactly 90 %.
-        assert_eq!(
-            verdict(&[bad, bad, bad, bad, (9, 1, 0), good, good, good]),
-            Some(4.0)
-        );
-        assert_eq!(
-            verdict(&[bad, bad, bad, bad, (8, 2, 0), good, good, good]),
-            Some(5.0)
-        );
-        // The queue at the knee is fine, above it is not.
-        assert_eq!(
-            verdict(&[bad, bad, bad, bad, (10, 0, 10), good, good, good]),
-            Some(4.0)
-        );
-        assert_eq!(
-            verdict(&[bad, bad, bad, bad, (10, 0, 11), good, good, good]),
-            Some(5.0)
-        );
+        for (fifth, recovered) in [
+            // 9 answered, 1 timed out: exactly 90 %.
+            ((9, 1, 0), 4.0),
+            ((8, 2, 0), 5.0),
+            // The queue at the knee is fine, above it is not.
+            ((10, 0, 10), 4.0),
+            ((10, 0, 11), 5.0),
+        ] {
+            let shape = [bad, bad, bad, bad, fifth, good, good, good];
+            assert_eq!(verdict(&shape), Some(recovered), "{fifth:?}");
+        }
     }
 }

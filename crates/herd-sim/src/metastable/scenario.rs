@@ -2,7 +2,7 @@
 use std::time::Duration;
 
 use herd::{Rule, RuleName, RuleParams};
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::error::ScenarioError;
 use crate::fields;
@@ -90,10 +90,7 @@ pub struct SlowingServer {
 #[serde(default, deny_unknown_fields)]
 pub struct MetastableRetry {
     /// The rule that picks the pause after a timed-out attempt.
-    #[serde(
-        deserialize_with = "deserialize_rule",
-        serialize_with = "serialize_rule"
-    )]
+    #[serde(with = "crate::rule_serde::one")]
     pub rule: RuleName,
     /// `base` of the exponential family, in milliseconds.
     pub base_ms: f64,
@@ -162,15 +159,6 @@ impl Default for MetastableRetry {
             budget_window_s: 10.0,
         }
     }
-}
-
-fn deserialize_rule<'de, D: Deserializer<'de>>(d: D) -> Result<RuleName, D::Error> {
-    let name = String::deserialize(d)?;
-    name.parse::<RuleName>().map_err(serde::de::Error::custom)
-}
-
-fn serialize_rule<S: Serializer>(rule: &RuleName, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(rule.as_str())
 }
 
 /// The most simulated steps one run may take (the step loop visits every step).

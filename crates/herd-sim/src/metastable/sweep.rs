@@ -4,6 +4,7 @@ use std::fmt;
 use herd::RuleName;
 use serde::Serialize;
 
+use super::report::budget_label;
 use super::{Metastable, MetastableScenario};
 use crate::error::ScenarioError;
 use crate::limits::Limits;
@@ -29,16 +30,12 @@ pub struct OfferedPoint {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct OfferedSweep {
     /// The rule run.
-    #[serde(serialize_with = "rule_str")]
+    #[serde(serialize_with = "crate::rule_serde::one::serialize")]
     pub rule: RuleName,
     /// Retry budget percentage (0 = none).
     pub budget_percent: f64,
     /// The points.
     pub points: Vec<OfferedPoint>,
-}
-
-fn rule_str<S: serde::Serializer>(rule: &RuleName, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(rule.as_str())
 }
 
 impl OfferedSweep {
@@ -109,11 +106,7 @@ pub fn sweep_offered(
 
 impl fmt::Display for OfferedSweep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let budget = if self.budget_percent > 0.0 {
-            format!("retry budget {} %", self.budget_percent)
-        } else {
-            "no retry budget".to_owned()
-        };
+        let budget = budget_label(self.budget_percent);
         writeln!(f, "rule {}, {budget}; rates after the outage", self.rule)?;
         writeln!(
             f,

@@ -18,6 +18,23 @@ pub fn shipped(name: &str) -> Graph {
     Graph::from_toml(&text).expect("shipped graph is valid")
 }
 
+/// Services `s0 → s1 → … → sN` in a line, each calling the next through `edges[i]` (the
+/// call's fields after `to`); the last fails every call if `last_fails`.
+pub fn line<E: std::fmt::Display>(edges: &[E], last_fails: bool) -> Graph {
+    let mut text = String::from("entry = \"s0\"\n");
+    for (i, edge) in edges.iter().enumerate() {
+        text += &format!(
+            "[[service]]\nname = \"s{i}\"\ncalls = [{{ to = \"s{}\", {edge} }}]\n",
+            i + 1
+        );
+    }
+    text += &format!(
+        "[[service]]\nname = \"s{}\"\nfails = {last_fails}\n",
+        edges.len()
+    );
+    Graph::from_toml(&text).expect("a valid line of services")
+}
+
 /// A random DAG of 2..=5 services: edges only from lower to higher index, so no cycle; each
 /// service is reachable because service i > 0 is called by some service below it.
 ///

@@ -1,6 +1,9 @@
 //! Setup the examples share, so that each file shows only its own lesson. Each example
 //! includes this with `#[path = "common/mod.rs"] mod common;`.
 
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use herd::policy::PolicyBuilder;
@@ -18,11 +21,19 @@ pub fn quick_policy(max_attempts: u32, deadline: Duration) -> Result<PolicyBuild
     .deadline(deadline))
 }
 
-/// Serves `app` on a free loopback port in the background and returns its address.
+/// Serves one route on a free loopback port in the background, its handler counting the
+/// requests in the shared state: the address and the count.
 #[allow(dead_code)] // only the examples with an HTTP server use it
-pub async fn serve(app: axum::Router) -> std::io::Result<std::net::SocketAddr> {
+pub async fn serve_counting(
+    path: &str,
+    handler: axum::routing::MethodRouter<Arc<AtomicUsize>>,
+) -> std::io::Result<(SocketAddr, Arc<AtomicUsize>)> {
+    let hits = Arc::new(AtomicUsize::new(0));
+    let app = axum::Router::new()
+        .route(path, handler)
+        .with_state(Arc::clone(&hits));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(async move { axum::serve(listener, app).await });
-    Ok(addr)
+    Ok((addr, hits))
 }

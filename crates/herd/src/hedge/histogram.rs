@@ -16,17 +16,29 @@
 //!   mutex (as tower's budget does to expire its slots) so exactly one thread publishes the
 //!   finished window and clears it. A sample recorded by a thread that raced the rotation may
 //!   land in the next window: samples are never lost, only possibly counted one window late.
+//!   The loom models in `tests/loom.rs` check these promises in every interleaving of their
+//!   small cases; under `cfg(loom)` the histogram has 4 buckets instead of 976 (latencies of
+//!   0, 1 and 2 µs exact, the rest in the last bucket), so that every rotation is short
+//!   enough to explore.
 
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use crate::clock::saturating_nanos;
+use crate::sync::{AtomicU64, Mutex, Ordering, lock};
 
+/// Sub-buckets per power of two, as a power of two.
+#[cfg(not(loom))]
 const SUB_BITS: u32 = 4;
+/// The model checks' layout: 2 exact buckets, then 2 per power of two.
+#[cfg(loom)]
+const SUB_BITS: u32 = 1;
 const SUB: u64 = 1 << SUB_BITS;
 /// 16 exact buckets, then 16 per power of two from 2^4 to 2^63.
+#[cfg(not(loom))]
 pub(crate) const BUCKETS: usize = (SUB + (64 - SUB_BITS as u64) * SUB) as usize;
+/// Buckets 0, 1 and 2 µs, then everything from 3 µs on in the last one.
+#[cfg(loom)]
+pub(crate) const BUCKETS: usize = 4;
 /// Published when no window has had enough samples yet.
 const UNSET: u64 = u64::MAX;
 
@@ -38,12 +50,18 @@ pub(crate) fn bucket_of(micros: u64) -> usize {
     }
     let e = 63 - micros.leading_zeros(); // >= SUB_BITS
     let sub = (micros >> (e - SUB_BITS)) & (SUB - 1);
-    (SUB + u64::from(e - SUB_BITS) * SUB + sub) as usize
+    let bucket = (SUB + u64::from(e - SUB_BITS) * SUB + sub) as usize;
+    #[cfg(loom)]
+    let bucket = bucket.min(BUCKETS - 1);
+    bucket
 }
 
 /// The largest latency (µs) that falls into `bucket`.
 pub(crate) fn bucket_upper(bucket: usize) -> u64 {
     let b = bucket as u64;
+    if bucket == BUCKETS - 1 {
+        return u64::MAX;
+    }
     if b < SUB {
         return b;
     }
@@ -74,6 +92,9 @@ pub struct LatencyHistogram {
     counts: Box<[AtomicU64]>,
     /// The window (time since the clock's epoch divided by `window`) being recorded.
     window_index: AtomicU64,
+    /// When that window ends, in nanoseconds on the clock (saturating): `roll` compares with
+    /// it rather than dividing on every sample.
+    window_end: AtomicU64,
     /// The published percentile in microseconds, or `UNSET`.
     published: AtomicU64,
     rotation: Mutex<()>,
@@ -105,13 +126,15 @@ impl LatencyHistogram {
         } else {
             0.95
         };
+        let window_nanos = saturating_nanos(window).max(1);
         Self {
             counts: (0..BUCKETS).map(|_| AtomicU64::new(0)).collect(),
             window_index: AtomicU64::new(0),
+            window_end: AtomicU64::new(window_nanos),
             published: AtomicU64::new(UNSET),
             rotation: Mutex::new(()),
             quantile_ppm: (quantile * 1e6).round() as u64,
-            window_nanos: saturating_nanos(window).max(1),
+            window_nanos,
             min_samples: min_samples.max(1),
         }
     }
@@ -128,18 +151,17 @@ impl LatencyHistogram {
     /// Publishes the finished window if `now` lies past it.
     #[inline]
     pub fn roll(&self, now: Duration) {
-        let index = saturating_nanos(now) / self.window_nanos;
-        if index > self.window_index.load(Ordering::Acquire) {
-            self.rotate(index);
+        let nanos = saturating_nanos(now);
+        // A stale (smaller) end read here only sends this thread to the lock, where the
+        // window index decides.
+        if nanos >= self.window_end.load(Ordering::Acquire) {
+            self.rotate(nanos / self.window_nanos);
         }
     }
 
     #[cold]
     fn rotate(&self, index: u64) {
-        let _guard = self
-            .rotation
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let _guard = lock(&self.rotation);
         let current = self.window_index.load(Ordering::Acquire);
         if index <= current {
             return; // another thread rotated first
@@ -160,6 +182,10 @@ impl LatencyHistogram {
             self.published.store(p, Ordering::Release);
         }
         self.window_index.store(index, Ordering::Release);
+        self.window_end.store(
+            index.saturating_add(1).saturating_mul(self.window_nanos),
+            Ordering::Release,
+        );
     }
 
     /// The published percentile of the last finished window with enough samples, if any.

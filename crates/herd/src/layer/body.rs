@@ -200,13 +200,21 @@ mod tests {
         assert_eq!(buffered.collect().await.unwrap().to_bytes(), "hello");
     }
 
+    /// `data`, then trailers with `grpc-status: status`.
+    fn with_status(
+        data: &'static [u8],
+        status: &'static str,
+    ) -> impl Body<Data = Bytes, Error = std::convert::Infallible> {
+        Full::new(Bytes::from_static(data)).with_trailers(async move {
+            let mut t = HeaderMap::new();
+            t.insert("grpc-status", status.parse().unwrap());
+            Some(Ok(t))
+        })
+    }
+
     #[tokio::test]
     async fn a_body_over_the_limit_keeps_its_rest_and_is_sent_whole() {
-        let body = Full::new(Bytes::from_static(b"hello")).with_trailers(async {
-            let mut t = HeaderMap::new();
-            t.insert("grpc-status", "0".parse().unwrap());
-            Some(Ok::<_, std::convert::Infallible>(t))
-        });
+        let body = with_status(b"hello", "0");
         let buffered = buffer(body, 2).await.unwrap();
         assert!(!buffered.is_complete());
         assert!(buffered.replay().is_none());
@@ -217,11 +225,7 @@ mod tests {
 
     #[tokio::test]
     async fn trailers_are_kept_in_a_complete_body() {
-        let body = Full::new(Bytes::from_static(b"x")).with_trailers(async {
-            let mut t = HeaderMap::new();
-            t.insert("grpc-status", "14".parse().unwrap());
-            Some(Ok::<_, std::convert::Infallible>(t))
-        });
+        let body = with_status(b"x", "14");
         let buffered = buffer(body, 100).await.unwrap();
         assert_eq!(buffered.trailers().unwrap()["grpc-status"], "14");
         let collected = buffered.replay().unwrap().collect().await.unwrap();

@@ -178,26 +178,11 @@ mod tests {
     #[test]
     fn ok_succeeds_unavailable_retries_others_are_permanent_by_default() {
         assert_eq!(verdict("0", None, GrpcCodes::default()), None);
-        assert!(
-            verdict("14", None, GrpcCodes::default())
-                .unwrap()
-                .is_transient()
-        );
-        assert!(
-            verdict("13", None, GrpcCodes::default())
-                .unwrap()
-                .is_permanent()
-        );
-        assert!(
-            verdict("x", None, GrpcCodes::default())
-                .unwrap()
-                .is_permanent()
-        );
-        assert!(
-            verdict("99", None, GrpcCodes::default())
-                .unwrap()
-                .is_permanent()
-        );
+        let judged = |status| verdict(status, None, GrpcCodes::default()).unwrap();
+        assert!(judged("14").is_transient());
+        for other in ["13", "x", "99"] {
+            assert!(judged(other).is_permanent(), "{other}");
+        }
     }
 
     #[test]

@@ -153,18 +153,19 @@ impl<C: Clock, S, R, P> Clone for RetryLayer<C, S, R, P> {
     }
 }
 
+/// What a [`RetryLayer`] and its services share; its fields are the `layer` module's own.
 #[derive(Clone)]
 pub(crate) struct Config<C: Clock, S, R, P> {
-    pub(crate) policy: RetryPolicy<C>,
-    pub(crate) sleeper: S,
-    pub(crate) replay: R,
-    pub(crate) protocol: P,
-    pub(crate) mark_exhausted: bool,
-    pub(crate) respect_exhausted: bool,
-    pub(crate) send_idempotency_key: bool,
-    pub(crate) drain_limit: usize,
-    pub(crate) on_retry: Option<RetryHook>,
-    pub(crate) on_give_up: Option<GiveUpHook>,
+    policy: RetryPolicy<C>,
+    sleeper: S,
+    replay: R,
+    protocol: P,
+    mark_exhausted: bool,
+    respect_exhausted: bool,
+    send_idempotency_key: bool,
+    drain_limit: usize,
+    on_retry: Option<RetryHook>,
+    on_give_up: Option<GiveUpHook>,
 }
 
 impl<C: Clock, S, R, P> fmt::Debug for RetryLayer<C, S, R, P> {
@@ -251,32 +252,24 @@ impl<C: Clock, S: Clone, R: Clone, P: Clone> RetryLayer<C, S, R, P> {
         }
     }
 
-    /// Mark a response given up on after retries with `retry-exhausted: 1` (default true).
-    #[must_use]
-    pub fn mark_exhausted(self, mark: bool) -> Self {
-        self.with(|c| c.mark_exhausted = mark)
-    }
-
-    /// Treat a received failure marked `retry-exhausted` as permanent (default true).
-    #[must_use]
-    pub fn respect_exhausted(self, respect: bool) -> Self {
-        self.with(|c| c.respect_exhausted = respect)
-    }
-
-    /// Add an `Idempotency-Key` header (the call's key, the same on every attempt) to requests
-    /// that have none (default false). Sending a key does not make POST and PATCH retryable
-    /// after ambiguous failures: the policy's `server_deduplicates` does.
-    #[must_use]
-    pub fn send_idempotency_key(self, send: bool) -> Self {
-        self.with(|c| c.send_idempotency_key = send)
-    }
-
-    /// How many bytes of a failed response's body to read before the pause, so that its
-    /// connection is released to the pool (default [`DEFAULT_DRAIN_LIMIT`]; 0 drops the body
-    /// unread, which closes an HTTP/1 connection).
-    #[must_use]
-    pub fn drain_limit(self, bytes: usize) -> Self {
-        self.with(|c| c.drain_limit = bytes)
+    crate::settings! {
+        with;
+        /// Mark a response given up on after retries with `retry-exhausted: 1` (default true).
+        #[must_use]
+        mark_exhausted: bool;
+        /// Treat a received failure marked `retry-exhausted` as permanent (default true).
+        #[must_use]
+        respect_exhausted: bool;
+        /// Add an `Idempotency-Key` header (the call's key, the same on every attempt) to requests
+        /// that have none (default false). Sending a key does not make POST and PATCH retryable
+        /// after ambiguous failures: the policy's `server_deduplicates` does.
+        #[must_use]
+        send_idempotency_key: bool;
+        /// How many bytes of a failed response's body to read before the pause, so that its
+        /// connection is released to the pool (default [`DEFAULT_DRAIN_LIMIT`]; 0 drops the body
+        /// unread, which closes an HTTP/1 connection).
+        #[must_use]
+        drain_limit: usize;
     }
 
     /// Called before each retry's pause, with the failed attempt and the pause.

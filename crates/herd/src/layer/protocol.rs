@@ -18,8 +18,9 @@ pub trait Protocol<B>: super::sealed::Sealed + Send + Sync + 'static {
     /// The body of the responses the layer returns.
     type Body;
     /// Whether the method decides idempotency (HTTP) or the policy alone does (gRPC: every
-    /// call is a POST, and A6 leaves retrying to the configured status codes).
-    const BY_METHOD: bool;
+    /// call is a POST, and A6 leaves retrying to the configured status codes). The three
+    /// flags default to HTTP's answers.
+    const BY_METHOD: bool = true;
     /// Reads what classification needs (gRPC: the body, for its trailers).
     fn read(
         &self,
@@ -33,9 +34,9 @@ pub trait Protocol<B>: super::sealed::Sealed + Send + Sync + 'static {
     /// How the hooks see a failed response.
     fn failure(&self, response: &Response<Self::Body>) -> Failure<'static>;
     /// Whether the layer should drain the body of a failed response before the pause.
-    const DRAIN: bool;
+    const DRAIN: bool = true;
     /// Whether each attempt tells the server its time limit in `grpc-timeout`.
-    const GRPC_TIMEOUT: bool;
+    const GRPC_TIMEOUT: bool = false;
 }
 
 impl<K> super::sealed::Sealed for Http<K> {}
@@ -86,9 +87,6 @@ where
     K: ClassifyResponse<B>,
 {
     type Body = B;
-    const BY_METHOD: bool = true;
-    const DRAIN: bool = true;
-    const GRPC_TIMEOUT: bool = false;
     fn read(
         &self,
         response: Response<B>,

@@ -1,7 +1,23 @@
-//! Answers for the loopback HTTP servers (not in model-checking builds, which have no axum).
+//! Answers and bodies for the loopback HTTP servers (not in model-checking builds, which have
+//! no axum).
+
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use herd::Rule;
+use herd::StopReason;
+use herd::asynchronous::TokioClock;
+use herd::budget::RetryBudget;
+use herd::layer::RetryOutcome;
+use herd::policy::RetryPolicy;
+use http_body::Frame;
 
 /// The `n`th answer (from 0) of a server that is busy once, asking for a pause of
 /// `retry_after` seconds, then says hello.
@@ -16,4 +32,59 @@ pub fn busy_once_then_hello(n: usize, retry_after: &'static str) -> Response {
     } else {
         (StatusCode::OK, "hello").into_response()
     }
+}
+
+/// A body that hands out its frames one by one, of unknown length, as a stream read from a
+/// socket would: data for an upload, a trailers frame for a gRPC status after the response
+/// started.
+pub struct Frames(pub VecDeque<Frame<Bytes>>);
+
+impl http_body::Body for Frames {
+    type Data = Bytes;
+    type Error = Infallible;
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        Poll::Ready(self.get_mut().0.pop_front().map(Ok))
+    }
+    fn is_end_stream(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// How a call through the layer went: the attempts made, and why it stopped (`None`: a
+/// success).
+pub fn ended_after(outcome: RetryOutcome) -> (u32, Option<StopReason>) {
+    (outcome.attempts, outcome.reason)
+}
+
+/// Up to five attempts with no pause between them, on tokio's clock, each retry paid from
+/// `budget`: a layer behind a shared retry budget.
+pub fn spending(budget: RetryBudget<TokioClock>) -> RetryPolicy<TokioClock> {
+    RetryPolicy::builder(Rule::immediate())
+        .max_attempts(5)
+        .budget(budget)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap()
+}
+
+/// An in-process service that counts its calls and answers the `n`th (from 0) with
+/// `answer(request, n)`, and the count.
+pub fn counting<R, F, Fut>(
+    answer: F,
+) -> (
+    tower::util::ServiceFn<impl Fn(R) -> Fut + Clone>,
+    Arc<AtomicUsize>,
+)
+where
+    F: Fn(R, usize) -> Fut + Clone,
+{
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let service = tower::service_fn(move |request: R| {
+        answer(request, counted.fetch_add(1, Ordering::SeqCst))
+    });
+    (service, calls)
 }

@@ -11,7 +11,10 @@ use std::time::Duration;
 use herd::asynchronous::Sleeper;
 use herd::breaker::{BreakerConfig, CircuitBreaker};
 use herd::budget::{BudgetConfig, RetryBudget};
-use herd::clock::FakeClock;
+use herd::classify::Verdict;
+use herd::clock::{Clock, FakeClock};
+use herd::outcome::RetryError;
+use herd::policy::RetryPolicy;
 
 /// `s` whole seconds.
 pub fn secs(s: u64) -> Duration {
@@ -19,7 +22,7 @@ pub fn secs(s: u64) -> Duration {
 }
 
 /// A retry budget of `percent` of first attempts over a 10 s window, with no reserve.
-pub fn budget(clock: &FakeClock, percent: f64) -> RetryBudget<FakeClock> {
+pub fn budget<C: Clock>(clock: &C, percent: f64) -> RetryBudget<C> {
     RetryBudget::new(
         BudgetConfig {
             percent,
@@ -41,6 +44,33 @@ pub fn breaker(clock: &FakeClock, min_calls: u32) -> CircuitBreaker<FakeClock> {
         1,
     )
     .unwrap()
+}
+
+/// How a call ended: why it stopped, after how many attempts.
+pub fn ended<E>(err: &RetryError<E>) -> (herd::StopReason, u32) {
+    (err.reason(), err.attempts())
+}
+
+/// Runs on `clock` a call whose every attempt fails (with `()`, judged as by default): how it
+/// ended.
+pub fn fails(policy: &RetryPolicy<FakeClock>, clock: &FakeClock) -> RetryError<()> {
+    policy
+        .call(|_| Err::<(), _>(()))
+        .run_with(clock)
+        .unwrap_err()
+}
+
+/// Like [`fails`], each failure judged `verdict`.
+pub fn fails_as(
+    policy: &RetryPolicy<FakeClock>,
+    clock: &FakeClock,
+    verdict: Verdict,
+) -> RetryError<()> {
+    policy
+        .call(|_| Err::<(), _>(()))
+        .classify(move |_: &()| verdict)
+        .run_with(clock)
+        .unwrap_err()
 }
 
 /// A sleeper that records each pause and returns at once: the tests check the pauses asked

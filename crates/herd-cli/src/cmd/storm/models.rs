@@ -64,6 +64,7 @@ fn refuse(args: &StormArgs, model: &str, allowed: &[&str]) -> CliResult {
         ("--engine", !matches!(args.engine, EngineArg::Agent)),
         ("--refusal-cost", args.refusal_cost.is_some()),
         ("--latency-ms", args.latency_ms.is_some()),
+        ("--pauses", args.pauses.is_some()),
         ("--chart", args.chart.is_some()),
         ("--sweep-offered", args.models.sweep_offered.is_some()),
         ("--sweep-clients", args.models.sweep_clients.is_some()),

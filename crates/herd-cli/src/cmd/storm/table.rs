@@ -229,9 +229,13 @@ mod tests {
 
     #[test]
     fn seconds_keep_one_decimal_when_exact() {
-        assert_eq!(seconds(12.0), "12.0 s");
-        assert_eq!(seconds(785.5), "785.5 s");
-        assert_eq!(seconds(0.125), "0.125 s");
-        assert_eq!(seconds(5.25), "5.25 s");
+        for (s, text) in [
+            (12.0, "12.0 s"),
+            (785.5, "785.5 s"),
+            (0.125, "0.125 s"),
+            (5.25, "5.25 s"),
+        ] {
+            assert_eq!(seconds(s), text);
+        }
     }
 }

@@ -4,6 +4,16 @@ use std::io::{self, Write};
 use herd_sim::sweep::{Interval, PROPORTIONS, Row, Stats, Sweep, show};
 use serde_json::{Map, Value as Json, json};
 
+/// What a sweep printed: its scenario's name, the sweep, a row per cell and rule, and the
+/// metrics asked for.
+#[derive(Clone, Copy)]
+pub(crate) struct Results<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) sweep: &'a Sweep,
+    pub(crate) rows: &'a [Row],
+    pub(crate) metrics: &'a [&'a str],
+}
+
 /// `1 rule`, `3 rules`.
 fn count(n: usize, noun: &str) -> String {
     if n == 1 {
@@ -65,13 +75,13 @@ fn cell(stats: &Stats, runs: usize, metric: &str) -> String {
 }
 
 /// Aligned columns: the swept fields, the rule, then each metric.
-pub(crate) fn table(
-    out: &mut impl Write,
-    name: &str,
-    sweep: &Sweep,
-    rows: &[Row],
-    metrics: &[&str],
-) -> io::Result<()> {
+pub(crate) fn table(out: &mut impl Write, results: &Results<'_>) -> io::Result<()> {
+    let Results {
+        name,
+        sweep,
+        rows,
+        metrics,
+    } = *results;
     let seeds = sweep.seeds();
     let (first, last) = (
         seeds.first().copied().unwrap_or(0),
@@ -153,12 +163,13 @@ fn csv_field(s: &str) -> String {
 
 /// Header: the swept fields, `rule`, `runs`, then `M_mean,M_lo,M_hi,M_defined` per metric.
 /// An absent value is an empty field.
-pub(crate) fn csv(
-    out: &mut impl Write,
-    sweep: &Sweep,
-    rows: &[Row],
-    metrics: &[&str],
-) -> io::Result<()> {
+pub(crate) fn csv(out: &mut impl Write, results: &Results<'_>) -> io::Result<()> {
+    let Results {
+        sweep,
+        rows,
+        metrics,
+        ..
+    } = *results;
     let mut header: Vec<String> = sweep.axes().iter().map(|a| csv_field(a.name())).collect();
     header.push("rule".into());
     header.push("runs".into());
@@ -196,14 +207,9 @@ fn toml_to_json(v: &toml::Value) -> Json {
 
 /// `{"scenario": …, "base": {the scenario with every field}, "grid": {"fields": […], "rules": […], "seeds": […], "metrics": […]},
 /// "cells": [{"values": {…}, "rule": …, "runs": …, "metrics": {M: {mean, lo, hi, defined}}}]}`.
-pub(crate) fn json(
-    out: &mut impl Write,
-    name: &str,
-    sweep: &Sweep,
-    rows: &[Row],
-    metrics: &[&str],
-) -> io::Result<()> {
-    let fields: Vec<Json> = sweep
+pub(crate) fn json(out: &mut impl Write, results: &Results<'_>) -> io::Result<()> {
+    let fields: Vec<Json> = results
+        .sweep
         .axes()
         .iter()
         .map(|a| {
@@ -214,16 +220,19 @@ pub(crate) fn json(
             })
         })
         .collect();
-    let cells: Vec<Json> = rows
+    let cells: Vec<Json> = results
+        .rows
         .iter()
         .map(|row| {
-            let values: Map<String, Json> = sweep
+            let values: Map<String, Json> = results
+                .sweep
                 .axes()
                 .iter()
-                .zip(sweep.cells()[row.cell].values())
+                .zip(results.sweep.cells()[row.cell].values())
                 .map(|(a, v)| (a.name().to_owned(), toml_to_json(v)))
                 .collect();
-            let stats: Map<String, Json> = metrics
+            let stats: Map<String, Json> = results
+                .metrics
                 .iter()
                 .map(|m| {
                     let s = row.metric(m);
@@ -251,13 +260,13 @@ pub(crate) fn json(
         })
         .collect();
     let report = json!({
-        "scenario": name,
-        "base": toml_to_json(sweep.base()),
+        "scenario": results.name,
+        "base": toml_to_json(results.sweep.base()),
         "grid": {
             "fields": fields,
-            "rules": sweep.rules().iter().map(|r| r.as_str()).collect::<Vec<_>>(),
-            "seeds": {"first": sweep.seeds().first(), "count": sweep.seeds().len()},
-            "metrics": metrics,
+            "rules": results.sweep.rules().iter().map(|r| r.as_str()).collect::<Vec<_>>(),
+            "seeds": {"first": results.sweep.seeds().first(), "count": results.sweep.seeds().len()},
+            "metrics": results.metrics,
             "interval": "95 % interval on the mean over the `defined` runs where the metric \
                          happened: Wilson's score interval for a 0/1 metric (`interval`: \
                          \"wilson\"), Student's t otherwise (\"t\")",

@@ -1,0 +1,400 @@
+//! The *Hedging* scene: the default latency scenario (docs/model.md, "Latency") with the
+//! page's knobs (hedge delay, utilisation, fan-out), its five policies written as a scenario
+//! tree and checked and run through the model interface (`herd_sim::model::check`), as
+//! `herd sweep` runs each of its cells.
+//!
+//! Every policy of one answer meets the same users and the same server pauses (the model's
+//! common random numbers), so the page can draw the chosen policy's tail over the tail
+//! without hedging and say, at each utilisation, whether hedging still pays.
+//!
+//! The work is bounded before anything runs: a run sends at most `(requests + warm-up) ·
+//! fan_out · copies` copies per policy, so the measured requests are cut to what
+//! [`MAX_HEDGE_COPIES`] allows over the five policies, and the answer says so
+//! (`requests_capped`). A request that asks for more requests than the cap allows is refused
+//! with a 400 naming `requests`.
+use herd_sim::latency::{LatencyModel, LatencyResult, LatencyScenario};
+use herd_sim::model::{self, MODEL_KEY, Model};
+use herd_sim::{Limits, ScenarioError};
+use serde::{Deserialize, Serialize};
+use toml::Value;
+
+use super::error::ApiError;
+use super::limits::{
+    MAX_HEDGE_COPIES, MAX_HEDGE_DELAY_MS, MAX_HEDGE_FAN_OUT, MAX_HEDGE_REQUESTS,
+    MAX_HEDGE_UTILISATION, MIN_HEDGE_REQUESTS,
+};
+use super::rules::in_range;
+
+/// The scene's policies, in the order of its table: `(name, copies a sub-request may send)`.
+///
+/// - `none`: one copy per sub-request;
+/// - `delay`: a second copy after `delay_ms` while the first has not answered;
+/// - `percentile`: a second copy after the p99 of recent sub-request latencies, learned by
+///   herd's `LatencyHistogram`;
+/// - `budget`: `delay`, with herd's `RetryBudget` allowing hedges for 2 % of sub-requests;
+/// - `tied`: two copies at once; when one starts service the other is cancelled.
+pub const POLICIES: [(&str, u64); 5] = [
+    ("none", 1),
+    ("delay", 2),
+    ("percentile", 2),
+    ("budget", 2),
+    ("tied", 2),
+];
+
+/// The `budget` policy's budget: hedges for this percentage of sub-requests.
+pub const BUDGET_PERCENT: f64 = 2.0;
+/// The `percentile` policy's quantile.
+pub const QUANTILE: f64 = 0.99;
+/// Points on each policy's tail curve (at most; fewer for small samples).
+const TAIL_POINTS: usize = 160;
+
+/// What the page asks for. Absent fields take the default latency scenario's values.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HedgeRequest {
+    /// The policy drawn in colour (one of [`POLICIES`]); every policy is run.
+    #[serde(default = "default_policy")]
+    pub policy: String,
+    /// The hedge delay of `delay` and `budget`, in ms (0..=1000).
+    #[serde(default = "default_delay")]
+    pub delay_ms: f64,
+    /// Server utilisation without hedging, a fraction in (0, 1]: it sets the arrival rate.
+    #[serde(default = "default_utilisation")]
+    pub utilisation: f64,
+    /// Sub-requests per user request (1..=50).
+    #[serde(default = "default_fan_out")]
+    pub fan_out: u32,
+    /// User requests to measure; absent, the page's default cut to the work cap.
+    #[serde(default)]
+    pub requests: Option<u64>,
+    /// The run's seed.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+}
+
+fn default_policy() -> String {
+    "delay".to_owned()
+}
+fn default_delay() -> f64 {
+    10.0
+}
+fn default_utilisation() -> f64 {
+    0.3
+}
+fn default_fan_out() -> u32 {
+    LatencyScenario::default().traffic.fan_out
+}
+fn default_seed() -> u64 {
+    LatencyScenario::default().seed
+}
+
+/// User requests measured when the request does not say (fewer when the cap requires).
+pub const DEFAULT_HEDGE_REQUESTS: u64 = 20_000;
+
+/// One policy's figures and its tail.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PolicyAnswer {
+    /// The policy's figures, as `herd hedge --format json` prints them.
+    #[serde(flatten)]
+    pub result: LatencyResult,
+    /// Whether this policy's p99.9 is below the p99.9 without hedging; `None` for `none`.
+    pub pays: Option<bool>,
+    /// The tail: `[latency_ms, share]` pairs, `share` being the fraction of measured user
+    /// requests at least that slow (1 down to one request's share), latencies ascending.
+    pub tail: Vec<[f64; 2]>,
+}
+
+/// Every policy's figures and tail, with the scenario facts the chart needs.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HedgeAnswer {
+    /// The policy drawn in colour.
+    pub policy: String,
+    /// The hedge delay (ms) of `delay` and `budget`.
+    pub delay_ms: f64,
+    /// The utilisation asked for (without hedging).
+    pub utilisation: f64,
+    /// The arrival rate it gives, user requests per second.
+    pub rate_per_s: f64,
+    /// Sub-requests per user request.
+    pub fan_out: u32,
+    /// Servers in the pool.
+    pub servers: u32,
+    /// User requests measured per policy.
+    pub requests: u64,
+    /// The page's default was cut to stay within [`MAX_HEDGE_COPIES`].
+    pub requests_capped: bool,
+    /// The run's seed.
+    pub seed: u64,
+    /// One entry per policy, in [`POLICIES`] order.
+    pub results: Vec<PolicyAnswer>,
+}
+
+/// Copies the five policies may send at most, over `requests` measured user requests.
+#[must_use]
+pub fn copies_estimate(requests: u64, fan_out: u32) -> u64 {
+    let copies: u64 = POLICIES.iter().map(|(_, c)| c).sum();
+    requests
+        .saturating_add(warmup(requests))
+        .saturating_mul(u64::from(fan_out))
+        .saturating_mul(copies)
+}
+
+/// The most measured requests whose copies fit [`MAX_HEDGE_COPIES`] at `fan_out`.
+#[must_use]
+pub fn affordable(fan_out: u32) -> u64 {
+    // `copies_estimate` grows with the requests: the largest that fits, by bisection.
+    let (mut fits, mut too_many) = (0, MAX_HEDGE_COPIES + 1);
+    while too_many - fits > 1 {
+        let mid = fits + (too_many - fits) / 2;
+        if copies_estimate(mid, fan_out) <= MAX_HEDGE_COPIES {
+            fits = mid;
+        } else {
+            too_many = mid;
+        }
+    }
+    fits
+}
+
+/// User requests run before measuring, as the default scenario does: a tenth.
+fn warmup(requests: u64) -> u64 {
+    requests / 10
+}
+
+impl HedgeRequest {
+    /// Checks the page's knobs against the page's ranges (tighter than the simulator's) and
+    /// its work cap: the chosen policy's index and the requests to measure.
+    ///
+    /// # Errors
+    ///
+    /// A 400 [`ApiError`] naming the parameter out of range, or `requests` when they would
+    /// exceed the page's work cap.
+    pub fn check(&self) -> Result<(usize, u64, bool), ApiError> {
+        let chosen = POLICIES
+            .iter()
+            .position(|(name, _)| *name == self.policy)
+            .ok_or_else(|| {
+                let names: Vec<&str> = POLICIES.iter().map(|(n, _)| *n).collect();
+                ApiError::bad_request(format!(
+                    "policy: unknown policy `{}`; one of {}",
+                    self.policy,
+                    names.join(", ")
+                ))
+            })?;
+        in_range("delay_ms", self.delay_ms, 0.0, MAX_HEDGE_DELAY_MS)?;
+        if !(self.utilisation > 0.0 && self.utilisation <= MAX_HEDGE_UTILISATION) {
+            return Err(ApiError::bad_request(format!(
+                "utilisation must be above 0 and at most {MAX_HEDGE_UTILISATION}, got {}",
+                self.utilisation
+            )));
+        }
+        in_range("fan_out", self.fan_out, 1, MAX_HEDGE_FAN_OUT)?;
+        let (requests, capped) = self.requests()?;
+        Ok((chosen, requests, capped))
+    }
+
+    /// The requests to measure: as asked, or the default cut to the work cap (and whether it
+    /// was cut).
+    fn requests(&self) -> Result<(u64, bool), ApiError> {
+        let affordable = affordable(self.fan_out);
+        match self.requests {
+            Some(asked) => {
+                in_range("requests", asked, MIN_HEDGE_REQUESTS, MAX_HEDGE_REQUESTS)?;
+                if copies_estimate(asked, self.fan_out) > MAX_HEDGE_COPIES {
+                    return Err(ApiError::bad_request(format!(
+                        "requests: {asked} requests at fan-out {} may send {} copies over the \
+                         five policies, more than the page's {MAX_HEDGE_COPIES}; at most \
+                         {affordable} at this fan-out",
+                        self.fan_out,
+                        copies_estimate(asked, self.fan_out)
+                    )));
+                }
+                Ok((asked, false))
+            }
+            None => {
+                let requests = DEFAULT_HEDGE_REQUESTS.min(affordable);
+                if requests < MIN_HEDGE_REQUESTS {
+                    return Err(ApiError::bad_request(format!(
+                        "fan_out: at fan-out {} the page can measure only {requests} requests, \
+                         fewer than {MIN_HEDGE_REQUESTS}",
+                        self.fan_out
+                    )));
+                }
+                Ok((requests, requests < DEFAULT_HEDGE_REQUESTS))
+            }
+        }
+    }
+
+    /// The arrival rate that gives this utilisation without hedging, in the default pool:
+    /// `utilisation · servers / (fan_out · mean service time)`, as `herd hedge --utilisation`.
+    #[must_use]
+    pub fn rate_per_s(&self) -> f64 {
+        let defaults = LatencyScenario::default();
+        self.utilisation * f64::from(defaults.servers.count)
+            / (f64::from(self.fan_out.max(1)) * defaults.service.mean_ms / 1000.0)
+    }
+
+    /// The latency scenario tree this request describes, as a scenario file would: the
+    /// default latency scenario's pool, service and pauses, with the page's traffic and its
+    /// five policies. The seed is not part of it: it is the run's, as with `herd hedge --seed`.
+    #[must_use]
+    pub fn tree(&self, requests: u64) -> Value {
+        let table = |pairs: Vec<(&str, Value)>| {
+            Value::Table(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+        };
+        let integer = |n: u64| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
+        let name = |n: &str| ("name", Value::String(n.to_owned()));
+        let kind = |k: &str| ("kind", Value::String(k.to_owned()));
+        let delay = ("delay_ms", Value::Float(self.delay_ms));
+        let policies = vec![
+            table(vec![name("none"), kind("none")]),
+            table(vec![name("delay"), kind("delay"), delay.clone()]),
+            table(vec![
+                name("percentile"),
+                kind("percentile"),
+                ("quantile", Value::Float(QUANTILE)),
+            ]),
+            table(vec![
+                name("budget"),
+                kind("delay"),
+                delay,
+                ("budget_percent", Value::Float(BUDGET_PERCENT)),
+            ]),
+            table(vec![name("tied"), kind("tied")]),
+        ];
+        table(vec![
+            (
+                MODEL_KEY,
+                Value::String(<LatencyModel as Model>::NAME.to_owned()),
+            ),
+            ("requests", integer(requests)),
+            ("warmup_requests", integer(warmup(requests))),
+            (
+                "traffic",
+                table(vec![
+                    ("rate_per_s", Value::Float(self.rate_per_s())),
+                    ("fan_out", integer(u64::from(self.fan_out))),
+                ]),
+            ),
+            ("policies", Value::Array(policies)),
+        ])
+    }
+
+    /// Checks the request and runs every policy through the model interface, as
+    /// `herd hedge` and `herd sweep` run a scenario: `model::check` on its tree, then the
+    /// latency model's runs (CPU work: call it off the executor).
+    ///
+    /// # Errors
+    ///
+    /// A 400 [`ApiError`] for a bad parameter, or when the run would exceed the page's cap.
+    pub fn run(&self) -> Result<HedgeAnswer, ApiError> {
+        let (chosen, requests, capped) = self.check()?;
+        let limits = Limits {
+            // Per policy; the five together are bounded by `check`.
+            max_run_attempts: MAX_HEDGE_COPIES,
+            ..Limits::interactive()
+        };
+        let checked = model::check(&self.tree(requests), &limits).map_err(scenario_error)?;
+        // The page shows each policy's tail, not only its metrics, as `herd hedge --chart`
+        // does: the latencies come from the latency model itself.
+        let latency = checked
+            .as_any()
+            .downcast_ref::<LatencyModel>()
+            .ok_or_else(|| ApiError::internal("the hedge tree did not give the latency model"))?;
+        let mut results = Vec::with_capacity(POLICIES.len());
+        for index in 0..POLICIES.len() {
+            let (result, latencies) = latency
+                .run_policy(index, self.seed)
+                .ok_or_else(|| ApiError::internal("a policy of the tree is missing"))?;
+            results.push((result, tail(&latencies)));
+        }
+        let none_p999 = results[0].0.p999_ms;
+        let results = results
+            .into_iter()
+            .enumerate()
+            .map(|(i, (result, tail))| PolicyAnswer {
+                pays: (i > 0).then_some(result.p999_ms < none_p999),
+                result,
+                tail,
+            })
+            .collect();
+        Ok(HedgeAnswer {
+            policy: POLICIES[chosen].0.to_owned(),
+            delay_ms: self.delay_ms,
+            utilisation: self.utilisation,
+            rate_per_s: latency.scenario().traffic.rate_per_s,
+            fan_out: self.fan_out,
+            servers: latency.scenario().servers.count,
+            requests,
+            requests_capped: capped,
+            seed: self.seed,
+            results,
+        })
+    }
+}
+
+/// The tail of `sorted` latencies (ns, ascending): at about [`TAIL_POINTS`] shares spaced
+/// evenly on a log scale from 1 down to `1/n`, the latency (ms) that share of requests
+/// reaches or exceeds. Exact for the sample: each point is one measured latency.
+#[must_use]
+pub fn tail(sorted: &[u64]) -> Vec<[f64; 2]> {
+    let n = sorted.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let decades = (n as f64).log10();
+    let mut points: Vec<[f64; 2]> = Vec::with_capacity(TAIL_POINTS + 1);
+    let mut last = usize::MAX;
+    for k in 0..=TAIL_POINTS {
+        let share = 10f64.powf(-decades * k as f64 / TAIL_POINTS as f64);
+        // The index whose latency at least `at_least` requests reach.
+        let at_least = ((share * n as f64).round() as usize).clamp(1, n);
+        let i = n - at_least;
+        if i != last {
+            last = i;
+            points.push([sorted[i] as f64 / 1e6, at_least as f64 / n as f64]);
+        }
+    }
+    points
+}
+
+/// The simulator names scenario-file fields; the page's parameters are named differently.
+fn scenario_error(e: ScenarioError) -> ApiError {
+    let field = match e.field_name() {
+        Some("requests" | "warmup_requests") => "requests",
+        Some("traffic.fan_out") => "fan_out",
+        Some("traffic.rate_per_s") => "utilisation",
+        Some(f) if f.ends_with(".delay_ms") => "delay_ms",
+        _ => return ApiError::bad_request(e.to_string()),
+    };
+    ApiError::bad_request(format!("{field}: {}", e.message()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tail;
+
+    #[test]
+    fn the_tail_runs_from_everyone_to_the_slowest_request() {
+        let sorted: Vec<u64> = (1..=1000).map(|i| i * 1_000_000).collect();
+        let points = tail(&sorted);
+        assert_eq!(
+            points[0],
+            [1.0, 1.0],
+            "every request takes at least the fastest"
+        );
+        assert_eq!(*points.last().expect("points"), [1000.0, 0.001]);
+        // The p99 point: 10 requests of 1000 take 991 ms or more.
+        assert!(points.contains(&[991.0, 0.01]), "{points:?}");
+        assert!(
+            points
+                .windows(2)
+                .all(|w| w[0][0] < w[1][0] && w[0][1] > w[1][1])
+        );
+    }
+
+    #[test]
+    fn one_request_is_one_point() {
+        assert_eq!(tail(&[5_000_000]), vec![[5.0, 1.0]]);
+        assert!(tail(&[]).is_empty());
+    }
+}

@@ -1,0 +1,148 @@
+//! The latency model's draws that do not depend on the policy: the users' arrival times and
+//! each server's pauses. Public so that a replay on real servers (`herd lab hedge`) meets
+//! the very arrivals and pauses the simulator's run of the same seed meets (common random
+//! numbers), and differs from it only in what it cannot share: service times, routing, and
+//! the real world's overhead.
+//!
+//! The streams and the arithmetic are the engine's own (`engine::stream`, exponential draws
+//! `−mean · ln(1 − u)` rounded to whole nanoseconds, at least 1); a test replays a
+//! one-server run from these draws and gets the engine's latencies, nanosecond for
+//! nanosecond.
+use herd::rng::{Rng, SplitMix64};
+
+use super::LatencyScenario;
+use super::engine::stream;
+
+/// The engine's stream of arrivals.
+const ARRIVALS: u64 = 1;
+/// The engine's first stream of pauses; server `i` has `HICCUPS + i`.
+const HICCUPS: u64 = 1 << 32;
+
+fn exponential(rng: &mut SplitMix64, mean: f64) -> f64 {
+    -mean * (1.0 - rng.next_f64()).ln()
+}
+
+fn to_ns(x: f64) -> u64 {
+    if x >= 1.8e19 {
+        u64::MAX / 4
+    } else {
+        (x.round() as u64).max(1)
+    }
+}
+
+/// The arrival times, in nanoseconds from the run's start, of the scenario's users (warm-up
+/// first), as the simulator draws them for `seed`. Not checked: give a scenario that
+/// [`LatencyModel::new`](super::LatencyModel::new) accepted.
+pub fn arrivals(scenario: &LatencyScenario, seed: u64) -> impl Iterator<Item = u64> {
+    let interarrival_ns = 1e9 / scenario.traffic.rate_per_s;
+    let mut rng = stream(seed, ARRIVALS);
+    let mut at = 0u64;
+    let total = scenario.requests.saturating_add(scenario.warmup_requests);
+    (0..total).map(move |i| {
+        let gap = to_ns(exponential(&mut rng, interarrival_ns));
+        at = if i == 0 { gap } else { at.saturating_add(gap) };
+        at
+    })
+}
+
+/// One server's pauses, as the simulator draws them: up-times exponential of mean
+/// `hiccups.every_s`, each followed by a pause of `hiccups.pause_ms`.
+#[derive(Clone, Debug)]
+pub struct Pauses {
+    rng: SplitMix64,
+    every_ns: Option<f64>,
+    pause_ns: u64,
+    start: u64,
+    end: u64,
+}
+
+impl Pauses {
+    /// The pauses of server `server` (from 0) for `seed`.
+    #[must_use]
+    pub fn new(scenario: &LatencyScenario, seed: u64, server: u32) -> Self {
+        let every = scenario.hiccups.every_s;
+        Self {
+            rng: stream(seed, HICCUPS + u64::from(server)),
+            every_ns: (every > 0.0).then_some(every * 1e9),
+            pause_ns: (scenario.hiccups.pause_ms * 1e6).round() as u64,
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// When `work` ns of service that start at `start` finish: every pause in between stops
+    /// the server, and the copy in service, for its whole length. Ask in the order the
+    /// server starts its copies (the schedule is drawn forward).
+    pub fn finish(&mut self, start: u64, work: u64) -> u64 {
+        let Some(every) = self.every_ns else {
+            return start.saturating_add(work);
+        };
+        let (mut t, mut w) = (start, work);
+        loop {
+            while self.end <= t {
+                self.start = self
+                    .end
+                    .saturating_add(to_ns(exponential(&mut self.rng, every)));
+                self.end = self.start.saturating_add(self.pause_ns);
+            }
+            if t >= self.start {
+                t = self.end;
+                continue;
+            }
+            let up = self.start - t;
+            if w <= up {
+                return t + w;
+            }
+            w -= up;
+            t = self.end;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Distribution, LatencyModel, PolicySpec};
+    use super::*;
+
+    /// One server, constant service, policy none: every latency follows from the arrivals
+    /// and the pauses alone, so a replay from these draws must give the engine's latencies
+    /// exactly.
+    #[test]
+    fn a_replay_from_the_draws_gives_the_engines_latencies() {
+        let mut s = LatencyScenario {
+            requests: 400,
+            warmup_requests: 0,
+            policies: vec![PolicySpec {
+                name: "none".into(),
+                ..PolicySpec::default()
+            }],
+            ..LatencyScenario::default()
+        };
+        s.servers.count = 1;
+        s.traffic.rate_per_s = 300.0;
+        s.traffic.fan_out = 1;
+        s.service.distribution = Distribution::Constant;
+        s.service.mean_ms = 1.5;
+        s.hiccups.every_s = 0.2;
+        s.hiccups.pause_ms = 30.0;
+        let model = LatencyModel::new(&s).unwrap();
+        for seed in [1, 7, 99] {
+            let (_, engine) = model.run_policy(0, seed).unwrap();
+            let mut pauses = Pauses::new(&s, seed, 0);
+            let mut free = 0u64;
+            let mut replay: Vec<u64> = arrivals(&s, seed)
+                .map(|a| {
+                    let finish = pauses.finish(a.max(free), 1_500_000);
+                    free = finish;
+                    finish - a
+                })
+                .collect();
+            replay.sort_unstable();
+            assert_eq!(replay, engine, "seed {seed}");
+            assert!(
+                replay.last().unwrap() > &30_000_000,
+                "some request met a pause"
+            );
+        }
+    }
+}
