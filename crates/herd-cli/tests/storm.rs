@@ -184,6 +184,37 @@ fn shipped_scenarios_all_run() {
     }
 }
 
+/// `--latency-ms MEAN[,SD]` sets `[clients.latency]`: 300 ms of noise breaks up exponential
+/// backoff's herd (its peak after the outage is all 2000 clients without noise), and bad
+/// values are one line naming the flag.
+#[test]
+fn latency_flag_adds_noise() {
+    let run = |extra: &[&str]| -> serde_json::Value {
+        let args = [
+            &["storm", "--rule", "exponential", "--format", "json"],
+            extra,
+        ]
+        .concat();
+        serde_json::from_str(&ok(&args)).unwrap()
+    };
+    let quiet = run(&[]);
+    assert_eq!(quiet["results"][0]["peak_after_outage"], 2000);
+    let noisy = run(&["--latency-ms", "0,300"]);
+    assert_eq!(noisy["scenario"]["clients"]["latency"]["sd_ms"], 300.0);
+    let peak = noisy["results"][0]["peak_after_outage"].as_u64().unwrap();
+    assert!(peak < 400, "{peak}");
+    let constant = run(&["--latency-ms", "100"]);
+    assert_eq!(constant["scenario"]["clients"]["latency"]["sd_ms"], 0.0);
+    assert_eq!(constant["results"][0]["peak_after_outage"], 2000);
+    fails_with_input_error(
+        &["storm", "--latency-ms", "-5"],
+        "latency_ms must be in [0, 1000000000000], got -5 (--latency-ms)",
+    );
+    fails_with_input_error(&["storm", "--latency-ms", "-5,10"], "(--latency-ms)");
+    fails_with_input_error(&["storm", "--latency-ms", "1,2,3"], "MEAN or MEAN,SD");
+    fails_with_input_error(&["storm", "--latency-ms", "fast"], "MEAN or MEAN,SD");
+}
+
 /// The default scenario draws whole steps (docs/model.md, "Pauses in whole steps or
 /// continuous"); `--pauses continuous` draws nanoseconds. The deterministic rows are the
 /// model's table either way; decorrelated's one-step retries make it send more requests in

@@ -246,3 +246,68 @@ fn a_scenario_file_is_the_base() {
         lines[7]
     );
 }
+
+/// `--chart`: the metrics against one swept field (here the latency's noise, a field inside
+/// `[clients.latency]`), an SVG naming the field, its values, the metrics and the rules.
+#[test]
+fn charts_draw_metrics_against_one_field() {
+    let svg = temp("noise.svg");
+    let png = temp("noise.png");
+    for path in [&svg, &png] {
+        ok(&[
+            "--set",
+            "clients.latency.sd_ms=0,300",
+            "--set",
+            "clients.count=200",
+            "--set",
+            "server.capacity=5",
+            "--set",
+            "horizon_s=120",
+            "--rule",
+            "exponential,full",
+            "--runs",
+            "2",
+            "--metric",
+            "peak_after_outage,requests_per_client",
+            "--chart",
+            path.to_str().unwrap(),
+        ]);
+    }
+    assert!(
+        std::fs::read(&png)
+            .unwrap()
+            .starts_with(b"\x89PNG\r\n\x1a\n")
+    );
+    let text = std::fs::read_to_string(&svg).unwrap();
+    // Each label is a line of its own in the SVG's text elements.
+    for want in [
+        "clients.latency.sd_ms",
+        "0",
+        "300",
+        // Its peaks run from 6 to 200: over a factor of ten, so on a log scale.
+        "peak_after_outage (log scale)",
+        "requests_per_client",
+        "exponential",
+        "full",
+    ] {
+        assert!(
+            text.lines().any(|l| l.trim() == want),
+            "{want} missing from the chart"
+        );
+    }
+    let err = fails(&with(&["--chart", "x.svg"]));
+    assert!(
+        err.contains("--chart draws metrics against one swept field"),
+        "{err}"
+    );
+    let err = fails(&["--set", "clients.latency.sd_ms=0,1", "--chart", "x.gif"]);
+    assert!(
+        err.contains("--chart: x.gif must end in .svg or .png"),
+        "{err}"
+    );
+    let err = fails(&["--set", "clients.latency.sd_ms=0,-1"]);
+    assert!(
+        err.contains("clients.latency.sd_ms: must be a finite number of milliseconds"),
+        "{err}"
+    );
+}

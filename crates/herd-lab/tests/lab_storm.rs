@@ -185,6 +185,11 @@ fn what_the_lab_cannot_play_is_refused_naming_the_field() {
     s.clients.arrivals_per_s = 10.0;
     assert!(input_error(s, 0.1).starts_with("clients.arrivals_per_s:"));
 
+    // Loopback's own latency is what the lab measures; a simulated one is not added.
+    let mut s = small();
+    s.clients.latency.sd_ms = 30.0;
+    assert!(input_error(s, 0.1).starts_with("clients.latency: lab storm does not model"));
+
     assert!(input_error(small(), 0.001).starts_with("time scale 0.001: a 100 ms step"));
     assert!(input_error(small(), f64::NAN).starts_with("time_scale must be in (0, 10]"));
     // Before: a panic in Duration::from_secs_f64.

@@ -7,7 +7,8 @@
 //! Fisher–Yates shuffle choosing `s` of `A`) and then, client by client, the refused ones'
 //! pauses through [`Rule::pause`](herd::Rule::pause), the library's own rule code (built in
 //! whole steps or in nanoseconds, as the scenario's `pauses` says: [`PlannedRule`]), each
-//! followed by its `Retry-After` jitter when the server gave one.
+//! followed by its `Retry-After` jitter when the server gave one, then by its latency when it
+//! is random.
 //!
 //! One step, with its due clients in order (those the calendar holds for this step, in the
 //! order they were scheduled, then new burst clients, then new open-loop clients, by id):
@@ -20,8 +21,8 @@
 //!    refused it while up with a `Retry-After`, the library's `herd::server_delay::decide`
 //!    makes the wait `max(pause, Retry-After)` plus a jitter of up to 10 % drawn right after
 //!    the pause (or a give-up when the delay is longer than `max_server_delay_s` or ends past
-//!    its deadline); it comes back at
-//!    `step + timeout + wait`, unless that is past its deadline (it gives up), the retry
+//!    its deadline); with `[clients.latency]` its retry's delay is drawn next; it comes back
+//!    at `step + timeout + wait + delay`, unless that is past its deadline (it gives up), the retry
 //!    budget denies the retry (it gives up) or it is past the horizon (it is still waiting at
 //!    the end).
 //!
@@ -181,6 +182,8 @@ fn run<R: Record, O: Observer>(
                         continue;
                     }
                 };
+                // The retry's latency is drawn right after the wait (and its jitter).
+                let wait = wait.saturating_add(after.latency(&mut rng));
                 // With a budget, the retries that ask are admitted together below.
                 let mut asks = false;
                 let fate = after.fate(wait, client.first(), || {

@@ -18,9 +18,12 @@
 //!    the only place the server's delay is applied; the cohort engine splits a count over the
 //!    same outcomes with [`AfterFailure::split_wait`]). Without a `Retry-After` (an outage, or
 //!    `retry_after_s = 0`) the wait is the pause and nothing is drawn;
-//! 4. the next attempt is due at `step + timeout + wait`; past the client's deadline it gives
-//!    up, then the retry budget may deny it (a give-up too), then past the horizon it is
-//!    still waiting at the end ([`AfterFailure::fate`]).
+//! 4. with `[clients.latency]`, the retry reaches the server a delay later: drawn right after
+//!    the wait, in whole steps ([`AfterFailure::latency`]; the cohort engine splits a count
+//!    over the same delay's law, `crate::attempt_latency`);
+//! 5. the next attempt is due at `step + timeout + wait + delay`; past the client's deadline
+//!    it gives up, then the retry budget may deny it (a give-up too), then past the horizon it
+//!    is still waiting at the end ([`AfterFailure::fate`], given `wait + delay`).
 //!
 //! # Steps as nanoseconds
 //!
@@ -268,6 +271,14 @@ impl<'p> AfterFailure<'p> {
         }
     }
 
+    /// The delay in steps with which a retry reaches the server (0 without
+    /// `[clients.latency]`), drawn from `rng` right after the wait unless it is constant
+    /// (see `crate::attempt_latency`). The retry is due `wait + delay` after the timeout.
+    #[inline]
+    pub(crate) fn latency<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        self.plan.latency.as_ref().map_or(0, |l| l.draw(rng))
+    }
+
     /// Where a client goes that waits `wait` steps (see [`wait`](Self::wait)), first
     /// attempting at step `first` (only read under a deadline). `budget_allows` is asked only
     /// when the deadline leaves the retry possible, and withdraws from the retry budget.
@@ -291,9 +302,15 @@ impl<'p> AfterFailure<'p> {
         }
     }
 
-    /// The longest wait in steps after a pause of at most `max_pause_steps`: the calendar's
-    /// horizon (a deadline only cuts waits shorter).
+    /// The longest wait in steps after a pause of at most `max_pause_steps`, plus the typical
+    /// longest latency: the calendar's ring (a deadline only cuts waits shorter; a longer
+    /// latency still works, beyond the ring).
     pub(crate) fn longest_wait(plan: &Plan, max_pause_steps: u64) -> u64 {
+        let latency = plan.latency.as_ref().map_or(0, |l| l.typical_longest());
+        Self::longest_server_wait(plan, max_pause_steps).saturating_add(latency)
+    }
+
+    fn longest_server_wait(plan: &Plan, max_pause_steps: u64) -> u64 {
         if plan.retry_after_steps == 0 {
             return max_pause_steps;
         }

@@ -33,6 +33,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
+mod attempt_latency;
 mod budget;
 mod calendar;
 pub mod cohort;
@@ -96,7 +97,7 @@ pub mod guide {}
 pub use error::ScenarioError;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
-pub use scenario::{Clients, Pauses, Retry, Scenario, Server};
+pub use scenario::{Clients, Latency, LatencyDistribution, Pauses, Retry, Scenario, Server};
 pub use trace::{GiveUp, MAX_TRACE_CLIENTS, MAX_TRACE_EVENTS, Outcome, Trace, TraceEvent};
 
 use plan::Plan;

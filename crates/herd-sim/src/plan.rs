@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use herd::{Rule, RuleName, RuleParams};
 
+use crate::attempt_latency::AttemptLatency;
 use crate::error::ScenarioError;
 use crate::fields;
 use crate::fields::ceil_div;
@@ -41,6 +42,8 @@ pub(crate) struct Plan {
     pub(crate) deadline_steps: Option<u64>,
     /// The longest `Retry-After` honoured, in steps (`None`: any).
     pub(crate) max_server_delay_steps: Option<u64>,
+    /// The latency of a retry (`None`: none at all).
+    pub(crate) latency: Option<AttemptLatency>,
     pub(crate) capacity: u64,
     pub(crate) refusal_cost: RefusalCost,
     pub(crate) collapse_above: Option<u64>,
@@ -227,6 +230,9 @@ impl Plan {
             fields::nanos("clients.max_server_delay_s", c.max_server_delay_s)?;
         let max_server_delay_steps =
             (max_server_delay_ns > 0).then(|| ceil_div(max_server_delay_ns, step_ns));
+        // A longer delay lands past the horizon and past the deadline alike.
+        let latency_reach = steps.saturating_add(deadline_steps.unwrap_or(0));
+        let latency = AttemptLatency::new(&c.latency, step_ns, latency_reach)?;
 
         let v = &s.server;
         let refusal_cost = RefusalCost::new(v.refusal_cost)
@@ -284,6 +290,7 @@ impl Plan {
             max_attempts: c.max_attempts,
             deadline_steps,
             max_server_delay_steps,
+            latency,
             capacity: v.capacity,
             refusal_cost,
             collapse_above: (v.collapse_above > 0).then_some(v.collapse_above),

@@ -147,6 +147,51 @@ pub struct Clients {
     /// The longest `Retry-After` a client honours, in seconds (0 = any): a longer one makes it
     /// give up, as herd's `max_server_delay` does.
     pub max_server_delay_s: f64,
+    /// `[clients.latency]`: how long each retry takes to reach the server (none by default).
+    pub latency: Latency,
+}
+
+/// `[clients.latency]`: a random delay added to every retry, the network's noise.
+///
+/// A retry reaches the server after its wait plus a delay drawn for that attempt, rounded to
+/// the nearest step (docs/model.md, "Latency of an attempt"). Zero mean and zero `sd_ms`, the
+/// default, is no latency at all; `sd_ms = 0` is a constant delay and draws nothing.
+///
+/// # Examples
+///
+/// ```
+/// use herd_sim::{LatencyDistribution, Scenario};
+///
+/// let s = Scenario::from_toml_str(
+///     "[clients.latency]\ndistribution = \"lognormal\"\nmean_ms = 50\nsd_ms = 30\n",
+/// )?;
+/// assert_eq!(s.clients.latency.distribution, LatencyDistribution::Lognormal);
+///
+/// let err = Scenario::from_toml_str("[clients.latency]\nsd_ms = -1\n").unwrap_err();
+/// assert_eq!(err.field_name(), Some("clients.latency.sd_ms"));
+/// # Ok::<(), herd_sim::ScenarioError>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Latency {
+    /// The delay's law: `normal` (truncated at 0) or `lognormal`.
+    pub distribution: LatencyDistribution,
+    /// The mean delay, in milliseconds (of the untruncated normal; of the lognormal).
+    pub mean_ms: f64,
+    /// The delay's standard deviation, in milliseconds (0: every retry delayed by the mean).
+    pub sd_ms: f64,
+}
+
+/// The law of a retry's latency.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+#[non_exhaustive]
+pub enum LatencyDistribution {
+    /// `max(0, X)`, X normal with the given mean and standard deviation.
+    #[default]
+    Normal,
+    /// Log-normal with the given mean and standard deviation (of the delay, not its log).
+    Lognormal,
 }
 
 /// `[server]`: what the server can do and when it is down.
@@ -218,6 +263,7 @@ impl Default for Clients {
             max_attempts: 0,
             deadline_s: 0.0,
             max_server_delay_s: 0.0,
+            latency: Latency::default(),
         }
     }
 }
@@ -393,7 +439,7 @@ pub(crate) fn locate(text: &str, err: ScenarioError) -> ScenarioError {
     let Some(field) = err.field_name() else {
         return err;
     };
-    let (table, key) = match field.split_once('.') {
+    let (table, key) = match field.rsplit_once('.') {
         Some((t, k)) => (Some(t), k),
         None => (None, field),
     };

@@ -356,6 +356,7 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
                     deadline_s: deadline,
                     // Every other seed, a limit that some Retry-Afters exceed.
                     max_server_delay_s: if seed % 2 == 0 { 0.0 } else { 0.8 },
+                    ..Default::default()
                 },
                 server: herd_sim::Server {
                     capacity,

@@ -5,6 +5,7 @@
 //! the scenario at every step. It shares no code with the engine except herd's rules and
 //! generator, and follows the documented order of events (docs/storm.md), so both must agree
 //! on every figure and every window of the series, for every rule, on random small scenes.
+//! Latency (`[clients.latency]`) is drawn by its own Box–Muller code, from the definition.
 //! Its budget is an exact fraction, and a step serves the most clients whose work fits it,
 //! found by counting, not by the engine's division.
 use std::collections::BTreeMap;
@@ -12,7 +13,7 @@ use std::time::Duration;
 
 use herd::rng::{Rng, SplitMix64};
 use herd::{RuleName, RuleParams, RuleState};
-use herd_sim::{Limits, Pauses, Scenario, Simulation};
+use herd_sim::{LatencyDistribution, Limits, Pauses, Scenario, Simulation};
 use proptest::prelude::*;
 
 fn ns(seconds: f64) -> u64 {
@@ -184,7 +185,11 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
                     wait = wait.min(left - 1);
                 }
             }
-            let next = n + timeout + wait;
+            // The retry's latency, drawn right after the wait: one Box–Muller pair of
+            // uniforms unless sd is 0, then to the nearest step (halves up), at most the
+            // horizon plus the deadline.
+            let delay = latency(s, step, &mut rng).min(steps + deadline);
+            let next = n + timeout + wait + delay;
             if deadline > 0 && next - first[c] >= deadline {
                 f.gave_up += 1;
                 continue;
@@ -197,6 +202,28 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
     f.arrivals.truncate(used);
     f.served_per_window.truncate(used);
     f
+}
+
+/// A retry's latency in steps as docs/model.md defines it ("Latency of an attempt").
+fn latency(s: &Scenario, step: u64, rng: &mut SplitMix64) -> u64 {
+    let l = &s.clients.latency;
+    let step_ms = step as f64 / 1e6;
+    let d = if l.sd_ms == 0.0 {
+        l.mean_ms
+    } else {
+        let u1 = 1.0 - rng.next_f64();
+        let u2 = rng.next_f64();
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        match l.distribution {
+            LatencyDistribution::Normal => (l.mean_ms + l.sd_ms * z).max(0.0),
+            _ => {
+                let cv = l.sd_ms / l.mean_ms;
+                let var = (cv * cv).ln_1p();
+                (l.mean_ms.ln() - var / 2.0 + var.sqrt() * z).exp()
+            }
+        }
+    };
+    (d / step_ms + 0.5).floor() as u64
 }
 
 /// `p/q` with the smallest `q <= 10^6` that reads back as `x`.
@@ -268,8 +295,9 @@ fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
             any::<u64>(),
             0.0f64..1.5,
         ),
+        (0u8..3, 0.0f64..300.0, 0.0f64..400.0),
     )
-        .prop_map(|(c, v, m)| {
+        .prop_map(|(c, v, m, l)| {
             let mut s = Scenario {
                 seed: m.4,
                 horizon_s: 30.0,
@@ -290,6 +318,16 @@ fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
             s.server.retry_after_s = m.0;
             s.server.timeout_s = m.1;
             s.retry.cap_ms = 4000.0;
+            // A third of the scenes without latency, a third normal, a third lognormal.
+            if l.0 > 0 {
+                s.clients.latency.distribution = if l.0 == 1 {
+                    LatencyDistribution::Normal
+                } else {
+                    LatencyDistribution::Lognormal
+                };
+                s.clients.latency.mean_ms = l.1 + 1.0;
+                s.clients.latency.sd_ms = l.2;
+            }
             // Both ways of drawing pauses (a bit of the seed the rule index does not use).
             s.pauses = Pauses::ALL[((m.4 >> 7) & 1) as usize];
             (s, m.3, m.4)

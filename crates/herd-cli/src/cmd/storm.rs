@@ -61,6 +61,11 @@ pub(crate) struct StormArgs {
     /// A refusal's share of an answer's work, 0 <= R < 1 (overrides `server.refusal_cost`).
     #[arg(long, value_name = "R")]
     refusal_cost: Option<f64>,
+    /// Network noise: each retry reaches the server a delay later, MEAN or MEAN,SD in
+    /// milliseconds (overrides `clients.latency.mean_ms` and `sd_ms`; SD defaults to 0, a
+    /// constant delay; the law stays the scenario's, normal unless it says lognormal).
+    #[arg(long, value_name = "MEAN[,SD]", allow_hyphen_values = true)]
+    latency_ms: Option<String>,
     /// How the rules draw their pauses (overrides `pauses`): `steps` draws whole steps with
     /// base, cap and pause in steps (the default scenario's mode; those parameters must then
     /// be whole numbers of steps); `continuous` draws nanoseconds and rounds each pause up to
@@ -155,6 +160,11 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
     if let Some(r) = args.refusal_cost {
         scenario.server.refusal_cost = super::args::check_half_open("refusal_cost", r, 0.0, 1.0)?;
     }
+    if let Some(text) = &args.latency_ms {
+        let (mean, sd) = latency_ms(text)?;
+        scenario.clients.latency.mean_ms = mean;
+        scenario.clients.latency.sd_ms = sd;
+    }
     if let Some(n) = args.clients {
         if args.scale_capacity {
             let from = scenario.clients.count;
@@ -182,6 +192,26 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
         scenario.retry.rules = rules;
     }
     Ok((scenario, name))
+}
+
+/// `--latency-ms MEAN[,SD]`: two numbers of milliseconds in `[0, 10^12]`, SD 0 when left out.
+fn latency_ms(text: &str) -> CliResult<(f64, f64)> {
+    let bad = || {
+        CliError::input(format!(
+            "latency_ms must be MEAN or MEAN,SD in milliseconds, got {text:?} (--latency-ms)"
+        ))
+    };
+    let mut numbers = text.split(',').map(|p| p.trim().parse::<f64>());
+    let mean = numbers.next().ok_or_else(bad)?.map_err(|_| bad())?;
+    let sd = match numbers.next() {
+        None => 0.0,
+        Some(sd) => sd.map_err(|_| bad())?,
+    };
+    if numbers.next().is_some() {
+        return Err(bad());
+    }
+    let check = |v: f64| super::args::check_closed("latency_ms", v, 0.0, 1e12);
+    Ok((check(mean)?, check(sd)?))
 }
 
 pub(crate) fn run(args: &StormArgs) -> CliResult {

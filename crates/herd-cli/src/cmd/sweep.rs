@@ -15,6 +15,7 @@ use crate::error::{CliError, CliResult};
 use super::progress;
 use super::storm::chart::Kind;
 
+mod chart;
 mod heatmap;
 mod output;
 
@@ -41,6 +42,9 @@ mod output;
 ///
 /// Example: herd sweep --set outage_s=5,10,20,40 --set clients.arrivals_per_s=0,100,200,300
 /// --set horizon_s=300 --rule full --runs 10 --heatmap phase.png
+///
+/// Or one field against the metrics: herd sweep --set clients.latency.sd_ms=0,10,30,100,300,1000
+/// --rule exponential,full --runs 20 --chart noise.png
 #[derive(Debug, Args)]
 pub(crate) struct SweepArgs {
     /// Scenario file (TOML). Without one, the embedded default scenario.
@@ -69,6 +73,10 @@ pub(crate) struct SweepArgs {
     /// one panel per rule (and per value of any other swept field).
     #[arg(long, value_name = "FILE")]
     heatmap: Option<PathBuf>,
+    /// Also draw each metric (the first four) against the one swept field to FILE.svg or
+    /// FILE.png: one line per rule, the 95 % interval as error bars.
+    #[arg(long, value_name = "FILE")]
+    chart: Option<PathBuf>,
     /// The swept field across the heat map; defaults to the first --set.
     #[arg(long, value_name = "PATH")]
     x: Option<String>,
@@ -180,6 +188,15 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             ))
         })?),
     };
+    let chart = match &args.chart {
+        None => None,
+        Some(path) => Some(Kind::of(path).ok_or_else(|| {
+            CliError::input(format!(
+                "--chart: {} must end in .svg or .png",
+                path.display()
+            ))
+        })?),
+    };
     let (base, name) = base(args)?;
     let prefix = args
         .scenario
@@ -211,6 +228,10 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             None
         }
     };
+    let chart_axis = match chart {
+        Some(_) => Some(chart::axis(&sweep)?),
+        None => None,
+    };
     let work = sweep.client_runs();
     if work > u128::from(args.max_work) {
         return Err(CliError::input(format!(
@@ -228,7 +249,16 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             CliError::input(format!("--heatmap: cannot write {}: {e}", path.display()))
         })?;
     }
+    if let Some(path) = &args.chart {
+        fs::File::create(path).map_err(|e| {
+            CliError::input(format!("--chart: cannot write {}: {e}", path.display()))
+        })?;
+    }
     let rows = run_all(&sweep)?;
+
+    if let (Some(path), Some(kind), Some(x)) = (&args.chart, chart, chart_axis) {
+        chart::draw(path, kind, &sweep, &rows, x, &metrics).map_err(CliError::Run)?;
+    }
 
     if let (Some(path), Some(kind), Some((x, y))) = (&args.heatmap, heatmap, axes) {
         let metric = metrics.first().copied().unwrap_or("recovered_s");

@@ -152,6 +152,10 @@ impl LabStorm {
         if let Some(&(_, field, what)) = unmodelled.iter().find(|(value, ..)| *value > 0.0) {
             return Err(unsupported(field, what));
         }
+        if c.latency.mean_ms != 0.0 || c.latency.sd_ms != 0.0 {
+            // Loopback has its own latency; the simulated one is not added to it.
+            return Err(unsupported("clients.latency", "an added network latency"));
+        }
         if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= MAX_TIME_SCALE) {
             return Err(LabStormError::Input(format!(
                 "time_scale must be in (0, {MAX_TIME_SCALE}], got {time_scale} (--time-scale)"

@@ -48,8 +48,10 @@
 //!    under a `Retry-After`, each outcome's count splits again over the waits the library's
 //!    `herd::server_delay::decide` gives its pause, one cell per value of its uniform jitter
 //!    (a multinomial with equal cells, as a chain of binomials; see
-//!    `AfterFailure::split_wait`), and each count gives up at its deadline, passes the
-//!    horizon, or is filed in the calendar at `step + timeout + wait`;
+//!    `AfterFailure::split_wait`); with `[clients.latency]` each count splits once more over
+//!    the law of the delay in steps (a multinomial draw; see `attempt_latency.rs`), and each
+//!    count gives up at its deadline, passes the horizon, or is filed in the calendar at
+//!    `step + timeout + wait + delay`;
 //! 5. with a retry budget, the counts whose retry asks it (those the deadline let through)
 //!    are held until the whole step is drawn. The budget is one shared balance, kept exactly
 //!    in the library's integer units (`BudgetLedger`): the step's new clients deposit
@@ -66,7 +68,8 @@
 //! generator differently) for `immediate`, `constant`, `exponential`, `full`, `equal` and
 //! `grpc`, with every server and client feature of the model: refusal cost, collapse,
 //! warm-up, `Retry-After`, timeouts, attempt limits, deadlines, retry budgets, open-loop
-//! arrivals.
+//! arrivals, latency (whose law in steps is computed from the distribution function through
+//! libm's `erfc`, exact to a few ulps).
 //! Deterministic rules in a lone burst give the agent engine's results exactly, run for run.
 //! `decorrelated` and `decorrelated-v2` keep a continuous memory, which the cohort engine
 //! quantizes (see `cohort/law.rs`): the one approximation, measured by
@@ -134,6 +137,7 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
     for (name, rule) in &plan.rules {
         Laws::of(*name, rule)?;
     }
+    latency_law(plan)?;
     // The per-window series are the only memory that grows with the run (16 bytes a window).
     let series = u128::from(plan.windows) * 16;
     if series > u128::from(limits.max_bytes) {
@@ -162,6 +166,7 @@ pub(crate) fn simulate(
     max_cohorts: u64,
 ) -> Result<RunResult, ScenarioError> {
     let mut laws = Laws::of(name, rule)?;
+    let latency = latency_law(plan)?;
     let mut rng = Counted::new(seed);
     let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
@@ -171,6 +176,7 @@ pub(crate) fn simulate(
     let mut served_of: Vec<u64> = Vec::new();
     let mut nested: Vec<Nested> = Vec::new();
     let mut delayed_of: Vec<Delayed> = Vec::new();
+    let mut waits_of: Vec<Delayed> = Vec::new();
     let mut gave_up = 0u64;
     let mut denied_by_budget = 0u64;
     let mut budget = BudgetLedger::new(plan.budget_percent)?;
@@ -230,9 +236,10 @@ pub(crate) fn simulate(
             // server's delay ends past the deadline), or due again after waiting
             // `Some((wait, memory))`, by the engines' shared step.
             let after = AfterFailure::new(plan, step, verdict);
-            let delayed = after.has_server_delay();
+            let delayed = after.has_server_delay() || latency.is_some();
             let with_budget = budget.is_some();
             delayed_of.clear();
+            waits_of.clear();
             asking.clear();
             let mut file = |n: u64, drawn: Option<(u64, u64)>, failures: u32, first: u32| {
                 let Some((wait, memory)) = drawn else {
@@ -264,7 +271,7 @@ pub(crate) fn simulate(
                 );
             };
             // Refused clients that drew `Some((pause, memory))`: filed now, or with a
-            // Retry-After, set aside until their jitter is drawn below.
+            // Retry-After or a latency, set aside until their jitter and delay are drawn below.
             let mut refuse =
                 |n: u64, drawn: Option<(u64, u64)>, failures: u32, first: u32| match drawn {
                     Some((pause, memory)) if delayed => {
@@ -319,9 +326,25 @@ pub(crate) fn simulate(
             // The server's delay: each part splits over the waits `decide` gives its pause,
             // the same law as the agent's one draw per client (`AfterFailure::split_wait`).
             for &(n, pause, memory, failures, first) in &delayed_of {
-                after.split_wait(n, pause, first, &mut rng, |k, wait| {
-                    file(k, wait.ok().map(|w| (w, memory)), failures, first);
+                after.split_wait(n, pause, first, &mut rng, |k, wait| match wait {
+                    Ok(w) if latency.is_some() => waits_of.push((k, w, memory, failures, first)),
+                    wait => file(k, wait.ok().map(|w| (w, memory)), failures, first),
                 });
+            }
+            // The latency: each part splits over the law of the delay in steps, the law of
+            // the agent's one draw per client (`attempt_latency`).
+            if let Some(law) = &latency {
+                for &(n, wait, memory, failures, first) in &waits_of {
+                    sample::multinomial(&mut rng, n, &law.probs, &law.tail, &law.cdf, |i, k| {
+                        let delay = law.outcomes[i].0;
+                        file(
+                            k,
+                            Some((wait.saturating_add(delay), memory)),
+                            failures,
+                            first,
+                        );
+                    });
+                }
             }
             if let Some(b) = &mut budget {
                 // The budget allows `admitted` of the retries that ask (one withdrawal each,
@@ -422,8 +445,20 @@ impl Rng for Counted {
 }
 
 /// Refused clients that drew the same pause under a `Retry-After`, before the server delay's
-/// jitter: `(count, pause, memory, failures as filed next, first step)`.
+/// jitter, or the same wait, before their latency: `(count, pause or wait, memory, failures
+/// as filed next, first step)`.
 type Delayed = (u64, u64, u64, u32, u32);
+
+/// The law of a retry's latency in steps, as outcomes `(delay, 0)`, or `None` without one.
+fn latency_law(plan: &Plan) -> Result<Option<Law>, ScenarioError> {
+    let Some(latency) = &plan.latency else {
+        return Ok(None);
+    };
+    let cells = latency.law()?;
+    Ok(Some(Law::from_weights(
+        cells.into_iter().map(|(k, p)| ((k, 0), p)).collect(),
+    )))
+}
 
 /// A refused cohort of a rule with nested laws: `(failures as filed next, first step, top of
 /// the uniform pause range, count)`.

@@ -63,6 +63,7 @@ fn refuse(args: &StormArgs, model: &str, allowed: &[&str]) -> CliResult {
         ("--scale-capacity", args.scale_capacity),
         ("--engine", !matches!(args.engine, EngineArg::Agent)),
         ("--refusal-cost", args.refusal_cost.is_some()),
+        ("--latency-ms", args.latency_ms.is_some()),
         ("--pauses", args.pauses.is_some()),
         ("--chart", args.chart.is_some()),
         ("--sweep-offered", args.models.sweep_offered.is_some()),
