@@ -53,6 +53,24 @@ pub(crate) fn number_in(field: &str, x: f64, low: f64, high: f64) -> Result<f64,
     Ok(x)
 }
 
+/// `x` (finite, at least 0) as the decimal it was written as: `(digits, k)` with
+/// `x = digits / 10^k` exactly, or `None` when it needs more than `max_decimals` digits after
+/// the point. `Display` for `f64` is the shortest string that reads back as `x`, never in
+/// exponent form, so `0.3` is three tenths here, not the binary fraction nearest to it:
+/// models whose arithmetic has exact boundaries count in units of `1/10^k` instead of floats.
+pub(crate) fn exact_decimal(x: f64, max_decimals: u32) -> Option<(u128, u32)> {
+    if !x.is_finite() || x < 0.0 {
+        return None;
+    }
+    let text = x.to_string();
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let k = u32::try_from(fraction.len())
+        .ok()
+        .filter(|&k| k <= max_decimals)?;
+    let digits: u128 = format!("{whole}{fraction}").parse().ok()?;
+    Some((digits, k))
+}
+
 /// A number of milliseconds as a [`Duration`], exact to the nanosecond.
 pub(crate) fn millis(field: &'static str, ms: f64) -> Result<Duration, ScenarioError> {
     herd::rule::millis(field, ms).map_err(|_| {

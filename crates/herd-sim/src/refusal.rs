@@ -68,23 +68,14 @@ impl RefusalCost {
                 "must be at least 0 and below 1, got {r}"
             )));
         }
-        // `Display` for f64 is the shortest string that reads back as `r`, never in
-        // exponent form: "0", "0.1", "0.0000001".
-        let text = r.to_string();
-        let digits = text.split_once('.').map_or("", |(_, d)| d);
-        if digits.len() > MAX_DECIMALS as usize {
+        let Some((parts, k)) = crate::fields::exact_decimal(r, MAX_DECIMALS) else {
             return Err(InvalidRefusalCost(format!(
                 "must be a decimal with at most {MAX_DECIMALS} digits after the point, got {r}"
             )));
-        }
-        let parts = if digits.is_empty() {
-            0
-        } else {
-            digits
-                .parse::<u64>()
-                .map_err(|_| InvalidRefusalCost(format!("not a decimal: {r}")))?
         };
-        let whole = 10u64.pow(digits.len() as u32);
+        // Below 1, so `parts < 10^k <= 10^9`.
+        let parts = parts as u64;
+        let whole = 10u64.pow(k);
         Ok(Self { parts, whole })
     }
 

@@ -170,6 +170,17 @@ fn every_request_is_accounted_for() {
 fn bad_values_name_their_field() {
     let cases = [
         ("[server]\nslow_factor = 0.5\n", "server.slow_factor", 2),
+        // Counted exactly, so at most nine digits after the point.
+        (
+            "[server]\nslow_factor = 1.0000000001\n",
+            "server.slow_factor",
+            2,
+        ),
+        (
+            "[server]\ncapacity_qps = 300.0000000001\n",
+            "server.capacity_qps",
+            2,
+        ),
         ("[server]\noutages = [[5, 3]]\n", "server.outages", 2),
         ("[clients]\ntimeout_s = 0\n", "clients.timeout_s", 2),
         ("[clients]\noffered_qps = 1e12\n", "clients.offered_qps", 2),
@@ -222,4 +233,38 @@ fn unlimited_retries_stop_at_the_attempt_cap_with_an_error() {
         .expect_err("more than 50 000 attempts");
     assert_eq!(err.field_name(), Some("clients.max_attempts"), "{err}");
     assert!(err.to_string().contains("50000 attempts"), "{err}");
+}
+
+/// The server's time is kept in exact units: 300 requests a second in 1 ms steps is 0.3 of a
+/// request a step, so a server that is never idle completes exactly ⌊0.3·n⌋ requests in its
+/// first `n` steps: 3 in every 10 ms window. In `f64` the tenth step's credit was
+/// 2.9999999999999996, and the first second completed 299. The same for a capacity and a
+/// slow factor with decimals past the knee (0.7 a step at a cost of 2.5: 7 every 25 steps).
+#[test]
+fn the_server_completes_exactly_the_work_its_capacity_allows() {
+    for (capacity, slow_factor, knee, per_window, steps) in [
+        (300.0, 1.0, 0, 3, 10),
+        (700.0, 2.5, 0, 7, 25),
+        (123.4, 1.0, 1_000_000, 1234, 10_000),
+    ] {
+        let mut s = no_budget();
+        s.step_ms = 1.0;
+        s.horizon_s = 2.0 * steps as f64 / 1000.0;
+        s.window_s = steps as f64 / 1000.0;
+        // Always a queue, from the first step: a thousand new requests a millisecond.
+        s.clients.offered_qps = 1e6;
+        s.clients.max_attempts = 1;
+        s.clients.timeout_s = 1000.0;
+        s.server.capacity_qps = capacity;
+        s.server.slow_factor = slow_factor;
+        s.server.knee_queue = knee;
+        s.server.outages.clear();
+        let report = run(&s, 1);
+        let done: Vec<u64> = report.windows.iter().map(|w| w.throughput).collect();
+        assert_eq!(
+            done,
+            [per_window, per_window],
+            "capacity {capacity}, slow factor {slow_factor}"
+        );
+    }
 }

@@ -7,7 +7,9 @@ use proptest::prelude::*;
 
 fn scenario() -> impl Strategy<Value = (MetastableScenario, u64)> {
     (
-        (0.0..600.0f64, 20.0..600.0f64, 1.0..20.0f64, 0u64..200),
+        // Capacity and slow factor are decimals, as a file writes them (the server counts
+        // its time exactly in their units): hundredths.
+        (0.0..600.0f64, 2_000u32..60_000, 100u32..2_000, 0u64..200),
         (0.05..2.0f64, 0u32..4, 0.0..5.0f64, 0.0..30.0f64),
         (
             prop::sample::select(vec![
@@ -33,8 +35,8 @@ fn scenario() -> impl Strategy<Value = (MetastableScenario, u64)> {
                 s.clients.offered_qps = offered;
                 s.clients.timeout_s = timeout;
                 s.clients.max_attempts = attempts;
-                s.server.capacity_qps = capacity;
-                s.server.slow_factor = slow;
+                s.server.capacity_qps = f64::from(capacity) / 100.0;
+                s.server.slow_factor = f64::from(slow) / 100.0;
                 s.server.knee_queue = knee;
                 s.server.outages = if outage > 0.1 {
                     vec![[1.0, 1.0 + outage]]

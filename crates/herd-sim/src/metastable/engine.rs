@@ -53,7 +53,7 @@ pub(crate) fn simulate(
     let mut retries_due: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
     // Attempts refused at the door this step: they fail at once.
     let mut refused: Vec<Attempt> = Vec::new();
-    let mut credit = 0.0_f64;
+    let mut credit = 0u128;
     let mut attempts_total = 0u64;
     let mut retries_after_horizon = 0u64;
     let windows_len = plan.steps.div_ceil(plan.steps_per_window);
@@ -120,9 +120,9 @@ pub(crate) fn simulate(
 
         // 3. The server works through its FIFO queue for one step.
         if down {
-            credit = 0.0;
+            credit = 0;
         } else {
-            credit += plan.work_per_step;
+            credit += plan.work.per_step;
             loop {
                 // Server-side deadlines: work whose client has left is dropped unworked. The
                 // queue stays in send order (LIFO only takes from the back), so the expired
@@ -142,9 +142,9 @@ pub(crate) fn simulate(
                     front
                 };
                 let cost = if queue.len() as u64 > plan.knee_queue {
-                    plan.slow_factor
+                    plan.work.slow
                 } else {
-                    1.0
+                    plan.work.healthy
                 };
                 if credit < cost {
                     break;
@@ -165,7 +165,7 @@ pub(crate) fn simulate(
                 }
             }
             if queue.is_empty() {
-                credit = 0.0; // an idle server cannot bank its time
+                credit = 0; // an idle server cannot bank its time
             }
         }
 

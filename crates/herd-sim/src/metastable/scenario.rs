@@ -179,6 +179,82 @@ fn max_run_attempts(expected_requests: f64, limits: &Limits) -> u64 {
         .min((spare / BYTES_PER_ATTEMPT) as u64)
 }
 
+/// The server's time in exact integer units. `capacity_qps` and `slow_factor` are read as the
+/// decimals they were written as (at most nine digits after the point), so a step's work and
+/// a request's cost are whole numbers of units, and a request is served at the very step its
+/// cost is covered. In `f64`, 300 requests a second in 1 ms steps adds 0.3 a step, which
+/// after ten steps is 2.9999999999999996, not 3: a tenth of the steps would finish one
+/// request too few.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ServerWork {
+    /// Units of server time one step brings.
+    pub(crate) per_step: u128,
+    /// Units one request costs while the queue is at most `knee_queue`.
+    pub(crate) healthy: u128,
+    /// Units one request costs past the knee: `slow_factor` times `healthy`.
+    pub(crate) slow: u128,
+}
+
+impl ServerWork {
+    /// The most digits after the point `capacity_qps` and `slow_factor` may have.
+    const MAX_DECIMALS: u32 = 9;
+
+    /// With `capacity = c / 10^k` requests a second, `slow_factor = f / 10^j` and steps of
+    /// `step_ns`, in units of `1 / (10^k · 10^9 · 10^j)` of a healthy request: a step brings
+    /// `c · step_ns · 10^j`, a request costs `10^k · 10^9 · 10^j`, or `f · 10^k · 10^9`
+    /// past the knee; all three divided by their greatest common divisor.
+    pub(crate) fn new(
+        capacity: f64,
+        slow_factor: f64,
+        step_ns: u64,
+    ) -> Result<Self, ScenarioError> {
+        let decimal = |field: &str, x: f64| {
+            fields::exact_decimal(x, Self::MAX_DECIMALS).ok_or_else(|| {
+                ScenarioError::field(
+                    field,
+                    format!(
+                        "must be a decimal with at most {} digits after the point, got {x}",
+                        Self::MAX_DECIMALS
+                    ),
+                )
+            })
+        };
+        let (c, k) = decimal("server.capacity_qps", capacity)?;
+        let (f, j) = decimal("server.slow_factor", slow_factor)?;
+        let too_fine = || {
+            ScenarioError::field(
+                "server.capacity_qps",
+                format!(
+                    "{capacity} per second in steps of {step_ns} ns with slow_factor \
+                     {slow_factor} is finer than exact arithmetic holds (write fewer decimals)"
+                ),
+            )
+        };
+        let pow = |e: u32| 10u128.checked_pow(e).ok_or_else(too_fine);
+        let mul = |a: u128, b: u128| {
+            a.checked_mul(b)
+                .filter(|&x| x < 1 << 100)
+                .ok_or_else(too_fine)
+        };
+        let per_step = mul(mul(c, u128::from(step_ns))?, pow(j)?)?;
+        let healthy = mul(pow(k + 9)?, pow(j)?)?;
+        let slow = mul(f, pow(k + 9)?)?;
+        let g = gcd(gcd(per_step, healthy), slow);
+        Ok(Self {
+            per_step: per_step / g,
+            healthy: healthy / g,
+            slow: slow / g,
+        })
+    }
+}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// The scenario in steps, checked: what the engine runs.
 #[derive(Clone, Debug)]
 pub(crate) struct MetastablePlan {
@@ -191,9 +267,8 @@ pub(crate) struct MetastablePlan {
     pub(crate) arrivals_per_step: f64,
     pub(crate) timeout_steps: u64,
     pub(crate) max_attempts: u32,
-    /// Server time per step, in units of one healthy request's cost.
-    pub(crate) work_per_step: f64,
-    pub(crate) slow_factor: f64,
+    /// Server time per step and per request, in exact units.
+    pub(crate) work: ServerWork,
     pub(crate) knee_queue: u64,
     /// Refuse an attempt that finds this many waiting (`u64::MAX`: unbounded).
     pub(crate) max_queue: u64,
@@ -219,7 +294,8 @@ impl MetastablePlan {
         if step_ns == 0 {
             return Err(ScenarioError::field("step_ms", "must be longer than zero"));
         }
-        let steps = (horizon_s * 1e9 / step_ns as f64).ceil() as u64;
+        let horizon_ns = fields::nanos("horizon_s", horizon_s)?;
+        let steps = ceil_div(horizon_ns, step_ns);
         if steps > MAX_STEPS.min(limits.max_steps) {
             return Err(ScenarioError::field(
                 "horizon_s",
@@ -231,7 +307,8 @@ impl MetastablePlan {
             ));
         }
         let window_s = fields::seconds("window_s", s.window_s, false)?;
-        let steps_per_window = (window_s * 1e9 / step_ns as f64).round() as u64;
+        // The nearest whole number of steps, halves up.
+        let steps_per_window = (fields::nanos("window_s", window_s)? + step_ns / 2) / step_ns;
         if steps_per_window == 0 || steps_per_window > steps {
             return Err(ScenarioError::field(
                 "window_s",
@@ -268,16 +345,17 @@ impl MetastablePlan {
             ));
         }
         let timeout_s = fields::seconds("clients.timeout_s", c.timeout_s, false)?;
-        let timeout_steps = ((timeout_s * 1e9 / step_ns as f64).ceil() as u64).max(1);
+        let timeout_steps =
+            ceil_div(fields::nanos("clients.timeout_s", timeout_s)?, step_ns).max(1);
 
         let v = &s.server;
         let capacity = fields::number_in("server.capacity_qps", v.capacity_qps, 1e-9, 1e12)?;
         let slow_factor = fields::number_in("server.slow_factor", v.slow_factor, 1.0, 1e6)?;
+        let work = ServerWork::new(capacity, slow_factor, step_ns)?;
         let shed_wait_s = fields::seconds("server.shed_wait_s", v.shed_wait_s, true)?;
-        let shed_wait_steps =
-            (shed_wait_s > 0.0).then(|| (shed_wait_s * 1e9 / step_ns as f64).ceil() as u64);
+        let shed_wait_ns = fields::nanos("server.shed_wait_s", shed_wait_s)?;
+        let shed_wait_steps = (shed_wait_ns > 0).then(|| ceil_div(shed_wait_ns, step_ns));
         let mut outages = Vec::new();
-        let horizon_ns = fields::nanos("horizon_s", horizon_s)?;
         for (start, end) in fields::outages("server.outages", &v.outages, horizon_ns)? {
             outages.push((ceil_div(start, step_ns), ceil_div(end, step_ns).min(steps)));
         }
@@ -312,8 +390,7 @@ impl MetastablePlan {
             arrivals_per_step: offered * step_ns as f64 / 1e9,
             timeout_steps,
             max_attempts: c.max_attempts,
-            work_per_step: capacity * step_ns as f64 / 1e9,
-            slow_factor,
+            work,
             knee_queue: v.knee_queue,
             max_queue: if v.max_queue == 0 {
                 u64::MAX
