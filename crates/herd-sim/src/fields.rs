@@ -71,6 +71,66 @@ pub(crate) fn exact_decimal(x: f64, max_decimals: u32) -> Option<(u128, u32)> {
     Some((digits, k))
 }
 
+/// The most digits after the point a rate may have: rates are counted exactly in its units.
+pub(crate) const MAX_RATE_DECIMALS: u32 = 9;
+
+/// The largest numerator or denominator [`per_step`] hands out, so that a product with a
+/// step count (below 2^32) or a sum of a few stays far from `u128` overflow.
+const MAX_RATIO: u128 = 1 << 90;
+
+/// `x` in exact form, as [`exact_decimal`], or an error naming `field`.
+pub(crate) fn decimal(field: &str, x: f64) -> Result<(u128, u32), ScenarioError> {
+    exact_decimal(x, MAX_RATE_DECIMALS).ok_or_else(|| {
+        ScenarioError::field(
+            field,
+            format!(
+                "must be a decimal with at most {MAX_RATE_DECIMALS} digits after the point, got {x}"
+            ),
+        )
+    })
+}
+
+/// A rate of `per_s` a second (as the decimal written) over one step of `step_ns`, exactly:
+/// `(numerator, denominator)` in lowest terms. So `7` a second in 100 ms steps is `7/10` a
+/// step, and `floor(7/10 · k)` is exact at every `k`, where `0.7000000000000001 · k` in `f64`
+/// is not.
+pub(crate) fn per_step(
+    field: &str,
+    per_s: f64,
+    step_ns: u64,
+) -> Result<(u128, u128), ScenarioError> {
+    let (digits, k) = decimal(field, per_s)?;
+    let num = digits.checked_mul(u128::from(step_ns));
+    let den = 10u128.checked_pow(k + 9);
+    let (Some(num), Some(den)) = (num, den) else {
+        return Err(too_fine(field, per_s, step_ns));
+    };
+    let g = gcd(num, den).max(1);
+    let (num, den) = (num / g, den / g);
+    if num > MAX_RATIO || den > MAX_RATIO {
+        return Err(too_fine(field, per_s, step_ns));
+    }
+    Ok((num, den))
+}
+
+fn too_fine(field: &str, per_s: f64, step_ns: u64) -> ScenarioError {
+    ScenarioError::field(
+        field,
+        format!(
+            "{per_s} a second in steps of {step_ns} ns is finer than exact arithmetic holds \
+             (write fewer decimals, or a shorter step)"
+        ),
+    )
+}
+
+/// The greatest common divisor (`gcd(0, 0) = 0`).
+pub(crate) fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// A number of milliseconds as a [`Duration`], exact to the nanosecond.
 pub(crate) fn millis(field: &'static str, ms: f64) -> Result<Duration, ScenarioError> {
     herd::rule::millis(field, ms).map_err(|_| {

@@ -35,8 +35,9 @@ pub(crate) struct Plan {
     pub(crate) windows: u64,
     pub(crate) start_step: u64,
     pub(crate) burst: u64,
-    /// Open-loop arrivals per step (fractional; arrivals are the increments of its floor).
-    pub(crate) arrivals_per_step: f64,
+    /// Open-loop arrivals per step, exactly `numerator / denominator` (arrivals are the
+    /// increments of its floor).
+    pub(crate) arrivals_per_step: (u128, u128),
     pub(crate) open_loop_total: u64,
     pub(crate) max_attempts: u32,
     pub(crate) deadline_steps: Option<u64>,
@@ -207,9 +208,13 @@ impl Plan {
                 format!("must be a finite number >= 0, got {}", c.arrivals_per_s),
             ));
         }
-        let arrivals_per_step = c.arrivals_per_s * step_ns as f64 / fields::NANOS_PER_SEC;
-        let open_loop = (arrivals_per_step * (steps - start_step) as f64).floor();
-        if c.count as f64 + open_loop > limits.max_clients as f64 {
+        let arrivals_per_step =
+            fields::per_step("clients.arrivals_per_s", c.arrivals_per_s, step_ns)?;
+        let (num, den) = arrivals_per_step;
+        // Exact: num < 2^90 and fewer than 2^32 steps.
+        let open_loop =
+            u64::try_from(num * u128::from(steps - start_step) / den).unwrap_or(u64::MAX);
+        if c.count.saturating_add(open_loop) > limits.max_clients {
             let field = if c.count > limits.max_clients {
                 "clients.count"
             } else {
@@ -223,7 +228,7 @@ impl Plan {
                 ),
             ));
         }
-        let open_loop_total = open_loop as u64;
+        let open_loop_total = open_loop;
         let deadline_ns = fields::nanos("clients.deadline_s", c.deadline_s)?;
         let deadline_steps = (deadline_ns > 0).then(|| ceil_div(deadline_ns, step_ns));
         let max_server_delay_ns =
@@ -375,10 +380,10 @@ impl Plan {
         if self.open_loop_total == 0 || n < self.start_step {
             return 0;
         }
-        let k = (n - self.start_step) as f64;
-        let before = (self.arrivals_per_step * k).floor();
-        let after = (self.arrivals_per_step * (k + 1.0)).floor();
-        (after - before) as u64
+        let (num, den) = self.arrivals_per_step;
+        let k = u128::from(n - self.start_step);
+        // At most `num / den + 1` < 2^90: fits.
+        ((num * (k + 1)) / den - (num * k) / den) as u64
     }
 
     /// Seconds since t = 0 at the start of step `n`, exact for whole milliseconds.
@@ -445,6 +450,30 @@ mod tests {
             field(plan(|s| s.retry.rules.clear()).unwrap_err()),
             "retry.rules"
         );
+    }
+
+    /// The open loop is exact: 7 a second in 100 ms steps is 7/10 a step, so after `k` steps
+    /// exactly `⌊7k/10⌋` clients have arrived. In `f64`, `0.7000000000000001 · k` put 289 of
+    /// the first 20 000 steps' arrivals a step early.
+    #[test]
+    fn open_loop_arrivals_are_exact_at_every_step() {
+        for (rate, step_ms, num, den) in [(7.0, 100.0, 7, 10), (33.3, 100.0, 333, 100)] {
+            let p = plan(|s| {
+                s.clients.count = 0;
+                s.clients.arrivals_per_s = rate;
+                s.step_ms = step_ms;
+                s.window_ms = step_ms;
+                s.horizon_s = 2000.0;
+            })
+            .unwrap();
+            let mut arrived = 0;
+            for k in 0..20_000u64 {
+                arrived += p.open_loop_at(k);
+                assert_eq!(arrived, num * (k + 1) / den, "{rate}/s, step {k}");
+            }
+        }
+        let err = plan(|s| s.clients.arrivals_per_s = 1.000_000_000_1).unwrap_err();
+        assert_eq!(err.field_name(), Some("clients.arrivals_per_s"));
     }
 
     #[test]

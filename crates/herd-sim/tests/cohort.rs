@@ -208,7 +208,7 @@ proptest::proptest! {
     fn every_client_is_accounted_for(
         count in 0u64..5_000_000_000,
         capacity_share in 1u64..200,
-        arrivals_per_s in 0.0f64..50.0,
+        arrivals_hundredths in 0u32..5_000,
         max_attempts in 0u32..6,
         deadline_s in 0.0f64..40.0,
         refusal_thousandths in 0u32..500,
@@ -224,7 +224,8 @@ proptest::proptest! {
             horizon_s: 120.0,
             clients: Clients {
                 count,
-                arrivals_per_s,
+                // A rate as a file writes it: a decimal (the open loop is counted exactly).
+                arrivals_per_s: f64::from(arrivals_hundredths) / 100.0,
                 max_attempts,
                 deadline_s,
                 ..d.clients

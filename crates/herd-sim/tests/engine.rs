@@ -333,7 +333,8 @@ fn absurd_memory_is_refused_up_front() {
 
 fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
     (
-        (1u64..200, 0.0f64..30.0, 0u32..6, 0.0f64..8.0, 0.0f64..3.0),
+        // Open-loop rates in hundredths a second, as a file writes them.
+        (1u64..200, 0u32..3_000, 0u32..6, 0.0f64..8.0, 0.0f64..3.0),
         (0u64..40, 0u32..900, 0u64..60, 0.0f64..6.0, 0.0f64..3.0),
         (0.0f64..1.5, 0.0f64..1.0, 1u64..4, 0usize..8, any::<u64>()),
     )
@@ -351,7 +352,7 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
                 clients: herd_sim::Clients {
                     count,
                     start_s: start,
-                    arrivals_per_s: arrivals,
+                    arrivals_per_s: f64::from(arrivals) / 100.0,
                     max_attempts,
                     deadline_s: deadline,
                     // Every other seed, a limit that some Retry-Afters exceed.

@@ -71,13 +71,22 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
             }
         }
     };
-    let per_step = s.clients.arrivals_per_s * step as f64 / 1e9;
+    // The open loop's rate is the decimal written: `digits / 10^decimals` a second, so
+    // `digits · step / 10^(decimals + 9)` a step, and the arrivals at the k-th step are the
+    // increments of that times k, floored in integers.
+    let rate = s.clients.arrivals_per_s.to_string();
+    let (whole, fraction) = rate.split_once('.').unwrap_or((&rate, ""));
+    let digits: u128 = format!("{whole}{fraction}").parse().expect("a decimal");
+    let (num, den) = (
+        digits * u128::from(step),
+        10u128.pow(fraction.len() as u32 + 9),
+    );
     let open_loop = |n: u64| -> u64 {
-        if n < start || per_step == 0.0 {
+        if n < start {
             return 0;
         }
-        let k = (n - start) as f64;
-        ((per_step * (k + 1.0)).floor() - (per_step * k).floor()) as u64
+        let k = u128::from(n - start);
+        (num * (k + 1) / den - num * k / den) as u64
     };
     // With `pauses = "steps"` the rules of integer draws take their times in whole steps
     // (one unit a step) and a pause of `p` units waits `max(1, p)` steps; otherwise the
@@ -285,7 +294,8 @@ fn agrees_on_the_shipped_scenes() {
 
 fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
     (
-        (1u64..300, 0.0f64..20.0, 0u32..7, 0.0f64..6.0, 0.0f64..2.0),
+        // Open-loop rates in hundredths a second, as a file writes them.
+        (1u64..300, 0u32..2_000, 0u32..7, 0.0f64..6.0, 0.0f64..2.0),
         (0u64..40, 0u32..90, 0u64..80, 0.1f64..6.0, 0.0f64..2.0),
         (
             0.0f64..1.0,
@@ -305,7 +315,7 @@ fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
                 ..Scenario::default()
             };
             s.clients.count = c.0;
-            s.clients.arrivals_per_s = c.1;
+            s.clients.arrivals_per_s = f64::from(c.1) / 100.0;
             s.clients.max_attempts = c.2;
             s.clients.deadline_s = c.3;
             s.clients.start_s = c.4;

@@ -196,63 +196,28 @@ pub(crate) struct ServerWork {
 }
 
 impl ServerWork {
-    /// The most digits after the point `capacity_qps` and `slow_factor` may have.
-    const MAX_DECIMALS: u32 = 9;
-
-    /// With `capacity = c / 10^k` requests a second, `slow_factor = f / 10^j` and steps of
-    /// `step_ns`, in units of `1 / (10^k · 10^9 · 10^j)` of a healthy request: a step brings
-    /// `c · step_ns · 10^j`, a request costs `10^k · 10^9 · 10^j`, or `f · 10^k · 10^9`
-    /// past the knee; all three divided by their greatest common divisor.
+    /// With `capacity · step = n / d` requests a step (exactly, see [`fields::per_step`])
+    /// and `slow_factor = f / 10^j`, in units of `1 / (d · 10^j)` of a healthy request: a
+    /// step brings `n · 10^j`, a request costs `d · 10^j`, or `f · d` past the knee; all
+    /// three divided by their greatest common divisor.
     pub(crate) fn new(
         capacity: f64,
         slow_factor: f64,
         step_ns: u64,
     ) -> Result<Self, ScenarioError> {
-        let decimal = |field: &str, x: f64| {
-            fields::exact_decimal(x, Self::MAX_DECIMALS).ok_or_else(|| {
-                ScenarioError::field(
-                    field,
-                    format!(
-                        "must be a decimal with at most {} digits after the point, got {x}",
-                        Self::MAX_DECIMALS
-                    ),
-                )
-            })
-        };
-        let (c, k) = decimal("server.capacity_qps", capacity)?;
-        let (f, j) = decimal("server.slow_factor", slow_factor)?;
-        let too_fine = || {
-            ScenarioError::field(
-                "server.capacity_qps",
-                format!(
-                    "{capacity} per second in steps of {step_ns} ns with slow_factor \
-                     {slow_factor} is finer than exact arithmetic holds (write fewer decimals)"
-                ),
-            )
-        };
-        let pow = |e: u32| 10u128.checked_pow(e).ok_or_else(too_fine);
-        let mul = |a: u128, b: u128| {
-            a.checked_mul(b)
-                .filter(|&x| x < 1 << 100)
-                .ok_or_else(too_fine)
-        };
-        let per_step = mul(mul(c, u128::from(step_ns))?, pow(j)?)?;
-        let healthy = mul(pow(k + 9)?, pow(j)?)?;
-        let slow = mul(f, pow(k + 9)?)?;
-        let g = gcd(gcd(per_step, healthy), slow);
+        let (n, d) = fields::per_step("server.capacity_qps", capacity, step_ns)?;
+        let (f, j) = fields::decimal("server.slow_factor", slow_factor)?;
+        // n < 2^90, d <= 10^18 < 2^60, f <= 10^15 < 2^50, 10^j <= 10^9 < 2^30: no product
+        // (nor the credit, below a cost plus a step's work) overflows.
+        let scale = 10u128.pow(j);
+        let (per_step, healthy, slow) = (n * scale, d * scale, f * d);
+        let g = fields::gcd(fields::gcd(per_step, healthy), slow);
         Ok(Self {
             per_step: per_step / g,
             healthy: healthy / g,
             slow: slow / g,
         })
     }
-}
-
-fn gcd(mut a: u128, mut b: u128) -> u128 {
-    while b != 0 {
-        (a, b) = (b, a % b);
-    }
-    a
 }
 
 /// The scenario in steps, checked: what the engine runs.
