@@ -52,9 +52,12 @@ impl Window {
     /// window's new requests swing by ±6 % around 280 per second, and a burst above the
     /// server's capacity is answered in the next window, so a healthy server would
     /// fail a fixed "goodput ≥ 90 % of new requests" now and then by chance.
-    fn healthy(&self, share: f64, knee_queue: u64) -> bool {
-        self.goodput as f64 >= share * (self.goodput + self.timeouts + self.refused) as f64
-            && self.queue <= knee_queue
+    ///
+    /// The share is the decimal written, `digits / 10^k`, compared in integers: with 0.55 in
+    /// `f64`, 55 answered of 100 would be `55 < 55.00000000000001`, unhealthy.
+    fn healthy(&self, (digits, k): (u128, u32), knee_queue: u64) -> bool {
+        let ended = u128::from(self.goodput + self.timeouts + self.refused);
+        u128::from(self.goodput) * 10u128.pow(k) >= digits * ended && self.queue <= knee_queue
     }
 }
 
@@ -324,6 +327,21 @@ impl fmt::Display for MetastableReport {
 
 #[cfg(test)]
 mod tests {
+    /// Exactly the share asked for is healthy: 55 answered of 100 at 0.55 (in `f64`,
+    /// `0.55 · 100` is 55.00000000000001 and the window failed).
+    #[test]
+    fn exactly_the_healthy_share_is_healthy() {
+        let w = |goodput, timeouts| Window {
+            goodput,
+            timeouts,
+            ..Window::default()
+        };
+        let share = crate::fields::decimal("recovered_goodput", 0.55).unwrap();
+        assert!(w(55, 45).healthy(share, 0));
+        assert!(!w(54, 46).healthy(share, 0));
+        assert!(w(0, 0).healthy(share, 0));
+    }
+
     use super::*;
     use crate::limits::Limits;
     use crate::metastable::MetastableScenario;

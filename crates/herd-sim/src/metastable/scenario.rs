@@ -246,7 +246,8 @@ pub(crate) struct MetastablePlan {
     pub(crate) outages: Vec<(u64, u64)>,
     pub(crate) params: RuleParams,
     pub(crate) budget: Option<herd::budget::BudgetConfig>,
-    pub(crate) recovered_goodput: f64,
+    /// The healthy share of answered attempts, exactly `numerator / 10^decimals`.
+    pub(crate) recovered_goodput: (u128, u32),
     pub(crate) max_run_attempts: u64,
 }
 
@@ -280,8 +281,10 @@ impl MetastablePlan {
                 format!("must be at least one step and at most the horizon, got {window_s}"),
             ));
         }
-        let recovered_goodput =
-            fields::number_in("recovered_goodput", s.recovered_goodput, 0.0, 1.0)?;
+        let recovered_goodput = fields::decimal(
+            "recovered_goodput",
+            fields::number_in("recovered_goodput", s.recovered_goodput, 0.0, 1.0)?,
+        )?;
 
         let c = &s.clients;
         let offered = fields::number_in("clients.offered_qps", c.offered_qps, 0.0, 1e9)?;
