@@ -87,6 +87,8 @@ macro_rules! model_of_scenario {
 }
 pub(crate) use model_of_scenario;
 
+use std::time::Duration;
+
 use herd::RuleName;
 
 /// The storm guide, `docs/storm.md`: every choice the model leaves open (compiled and tested
@@ -179,6 +181,21 @@ impl std::str::FromStr for Engine {
     }
 }
 
+/// A scenario's times in whole steps, as [`Simulation::timetable`] gives them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timetable {
+    /// One step.
+    pub step: Duration,
+    /// Steps `0..horizon_steps` are simulated.
+    pub horizon_steps: u64,
+    /// Steps in one accounting window of the server.
+    pub steps_per_window: u64,
+    /// The burst's first step.
+    pub start_step: u64,
+    /// The outages, as steps `[start, end)`, sorted and disjoint.
+    pub outages: Vec<(u64, u64)>,
+}
+
 impl Simulation {
     /// Checks `scenario` and converts it to steps.
     ///
@@ -241,6 +258,21 @@ impl Simulation {
     #[must_use]
     pub fn clients(&self) -> u64 {
         self.plan.total_clients()
+    }
+
+    /// The scenario's times in steps, exactly as this simulation counts them (whole
+    /// nanoseconds, lengths and instants rounded up to steps in integers): for servers and
+    /// clients outside the simulator that must keep its time (`herd lab storm`).
+    #[must_use]
+    pub fn timetable(&self) -> Timetable {
+        let p = &self.plan;
+        Timetable {
+            step: Duration::from_nanos(p.step_ns),
+            horizon_steps: p.steps,
+            steps_per_window: p.steps_per_window,
+            start_step: p.start_step,
+            outages: p.outages.clone(),
+        }
     }
 
     fn rule(&self, name: RuleName) -> Result<plan::PlannedRule, ScenarioError> {

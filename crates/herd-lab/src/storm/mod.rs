@@ -224,28 +224,26 @@ impl LabStorm {
     }
 
     fn step(&self) -> Duration {
-        Duration::from_nanos((self.scenario.step_ms * 1e6).round() as u64)
+        self.simulation.timetable().step
     }
 
-    fn steps(&self, seconds: f64) -> u64 {
-        let step_ns = self.step().as_nanos().max(1) as f64;
-        (seconds * 1e9 / step_ns).ceil() as u64
+    /// An estimate's length in whole steps (not a time of the model: those come from the
+    /// simulator's [`Timetable`](herd_sim::Timetable), counted in integers).
+    fn steps_about(&self, seconds: f64) -> u64 {
+        (seconds / self.step().as_secs_f64()).ceil() as u64
     }
 
     fn rules(&self) -> Result<Rules, LabStormError> {
         let s = &self.scenario.server;
+        let times = self.simulation.timetable();
         let refusal_cost = RefusalCost::new(s.refusal_cost)
             .map_err(|e| LabStormError::Input(format!("server.refusal_cost: {e}")))?;
         Ok(Rules {
             capacity: s.capacity,
             refusal_cost,
             collapse_above: (s.collapse_above > 0).then_some(s.collapse_above),
-            outages: s
-                .outages
-                .iter()
-                .map(|&[a, b]| (self.steps(a), self.steps(b)))
-                .collect(),
-            steps_per_window: (self.scenario.window_ms / self.scenario.step_ms).round() as u64,
+            outages: times.outages,
+            steps_per_window: times.steps_per_window,
         })
     }
 
@@ -291,8 +289,8 @@ impl LabStorm {
             )));
         }
         // Give the real storm room to run late, but not forever.
-        let horizon_steps = self.steps(self.scenario.horizon_s);
-        let max_steps = (self.steps(sim_end_s * 1.5) + LATE_STEPS).min(horizon_steps);
+        let horizon_steps = self.simulation.timetable().horizon_steps;
+        let max_steps = (self.steps_about(sim_end_s * 1.5) + LATE_STEPS).min(horizon_steps);
 
         let rules = self.rules()?;
         let mut server =
@@ -331,7 +329,7 @@ impl LabStorm {
             policy: self.policy()?,
             clock,
             per_step: self.rule_in_steps()?.1,
-            start_step: self.steps(self.scenario.clients.start_s),
+            start_step: self.simulation.timetable().start_step,
             seed: self.seed,
             tally: Tally::default(),
         });
@@ -409,5 +407,27 @@ impl LabStorm {
             real_s,
             verdict: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lab's server keeps the simulator's time: an outage ending at 8.3 s covers steps
+    /// 0..83 of 100 ms, as the simulator counts them in integer nanoseconds. The lab used to
+    /// convert in `f64`, where `8.3 · 10^9 / 10^8` is 83.00000000000001, and kept its server
+    /// down a step longer than the prediction it was judged against.
+    #[test]
+    fn the_server_keeps_the_simulators_steps() {
+        let mut s = Scenario::default();
+        s.clients.count = 10;
+        s.server.outages = vec![[0.0, 8.3], [16.1, 17.1]];
+        s.clients.start_s = 0.3;
+        let lab = LabStorm::new(s, RuleName::Constant, 1, 1.0).expect("valid");
+        let rules = lab.rules().expect("rules");
+        assert_eq!(rules.outages, [(0, 83), (161, 171)]);
+        assert_eq!(rules.steps_per_window, 1);
+        assert_eq!(lab.simulation.timetable().start_step, 3);
     }
 }
