@@ -3,52 +3,18 @@
 use std::ops::Range;
 use std::path::Path;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use herd_sim::latency::LatencyResult;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::AsRangedCoord;
 use plotters::prelude::*;
 
-use crate::cmd::storm::chart::{Kind, font};
+use crate::cmd::storm::chart::{Kind, PALETTE, render};
 
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 560;
 /// Points per tail curve.
 const TAIL_POINTS: usize = 400;
-
-const COLOURS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
-
-/// Draws `draw` on an SVG or PNG of the chart's size at `path`.
-fn render(
-    path: &Path,
-    kind: Kind,
-    draw: impl Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> anyhow::Result<()>,
-    draw_png: impl Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
-    font()?;
-    match kind {
-        Kind::Svg => {
-            let root = SVGBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-            draw(&root)?;
-            root.present().map_err(|e| anyhow!("{e}"))
-        }
-        Kind::Png => {
-            let root = BitMapBackend::new(path, (WIDTH, HEIGHT)).into_drawing_area();
-            draw_png(&root)?;
-            root.present().map_err(|e| anyhow!("{e}"))
-        }
-    }
-    .with_context(|| format!("--chart: drawing {}", path.display()))
-}
 
 /// A drawing error, as the chart's error.
 fn err(e: impl std::fmt::Debug) -> anyhow::Error {
@@ -90,7 +56,7 @@ where
     X::ValueType: Clone + 'static,
     Y::ValueType: Clone + 'static,
 {
-    let colour = COLOURS[i % COLOURS.len()];
+    let colour = PALETTE[i % PALETTE.len()];
     chart
         .draw_series(LineSeries::new(
             points.iter().cloned(),
@@ -163,12 +129,12 @@ pub(super) fn tails(
         .map(|l| 1.0 / l.len().max(1) as f64)
         .fold(1.0_f64, f64::min);
     let (x, y) = (x_min..x_max, y_min..1.0);
-    render(
-        path,
-        kind,
-        |root| draw_tails(root, &curves, x.clone(), y.clone()),
-        |root| draw_tails(root, &curves, x.clone(), y.clone()),
-    )
+    render!("--chart", path, kind, (WIDTH, HEIGHT), |root| draw_tails(
+        &root,
+        &curves,
+        x.clone(),
+        y.clone()
+    ))
 }
 
 /// [`tails`] on one backend.
@@ -219,12 +185,9 @@ pub(super) fn crossover(
     let y_min = values.clone().fold(f64::INFINITY, f64::min) / 1.5;
     let y_max = values.fold(0.0_f64, f64::max) * 1.5;
     let (u, y) = (u_min..u_max, y_min..y_max);
-    render(
-        path,
-        kind,
-        |root| draw_crossover(root, &names, sweep, u.clone(), y.clone()),
-        |root| draw_crossover(root, &names, sweep, u.clone(), y.clone()),
-    )
+    render!("--chart", path, kind, (WIDTH, HEIGHT), |root| {
+        draw_crossover(&root, &names, sweep, u.clone(), y.clone())
+    })
 }
 
 /// [`crossover`] on one backend.

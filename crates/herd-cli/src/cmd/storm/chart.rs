@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use herd_sim::{RunResult, Scenario};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -49,6 +49,44 @@ pub(crate) fn font() -> anyhow::Result<()> {
     }
 }
 
+/// The charts' line colours, in order (matplotlib's "tab10", without its olive and cyan).
+pub(crate) const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(255, 127, 14),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+/// Draws on a new SVG or PNG (as `$kind` says) of `$size` at `$path` for the option `$flag`,
+/// with the bundled font:
+/// `$draw` is generic drawing code over `$root`, the whole drawing area, written once and
+/// compiled for both backends. An error names the option and the file.
+macro_rules! render {
+    ($flag:literal, $path:expr, $kind:expr, $size:expr, |$root:ident| $draw:expr) => {{
+        use anyhow::Context as _;
+        let path: &std::path::Path = $path;
+        $crate::cmd::storm::chart::font()?;
+        match $kind {
+            $crate::cmd::storm::chart::Kind::Svg => {
+                let $root = plotters::prelude::SVGBackend::new(path, $size).into_drawing_area();
+                $draw?;
+                $root.present().map_err(|e| anyhow::anyhow!("{e}"))
+            }
+            $crate::cmd::storm::chart::Kind::Png => {
+                let $root = plotters::prelude::BitMapBackend::new(path, $size).into_drawing_area();
+                $draw?;
+                $root.present().map_err(|e| anyhow::anyhow!("{e}"))
+            }
+        }
+        .with_context(|| format!("{}: drawing {}", $flag, path.display()))
+    }};
+}
+pub(crate) use render;
+
 /// Draws one panel per result to `path`.
 pub(crate) fn draw(
     path: &Path,
@@ -56,21 +94,10 @@ pub(crate) fn draw(
     scenario: &Scenario,
     results: &[&RunResult],
 ) -> anyhow::Result<()> {
-    font()?;
     let height = TITLE_HEIGHT + PANEL_HEIGHT * results.len().max(1) as u32;
-    match kind {
-        Kind::Svg => {
-            let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
-            panels(&root, scenario, results)?;
-            root.present().map_err(|e| anyhow!("{e}"))
-        }
-        Kind::Png => {
-            let root = BitMapBackend::new(path, (WIDTH, height)).into_drawing_area();
-            panels(&root, scenario, results)?;
-            root.present().map_err(|e| anyhow!("{e}"))
-        }
-    }
-    .with_context(|| format!("--chart: drawing {}", path.display()))
+    render!("--chart", path, kind, (WIDTH, height), |root| panels(
+        &root, scenario, results
+    ))
 }
 
 fn caption(result: &RunResult, shown: usize) -> String {

@@ -8,29 +8,18 @@
 //! bundled for `herd storm --chart`.
 use std::path::Path;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use herd_sim::sweep::{Row, Sweep};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::cmd::storm::chart::{Kind, font};
+use crate::cmd::storm::chart::{Kind, PALETTE, render};
 use crate::error::{CliError, CliResult};
 
 /// The most metrics one chart draws, one panel each.
 pub(crate) const MAX_PANELS: usize = 4;
 const PANEL_WIDTH: u32 = 520;
 const PANEL_HEIGHT: u32 = 340;
-
-const COLOURS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-    RGBColor(255, 127, 14),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
 
 /// Checks that the sweep has exactly one field with several values: the chart's x axis.
 pub(crate) fn axis(sweep: &Sweep) -> CliResult<usize> {
@@ -58,24 +47,18 @@ pub(crate) fn draw(
     x: usize,
     metrics: &[&str],
 ) -> anyhow::Result<()> {
-    font()?;
     let metrics = &metrics[..metrics.len().min(MAX_PANELS)];
     let cols = metrics.len().min(2) as u32;
     let lines = (metrics.len() as u32).div_ceil(2);
     let size = (PANEL_WIDTH * cols, PANEL_HEIGHT * lines);
-    match kind {
-        Kind::Svg => {
-            let root = SVGBackend::new(path, size).into_drawing_area();
-            panels(&root, sweep, rows, x, metrics, lines as usize)?;
-            root.present().map_err(|e| anyhow!("{e}"))
-        }
-        Kind::Png => {
-            let root = BitMapBackend::new(path, size).into_drawing_area();
-            panels(&root, sweep, rows, x, metrics, lines as usize)?;
-            root.present().map_err(|e| anyhow!("{e}"))
-        }
-    }
-    .with_context(|| format!("--chart: drawing {}", path.display()))
+    render!("--chart", path, kind, size, |root| panels(
+        &root,
+        sweep,
+        rows,
+        x,
+        metrics,
+        lines as usize
+    ))
 }
 
 fn err(e: impl std::fmt::Debug) -> anyhow::Error {
@@ -204,7 +187,7 @@ fn panel<DB: DrawingBackend>(
         .draw()
         .map_err(err)?;
     for (i, (name, points)) in lines.iter().enumerate() {
-        let colour = COLOURS[i % COLOURS.len()];
+        let colour = PALETTE[i % PALETTE.len()];
         // Rules side by side around each value, so that their error bars do not overlap.
         let shift = (i as f64 - (lines.len() as f64 - 1.0) / 2.0) * 0.05;
         let at = |p: &Point| (p.0 + shift, y(p.1));

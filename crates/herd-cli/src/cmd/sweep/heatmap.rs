@@ -9,14 +9,14 @@
 //! text in the font bundled for `herd storm --chart`.
 use std::path::Path;
 
-use anyhow::{Context, anyhow};
+use anyhow::anyhow;
 use herd_sim::sweep::{Row, Stats, Sweep, show};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::output::number;
-use crate::cmd::storm::chart::{Kind, font};
+use crate::cmd::storm::chart::{Kind, render};
 use crate::error::{CliError, CliResult};
 
 /// The most panels one heat map draws.
@@ -249,7 +249,6 @@ pub(crate) fn draw(
             panels.len()
         ));
     }
-    font()?;
     let n = panels.len().max(1);
     let cols = if n <= 3 {
         n
@@ -260,19 +259,13 @@ pub(crate) fn draw(
     let (pw, ph) = if n == 1 { (640, 500) } else { (430, 350) };
     let width = cols as u32 * pw + LEGEND_WIDTH;
     let height = TITLE_HEIGHT + grid_rows as u32 * ph;
-    let result = match kind {
-        Kind::Svg => {
-            let root = SVGBackend::new(path, (width, height)).into_drawing_area();
-            paint(&root, sweep, &panels, (x, y, metric), (cols, grid_rows))?;
-            root.present().map_err(|e| anyhow!("{e}"))
-        }
-        Kind::Png => {
-            let root = BitMapBackend::new(path, (width, height)).into_drawing_area();
-            paint(&root, sweep, &panels, (x, y, metric), (cols, grid_rows))?;
-            root.present().map_err(|e| anyhow!("{e}"))
-        }
-    };
-    result.with_context(|| format!("writing {}", path.display()))
+    render!("--heatmap", path, kind, (width, height), |root| paint(
+        &root,
+        sweep,
+        &panels,
+        (x, y, metric),
+        (cols, grid_rows)
+    ))
 }
 
 fn clip(label: String, max: usize) -> String {
