@@ -27,7 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use herd::rng::{Rng, SplitMix64};
 use herd_sim::latency::Distribution;
-use herd_sim::latency::draws::Pauses;
+use herd_sim::latency::draws::{Pauses, exponential, to_ns};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -52,20 +52,6 @@ pub(crate) struct Law {
     pub(crate) mean_ns: f64,
     pub(crate) sigma: f64,
     pub(crate) time_scale: f64,
-}
-
-/// An exponential draw: `−mean · ln(1 − u)`.
-fn exponential(rng: &mut SplitMix64, mean: f64) -> f64 {
-    -mean * (1.0 - rng.next_f64()).ln()
-}
-
-/// Nanoseconds, rounded, at least 1.
-fn to_ns(x: f64) -> u64 {
-    if x >= 1.8e19 {
-        u64::MAX / 4
-    } else {
-        (x.round() as u64).max(1)
-    }
 }
 
 impl Law {
