@@ -27,6 +27,18 @@ pub enum Verdict {
     NotComparable,
 }
 
+impl Verdict {
+    /// The verdict's name, as JSON spells it (`agrees`, `differs`, `not_comparable`).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Agrees => "agrees",
+            Self::Differs => "differs",
+            Self::NotComparable => "not_comparable",
+        }
+    }
+}
+
 /// The verdict and why.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Judgement {
