@@ -100,6 +100,14 @@ impl LayersRequest {
     }
 }
 
+impl super::Scene for LayersRequest {
+    type Answer = Layers;
+
+    fn answer(&self) -> Result<Layers, ApiError> {
+        self.compute()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
