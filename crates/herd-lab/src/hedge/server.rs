@@ -204,36 +204,14 @@ impl Pool {
     ) -> Result<Self, LabHedgeError> {
         let servers = pauses.len();
         let ledger = Arc::new(Ledger::new(keys, servers));
-        let (ready_tx, ready_rx) = oneshot::channel::<Result<Vec<SocketAddr>, String>>();
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let shared = Arc::clone(&ledger);
-        let thread = std::thread::Builder::new()
-            .name("lab-hedge-servers".to_owned())
-            .spawn(move || {
-                let runtime = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .thread_name("lab-hedge-servers")
-                    .enable_all()
-                    .build()
-                {
-                    Ok(runtime) => runtime,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(format!("starting the servers' runtime: {e}")));
-                        return;
-                    }
-                };
-                runtime.block_on(serve(pauses, law, seed, epoch, shared, ready_tx, stop_rx));
+        let (addrs, thread) =
+            crate::server_thread::spawn("lab-hedge-servers", 1, "the servers'", move |ready| {
+                serve(pauses, law, seed, epoch, shared, ready, stop_rx)
             })
-            .map_err(|e| LabHedgeError::Run(format!("starting the servers' thread: {e}")))?;
-        let addrs = match ready_rx.await {
-            Ok(Ok(addrs)) => addrs,
-            Ok(Err(e)) => return Err(LabHedgeError::Run(e)),
-            Err(_) => {
-                return Err(LabHedgeError::Run(
-                    "the servers' thread ended early".to_owned(),
-                ));
-            }
-        };
+            .await
+            .map_err(LabHedgeError::Run)?;
         Ok(Self {
             addrs,
             ledger,
