@@ -557,6 +557,25 @@ mod tests {
         seen
     }
 
+    /// `seen`, the outcomes of `draws` draws, follow `law`: none the law says is impossible,
+    /// and every outcome's frequency within 5 standard errors (plus a hair).
+    fn follows(law: &Law, seen: &HashMap<(u64, u64), u32>, draws: u32, what: &str) {
+        for outcome in seen.keys() {
+            assert!(
+                law.outcomes.contains(outcome),
+                "{what}: {outcome:?} drawn but not in the law"
+            );
+        }
+        for (o, p) in law.outcomes.iter().zip(&law.probs) {
+            let f = f64::from(seen.get(o).copied().unwrap_or(0)) / f64::from(draws);
+            let se = (p * (1.0 - p) / f64::from(draws)).sqrt();
+            assert!(
+                (f - p).abs() <= 5.0 * se + 1e-6,
+                "{what} {o:?}: {f} vs {p}"
+            );
+        }
+    }
+
     /// The derived law against 200 000 draws of `Rule::pause`: every outcome's frequency within
     /// 5 standard errors (plus a hair), and no outcome the law says is impossible.
     fn agrees(name: RuleName, params: &RuleParams, states: &[(u32, u64)]) {
@@ -564,22 +583,7 @@ mod tests {
         for &(failures, memory) in states {
             let draws = 200_000;
             let seen = empirical(&l, failures, memory, draws);
-            let law = l.get(failures, memory).clone();
-            for (outcome, count) in &seen {
-                assert!(
-                    law.outcomes.contains(outcome),
-                    "{name} {failures}: {outcome:?} drawn but not in the law"
-                );
-                let _ = count;
-            }
-            for (o, p) in law.outcomes.iter().zip(&law.probs) {
-                let f = f64::from(seen.get(o).copied().unwrap_or(0)) / f64::from(draws);
-                let se = (p * (1.0 - p) / f64::from(draws)).sqrt();
-                assert!(
-                    (f - p).abs() <= 5.0 * se + 1e-6,
-                    "{name} k={failures} {o:?}: {f} vs {p}"
-                );
-            }
+            follows(l.get(failures, memory), &seen, draws, &format!("{name} k={failures}"));
         }
     }
 
@@ -656,15 +660,7 @@ mod tests {
             }
             let law = l.get(failures, memory).clone();
             assert!(!l.draws_each(failures, memory), "built laws are used");
-            assert!(seen.keys().all(|o| law.outcomes.contains(o)));
-            for (o, p) in law.outcomes.iter().zip(&law.probs) {
-                let freq = f64::from(seen.get(o).copied().unwrap_or(0)) / f64::from(draws);
-                let se = (p * (1.0 - p) / f64::from(draws)).sqrt();
-                assert!(
-                    (freq - p).abs() <= 5.0 * se + 1e-6,
-                    "{failures} {o:?}: {freq} vs {p}"
-                );
-            }
+            follows(&law, &seen, draws, &format!("k={failures}"));
         }
     }
 
