@@ -52,6 +52,47 @@ pub fn mean_se(xs: &[f64]) -> (f64, f64) {
     (m, (var / n).sqrt())
 }
 
+/// The default storm's deterministic rows for seed 1: (rule, half served, all served,
+/// requests per client), the same in both engines, both pause modes and at any scale.
+pub const DEFAULT_ROWS: [(RuleName, f64, f64, f64); 3] = [
+    (RuleName::Immediate, 12.0, 13.9, 120.5),
+    (RuleName::Constant, 30.0, 49.0, 30.5),
+    (RuleName::Exponential, 405.5, 785.5, 27.5),
+];
+
+/// Runs [`DEFAULT_ROWS`]' rules on `sim` with seed 1 and checks their figures (`what` names
+/// the run in a failure); returns the runs for further checks.
+pub fn default_rows(sim: &Simulation, what: &str) -> Vec<RunResult> {
+    DEFAULT_ROWS
+        .iter()
+        .map(|&(rule, half, all, per_client)| {
+            let r = run(sim, rule, 1);
+            assert_eq!(
+                (r.half_served_s, r.all_served_s, r.requests_per_client),
+                (Some(half), Some(all), per_client),
+                "{rule} {what}"
+            );
+            r
+        })
+        .collect()
+}
+
+/// `parse` refuses each `(text, field, line)` case's text with an error that [names
+/// `field` at `line`](names_field); returns the errors, in order, for further checks.
+pub fn refusals_name_fields<T: std::fmt::Debug>(
+    cases: &[(&str, &str, usize)],
+    parse: impl Fn(&str) -> Result<T, herd_sim::ScenarioError>,
+) -> Vec<herd_sim::ScenarioError> {
+    cases
+        .iter()
+        .map(|&(text, field, line)| {
+            let err = parse(text).expect_err(text);
+            names_field(&err, text, field, line);
+            err
+        })
+        .collect()
+}
+
 /// `err`, the error scenario `text` gets, names `field` at `line`, in one line of text.
 pub fn names_field(err: &herd_sim::ScenarioError, text: &str, field: &str, line: usize) {
     assert_eq!(err.field_name(), Some(field), "{text:?}: {err}");
