@@ -93,14 +93,6 @@ impl DotsRequest {
     }
 }
 
-impl super::Scene for DotsRequest {
-    type Answer = Dots;
-
-    fn answer(&self) -> Result<Dots, ApiError> {
-        self.compute()
-    }
-}
-
 /// Computes the scene for a built rule.
 #[must_use]
 pub fn dots(rule: &Rule, clients: u32, failures: u32, seed: u64) -> Dots {

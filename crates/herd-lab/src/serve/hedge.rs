@@ -332,18 +332,6 @@ impl HedgeRequest {
     }
 }
 
-impl super::Scene for HedgeRequest {
-    type Answer = HedgeAnswer;
-
-    fn precheck(&self) -> Result<(), ApiError> {
-        self.check().map(drop)
-    }
-
-    fn answer(&self) -> Result<HedgeAnswer, ApiError> {
-        self.run()
-    }
-}
-
 /// The tail of `sorted` latencies (ns, ascending): at about [`TAIL_POINTS`] shares spaced
 /// evenly on a log scale from 1 down to `1/n`, the latency (ms) that share of requests
 /// reaches or exceeds. Exact for the sample: each point is one measured latency.

@@ -100,14 +100,6 @@ impl LayersRequest {
     }
 }
 
-impl super::Scene for LayersRequest {
-    type Answer = Layers;
-
-    fn answer(&self) -> Result<Layers, ApiError> {
-        self.compute()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

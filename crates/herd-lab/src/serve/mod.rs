@@ -143,6 +143,30 @@ pub(crate) trait Scene: DeserializeOwned + Send + 'static {
     fn answer(&self) -> Result<Self::Answer, ApiError>;
 }
 
+/// `Scene` for a request whose method `$answer` checks it and computes the scene, and whose
+/// `$check`, when named, checks it cheaply first.
+macro_rules! scene {
+    ($request:ty => $answer_type:ty, $answer:ident $(, checked by $check:ident)?) => {
+        impl Scene for $request {
+            type Answer = $answer_type;
+
+            $(fn precheck(&self) -> Result<(), ApiError> {
+                self.$check().map(drop)
+            })?
+
+            fn answer(&self) -> Result<$answer_type, ApiError> {
+                self.$answer()
+            }
+        }
+    };
+}
+
+scene!(storm::StormRequest => storm::StormAnswer, run, checked by check);
+scene!(six::SixRequest => six::SixTimeline, run);
+scene!(dots::DotsRequest => dots::Dots, compute);
+scene!(layers::LayersRequest => layers::Layers, compute);
+scene!(hedge::HedgeRequest => hedge::HedgeAnswer, run, checked by check);
+
 async fn scene<R: Scene>(
     State(state): State<AppState>,
     ApiJson(request): ApiJson<R>,

@@ -141,14 +141,6 @@ impl SixRequest {
     }
 }
 
-impl super::Scene for SixRequest {
-    type Answer = SixTimeline;
-
-    fn answer(&self) -> Result<SixTimeline, ApiError> {
-        self.run()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -199,18 +199,6 @@ impl StormRequest {
     }
 }
 
-impl super::Scene for StormRequest {
-    type Answer = StormAnswer;
-
-    fn precheck(&self) -> Result<(), ApiError> {
-        self.check().map(drop)
-    }
-
-    fn answer(&self) -> Result<StormAnswer, ApiError> {
-        self.run()
-    }
-}
-
 /// The simulator names scenario-file fields; the page's parameters are named differently.
 fn scenario_error(e: herd_sim::ScenarioError) -> ApiError {
     let field = match e.field_name() {
