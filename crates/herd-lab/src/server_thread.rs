@@ -6,9 +6,9 @@ use std::thread::JoinHandle;
 use tokio::sync::oneshot;
 
 /// Starts a thread named `name` with a runtime of `workers` threads, and on it the future
-/// `serve` makes; `serve` reports on the sender it is given what it bound (or why it could
-/// not), and this waits for that report. `whose` names the servers in errors ("the
-/// server's", "the servers'").
+/// `serve` makes from two channels: the sender on which it reports what it bound (or why it
+/// could not), which this waits for, and the receiver that tells it to stop, whose sender
+/// this returns. `whose` names the servers in errors ("the server's", "the servers'").
 ///
 /// # Errors
 ///
@@ -18,13 +18,14 @@ pub(crate) async fn spawn<A, F>(
     name: &str,
     workers: usize,
     whose: &'static str,
-    serve: impl FnOnce(oneshot::Sender<Result<A, String>>) -> F + Send + 'static,
-) -> Result<(A, JoinHandle<()>), String>
+    serve: impl FnOnce(oneshot::Sender<Result<A, String>>, oneshot::Receiver<()>) -> F + Send + 'static,
+) -> Result<(A, oneshot::Sender<()>, JoinHandle<()>), String>
 where
     A: Send + 'static,
     F: Future<Output = ()>,
 {
     let (ready_tx, ready_rx) = oneshot::channel::<Result<A, String>>();
+    let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let thread_name = name.to_owned();
     let thread = std::thread::Builder::new()
         .name(name.to_owned())
@@ -41,11 +42,11 @@ where
                     return;
                 }
             };
-            runtime.block_on(serve(ready_tx));
+            runtime.block_on(serve(ready_tx, stop_rx));
         })
         .map_err(|e| format!("starting {whose} thread: {e}"))?;
     match ready_rx.await {
-        Ok(Ok(bound)) => Ok((bound, thread)),
+        Ok(Ok(bound)) => Ok((bound, stop_tx, thread)),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(format!("{whose} thread ended early")),
     }

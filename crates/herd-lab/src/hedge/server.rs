@@ -204,14 +204,15 @@ impl Pool {
     ) -> Result<Self, LabHedgeError> {
         let servers = pauses.len();
         let ledger = Arc::new(Ledger::new(keys, servers));
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let shared = Arc::clone(&ledger);
-        let (addrs, thread) =
-            crate::server_thread::spawn("lab-hedge-servers", 1, "the servers'", move |ready| {
-                serve(pauses, law, seed, epoch, shared, ready, stop_rx)
-            })
-            .await
-            .map_err(LabHedgeError::Run)?;
+        let (addrs, stop_tx, thread) = crate::server_thread::spawn(
+            "lab-hedge-servers",
+            1,
+            "the servers'",
+            move |ready, stop| serve(pauses, law, seed, epoch, shared, ready, stop),
+        )
+        .await
+        .map_err(LabHedgeError::Run)?;
         Ok(Self {
             addrs,
             ledger,

@@ -267,14 +267,15 @@ impl ServerThread {
         max_steps: u64,
     ) -> Result<Self, LabStormError> {
         let (start_tx, start_rx) = oneshot::channel::<StepClock>();
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let (ledger_tx, ledger_rx) = oneshot::channel::<Ledger>();
-        let (addr, thread) =
-            crate::server_thread::spawn("lab-storm-server", 2, "the server's", move |ready| {
-                serve(budget, seed, max_steps, ready, start_rx, stop_rx, ledger_tx)
-            })
-            .await
-            .map_err(LabStormError::Run)?;
+        let (addr, stop_tx, thread) = crate::server_thread::spawn(
+            "lab-storm-server",
+            2,
+            "the server's",
+            move |ready, stop| serve(budget, seed, max_steps, ready, start_rx, stop, ledger_tx),
+        )
+        .await
+        .map_err(LabStormError::Run)?;
         Ok(Self {
             addr,
             start: Some(start_tx),
