@@ -330,6 +330,29 @@ async fn press(browser: &Client, css: &str, keys: &str) {
         .unwrap_or_else(|e| panic!("keys to {css}: {e}"));
 }
 
+/// Replaces what the box `css` holds with `typed`, as a person would.
+async fn retype(browser: &Client, css: &str, typed: &str) {
+    let input = browser
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css}: {e}"));
+    input.clear().await.expect("clear");
+    input.send_keys(typed).await.expect("type");
+}
+
+/// A scene in error keeps nothing stale: every one of `figures` is a dash and the chart
+/// `#<scene>-chart` is blank (drawn "error", no red pixel); then a screenshot.
+async fn nothing_stale(browser: &Client, scene: &str, figures: &[&str]) {
+    for id in figures {
+        assert_eq!(text(browser, id).await, "–", "{id} keeps no stale figure");
+    }
+    let chart = format!("#{scene}-chart");
+    assert_eq!(attr(browser, &chart, "data-drawn").await, "error");
+    let (red, _) = canvas_pixels(browser, &chart).await;
+    assert_eq!(red, 0, "no stale chart on {scene}");
+    screenshot(browser, &format!("{scene}-error.png")).await;
+}
+
 fn key(k: Key) -> String {
     char::from(k).to_string()
 }
@@ -463,27 +486,20 @@ async fn check_storm_demo_and_error(browser: &Client, server: &PageServer) {
 
     // More clients than the page can follow: the server refuses, and the page shows the
     // refusal next to a blank chart and dashes, never the previous figures.
-    let input = browser
-        .find(Locator::Css("#storm-clients-n"))
-        .await
-        .expect("clients box");
-    input.clear().await.expect("clear");
-    input.send_keys("200000").await.expect("type");
+    retype(browser, "#storm-clients-n", "200000").await;
     wait_until(browser, "document.body.dataset.stormState === 'error'").await;
     let error = text(browser, "#storm-error").await;
     assert!(
         error.starts_with("No chart: clients: the page can follow 200000 clients"),
         "{error}"
     );
-    for id in ["#storm-half", "#storm-all", "#storm-rpc", "#storm-peak"] {
-        assert_eq!(text(browser, id).await, "–", "{id} keeps no stale figure");
-    }
-    assert_eq!(attr(browser, "#storm-chart", "data-drawn").await, "error");
-    let (red, _) = chart_pixels(browser).await;
-    assert_eq!(red, 0, "no stale bars");
-    screenshot(browser, "storm-error.png").await;
-    input.clear().await.expect("clear");
-    input.send_keys("2000").await.expect("type");
+    nothing_stale(
+        browser,
+        "storm",
+        &["#storm-half", "#storm-all", "#storm-rpc", "#storm-peak"],
+    )
+    .await;
+    retype(browser, "#storm-clients-n", "2000").await;
     press(browser, "#storm-outage", &key(Key::Left).repeat(5)).await;
     wait_until(
         browser,
@@ -1092,27 +1108,25 @@ async fn check_hedge(browser: &Client, server: &PageServer, axe: Option<&str>) {
     );
 
     // A delay past the API's range: the refusal next to a blank chart and dashes.
-    let input = browser
-        .find(Locator::Css("#hedge-delay"))
-        .await
-        .expect("delay box");
-    input.clear().await.expect("clear");
-    input.send_keys("5000").await.expect("type");
+    retype(browser, "#hedge-delay", "5000").await;
     wait_until(browser, "document.body.dataset.hedgeState === 'error'").await;
     let error = text(browser, "#hedge-error").await;
     assert_eq!(
         error,
         "No chart: delay_ms must be between 0 and 1000, got 5000"
     );
-    for id in [
-        "#hedge-p99",
-        "#hedge-p99-none",
-        "#hedge-p999",
-        "#hedge-p999-none",
-        "#hedge-extra",
-    ] {
-        assert_eq!(text(browser, id).await, "–", "{id} keeps no stale figure");
-    }
+    nothing_stale(
+        browser,
+        "hedge",
+        &[
+            "#hedge-p99",
+            "#hedge-p99-none",
+            "#hedge-p999",
+            "#hedge-p999-none",
+            "#hedge-extra",
+        ],
+    )
+    .await;
     assert_eq!(
         text(
             browser,
@@ -1122,13 +1136,8 @@ async fn check_hedge(browser: &Client, server: &PageServer, axe: Option<&str>) {
         "–"
     );
     assert!(text(browser, "#hedge-verdict").await.is_empty());
-    assert_eq!(attr(browser, "#hedge-chart", "data-drawn").await, "error");
-    let (red, _) = canvas_pixels(browser, "#hedge-chart").await;
-    assert_eq!(red, 0, "no stale tail");
-    screenshot(browser, "hedge-error.png").await;
     audit(browser, axe, "hedge (error)").await;
-    input.clear().await.expect("clear");
-    input.send_keys("10").await.expect("type");
+    retype(browser, "#hedge-delay", "10").await;
     compare_hedge(browser, server, &knobs("budget", 0.7)).await;
     assert!(text(browser, "#hedge-error").await.is_empty());
 
