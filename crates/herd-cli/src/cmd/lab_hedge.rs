@@ -14,7 +14,7 @@ use herd_sim::latency::LatencyScenario;
 use serde::Serialize;
 
 use crate::cmd::args::{Format, check_seed, csv_field};
-use crate::cmd::lab::shared::{exit_on_verdicts, read_scenario, storm_error};
+use crate::cmd::lab::shared::{exit_on_verdicts, print_results, read_scenario, storm_error};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
 
@@ -206,19 +206,12 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
         outcome
     });
     outcome?;
-    match args.format {
-        Format::Table => {}
-        Format::Json => {
-            let out = JsonOut {
-                scenario: lab.scenario(),
-                time_scale: lab.time_scale(),
-                results: &reports,
-            };
-            serde_json::to_writer_pretty(&mut stdout, &out).context("writing JSON")?;
-            writeln!(stdout)?;
-        }
-        Format::Csv => write_csv(&mut stdout, &reports)?,
-    }
+    let json = JsonOut {
+        scenario: lab.scenario(),
+        time_scale: lab.time_scale(),
+        results: &reports,
+    };
+    print_results(&mut stdout, args.format, &json, |out| write_csv(out, &reports))?;
     exit_on_verdicts(
         reports.iter().map(|r| r.verdict.verdict),
         reports.len(),

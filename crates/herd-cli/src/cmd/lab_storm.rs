@@ -10,7 +10,7 @@ use herd_sim::Scenario;
 use serde::Serialize;
 
 use crate::cmd::args::{Format, check_closed};
-use crate::cmd::lab::shared::{exit_on_verdicts, read_scenario, storm_error};
+use crate::cmd::lab::shared::{exit_on_verdicts, print_results, read_scenario, storm_error};
 use crate::cmd::progress;
 use crate::error::CliResult;
 
@@ -144,19 +144,11 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
         }
         reports.push(report);
     }
-    if !table {
-        let out = JsonOut {
-            scenario: &scenario,
-            results: &reports,
-        };
-        match args.format {
-            Format::Csv => write_csv(&mut stdout, &reports)?,
-            _ => {
-                serde_json::to_writer_pretty(&mut stdout, &out).context("writing JSON")?;
-                writeln!(stdout)?;
-            }
-        }
-    }
+    let json = JsonOut {
+        scenario: &scenario,
+        results: &reports,
+    };
+    print_results(&mut stdout, args.format, &json, |out| write_csv(out, &reports))?;
     exit_on_verdicts(
         reports.iter().filter_map(|r| r.verdict.as_ref().map(|v| v.verdict)),
         reports.len(),

@@ -2,10 +2,14 @@
 //! and the exit a run's verdicts lead to.
 use std::fmt::Display;
 use std::fs;
+use std::io::{self, Write};
 use std::path::Path;
 
+use anyhow::Context as _;
 use herd_lab::storm::{LabStormError, Verdict};
+use serde::Serialize;
 
+use crate::cmd::args::Format;
 use crate::error::{CliError, CliResult};
 
 /// A lab command's scenario and the name it prints: the file at `path`, or the built-in
@@ -67,6 +71,25 @@ pub(crate) fn exit_on_verdicts(
         return Err(CliError::Run(anyhow::anyhow!(
             "{differs} of {total} {what} differ from the simulation beyond {beyond}"
         )));
+    }
+    Ok(())
+}
+
+/// Prints a lab command's results once every run is done: nothing more as a table (it was
+/// printed run by run), `json` as one JSON object, or the lines `write_csv` writes.
+pub(crate) fn print_results<W: Write>(
+    out: &mut W,
+    format: Format,
+    json: &impl Serialize,
+    write_csv: impl FnOnce(&mut W) -> io::Result<()>,
+) -> CliResult {
+    match format {
+        Format::Table => {}
+        Format::Json => {
+            serde_json::to_writer_pretty(&mut *out, json).context("writing JSON")?;
+            writeln!(out)?;
+        }
+        Format::Csv => write_csv(out)?,
     }
     Ok(())
 }
