@@ -237,6 +237,18 @@ async fn wait_until(browser: &Client, expr: &str) {
     }
 }
 
+/// Waits until the scene `scene` is ready showing what its `data-<scene><what>` names
+/// (`scene_ready(b, "storm", "Key", "full|0|2000|10")`).
+async fn scene_ready(browser: &Client, scene: &str, what: &str, value: &str) {
+    wait_until(
+        browser,
+        &format!(
+            "document.body.dataset.{scene}State === 'ready' && document.body.dataset.{scene}{what} === '{value}'"
+        ),
+    )
+    .await;
+}
+
 async fn click(browser: &Client, css: &str) {
     browser
         .find(Locator::Css(css))
@@ -439,13 +451,7 @@ async fn check_storm_demo_and_error(browser: &Client, server: &PageServer) {
     set_refusal(browser, true).await;
     for rule in ["immediate", "constant", "exponential"] {
         click(browser, &format!("#storm-rules button[data-rule={rule}]")).await;
-        wait_until(
-            browser,
-            &format!(
-                "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === '{rule}|0.1|2000|10'"
-            ),
-        )
-        .await;
+        scene_ready(browser, "storm", "Key", &format!("{rule}|0.1|2000|10")).await;
         let (api, half, all, _) = compare_storm(browser, server, rule, 0.1, 2000, 10).await;
         assert_eq!(api["served"], 0, "{rule}");
         assert_eq!(half, "never");
@@ -477,11 +483,7 @@ async fn check_storm_demo_and_error(browser: &Client, server: &PageServer) {
     let right = key(Key::Right).repeat(5);
     press(browser, "#storm-outage", &right).await;
     assert_eq!(text(browser, "#storm-outage-out").await, "15");
-    wait_until(
-        browser,
-        "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === 'full|0|2000|15'",
-    )
-    .await;
+    scene_ready(browser, "storm", "Key", "full|0|2000|15").await;
     compare_storm(browser, server, "full", 0.0, 2000, 15).await;
 
     // More clients than the page can follow: the server refuses, and the page shows the
@@ -501,11 +503,7 @@ async fn check_storm_demo_and_error(browser: &Client, server: &PageServer) {
     .await;
     retype(browser, "#storm-clients-n", "2000").await;
     press(browser, "#storm-outage", &key(Key::Left).repeat(5)).await;
-    wait_until(
-        browser,
-        "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === 'full|0|2000|10'",
-    )
-    .await;
+    scene_ready(browser, "storm", "Key", "full|0|2000|10").await;
     assert!(text(browser, "#storm-error").await.is_empty());
 }
 
@@ -513,13 +511,7 @@ async fn check_dots(browser: &Client, server: &PageServer) {
     click(browser, "#tab-dots").await;
     for rule in ["exponential", "full"] {
         click(browser, &format!("#dots-rules button[data-rule={rule}]")).await;
-        wait_until(
-            browser,
-            &format!(
-                "document.body.dataset.dotsState === 'ready' && document.body.dataset.dotsRule === '{rule}'"
-            ),
-        )
-        .await;
+        scene_ready(browser, "dots", "Rule", rule).await;
         let (status, api) = server
             .post(
                 "dots",
@@ -578,13 +570,7 @@ async fn check_storm(browser: &Client, server: &PageServer) {
         click(browser, &format!("#storm-rules button[data-rule={rule}]")).await;
         let cost = if refusal { 0.1 } else { 0.0 };
         let key = format!("{rule}|{}|2000|10", if refusal { "0.1" } else { "0" });
-        wait_until(
-            browser,
-            &format!(
-                "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === '{key}'"
-            ),
-        )
-        .await;
+        scene_ready(browser, "storm", "Key", &key).await;
         let (api, half, all, shown) = compare_storm(browser, server, rule, cost, 2000, 10).await;
         if (rule, refusal) == ("immediate", false) {
             // The default storm's figures, through the page.
@@ -750,11 +736,7 @@ async fn check_six_grid(browser: &Client, api: &Value, upto: usize) {
 /// Six clients: Next tick, cell by cell; Reset; Play; and the three demos side by side.
 async fn check_six(browser: &Client, server: &PageServer) {
     click(browser, "#tab-six").await;
-    wait_until(
-        browser,
-        "document.body.dataset.sixState === 'ready' && document.body.dataset.sixRule === 'immediate'",
-    )
-    .await;
+    scene_ready(browser, "six", "Rule", "immediate").await;
     let (status, api) = server.post("six", &json!({ "rule": "immediate" })).await;
     assert_eq!(status, 200, "{api}");
     assert_eq!(
@@ -783,11 +765,7 @@ async fn check_six(browser: &Client, server: &PageServer) {
     assert_eq!(six_cell(browser, 1, 1).await.0, "");
 
     click(browser, "#six-rules button[data-rule=exponential]").await;
-    wait_until(
-        browser,
-        "document.body.dataset.sixState === 'ready' && document.body.dataset.sixRule === 'exponential'",
-    )
-    .await;
+    scene_ready(browser, "six", "Rule", "exponential").await;
     let (_, api) = server.post("six", &json!({ "rule": "exponential" })).await;
     let ticks = usize::try_from(api["ticks"].as_u64().expect("ticks")).expect("small");
     for _ in 0..ticks {
@@ -875,13 +853,7 @@ async fn check_layer_loads(
             .collect::<Vec<_>>()
             .join(",")
     );
-    wait_until(
-        browser,
-        &format!(
-            "document.body.dataset.layersState === 'ready' && document.body.dataset.layersKey === '{key}'"
-        ),
-    )
-    .await;
+    scene_ready(browser, "layers", "Key", &key).await;
     let (status, api) = server
         .post(
             "layers",
@@ -949,13 +921,7 @@ async fn compare_hedge(browser: &Client, server: &PageServer, knobs: &Value) -> 
         knobs["utilisation"],
         knobs["fan_out"]
     );
-    wait_until(
-        browser,
-        &format!(
-            "document.body.dataset.hedgeState === 'ready' && document.body.dataset.hedgeKey === '{key}'"
-        ),
-    )
-    .await;
+    scene_ready(browser, "hedge", "Key", &key).await;
     let (status, api) = server.post("hedge", knobs).await;
     assert_eq!(status, 200, "{api}");
     let results = api["results"].as_array().expect("results");
