@@ -102,7 +102,12 @@ fn fits_both(rule: RuleName, base_ms: f64, in_steps: &[f64], continuous: &[f64])
 #[test]
 fn decorrelated_first_retries_are_one_two_or_three_steps() {
     let third = 1.0 / 3.0;
-    fits_both(RuleName::Decorrelated, 100.0, &[third, third, third], &[0.0, 0.5, 0.5]);
+    fits_both(
+        RuleName::Decorrelated,
+        100.0,
+        &[third, third, third],
+        &[0.0, 0.5, 0.5],
+    );
 }
 
 /// Full jitter after the first failure with `g = base = 4` steps. In whole steps the library
@@ -111,7 +116,12 @@ fn decorrelated_first_retries_are_one_two_or_three_steps() {
 #[test]
 fn full_jitter_in_steps_is_the_librarys_integer_draw() {
     let fifth = 0.2;
-    fits_both(RuleName::Full, 400.0, &[2.0 * fifth, fifth, fifth, fifth], &[0.25, 0.25, 0.25, 0.25]);
+    fits_both(
+        RuleName::Full,
+        400.0,
+        &[2.0 * fifth, fifth, fifth, fifth],
+        &[0.25, 0.25, 0.25, 0.25],
+    );
 }
 
 /// Equal jitter with `g = 4` steps: `g/2 + uniform(0..=g/2)` is 2, 3 or 4 steps in whole
@@ -119,7 +129,12 @@ fn full_jitter_in_steps_is_the_librarys_integer_draw() {
 #[test]
 fn equal_jitter_in_steps_starts_at_half_the_growth() {
     let third = 1.0 / 3.0;
-    fits_both(RuleName::Equal, 400.0, &[0.0, third, third, third], &[0.0, 0.0, 0.5, 0.5]);
+    fits_both(
+        RuleName::Equal,
+        400.0,
+        &[0.0, third, third, third],
+        &[0.0, 0.0, 0.5, 0.5],
+    );
 }
 
 /// gRPC's rule is real-valued (a multiplier, ± jitter), so it draws in nanoseconds in both
@@ -171,9 +186,21 @@ fn the_default_scenario_draws_whole_steps() {
 fn times_that_are_not_whole_steps_name_their_field() {
     let errors = support::refusals_name_fields(
         &[
-            ("[retry]\nrules = [\"full\"]\nbase_ms = 150\n", "retry.base_ms", 3),
-            ("[retry]\nrules = [\"decorrelated\"]\ncap_ms = 20050\n", "retry.cap_ms", 3),
-            ("[retry]\nrules = [\"constant\"]\npause_ms = 1234\n", "retry.pause_ms", 3),
+            (
+                "[retry]\nrules = [\"full\"]\nbase_ms = 150\n",
+                "retry.base_ms",
+                3,
+            ),
+            (
+                "[retry]\nrules = [\"decorrelated\"]\ncap_ms = 20050\n",
+                "retry.cap_ms",
+                3,
+            ),
+            (
+                "[retry]\nrules = [\"constant\"]\npause_ms = 1234\n",
+                "retry.pause_ms",
+                3,
+            ),
         ],
         Scenario::from_toml_str,
     );

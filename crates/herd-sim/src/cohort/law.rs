@@ -566,10 +566,7 @@ mod tests {
         for (o, p) in law.outcomes.iter().zip(&law.probs) {
             let f = f64::from(seen.get(o).copied().unwrap_or(0)) / f64::from(draws);
             let se = (p * (1.0 - p) / f64::from(draws)).sqrt();
-            assert!(
-                (f - p).abs() <= 5.0 * se + 1e-6,
-                "{what} {o:?}: {f} vs {p}"
-            );
+            assert!((f - p).abs() <= 5.0 * se + 1e-6, "{what} {o:?}: {f} vs {p}");
         }
     }
 
@@ -580,7 +577,12 @@ mod tests {
         for &(failures, memory) in states {
             let draws = 200_000;
             let seen = empirical(&l, failures, memory, draws);
-            follows(l.get(failures, memory), &seen, draws, &format!("{name} k={failures}"));
+            follows(
+                l.get(failures, memory),
+                &seen,
+                draws,
+                &format!("{name} k={failures}"),
+            );
         }
     }
 
