@@ -141,13 +141,19 @@ fn a_service_shorter_than_a_timer_tick_is_refused() {
 
 #[test]
 fn what_the_lab_does_not_model_is_refused_naming_the_field() {
-    let path = scratch_file("lab-hedge-tied.toml", "model = \"latency\"\n[[policies]]\nname = \"t\"\nkind = \"tied\"\n");
+    let path = scratch_file(
+        "lab-hedge-tied.toml",
+        "model = \"latency\"\n[[policies]]\nname = \"t\"\nkind = \"tied\"\n",
+    );
     let err = usage_error(&["lab", "hedge", &path]);
     assert!(
         err.contains("policies[0].kind: lab hedge does not model tied requests"),
         "{err}"
     );
-    let path = scratch_file("lab-hedge-big.toml", "model = \"latency\"\nrequests = 100000\n[[policies]]\nname = \"n\"\n");
+    let path = scratch_file(
+        "lab-hedge-big.toml",
+        "model = \"latency\"\nrequests = 100000\n[[policies]]\nname = \"n\"\n",
+    );
     let err = usage_error(&["lab", "hedge", &path]);
     assert!(err.contains("at most 20000 user requests"), "{err}");
 }

@@ -211,7 +211,9 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
         time_scale: lab.time_scale(),
         results: &reports,
     };
-    print_results(&mut stdout, args.format, &json, |out| write_csv(out, &reports))?;
+    print_results(&mut stdout, args.format, &json, |out| {
+        write_csv(out, &reports)
+    })?;
     exit_on_verdicts(
         reports.iter().map(|r| r.verdict.verdict),
         reports.len(),

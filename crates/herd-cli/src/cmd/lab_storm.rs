@@ -148,9 +148,13 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
         scenario: &scenario,
         results: &reports,
     };
-    print_results(&mut stdout, args.format, &json, |out| write_csv(out, &reports))?;
+    print_results(&mut stdout, args.format, &json, |out| {
+        write_csv(out, &reports)
+    })?;
     exit_on_verdicts(
-        reports.iter().filter_map(|r| r.verdict.as_ref().map(|v| v.verdict)),
+        reports
+            .iter()
+            .filter_map(|r| r.verdict.as_ref().map(|v| v.verdict)),
         reports.len(),
         "runs",
         "lost attempts on the wire",
