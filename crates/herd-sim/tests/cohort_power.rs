@@ -41,6 +41,8 @@ const HALF_SERVED: Figure = ("half_served_s", |r| {
 });
 /// The last attempt's time: when the storm, retries included, was over.
 const LAST_ATTEMPT: Figure = ("last_attempt_s", |r| r.last_attempt_s.unwrap_or(0.0));
+/// What clients that stop early (a deadline, an attempt limit) move.
+const GIVE_UPS: [Figure; 4] = [REQUESTS, SERVED, GAVE_UP, HALF_SERVED];
 
 /// Runs `rule` on both engines over `seeds` seeds each and compares `figures`; returns the
 /// runs for further checks.
@@ -142,13 +144,7 @@ fn deadlines_and_attempt_limits_agree() {
     s.clients.deadline_s = 7.0;
     s.server.timeout_s = 0.2;
     for rule in [RuleName::Full, RuleName::Equal] {
-        agree(
-            "give-ups",
-            &s,
-            rule,
-            300,
-            &[REQUESTS, SERVED, GAVE_UP, HALF_SERVED],
-        );
+        agree("give-ups", &s, rule, 300, &GIVE_UPS);
     }
 }
 
@@ -160,13 +156,7 @@ fn retry_after_agrees() {
     s.server.retry_after_s = 1.0;
     s.clients.deadline_s = 12.0;
     for rule in [RuleName::Full, RuleName::Exponential] {
-        agree(
-            "retry-after",
-            &s,
-            rule,
-            300,
-            &[REQUESTS, SERVED, GAVE_UP, HALF_SERVED],
-        );
+        agree("retry-after", &s, rule, 300, &GIVE_UPS);
     }
 }
 
