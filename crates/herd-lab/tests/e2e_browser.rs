@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::elements::Element;
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use herd_lab::serve::ServeLimits;
@@ -249,11 +250,17 @@ async fn scene_ready(browser: &Client, scene: &str, what: &str, value: &str) {
     .await;
 }
 
-async fn click(browser: &Client, css: &str) {
+/// The element `css` selects, which must be on the page.
+async fn element(browser: &Client, css: &str) -> Element {
     browser
         .find(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("{css}: {e}"))
+}
+
+async fn click(browser: &Client, css: &str) {
+    element(browser, css)
+        .await
         .click()
         .await
         .unwrap_or_else(|e| panic!("click {css}: {e}"));
@@ -267,10 +274,8 @@ async fn text(browser: &Client, css: &str) -> String {
 }
 
 async fn attr(browser: &Client, css: &str, name: &str) -> String {
-    browser
-        .find(Locator::Css(css))
+    element(browser, css)
         .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
         .attr(name)
         .await
         .unwrap_or_else(|e| panic!("{css}[{name}]: {e}"))
@@ -333,10 +338,8 @@ async fn audit(browser: &Client, axe: Option<&str>, scene: &str) {
 }
 
 async fn press(browser: &Client, css: &str, keys: &str) {
-    browser
-        .find(Locator::Css(css))
+    element(browser, css)
         .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
         .send_keys(keys)
         .await
         .unwrap_or_else(|e| panic!("keys to {css}: {e}"));
@@ -344,10 +347,7 @@ async fn press(browser: &Client, css: &str, keys: &str) {
 
 /// Replaces what the box `css` holds with `typed`, as a person would.
 async fn retype(browser: &Client, css: &str, typed: &str) {
-    let input = browser
-        .find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"));
+    let input = element(browser, css).await;
     input.clear().await.expect("clear");
     input.send_keys(typed).await.expect("type");
 }
