@@ -4,7 +4,7 @@
 //! (`the_hedge_answers_and_the_server_sees_exactly_the_copies_allowed`).
 mod support;
 
-use support::{herd, stdout, temp, usage_error};
+use support::{fails_with_input_error, herd, scratch_file, stdout, usage_error};
 
 /// 150 user requests (and a warm-up of 15) at 200 a second per policy, at time scale 1: about
 /// a second per policy of real time. The 10 servers pause 100 ms about every 2 s, so some
@@ -132,32 +132,25 @@ fn bad_flags_name_the_flag() {
 
 #[test]
 fn a_service_shorter_than_a_timer_tick_is_refused() {
-    let err = usage_error(&["lab", "hedge", "--time-scale", "0.1"]);
-    assert!(
-        err.contains("a 10 ms service time would last 1 ms of real time"),
-        "{err}"
+    fails_with_input_error(
+        &["lab", "hedge", "--time-scale", "0.1"],
+        "a 10 ms service time would last 1 ms of real time",
     );
 }
 
 #[test]
 fn what_the_lab_does_not_model_is_refused_naming_the_field() {
-    let path = temp("lab-hedge-tied.toml");
-    std::fs::write(
-        &path,
+    let path = scratch_file(
+        "lab-hedge-tied.toml",
         "model = \"latency\"\n[[policies]]\nname = \"t\"\nkind = \"tied\"\n",
-    )
-    .expect("write scenario");
-    let err = usage_error(&["lab", "hedge", path.to_str().expect("utf-8 path")]);
-    assert!(
-        err.contains("policies[0].kind: lab hedge does not model tied requests"),
-        "{err}"
     );
-    let path = temp("lab-hedge-big.toml");
-    std::fs::write(
-        &path,
+    fails_with_input_error(
+        &["lab", "hedge", &path],
+        "policies[0].kind: lab hedge does not model tied requests",
+    );
+    let path = scratch_file(
+        "lab-hedge-big.toml",
         "model = \"latency\"\nrequests = 100000\n[[policies]]\nname = \"n\"\n",
-    )
-    .expect("write scenario");
-    let err = usage_error(&["lab", "hedge", path.to_str().expect("utf-8 path")]);
-    assert!(err.contains("at most 20000 user requests"), "{err}");
+    );
+    fails_with_input_error(&["lab", "hedge", &path], "at most 20000 user requests");
 }

@@ -1,15 +1,13 @@
 //! `herd storm --engine cohort`: a billion clients from the command line, and its errors.
-use std::process::Command;
+mod support;
 
+/// Runs `herd` with `args`: whether it succeeded, and what it printed on stdout and stderr.
 fn herd(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(args)
-        .output()
-        .expect("herd runs");
+    let out = support::herd(args);
     (
         out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+        support::stdout(&out),
+        support::stderr(&out),
     )
 }
 
@@ -45,15 +43,11 @@ fn a_billion_clients_with_capacity_scaled() {
 #[test]
 fn errors_are_one_line_and_name_the_field() {
     // Pauses over a million steps: too many outcomes for one law.
-    let file = std::env::temp_dir().join(format!("herd-cohort-cap-{}.toml", std::process::id()));
-    std::fs::write(
-        &file,
+    let path = support::scratch_file(
+        "cohort-cap.toml",
         "step_ms = 1\nwindow_ms = 1\nhorizon_s = 60\n[retry]\ncap_ms = 1000000\n",
-    )
-    .expect("temp file");
-    let path = file.to_string_lossy().into_owned();
+    );
     let (ok, _, stderr) = herd(&["storm", &path, "--engine", "cohort"]);
-    let _ = std::fs::remove_file(&file);
     assert!(!ok);
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
     assert!(stderr.contains("retry.cap_ms"), "{stderr}");
@@ -76,18 +70,14 @@ fn errors_are_one_line_and_name_the_field() {
 
 #[test]
 fn a_scenario_file_with_a_trillion_clients_is_checked_against_the_engine() {
-    let file = std::env::temp_dir().join(format!("herd-cohort-big-{}.toml", std::process::id()));
-    std::fs::write(
-        &file,
+    let path = support::scratch_file(
+        "cohort-big.toml",
         "[clients]\ncount = 1000000000000\n[server]\ncapacity = 25000000000\n",
-    )
-    .expect("temp file");
-    let path = file.to_string_lossy().into_owned();
+    );
     let cohort = herd(&[
         "storm", &path, "--engine", "cohort", "--rule", "equal", "--format", "csv",
     ]);
     let agent = herd(&["storm", &path, "--rule", "equal", "--format", "csv"]);
-    let _ = std::fs::remove_file(&file);
     let (ok, stdout, stderr) = cohort;
     assert!(ok, "{stderr}");
     assert!(

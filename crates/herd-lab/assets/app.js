@@ -135,6 +135,74 @@ function sharpContext(canvas) {
   return { ctx, W, H };
 }
 
+// The two axes of a plot `pw` by `ph` at (`left`, `top`), then the style of their labels.
+function drawAxes(ctx, left, top, pw, ph) {
+  ctx.strokeStyle = "#888";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(left, top);
+  ctx.lineTo(left, top + ph);
+  ctx.lineTo(left + pw, top + ph);
+  ctx.stroke();
+  ctx.fillStyle = "#333";
+  ctx.font = "12px system-ui, sans-serif";
+}
+
+// A scene's error line under its chart (`#<scene>-error`): shown with the message, hidden
+// without one.
+function showChartError(scene, message) {
+  const el = $("#" + scene + "-error");
+  el.textContent = message ? "No chart: " + message : "";
+  el.hidden = !message;
+}
+
+// A chart that has nothing to show for these settings says so, rather than keep a stale one.
+function blankChart(canvas, error) {
+  const { ctx, W, H } = sharpContext(canvas);
+  ctx.fillStyle = "#f1f1ee";
+  ctx.fillRect(0, 0, W, H);
+  ctx.fillStyle = "#4a4a4a";
+  ctx.font = "14px system-ui, sans-serif";
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  ctx.fillText("no chart for these settings (see the message below)", W / 2, H / 2);
+  canvas.setAttribute("aria-label", "no chart: " + error);
+  canvas.dataset.drawn = "error";
+}
+
+// Draws a chart growing over about `ms`: each frame sets `state.shown = shown(f)`, `f` the
+// share of the time gone, and calls `draw`; at once (`f` = 1) when the reader asks for less
+// motion. `data-<scene>-animation` on the body says "running", then "done".
+function animate(state, scene, ms, shown, draw) {
+  cancelAnimationFrame(state.frame);
+  const flag = scene + "Animation";
+  if (reduceMotion.matches) {
+    state.shown = shown(1);
+    draw();
+    document.body.dataset[flag] = "done";
+    return;
+  }
+  const started = performance.now();
+  const step = (now) => {
+    const f = Math.min(1, (now - started) / ms);
+    state.shown = shown(f);
+    draw();
+    if (f < 1) state.frame = requestAnimationFrame(step);
+    else document.body.dataset[flag] = "done";
+  };
+  document.body.dataset[flag] = "running";
+  state.frame = requestAnimationFrame(step);
+}
+
+// A slider `#<id>` that shows its value (and `unit`) in `#<id>-out` and calls `onInput`.
+function slider(id, unit, onInput) {
+  const input = $("#" + id);
+  input.addEventListener("input", () => {
+    $("#" + id + "-out").textContent = input.value + unit;
+    onInput();
+  });
+}
+
 // ---------------------------------------------------------------- tabs
 // A tab is a link (#storm, #six, …); arrow keys, Home and End move between tabs.
 const loaders = {};
@@ -168,7 +236,7 @@ window.addEventListener("hashchange", () => {
 // ---------------------------------------------------------------- Storm
 // The chosen rule is drawn in colour over the other five in grey, all on one time axis, so
 // that the rules compare by eye. Every run of the current knobs is kept until a knob moves.
-const storm = { rule: "full", runs: {}, key: "", frame: null, shown: 0, started: 0, error: "" };
+const storm = { rule: "full", runs: {}, key: "", frame: null, shown: 0, error: "" };
 const stormLatest = latest();
 let stormBatch = 0;
 
@@ -199,7 +267,7 @@ function runStorm() {
   stormLatest(chosen, (data) => {
     storm.runs[rule] = data;
     storm.error = "";
-    showStormError("");
+    showChartError("storm", "");
     showStormStats(data);
     animateStorm();
     document.body.dataset.stormKey = `${data.rule}|${data.refusal_cost}|${data.clients}|${data.outages.length ? data.outages[0][1] : 0}`;
@@ -207,7 +275,7 @@ function runStorm() {
     loadOtherRules(batch, key, knobs);
   }, (message) => {
     storm.error = message;
-    showStormError(message);
+    showChartError("storm", message);
     clearStorm();
     document.body.dataset.stormState = "error";
   });
@@ -236,29 +304,13 @@ async function loadOtherRules(batch, key, knobs) {
   document.body.dataset.stormCompare = "ready";
 }
 
-function showStormError(message) {
-  const el = $("#storm-error");
-  el.textContent = message ? "No chart: " + message : "";
-  el.hidden = !message;
-}
-
 // An error leaves no stale figures: the chart is blanked and every number is a dash.
 function clearStorm() {
   cancelAnimationFrame(storm.frame);
   for (const id of ["#storm-half", "#storm-all", "#storm-rpc", "#storm-peak"]) setStat(id, null, "–");
   $("#storm-verdict").textContent = "";
   $("#storm-clock").textContent = "";
-  const canvas = $("#storm-chart");
-  const { ctx, W, H } = sharpContext(canvas);
-  ctx.fillStyle = "#f1f1ee";
-  ctx.fillRect(0, 0, W, H);
-  ctx.fillStyle = "#4a4a4a";
-  ctx.font = "14px system-ui, sans-serif";
-  ctx.textAlign = "center";
-  ctx.textBaseline = "middle";
-  ctx.fillText("no chart for these settings (see the message below)", W / 2, H / 2);
-  canvas.setAttribute("aria-label", "no chart: " + storm.error);
-  canvas.dataset.drawn = "error";
+  blankChart($("#storm-chart"), storm.error);
   drawStormCompare();
 }
 
@@ -277,26 +329,11 @@ function showStormStats(r) {
   }
 }
 
+// The chosen run's windows, one after another, in about three seconds whatever the length
+// of the run.
 function animateStorm() {
-  cancelAnimationFrame(storm.frame);
   const total = storm.runs[storm.rule].series.arrivals.length;
-  if (reduceMotion.matches) {
-    storm.shown = total;
-    drawStorm();
-    document.body.dataset.stormAnimation = "done";
-    return;
-  }
-  storm.started = performance.now();
-  const step = (now) => {
-    // About three seconds whatever the length of the run.
-    const f = Math.min(1, (now - storm.started) / 3000);
-    storm.shown = Math.max(1, Math.round(f * total));
-    drawStorm();
-    if (f < 1) storm.frame = requestAnimationFrame(step);
-    else document.body.dataset.stormAnimation = "done";
-  };
-  document.body.dataset.stormAnimation = "running";
-  storm.frame = requestAnimationFrame(step);
+  animate(storm, "storm", 3000, (f) => Math.max(1, Math.round(f * total)), drawStorm);
 }
 
 // How far a run looked: to its last attempt, or to its horizon when it was cut short.
@@ -409,16 +446,7 @@ function drawStorm() {
   ctx.moveTo(left, y(capacity));
   ctx.lineTo(left + pw, y(capacity));
   ctx.stroke();
-  // axes
-  ctx.strokeStyle = "#888";
-  ctx.lineWidth = 1;
-  ctx.beginPath();
-  ctx.moveTo(left, top);
-  ctx.lineTo(left, top + ph);
-  ctx.lineTo(left + pw, top + ph);
-  ctx.stroke();
-  ctx.fillStyle = "#333";
-  ctx.font = "12px system-ui, sans-serif";
+  drawAxes(ctx, left, top, pw, ph);
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
   if (!log && peak > top_) {
@@ -463,13 +491,7 @@ ruleButtons($("#storm-rules"), (rule) => {
   drawStormCompare();
   runStorm();
 }, storm.rule, $("#storm-rule-info"));
-for (const id of ["outage", "capacity"]) {
-  const input = $("#storm-" + id);
-  input.addEventListener("input", () => {
-    $("#storm-" + id + "-out").textContent = input.value;
-    runStormSoon();
-  });
-}
+for (const id of ["outage", "capacity"]) slider("storm-" + id, "", runStormSoon);
 // The slider covers everyday sizes; the number box takes any the API accepts (and shows its
 // refusal when the page cannot follow that many clients).
 $("#storm-clients").addEventListener("input", () => {
@@ -809,7 +831,7 @@ function runHedge() {
     hedge.data = data;
     hedge.error = "";
     $("#scene-hedge .chart-wrap").classList.remove("stale");
-    showHedgeError("");
+    showChartError("hedge", "");
     showHedgeFigures();
     animateHedge();
     document.body.dataset.hedgeKey = `${data.policy}|${data.delay_ms}|${data.utilisation}|${data.fan_out}`;
@@ -818,18 +840,12 @@ function runHedge() {
     hedge.data = null;
     hedge.error = message;
     $("#scene-hedge .chart-wrap").classList.remove("stale");
-    showHedgeError(message);
+    showChartError("hedge", message);
     clearHedge();
     document.body.dataset.hedgeState = "error";
   });
 }
 const runHedgeSoon = debounce(runHedge, 150);
-
-function showHedgeError(message) {
-  const el = $("#hedge-error");
-  el.textContent = message ? "No chart: " + message : "";
-  el.hidden = !message;
-}
 
 // An error leaves no stale figures: the chart is blanked and every number is a dash.
 function clearHedge() {
@@ -847,18 +863,8 @@ function clearHedge() {
     tr.insertCell().textContent = hedgeLabel(policy);
     for (let i = 0; i < 6; i++) tr.insertCell().textContent = "–";
   }
-  const canvas = $("#hedge-chart");
-  const { ctx, W, H } = sharpContext(canvas);
-  ctx.fillStyle = "#f1f1ee";
-  ctx.fillRect(0, 0, W, H);
-  ctx.fillStyle = "#4a4a4a";
-  ctx.font = "14px system-ui, sans-serif";
-  ctx.textAlign = "center";
-  ctx.textBaseline = "middle";
-  ctx.fillText("no chart for these settings (see the message below)", W / 2, H / 2);
-  canvas.setAttribute("aria-label", "no chart: " + hedge.error);
   $("#hedge-chart-text").textContent = "";
-  canvas.dataset.drawn = "error";
+  blankChart($("#hedge-chart"), hedge.error);
 }
 
 function hedgeResult(policy) {
@@ -914,24 +920,9 @@ function showHedgeFigures() {
   }
 }
 
+// The chosen tail grows from the fastest request to the slowest in about half a second.
 function animateHedge() {
-  cancelAnimationFrame(hedge.frame);
-  if (reduceMotion.matches) {
-    hedge.shown = 1;
-    drawHedge();
-    document.body.dataset.hedgeAnimation = "done";
-    return;
-  }
-  const started = performance.now();
-  const step = (now) => {
-    // The chosen tail grows from the fastest request to the slowest in about half a second.
-    hedge.shown = Math.min(1, (now - started) / 500);
-    drawHedge();
-    if (hedge.shown < 1) hedge.frame = requestAnimationFrame(step);
-    else document.body.dataset.hedgeAnimation = "done";
-  };
-  document.body.dataset.hedgeAnimation = "running";
-  hedge.frame = requestAnimationFrame(step);
+  animate(hedge, "hedge", 500, (f) => f, drawHedge);
 }
 
 const SHARE_LABELS = [[1, "100 %"], [0.1, "10 %"], [0.01, "1 %"], [0.001, "0.1 %"], [0.0001, "0.01 %"], [0.00001, "0.001 %"]];
@@ -1024,17 +1015,8 @@ function drawHedge() {
   ctx.lineWidth = 3;
   ctx.strokeStyle = "#e63946";
   curve(hedgeResult(d.policy).tail, hedge.shown);
-  // axes
-  ctx.strokeStyle = "#888";
-  ctx.lineWidth = 1;
-  ctx.beginPath();
-  ctx.moveTo(left, top);
-  ctx.lineTo(left, top + ph);
-  ctx.lineTo(left + pw, top + ph);
-  ctx.stroke();
+  drawAxes(ctx, left, top, pw, ph);
   // axis titles, outside the plot so that no curve runs under them
-  ctx.fillStyle = "#333";
-  ctx.font = "12px system-ui, sans-serif";
   ctx.textAlign = "left";
   ctx.textBaseline = "top";
   ctx.fillText("share of user requests at least this slow (log scale)", 8, 4);
@@ -1073,14 +1055,8 @@ function drawHedge() {
     box.appendChild(b);
   }
   showHedgeInfo();
-  $("#hedge-utilisation").addEventListener("input", () => {
-    $("#hedge-utilisation-out").textContent = $("#hedge-utilisation").value + " %";
-    runHedgeSoon();
-  });
-  $("#hedge-fan-out").addEventListener("input", () => {
-    $("#hedge-fan-out-out").textContent = $("#hedge-fan-out").value;
-    runHedgeSoon();
-  });
+  slider("hedge-utilisation", " %", runHedgeSoon);
+  slider("hedge-fan-out", "", runHedgeSoon);
   $("#hedge-delay").addEventListener("input", runHedgeSoon);
 })();
 

@@ -13,4 +13,5 @@
 pub mod chain;
 pub mod hedge;
 pub mod serve;
+mod server_thread;
 pub mod storm;

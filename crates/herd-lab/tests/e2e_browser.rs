@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::elements::Element;
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use herd_lab::serve::ServeLimits;
@@ -237,11 +238,29 @@ async fn wait_until(browser: &Client, expr: &str) {
     }
 }
 
-async fn click(browser: &Client, css: &str) {
+/// Waits until the scene `scene` is ready showing what its `data-<scene><what>` names
+/// (`scene_ready(b, "storm", "Key", "full|0|2000|10")`).
+async fn scene_ready(browser: &Client, scene: &str, what: &str, value: &str) {
+    wait_until(
+        browser,
+        &format!(
+            "document.body.dataset.{scene}State === 'ready' && document.body.dataset.{scene}{what} === '{value}'"
+        ),
+    )
+    .await;
+}
+
+/// The element `css` selects, which must be on the page.
+async fn element(browser: &Client, css: &str) -> Element {
     browser
         .find(Locator::Css(css))
         .await
         .unwrap_or_else(|e| panic!("{css}: {e}"))
+}
+
+async fn click(browser: &Client, css: &str) {
+    element(browser, css)
+        .await
         .click()
         .await
         .unwrap_or_else(|e| panic!("click {css}: {e}"));
@@ -255,10 +274,8 @@ async fn text(browser: &Client, css: &str) -> String {
 }
 
 async fn attr(browser: &Client, css: &str, name: &str) -> String {
-    browser
-        .find(Locator::Css(css))
+    element(browser, css)
         .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
         .attr(name)
         .await
         .unwrap_or_else(|e| panic!("{css}[{name}]: {e}"))
@@ -321,13 +338,31 @@ async fn audit(browser: &Client, axe: Option<&str>, scene: &str) {
 }
 
 async fn press(browser: &Client, css: &str, keys: &str) {
-    browser
-        .find(Locator::Css(css))
+    element(browser, css)
         .await
-        .unwrap_or_else(|e| panic!("{css}: {e}"))
         .send_keys(keys)
         .await
         .unwrap_or_else(|e| panic!("keys to {css}: {e}"));
+}
+
+/// Replaces what the box `css` holds with `typed`, as a person would.
+async fn retype(browser: &Client, css: &str, typed: &str) {
+    let input = element(browser, css).await;
+    input.clear().await.expect("clear");
+    input.send_keys(typed).await.expect("type");
+}
+
+/// A scene in error keeps nothing stale: every one of `figures` is a dash and the chart
+/// `#<scene>-chart` is blank (drawn "error", no red pixel); then a screenshot.
+async fn nothing_stale(browser: &Client, scene: &str, figures: &[&str]) {
+    for id in figures {
+        assert_eq!(text(browser, id).await, "–", "{id} keeps no stale figure");
+    }
+    let chart = format!("#{scene}-chart");
+    assert_eq!(attr(browser, &chart, "data-drawn").await, "error");
+    let (red, _) = canvas_pixels(browser, &chart).await;
+    assert_eq!(red, 0, "no stale chart on {scene}");
+    screenshot(browser, &format!("{scene}-error.png")).await;
 }
 
 fn key(k: Key) -> String {
@@ -416,13 +451,7 @@ async fn check_storm_demo_and_error(browser: &Client, server: &PageServer) {
     set_refusal(browser, true).await;
     for rule in ["immediate", "constant", "exponential"] {
         click(browser, &format!("#storm-rules button[data-rule={rule}]")).await;
-        wait_until(
-            browser,
-            &format!(
-                "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === '{rule}|0.1|2000|10'"
-            ),
-        )
-        .await;
+        scene_ready(browser, "storm", "Key", &format!("{rule}|0.1|2000|10")).await;
         let (api, half, all, _) = compare_storm(browser, server, rule, 0.1, 2000, 10).await;
         assert_eq!(api["served"], 0, "{rule}");
         assert_eq!(half, "never");
@@ -454,42 +483,27 @@ async fn check_storm_demo_and_error(browser: &Client, server: &PageServer) {
     let right = key(Key::Right).repeat(5);
     press(browser, "#storm-outage", &right).await;
     assert_eq!(text(browser, "#storm-outage-out").await, "15");
-    wait_until(
-        browser,
-        "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === 'full|0|2000|15'",
-    )
-    .await;
+    scene_ready(browser, "storm", "Key", "full|0|2000|15").await;
     compare_storm(browser, server, "full", 0.0, 2000, 15).await;
 
     // More clients than the page can follow: the server refuses, and the page shows the
     // refusal next to a blank chart and dashes, never the previous figures.
-    let input = browser
-        .find(Locator::Css("#storm-clients-n"))
-        .await
-        .expect("clients box");
-    input.clear().await.expect("clear");
-    input.send_keys("200000").await.expect("type");
+    retype(browser, "#storm-clients-n", "200000").await;
     wait_until(browser, "document.body.dataset.stormState === 'error'").await;
     let error = text(browser, "#storm-error").await;
     assert!(
         error.starts_with("No chart: clients: the page can follow 200000 clients"),
         "{error}"
     );
-    for id in ["#storm-half", "#storm-all", "#storm-rpc", "#storm-peak"] {
-        assert_eq!(text(browser, id).await, "–", "{id} keeps no stale figure");
-    }
-    assert_eq!(attr(browser, "#storm-chart", "data-drawn").await, "error");
-    let (red, _) = chart_pixels(browser).await;
-    assert_eq!(red, 0, "no stale bars");
-    screenshot(browser, "storm-error.png").await;
-    input.clear().await.expect("clear");
-    input.send_keys("2000").await.expect("type");
-    press(browser, "#storm-outage", &key(Key::Left).repeat(5)).await;
-    wait_until(
+    nothing_stale(
         browser,
-        "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === 'full|0|2000|10'",
+        "storm",
+        &["#storm-half", "#storm-all", "#storm-rpc", "#storm-peak"],
     )
     .await;
+    retype(browser, "#storm-clients-n", "2000").await;
+    press(browser, "#storm-outage", &key(Key::Left).repeat(5)).await;
+    scene_ready(browser, "storm", "Key", "full|0|2000|10").await;
     assert!(text(browser, "#storm-error").await.is_empty());
 }
 
@@ -497,13 +511,7 @@ async fn check_dots(browser: &Client, server: &PageServer) {
     click(browser, "#tab-dots").await;
     for rule in ["exponential", "full"] {
         click(browser, &format!("#dots-rules button[data-rule={rule}]")).await;
-        wait_until(
-            browser,
-            &format!(
-                "document.body.dataset.dotsState === 'ready' && document.body.dataset.dotsRule === '{rule}'"
-            ),
-        )
-        .await;
+        scene_ready(browser, "dots", "Rule", rule).await;
         let (status, api) = server
             .post(
                 "dots",
@@ -562,13 +570,7 @@ async fn check_storm(browser: &Client, server: &PageServer) {
         click(browser, &format!("#storm-rules button[data-rule={rule}]")).await;
         let cost = if refusal { 0.1 } else { 0.0 };
         let key = format!("{rule}|{}|2000|10", if refusal { "0.1" } else { "0" });
-        wait_until(
-            browser,
-            &format!(
-                "document.body.dataset.stormState === 'ready' && document.body.dataset.stormKey === '{key}'"
-            ),
-        )
-        .await;
+        scene_ready(browser, "storm", "Key", &key).await;
         let (api, half, all, shown) = compare_storm(browser, server, rule, cost, 2000, 10).await;
         if (rule, refusal) == ("immediate", false) {
             // The default storm's figures, through the page.
@@ -734,11 +736,7 @@ async fn check_six_grid(browser: &Client, api: &Value, upto: usize) {
 /// Six clients: Next tick, cell by cell; Reset; Play; and the three demos side by side.
 async fn check_six(browser: &Client, server: &PageServer) {
     click(browser, "#tab-six").await;
-    wait_until(
-        browser,
-        "document.body.dataset.sixState === 'ready' && document.body.dataset.sixRule === 'immediate'",
-    )
-    .await;
+    scene_ready(browser, "six", "Rule", "immediate").await;
     let (status, api) = server.post("six", &json!({ "rule": "immediate" })).await;
     assert_eq!(status, 200, "{api}");
     assert_eq!(
@@ -767,11 +765,7 @@ async fn check_six(browser: &Client, server: &PageServer) {
     assert_eq!(six_cell(browser, 1, 1).await.0, "");
 
     click(browser, "#six-rules button[data-rule=exponential]").await;
-    wait_until(
-        browser,
-        "document.body.dataset.sixState === 'ready' && document.body.dataset.sixRule === 'exponential'",
-    )
-    .await;
+    scene_ready(browser, "six", "Rule", "exponential").await;
     let (_, api) = server.post("six", &json!({ "rule": "exponential" })).await;
     let ticks = usize::try_from(api["ticks"].as_u64().expect("ticks")).expect("small");
     for _ in 0..ticks {
@@ -859,13 +853,7 @@ async fn check_layer_loads(
             .collect::<Vec<_>>()
             .join(",")
     );
-    wait_until(
-        browser,
-        &format!(
-            "document.body.dataset.layersState === 'ready' && document.body.dataset.layersKey === '{key}'"
-        ),
-    )
-    .await;
+    scene_ready(browser, "layers", "Key", &key).await;
     let (status, api) = server
         .post(
             "layers",
@@ -933,13 +921,7 @@ async fn compare_hedge(browser: &Client, server: &PageServer, knobs: &Value) -> 
         knobs["utilisation"],
         knobs["fan_out"]
     );
-    wait_until(
-        browser,
-        &format!(
-            "document.body.dataset.hedgeState === 'ready' && document.body.dataset.hedgeKey === '{key}'"
-        ),
-    )
-    .await;
+    scene_ready(browser, "hedge", "Key", &key).await;
     let (status, api) = server.post("hedge", knobs).await;
     assert_eq!(status, 200, "{api}");
     let results = api["results"].as_array().expect("results");
@@ -985,30 +967,27 @@ async fn compare_hedge(browser: &Client, server: &PageServer, knobs: &Value) -> 
             Some(false) => "worse",
         };
         assert_eq!(verdict, expected, "{key}: {policy}");
+        // The figures above the chart: the chosen policy's, and those without hedging.
+        let mut figures = Vec::new();
         if policy == chosen {
-            for (id, field) in [
+            figures.extend([
                 ("#hedge-p99", "p99_ms"),
                 ("#hedge-p999", "p999_ms"),
                 ("#hedge-extra", "extra_load_percent"),
-            ] {
-                let shown: f64 = attr(browser, id, "data-value")
-                    .await
-                    .parse()
-                    .expect("a number");
-                assert_eq!(shown, r[field].as_f64().expect("figure"), "{key}: {id}");
-            }
+            ]);
         }
         if policy == "none" {
-            for (id, field) in [
+            figures.extend([
                 ("#hedge-p99-none", "p99_ms"),
                 ("#hedge-p999-none", "p999_ms"),
-            ] {
-                let shown: f64 = attr(browser, id, "data-value")
-                    .await
-                    .parse()
-                    .expect("a number");
-                assert_eq!(shown, r[field].as_f64().expect("figure"), "{key}: {id}");
-            }
+            ]);
+        }
+        for (id, field) in figures {
+            let shown: f64 = attr(browser, id, "data-value")
+                .await
+                .parse()
+                .expect("a number");
+            assert_eq!(shown, r[field].as_f64().expect("figure"), "{key}: {id}");
         }
     }
     api
@@ -1092,27 +1071,25 @@ async fn check_hedge(browser: &Client, server: &PageServer, axe: Option<&str>) {
     );
 
     // A delay past the API's range: the refusal next to a blank chart and dashes.
-    let input = browser
-        .find(Locator::Css("#hedge-delay"))
-        .await
-        .expect("delay box");
-    input.clear().await.expect("clear");
-    input.send_keys("5000").await.expect("type");
+    retype(browser, "#hedge-delay", "5000").await;
     wait_until(browser, "document.body.dataset.hedgeState === 'error'").await;
     let error = text(browser, "#hedge-error").await;
     assert_eq!(
         error,
         "No chart: delay_ms must be between 0 and 1000, got 5000"
     );
-    for id in [
-        "#hedge-p99",
-        "#hedge-p99-none",
-        "#hedge-p999",
-        "#hedge-p999-none",
-        "#hedge-extra",
-    ] {
-        assert_eq!(text(browser, id).await, "–", "{id} keeps no stale figure");
-    }
+    nothing_stale(
+        browser,
+        "hedge",
+        &[
+            "#hedge-p99",
+            "#hedge-p99-none",
+            "#hedge-p999",
+            "#hedge-p999-none",
+            "#hedge-extra",
+        ],
+    )
+    .await;
     assert_eq!(
         text(
             browser,
@@ -1122,13 +1099,8 @@ async fn check_hedge(browser: &Client, server: &PageServer, axe: Option<&str>) {
         "–"
     );
     assert!(text(browser, "#hedge-verdict").await.is_empty());
-    assert_eq!(attr(browser, "#hedge-chart", "data-drawn").await, "error");
-    let (red, _) = canvas_pixels(browser, "#hedge-chart").await;
-    assert_eq!(red, 0, "no stale tail");
-    screenshot(browser, "hedge-error.png").await;
     audit(browser, axe, "hedge (error)").await;
-    input.clear().await.expect("clear");
-    input.send_keys("10").await.expect("type");
+    retype(browser, "#hedge-delay", "10").await;
     compare_hedge(browser, server, &knobs("budget", 0.7)).await;
     assert!(text(browser, "#hedge-error").await.is_empty());
 

@@ -38,6 +38,15 @@ fn error(value: &Value) -> &str {
     value["error"].as_str().unwrap_or("")
 }
 
+/// Each body posted to `path` is a 400 whose error starts with the case's text.
+async fn refused(path: &str, cases: impl IntoIterator<Item = (Value, &str)>) {
+    for (body, expected) in cases {
+        let (status, answer) = post(path, body.clone()).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert!(error(&answer).starts_with(expected), "{body} → {answer}");
+    }
+}
+
 #[tokio::test]
 async fn the_page_and_its_assets_are_served() {
     for (path, kind) in [
@@ -115,11 +124,7 @@ async fn out_of_range_numbers_are_400s_naming_the_field() {
             "pause_ms: pause must be longer than zero",
         ),
     ];
-    for (body, expected) in cases {
-        let (status, answer) = post("/api/dots", body.clone()).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-        assert!(error(&answer).starts_with(expected), "{body} → {answer}");
-    }
+    refused("/api/dots", cases).await;
 }
 
 #[tokio::test]
@@ -273,11 +278,7 @@ async fn storm_parameters_are_checked_and_named() {
         (json!({ "rule": "loud" }), "rule: unknown rule `loud`"),
         (json!({ "clients": 5 }), "missing field `rule`"),
     ];
-    for (body, expected) in cases {
-        let (status, answer) = post("/api/storm", body.clone()).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-        assert!(error(&answer).starts_with(expected), "{body} → {answer}");
-    }
+    refused("/api/storm", cases).await;
 }
 
 #[tokio::test]
@@ -637,11 +638,7 @@ async fn hedge_parameters_are_checked_and_named() {
              policies, more than the page's 6000000; at most 60606 at this fan-out",
         ),
     ];
-    for (body, expected) in cases {
-        let (status, answer) = post("/api/hedge", body.clone()).await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-        assert!(error(&answer).starts_with(expected), "{body} → {answer}");
-    }
+    refused("/api/hedge", cases).await;
 }
 
 #[tokio::test]

@@ -28,35 +28,14 @@ fn scaled(clients: u64) -> Scenario {
 fn default_scenario_deterministic_rows() {
     let sim = scene(include_str!("../../../scenarios/default.toml"));
     assert_eq!(sim.engine(), Engine::Cohort);
-    for (rule, half, all, per_client) in [
-        (RuleName::Immediate, 12.0, 13.9, 120.5),
-        (RuleName::Constant, 30.0, 49.0, 30.5),
-        (RuleName::Exponential, 405.5, 785.5, 27.5),
-    ] {
-        let r = run(&sim, rule, 1);
-        assert_eq!(
-            (r.half_served_s, r.all_served_s, r.requests_per_client),
-            (Some(half), Some(all), per_client),
-            "{rule}"
-        );
-    }
+    support::default_rows(&sim, "cohort");
 }
 
 #[test]
 fn a_billion_clients_give_the_same_deterministic_rows_and_finish() {
     let sim = cohort_sim(&scaled(1_000_000_000));
-    for (rule, half, all, per_client) in [
-        (RuleName::Immediate, 12.0, 13.9, 120.5),
-        (RuleName::Constant, 30.0, 49.0, 30.5),
-        (RuleName::Exponential, 405.5, 785.5, 27.5),
-    ] {
-        let r = run(&sim, rule, 1);
+    for r in support::default_rows(&sim, "a billion clients") {
         assert_eq!(r.clients, 1_000_000_000);
-        assert_eq!(
-            (r.half_served_s, r.all_served_s, r.requests_per_client),
-            (Some(half), Some(all), per_client),
-            "{rule}"
-        );
     }
     // Jittered rules: everyone served, and the figures of the 2000-client runs (about 15 s
     // half served for full, 9.2 requests per client) hold at scale.

@@ -28,11 +28,13 @@
 //! 200 seeds per engine in release builds, 40 in debug builds (CI), so the suite stays well
 //! under a minute there.
 use herd::RuleName;
-use herd_sim::{Clients, Engine, Limits, Pauses, RunResult, Scenario, Server, Simulation};
+use herd_sim::{Clients, Engine, Pauses, RunResult, Scenario, Server};
+
+mod support;
+
+use support::{mean_se, runs};
 
 const SEEDS: u64 = if cfg!(debug_assertions) { 40 } else { 200 };
-/// The cohort engine's seeds start here; the agent's at 1.
-const COHORT_SEED_BASE: u64 = 1_000_000;
 const Z: f64 = 4.5;
 /// Arrivals are compared per block of this many windows, over this many blocks.
 const BLOCK: usize = 10;
@@ -41,28 +43,6 @@ const BLOCKS: usize = 60;
 /// The rules the cohort engine runs: all of them.
 fn rules() -> Vec<RuleName> {
     RuleName::ALL.to_vec()
-}
-
-fn runs(scenario: &Scenario, engine: Engine, rule: RuleName, first_seed: u64) -> Vec<RunResult> {
-    let sim = Simulation::with_engine(scenario, &Limits::unlimited(), engine).expect("valid");
-    (first_seed..first_seed + SEEDS)
-        .map(|seed| {
-            let r = sim.run(rule, seed).expect("runs");
-            assert_eq!(
-                r.served + r.gave_up + r.waiting,
-                r.clients,
-                "{engine:?} {rule} seed {seed}"
-            );
-            r
-        })
-        .collect()
-}
-
-fn mean_se(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len() as f64;
-    let m = xs.iter().sum::<f64>() / n;
-    let var = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
-    (m, (var / n).sqrt())
 }
 
 /// The largest gap between the two samples' empirical distribution functions.
@@ -119,8 +99,8 @@ fn figures(r: &RunResult) -> Vec<(String, f64)> {
 
 /// Compares every figure's mean; returns the worst |difference| / tolerance, for the record.
 fn agree(scenario: &Scenario, rule: RuleName, burst_only: bool) -> f64 {
-    let agent = runs(scenario, Engine::Agent, rule, 1);
-    let cohort = runs(scenario, Engine::Cohort, rule, COHORT_SEED_BASE);
+    let agent = runs(scenario, Engine::Agent, rule, SEEDS);
+    let cohort = runs(scenario, Engine::Cohort, rule, SEEDS);
     if burst_only && !rule.is_jittered() {
         // Deterministic rules: the served are a random subset, but in a lone burst every due
         // client has the same state, so every figure is the same, run for run.
@@ -168,13 +148,19 @@ fn agree(scenario: &Scenario, rule: RuleName, burst_only: bool) -> f64 {
     worst
 }
 
+/// [`agree`] for every rule, each rule's worst |difference| / tolerance printed under
+/// `label`.
+fn every_rule_agrees(label: &str, scenario: &Scenario, burst_only: bool) {
+    for rule in rules() {
+        let worst = agree(scenario, rule, burst_only);
+        eprintln!("{label} {rule}: worst |diff| / tolerance = {worst:.2}");
+    }
+}
+
 #[test]
 fn default_scenario_every_rule_agrees() {
     let scenario = Scenario::default();
-    for rule in rules() {
-        let worst = agree(&scenario, rule, true);
-        eprintln!("default {rule}: worst |diff| / tolerance = {worst:.2}");
-    }
+    every_rule_agrees("default", &scenario, true);
 }
 
 /// Every feature of the model at once: refusal cost, collapse, warm-up, Retry-After, a
@@ -211,10 +197,7 @@ fn everything() -> Scenario {
 #[test]
 fn every_feature_every_rule_agrees() {
     let scenario = everything();
-    for rule in rules() {
-        let worst = agree(&scenario, rule, false);
-        eprintln!("features {rule}: worst |diff| / tolerance = {worst:.2}");
-    }
+    every_rule_agrees("features", &scenario, false);
 }
 
 /// Fine steps under a long cap (1 ms steps, 30 s cap: laws of 30 000 waits), few clients.
@@ -222,10 +205,7 @@ fn every_feature_every_rule_agrees() {
 fn sixty_console_scene_every_rule_agrees() {
     let scenario = Scenario::from_toml_str(include_str!("../../../scenarios/sixty-consoles.toml"))
         .expect("shipped scenario parses");
-    for rule in rules() {
-        let worst = agree(&scenario, rule, true);
-        eprintln!("sixty {rule}: worst |diff| / tolerance = {worst:.2}");
-    }
+    every_rule_agrees("sixty", &scenario, true);
 }
 
 /// A long `Retry-After` (2 s: 20 steps, so the library's jitter spreads a herd over 21–22
@@ -252,11 +232,8 @@ fn long_retry_after() -> Scenario {
 #[test]
 fn long_retry_after_every_rule_agrees() {
     let scenario = long_retry_after();
-    for rule in rules() {
-        // The jitter makes every rule random, so no run-for-run comparison.
-        let worst = agree(&scenario, rule, false);
-        eprintln!("retry-after {rule}: worst |diff| / tolerance = {worst:.2}");
-    }
+    // The jitter makes every rule random, so no run-for-run comparison.
+    every_rule_agrees("retry-after", &scenario, false);
 }
 
 /// The default storm with continuous pauses (`pauses = "continuous"`): the tests above run
@@ -268,8 +245,5 @@ fn continuous_pauses_every_rule_agrees() {
         pauses: Pauses::Continuous,
         ..Scenario::default()
     };
-    for rule in rules() {
-        let worst = agree(&scenario, rule, true);
-        eprintln!("continuous {rule}: worst |diff| / tolerance = {worst:.2}");
-    }
+    every_rule_agrees("continuous", &scenario, true);
 }

@@ -18,42 +18,16 @@
 //! a bias of 2 % of the mean is at least `K` standard errors, and is caught. It was checked:
 //! the cohort engine made to drop 2 % of its retries (give up instead) fails here.
 use herd::RuleName;
-use herd_sim::{Clients, Engine, Limits, Retry, RunResult, Scenario, Server, Simulation};
-use rayon::prelude::*;
+use herd_sim::{Clients, Engine, Retry, RunResult, Scenario, Server};
+
+mod support;
+
+use support::{mean_se, runs};
 
 /// Standard errors allowed between the two means.
 const K: f64 = 4.0;
 /// The bias the comparison must be able to see, as a share of the mean.
 const BIAS: f64 = 0.02;
-/// The cohort engine's seeds start here; the agent's at 1.
-const COHORT_SEED_BASE: u64 = 1_000_000;
-
-fn runs(scenario: &Scenario, engine: Engine, rule: RuleName, seeds: u64) -> Vec<RunResult> {
-    let sim = Simulation::with_engine(scenario, &Limits::unlimited(), engine).expect("valid");
-    let first = match engine {
-        Engine::Agent => 1,
-        Engine::Cohort => COHORT_SEED_BASE,
-    };
-    (first..first + seeds)
-        .into_par_iter()
-        .map(|seed| {
-            let r = sim.run(rule, seed).expect("runs");
-            assert_eq!(
-                r.served + r.gave_up + r.waiting,
-                r.clients,
-                "{engine:?} {rule} {seed}"
-            );
-            r
-        })
-        .collect()
-}
-
-fn mean_se(xs: &[f64]) -> (f64, f64) {
-    let n = xs.len() as f64;
-    let m = xs.iter().sum::<f64>() / n;
-    let var = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n - 1.0);
-    (m, (var / n).sqrt())
-}
 
 type Figure = (&'static str, fn(&RunResult) -> f64);
 
@@ -67,6 +41,8 @@ const HALF_SERVED: Figure = ("half_served_s", |r| {
 });
 /// The last attempt's time: when the storm, retries included, was over.
 const LAST_ATTEMPT: Figure = ("last_attempt_s", |r| r.last_attempt_s.unwrap_or(0.0));
+/// What clients that stop early (a deadline, an attempt limit) move.
+const GIVE_UPS: [Figure; 4] = [REQUESTS, SERVED, GAVE_UP, HALF_SERVED];
 
 /// Runs `rule` on both engines over `seeds` seeds each and compares `figures`; returns the
 /// runs for further checks.
@@ -168,13 +144,7 @@ fn deadlines_and_attempt_limits_agree() {
     s.clients.deadline_s = 7.0;
     s.server.timeout_s = 0.2;
     for rule in [RuleName::Full, RuleName::Equal] {
-        agree(
-            "give-ups",
-            &s,
-            rule,
-            300,
-            &[REQUESTS, SERVED, GAVE_UP, HALF_SERVED],
-        );
+        agree("give-ups", &s, rule, 300, &GIVE_UPS);
     }
 }
 
@@ -186,13 +156,7 @@ fn retry_after_agrees() {
     s.server.retry_after_s = 1.0;
     s.clients.deadline_s = 12.0;
     for rule in [RuleName::Full, RuleName::Exponential] {
-        agree(
-            "retry-after",
-            &s,
-            rule,
-            300,
-            &[REQUESTS, SERVED, GAVE_UP, HALF_SERVED],
-        );
+        agree("retry-after", &s, rule, 300, &GIVE_UPS);
     }
 }
 

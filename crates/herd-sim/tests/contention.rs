@@ -120,10 +120,7 @@ fn bad_values_name_their_field() {
         ("[retry]\nrules = []\n", "retry.rules", 2),
         ("model = \"metastable\"\n", "model", 1),
     ];
-    for (text, field, line) in cases {
-        let err = ContentionScenario::from_toml_str(text).expect_err(text);
-        support::names_field(&err, text, field, line);
-    }
+    support::refusals_name_fields(&cases, ContentionScenario::from_toml_str);
     let err = ContentionScenario::from_toml_str("[retry]\nrules = [\"nope\"]\n").expect_err("rule");
     assert!(err.to_string().contains("unknown rule `nope`"), "{err}");
 }

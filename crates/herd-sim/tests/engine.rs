@@ -308,9 +308,8 @@ fn bad_scenarios_name_their_field_and_line() {
         ("[retry]\npause_ms = 0\n", "retry.pause_ms", 2),
         ("step_ms = \"fast\"\n", "step_ms", 1),
     ];
-    for (text, field, line) in cases {
-        let err = Scenario::from_toml_str(text).unwrap_err();
-        support::names_field(&err, text, field, line);
+    let errors = support::refusals_name_fields(&cases, Scenario::from_toml_str);
+    for (err, (_, field, _)) in errors.iter().zip(cases) {
         assert!(err.to_string().starts_with(field), "{err}");
     }
 }

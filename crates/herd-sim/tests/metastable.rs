@@ -197,10 +197,7 @@ fn bad_values_name_their_field() {
         ("model = \"storm\"\n", "model", 1),
         ("window_s = 0\n", "window_s", 1),
     ];
-    for (text, field, line) in cases {
-        let err = MetastableScenario::from_toml_str(text).expect_err(text);
-        support::names_field(&err, text, field, line);
-    }
+    support::refusals_name_fields(&cases, MetastableScenario::from_toml_str);
     let err = MetastableScenario::from_toml_str("[server]\nknee = 3\n").expect_err("unknown");
     assert!(err.to_string().contains("unknown field `knee`"), "{err}");
 }

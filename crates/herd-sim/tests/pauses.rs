@@ -88,6 +88,13 @@ fn fits(s: &Scenario, rule: RuleName, law: &[f64]) {
     }
 }
 
+/// [`fits`] in both modes, on herds whose rule has `base_ms`: the first pauses follow
+/// `in_steps` with whole-step pauses and `continuous` with continuous ones.
+fn fits_both(rule: RuleName, base_ms: f64, in_steps: &[f64], continuous: &[f64]) {
+    fits(&one_retry(Pauses::Steps, base_ms), rule, in_steps);
+    fits(&one_retry(Pauses::Continuous, base_ms), rule, continuous);
+}
+
 /// The seeds' model: decorrelated's first pause is uniform on `base..=3 · base` steps, so 1,
 /// 2 or 3 steps, a third each. Continuous pauses in `[100 ms, 300 ms]` round up to 2 or 3
 /// steps (1 only for exactly 100 ms, one chance in 2·10⁸). This is the fix: on the old code
@@ -95,14 +102,10 @@ fn fits(s: &Scenario, rule: RuleName, law: &[f64]) {
 #[test]
 fn decorrelated_first_retries_are_one_two_or_three_steps() {
     let third = 1.0 / 3.0;
-    fits(
-        &one_retry(Pauses::Steps, 100.0),
+    fits_both(
         RuleName::Decorrelated,
+        100.0,
         &[third, third, third],
-    );
-    fits(
-        &one_retry(Pauses::Continuous, 100.0),
-        RuleName::Decorrelated,
         &[0.0, 0.5, 0.5],
     );
 }
@@ -113,14 +116,10 @@ fn decorrelated_first_retries_are_one_two_or_three_steps() {
 #[test]
 fn full_jitter_in_steps_is_the_librarys_integer_draw() {
     let fifth = 0.2;
-    fits(
-        &one_retry(Pauses::Steps, 400.0),
+    fits_both(
         RuleName::Full,
+        400.0,
         &[2.0 * fifth, fifth, fifth, fifth],
-    );
-    fits(
-        &one_retry(Pauses::Continuous, 400.0),
-        RuleName::Full,
         &[0.25, 0.25, 0.25, 0.25],
     );
 }
@@ -130,14 +129,10 @@ fn full_jitter_in_steps_is_the_librarys_integer_draw() {
 #[test]
 fn equal_jitter_in_steps_starts_at_half_the_growth() {
     let third = 1.0 / 3.0;
-    fits(
-        &one_retry(Pauses::Steps, 400.0),
+    fits_both(
         RuleName::Equal,
+        400.0,
         &[0.0, third, third, third],
-    );
-    fits(
-        &one_retry(Pauses::Continuous, 400.0),
-        RuleName::Equal,
         &[0.0, 0.0, 0.5, 0.5],
     );
 }
@@ -180,18 +175,7 @@ fn the_default_scenario_draws_whole_steps() {
             ..Scenario::default()
         };
         let sim = Simulation::new(&s, &Limits::default()).unwrap();
-        for (rule, half, all, per_client) in [
-            (RuleName::Immediate, 12.0, 13.9, 120.5),
-            (RuleName::Constant, 30.0, 49.0, 30.5),
-            (RuleName::Exponential, 405.5, 785.5, 27.5),
-        ] {
-            let r = support::run(&sim, rule, 1);
-            assert_eq!(
-                (r.half_served_s, r.all_served_s, r.requests_per_client),
-                (Some(half), Some(all), per_client),
-                "{rule} ({pauses})"
-            );
-        }
+        support::default_rows(&sim, &pauses.to_string());
     }
 }
 
@@ -200,20 +184,33 @@ fn the_default_scenario_draws_whole_steps() {
 /// and gRPC's, are not checked; continuous pauses take any time.
 #[test]
 fn times_that_are_not_whole_steps_name_their_field() {
-    let text = "[retry]\nrules = [\"full\"]\nbase_ms = 150\n";
-    let err = Scenario::from_toml_str(text).unwrap_err();
-    support::names_field(&err, text, "retry.base_ms", 3);
-    assert!(
-        err.to_string()
-            .contains("150 ms is not a whole number of steps of 100 ms"),
-        "{err}"
+    let errors = support::refusals_name_fields(
+        &[
+            (
+                "[retry]\nrules = [\"full\"]\nbase_ms = 150\n",
+                "retry.base_ms",
+                3,
+            ),
+            (
+                "[retry]\nrules = [\"decorrelated\"]\ncap_ms = 20050\n",
+                "retry.cap_ms",
+                3,
+            ),
+            (
+                "[retry]\nrules = [\"constant\"]\npause_ms = 1234\n",
+                "retry.pause_ms",
+                3,
+            ),
+        ],
+        Scenario::from_toml_str,
     );
-    let text = "[retry]\nrules = [\"decorrelated\"]\ncap_ms = 20050\n";
-    let err = Scenario::from_toml_str(text).unwrap_err();
-    support::names_field(&err, text, "retry.cap_ms", 3);
-    let text = "[retry]\nrules = [\"constant\"]\npause_ms = 1234\n";
-    let err = Scenario::from_toml_str(text).unwrap_err();
-    support::names_field(&err, text, "retry.pause_ms", 3);
+    assert!(
+        errors[0]
+            .to_string()
+            .contains("150 ms is not a whole number of steps of 100 ms"),
+        "{}",
+        errors[0]
+    );
     // Unused by the rules listed, or a rule of real-valued formulas: accepted.
     assert!(Scenario::from_toml_str("[retry]\nrules = [\"full\"]\npause_ms = 1234\n").is_ok());
     assert!(Scenario::from_toml_str("[retry]\nrules = [\"grpc\"]\nbase_ms = 150\n").is_ok());

@@ -101,6 +101,17 @@ where
     }
 }
 
+/// A `--seed` taken as a wide integer (so that `-1` is bad input naming the flag rather
+/// than clap's own error) as the seed it stands for.
+pub(crate) fn check_seed(seed: i128) -> Result<u64, CliError> {
+    u64::try_from(seed).map_err(|_| {
+        CliError::input(format!(
+            "seed must be a whole number in [0, {}], got {seed} (--seed)",
+            u64::MAX
+        ))
+    })
+}
+
 /// Quotes a CSV field when it needs it (RFC 4180).
 pub(crate) fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {

@@ -9,6 +9,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
 
+use crate::cmd::args::check_seed;
 use crate::cmd::storm::chart::Kind;
 use crate::error::{CliError, CliResult};
 
@@ -85,12 +86,7 @@ fn load(args: &HedgeArgs) -> CliResult<LatencyScenario> {
         None => LatencyScenario::default(),
     };
     if let Some(seed) = args.seed {
-        scenario.seed = u64::try_from(seed).map_err(|_| {
-            CliError::input(format!(
-                "--seed must be a whole number from 0 to {}, got {seed}",
-                u64::MAX
-            ))
-        })?;
+        scenario.seed = check_seed(seed)?;
     }
     if let Some(requests) = args.requests {
         scenario.requests = u64::try_from(requests)

@@ -18,6 +18,8 @@ use crate::cmd::args::{Format, csv_field};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
 
+pub(crate) mod shared;
+
 /// Run real HTTP services on 127.0.0.1 and measure what retries and hedges do to them.
 #[derive(Debug, Args)]
 pub(crate) struct LabArgs {

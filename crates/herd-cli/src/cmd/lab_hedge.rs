@@ -1,6 +1,5 @@
 //! `herd lab hedge`: a latency scenario played on real sockets through herd's hedging layer,
 //! beside the simulator.
-use std::fs;
 use std::io::{self, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -10,12 +9,12 @@ use clap::Args;
 use herd_lab::hedge::{
     DEFAULT_SCENARIO, DEFAULT_SEEDS, LabHedge, LabHedgeError, MAX_REQUESTS, MAX_SEEDS, PolicyReport,
 };
-use herd_lab::storm::Verdict;
 use herd_lab::storm::descriptors::{self, Descriptors};
 use herd_sim::latency::LatencyScenario;
 use serde::Serialize;
 
-use crate::cmd::args::{Format, csv_field};
+use crate::cmd::args::{Format, check_seed, csv_field};
+use crate::cmd::lab::shared::{exit_on_verdicts, print_results, read_scenario, storm_error};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
 
@@ -88,28 +87,13 @@ struct JsonOut<'a> {
 }
 
 fn load(args: &LabHedgeArgs) -> CliResult<(LatencyScenario, String)> {
-    let (mut scenario, name) = match &args.scenario {
-        None => (
-            LatencyScenario::from_toml(DEFAULT_SCENARIO)
-                .map_err(|e| CliError::Run(anyhow::anyhow!("built-in scenario: {e}")))?,
-            "built-in lab pool".to_owned(),
-        ),
-        Some(path) => {
-            let text = fs::read_to_string(path).map_err(|e| {
-                CliError::input(format!("cannot read scenario {}: {e}", path.display()))
-            })?;
-            let scenario = LatencyScenario::from_toml(&text)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-            (scenario, path.display().to_string())
-        }
-    };
+    let (mut scenario, name) = read_scenario(
+        args.scenario.as_deref(),
+        (DEFAULT_SCENARIO, "built-in lab pool"),
+        LatencyScenario::from_toml,
+    )?;
     if let Some(seed) = args.seed {
-        scenario.seed = u64::try_from(seed).map_err(|_| {
-            CliError::input(format!(
-                "seed must be a whole number in [0, {}], got {seed} (--seed)",
-                u64::MAX
-            ))
-        })?;
+        scenario.seed = check_seed(seed)?;
     }
     if let Some(requests) = args.requests {
         scenario.requests = u64::try_from(requests)
@@ -154,10 +138,7 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
     let who = "the copies in flight";
     let fewer = "play a slower scenario (traffic.rate_per_s) or fewer copies";
     if let Descriptors::Raised { from, to } =
-        descriptors::ensure_for(needed, who, fewer).map_err(|e| match e {
-            herd_lab::storm::LabStormError::Input(m) => CliError::input(m),
-            herd_lab::storm::LabStormError::Run(m) => CliError::Run(anyhow::anyhow!(m)),
-        })?
+        descriptors::ensure_for(needed, who, fewer).map_err(storm_error)?
     {
         eprintln!("note: raised the open-file limit from {from} to {to} ({needed} needed)");
     }
@@ -225,34 +206,21 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
         outcome
     });
     outcome?;
-    match args.format {
-        Format::Table => {}
-        Format::Json => {
-            let out = JsonOut {
-                scenario: lab.scenario(),
-                time_scale: lab.time_scale(),
-                results: &reports,
-            };
-            serde_json::to_writer_pretty(&mut stdout, &out).context("writing JSON")?;
-            writeln!(stdout)?;
-        }
-        Format::Csv => write_csv(&mut stdout, &reports)?,
-    }
-    let count = |v: Verdict| reports.iter().filter(|r| r.verdict.verdict == v).count();
-    let (not_comparable, differs) = (count(Verdict::NotComparable), count(Verdict::Differs));
-    if not_comparable > 0 {
-        return Err(CliError::Run(anyhow::anyhow!(
-            "{not_comparable} of {} policies lost copies or requests and are not comparable",
-            reports.len()
-        )));
-    }
-    if differs > 0 {
-        return Err(CliError::Run(anyhow::anyhow!(
-            "{differs} of {} policies differ from the simulation beyond the sampling error",
-            reports.len()
-        )));
-    }
-    Ok(())
+    let json = JsonOut {
+        scenario: lab.scenario(),
+        time_scale: lab.time_scale(),
+        results: &reports,
+    };
+    print_results(&mut stdout, args.format, &json, |out| {
+        write_csv(out, &reports)
+    })?;
+    exit_on_verdicts(
+        reports.iter().map(|r| r.verdict.verdict),
+        reports.len(),
+        "policies",
+        "lost copies or requests",
+        "the sampling error",
+    )
 }
 
 /// One line per policy: measured, simulated (the same seed), one run's standard error (the
@@ -267,11 +235,7 @@ fn write_csv(out: &mut impl Write, reports: &[PolicyReport]) -> io::Result<()> {
          cancelled_before_arrival,gave_up"
     )?;
     for r in reports {
-        let verdict = match r.verdict.verdict {
-            Verdict::Agrees => "agrees",
-            Verdict::Differs => "differs",
-            Verdict::NotComparable => "not_comparable",
-        };
+        let verdict = r.verdict.verdict.name();
         let (m, sim, sd) = (&r.measured, &r.simulated, &r.spread.sd);
         writeln!(
             out,

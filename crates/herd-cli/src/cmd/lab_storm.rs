@@ -1,18 +1,18 @@
 //! `herd lab storm`: a scenario played on real sockets and timers, beside the simulator.
-use std::fs;
 use std::io::{self, Write};
 use std::path::PathBuf;
 
 use anyhow::Context as _;
 use clap::Args;
 use herd_lab::storm::descriptors::{self, Descriptors};
-use herd_lab::storm::{DEFAULT_SCENARIO, LabReport, LabStorm, LabStormError, MAX_CLIENTS, Verdict};
+use herd_lab::storm::{DEFAULT_SCENARIO, LabReport, LabStorm, MAX_CLIENTS};
 use herd_sim::Scenario;
 use serde::Serialize;
 
 use crate::cmd::args::{Format, check_closed};
+use crate::cmd::lab::shared::{exit_on_verdicts, print_results, read_scenario, storm_error};
 use crate::cmd::progress;
-use crate::error::{CliError, CliResult};
+use crate::error::CliResult;
 
 /// Play a storm scenario on real sockets and timers and print it beside the simulator
 ///
@@ -57,13 +57,6 @@ pub(crate) struct LabStormArgs {
     format: Format,
 }
 
-fn lab_error(e: LabStormError) -> CliError {
-    match e {
-        LabStormError::Input(msg) => CliError::input(msg),
-        LabStormError::Run(msg) => CliError::Run(anyhow::anyhow!(msg)),
-    }
-}
-
 #[derive(Serialize)]
 struct JsonOut<'a> {
     scenario: &'a Scenario,
@@ -71,21 +64,11 @@ struct JsonOut<'a> {
 }
 
 pub(crate) fn run(args: &LabStormArgs) -> CliResult {
-    let (mut scenario, name) = match &args.scenario {
-        None => (
-            Scenario::from_toml_str(DEFAULT_SCENARIO)
-                .map_err(|e| CliError::Run(anyhow::anyhow!("built-in scenario: {e}")))?,
-            "built-in lab storm".to_owned(),
-        ),
-        Some(path) => {
-            let text = fs::read_to_string(path).map_err(|e| {
-                CliError::input(format!("cannot read scenario {}: {e}", path.display()))
-            })?;
-            let scenario = Scenario::from_toml_str(&text)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-            (scenario, path.display().to_string())
-        }
-    };
+    let (mut scenario, name) = read_scenario(
+        args.scenario.as_deref(),
+        (DEFAULT_SCENARIO, "built-in lab storm"),
+        Scenario::from_toml_str,
+    )?;
     if let Some(n) = args.clients {
         scenario.clients.count = check_closed("clients", n, 1, MAX_CLIENTS)?;
     }
@@ -98,11 +81,11 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
         .flat_map(|&rule| (0..runs).map(move |i| (rule, seed.wrapping_add(i))))
         .map(|(rule, seed)| LabStorm::new(scenario.clone(), rule, seed, args.time_scale))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(lab_error)?;
+        .map_err(storm_error)?;
     // Too few descriptors lose attempts on the wire: raise the limit or refuse before starting.
     let needed = descriptors::needed(scenario.clients.count);
     if let Descriptors::Raised { from, to } =
-        descriptors::ensure(needed, scenario.clients.count).map_err(lab_error)?
+        descriptors::ensure(needed, scenario.clients.count).map_err(storm_error)?
     {
         eprintln!("note: raised the open-file limit from {from} to {to} ({needed} needed)");
     }
@@ -153,7 +136,7 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
         ));
         let report = runtime.block_on(lab.run());
         spinner.finish_and_clear();
-        let report = report.map_err(lab_error)?;
+        let report = report.map_err(storm_error)?;
         if table {
             writeln!(stdout, "\n== {}", report.rule)?;
             write!(stdout, "{}", report.render())?;
@@ -161,40 +144,22 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
         }
         reports.push(report);
     }
-    if !table {
-        let out = JsonOut {
-            scenario: &scenario,
-            results: &reports,
-        };
-        match args.format {
-            Format::Csv => write_csv(&mut stdout, &reports)?,
-            _ => {
-                serde_json::to_writer_pretty(&mut stdout, &out).context("writing JSON")?;
-                writeln!(stdout)?;
-            }
-        }
-    }
-    let verdicts = reports
-        .iter()
-        .filter_map(|r| r.verdict.as_ref().map(|v| v.verdict));
-    let not_comparable = verdicts
-        .clone()
-        .filter(|v| *v == Verdict::NotComparable)
-        .count();
-    let differs = verdicts.filter(|v| *v == Verdict::Differs).count();
-    if not_comparable > 0 {
-        return Err(CliError::Run(anyhow::anyhow!(
-            "{not_comparable} of {} runs lost attempts on the wire and are not comparable",
-            reports.len()
-        )));
-    }
-    if differs > 0 {
-        return Err(CliError::Run(anyhow::anyhow!(
-            "{differs} of {} runs differ from the simulation beyond the tolerance",
-            reports.len()
-        )));
-    }
-    Ok(())
+    let json = JsonOut {
+        scenario: &scenario,
+        results: &reports,
+    };
+    print_results(&mut stdout, args.format, &json, |out| {
+        write_csv(out, &reports)
+    })?;
+    exit_on_verdicts(
+        reports
+            .iter()
+            .filter_map(|r| r.verdict.as_ref().map(|v| v.verdict)),
+        reports.len(),
+        "runs",
+        "lost attempts on the wire",
+        "the tolerance",
+    )
 }
 
 /// One line per run: measured and simulated figures side by side, and the verdict.
@@ -209,11 +174,7 @@ fn write_csv(out: &mut impl Write, reports: &[LabReport]) -> io::Result<()> {
     )?;
     let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
     for r in reports {
-        let verdict = r.verdict.as_ref().map_or("", |j| match j.verdict {
-            Verdict::Agrees => "agrees",
-            Verdict::Differs => "differs",
-            Verdict::NotComparable => "not_comparable",
-        });
+        let verdict = r.verdict.as_ref().map_or("", |j| j.verdict.name());
         writeln!(
             out,
             "{},{},{},{},{verdict},{},{},{},{},{},{},{},{},{},{}",

@@ -40,6 +40,13 @@ pub fn temp(name: &str) -> PathBuf {
     dir.join(name)
 }
 
+/// A scratch file `name` (see [`temp`]) that holds `text`; its path, to pass to `herd`.
+pub fn scratch_file(name: &str, text: &str) -> String {
+    let path = temp(name);
+    std::fs::write(&path, text).expect("write scratch file");
+    path.to_str().expect("UTF-8 path").to_owned()
+}
+
 /// Runs `herd` with `args`, which must succeed; what it printed on stdout.
 pub fn ok(args: &[&str]) -> String {
     let out = herd(args);

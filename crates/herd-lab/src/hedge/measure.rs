@@ -2,6 +2,7 @@
 //! on both sides of the wire, and the accounting of every copy.
 use std::sync::atomic::Ordering;
 
+use herd_sim::latency::nearest_rank;
 use serde::Serialize;
 
 use super::clients::{CopyLedger, fate};
@@ -141,17 +142,6 @@ pub(crate) fn account(
     a
 }
 
-/// The nearest-rank `q`-quantile (per mille) of `sorted`: rank `ceil(q · n)`, as the
-/// simulator takes it.
-pub(crate) fn nearest_rank(sorted: &[u64], per_mille: u64) -> u64 {
-    if sorted.is_empty() {
-        return 0;
-    }
-    let n = sorted.len() as u64;
-    let rank = (n * per_mille).div_ceil(1000).clamp(1, n);
-    sorted[(rank - 1) as usize]
-}
-
 /// A distribution-free 95 % interval for the `q`-quantile (per mille) of the law `sorted` was
 /// drawn from, by order statistics: the values of ranks `n·q ∓ 1.96·√(n·q·(1 − q))`, the
 /// upper end `None` when that rank is past the sample (too few requests to bound it). It
@@ -203,14 +193,6 @@ pub(crate) fn extra_percent(copies: u64, subs: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nearest_rank_matches_the_simulators() {
-        let v: Vec<u64> = (1..=1000).collect();
-        assert_eq!(nearest_rank(&v, 500), 500);
-        assert_eq!(nearest_rank(&v, 999), 999);
-        assert_eq!(nearest_rank(&v[..10], 999), 10);
-    }
 
     #[test]
     fn order_statistic_intervals_bound_the_median_and_not_a_far_tail() {

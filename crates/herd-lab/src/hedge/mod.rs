@@ -29,7 +29,9 @@ use herd::asynchronous::TokioClock;
 use herd::budget::{BudgetConfig, RetryBudget};
 use herd::hedge::{Hedge, HedgeDelay, HedgeLayer, HedgePolicy, MAX_COPIES};
 use herd::rng::SplitMix64;
-use herd_sim::latency::{LatencyModel, LatencyScenario, PolicyKind, PolicySpec, draws};
+use herd_sim::latency::{
+    LatencyModel, LatencyScenario, PolicyKind, PolicySpec, draws, nearest_rank,
+};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -447,8 +449,8 @@ impl LabHedge {
             [500, 990, 999].map(|q| measure::order_interval(&latencies, q, self.time_scale));
         measured.extra_load_percent = measure::extra_percent(sent, subs);
         overheads.sort_unstable();
-        let overhead_p50 = measure::nearest_rank(&overheads, 500) as f64 / 1e6;
-        let overhead_p99 = measure::nearest_rank(&overheads, 990) as f64 / 1e6;
+        let overhead_p50 = nearest_rank(&overheads, 500) as f64 / 1e6;
+        let overhead_p99 = nearest_rank(&overheads, 990) as f64 / 1e6;
         let mut report = PolicyReport {
             policy: spec.name.clone(),
             seed,

@@ -27,7 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use herd::rng::{Rng, SplitMix64};
 use herd_sim::latency::Distribution;
-use herd_sim::latency::draws::Pauses;
+use herd_sim::latency::draws::{Pauses, exponential, to_ns};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -52,20 +52,6 @@ pub(crate) struct Law {
     pub(crate) mean_ns: f64,
     pub(crate) sigma: f64,
     pub(crate) time_scale: f64,
-}
-
-/// An exponential draw: `−mean · ln(1 − u)`.
-fn exponential(rng: &mut SplitMix64, mean: f64) -> f64 {
-    -mean * (1.0 - rng.next_f64()).ln()
-}
-
-/// Nanoseconds, rounded, at least 1.
-fn to_ns(x: f64) -> u64 {
-    if x >= 1.8e19 {
-        u64::MAX / 4
-    } else {
-        (x.round() as u64).max(1)
-    }
 }
 
 impl Law {
@@ -218,36 +204,15 @@ impl Pool {
     ) -> Result<Self, LabHedgeError> {
         let servers = pauses.len();
         let ledger = Arc::new(Ledger::new(keys, servers));
-        let (ready_tx, ready_rx) = oneshot::channel::<Result<Vec<SocketAddr>, String>>();
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let shared = Arc::clone(&ledger);
-        let thread = std::thread::Builder::new()
-            .name("lab-hedge-servers".to_owned())
-            .spawn(move || {
-                let runtime = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .thread_name("lab-hedge-servers")
-                    .enable_all()
-                    .build()
-                {
-                    Ok(runtime) => runtime,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(format!("starting the servers' runtime: {e}")));
-                        return;
-                    }
-                };
-                runtime.block_on(serve(pauses, law, seed, epoch, shared, ready_tx, stop_rx));
-            })
-            .map_err(|e| LabHedgeError::Run(format!("starting the servers' thread: {e}")))?;
-        let addrs = match ready_rx.await {
-            Ok(Ok(addrs)) => addrs,
-            Ok(Err(e)) => return Err(LabHedgeError::Run(e)),
-            Err(_) => {
-                return Err(LabHedgeError::Run(
-                    "the servers' thread ended early".to_owned(),
-                ));
-            }
-        };
+        let (addrs, stop_tx, thread) = crate::server_thread::spawn(
+            "lab-hedge-servers",
+            1,
+            "the servers'",
+            move |ready, stop| serve(pauses, law, seed, epoch, shared, ready, stop),
+        )
+        .await
+        .map_err(LabHedgeError::Run)?;
         Ok(Self {
             addrs,
             ledger,

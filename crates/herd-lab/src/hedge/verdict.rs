@@ -102,15 +102,7 @@ pub fn judge(r: &PolicyReport) -> Judgement {
             r.overhead_p99_real_ms, r.overhead_p50_real_ms
         ));
     }
-    Judgement {
-        verdict: if reasons.is_empty() {
-            Verdict::Agrees
-        } else {
-            Verdict::Differs
-        },
-        tolerance,
-        reasons,
-    }
+    Judgement::from_reasons(tolerance, reasons)
 }
 
 #[cfg(test)]

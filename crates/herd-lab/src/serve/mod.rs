@@ -28,6 +28,8 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use herd::RuleName;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
@@ -66,11 +68,11 @@ pub fn router(limits: ServeLimits) -> Router {
     };
     let api = Router::new()
         .route("/rules", get(rules_info))
-        .route("/storm", post(storm_handler))
-        .route("/six", post(six_handler))
-        .route("/dots", post(dots_handler))
-        .route("/layers", post(layers_handler))
-        .route("/hedge", post(hedge_handler))
+        .route("/storm", post(scene::<storm::StormRequest>))
+        .route("/six", post(scene::<six::SixRequest>))
+        .route("/dots", post(scene::<dots::DotsRequest>))
+        .route("/layers", post(scene::<layers::LayersRequest>))
+        .route("/hedge", post(scene::<hedge::HedgeRequest>))
         .fallback(|| async { ApiError::not_found("no such API route") })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .with_state(state);
@@ -124,46 +126,52 @@ async fn rules_info() -> Json<Value> {
     }))
 }
 
-async fn dots_handler(
-    State(state): State<AppState>,
-    ApiJson(request): ApiJson<dots::DotsRequest>,
-) -> Result<Json<dots::Dots>, ApiError> {
-    let result = state.gate.run(move || request.compute()).await?;
-    Ok(Json(result))
+/// A scene's request, as the API answers it: checked cheaply before it takes a simulation
+/// slot, then run on the blocking pool. One handler ([`scene`]) serves every scene, so no
+/// scene can skip the cap on work or the slot.
+pub(crate) trait Scene: DeserializeOwned + Send + 'static {
+    /// The scene's answer.
+    type Answer: Serialize + Send + 'static;
+
+    /// Rejects bad parameters, and work past the cap, before a slot is taken (nothing by
+    /// default: the scene's work is small whatever it is asked).
+    fn precheck(&self) -> Result<(), ApiError> {
+        Ok(())
+    }
+
+    /// Computes the answer (CPU work: called off the executor).
+    fn answer(&self) -> Result<Self::Answer, ApiError>;
 }
 
-async fn storm_handler(
-    State(state): State<AppState>,
-    ApiJson(request): ApiJson<storm::StormRequest>,
-) -> Result<Json<storm::StormAnswer>, ApiError> {
-    // Reject bad parameters, and work past the cap, before taking a simulation slot.
-    request.check()?;
-    let result = state.gate.run(move || request.run()).await?;
-    Ok(Json(result))
+/// `Scene` for a request whose method `$answer` checks it and computes the scene, and whose
+/// `$check`, when named, checks it cheaply first.
+macro_rules! scene {
+    ($request:ty => $answer_type:ty, $answer:ident $(, checked by $check:ident)?) => {
+        impl Scene for $request {
+            type Answer = $answer_type;
+
+            $(fn precheck(&self) -> Result<(), ApiError> {
+                self.$check().map(drop)
+            })?
+
+            fn answer(&self) -> Result<$answer_type, ApiError> {
+                self.$answer()
+            }
+        }
+    };
 }
 
-async fn six_handler(
-    State(state): State<AppState>,
-    ApiJson(request): ApiJson<six::SixRequest>,
-) -> Result<Json<six::SixTimeline>, ApiError> {
-    let result = state.gate.run(move || request.run()).await?;
-    Ok(Json(result))
-}
+scene!(storm::StormRequest => storm::StormAnswer, run, checked by check);
+scene!(six::SixRequest => six::SixTimeline, run);
+scene!(dots::DotsRequest => dots::Dots, compute);
+scene!(layers::LayersRequest => layers::Layers, compute);
+scene!(hedge::HedgeRequest => hedge::HedgeAnswer, run, checked by check);
 
-async fn layers_handler(
+async fn scene<R: Scene>(
     State(state): State<AppState>,
-    ApiJson(request): ApiJson<layers::LayersRequest>,
-) -> Result<Json<layers::Layers>, ApiError> {
-    let result = state.gate.run(move || request.compute()).await?;
-    Ok(Json(result))
-}
-
-async fn hedge_handler(
-    State(state): State<AppState>,
-    ApiJson(request): ApiJson<hedge::HedgeRequest>,
-) -> Result<Json<hedge::HedgeAnswer>, ApiError> {
-    // Reject bad parameters, and work past the cap, before taking a simulation slot.
-    request.check()?;
-    let result = state.gate.run(move || request.run()).await?;
+    ApiJson(request): ApiJson<R>,
+) -> Result<Json<R::Answer>, ApiError> {
+    request.precheck()?;
+    let result = state.gate.run(move || request.answer()).await?;
     Ok(Json(result))
 }

@@ -266,39 +266,16 @@ impl ServerThread {
         seed: u64,
         max_steps: u64,
     ) -> Result<Self, LabStormError> {
-        let (ready_tx, ready_rx) = oneshot::channel::<Result<SocketAddr, String>>();
         let (start_tx, start_rx) = oneshot::channel::<StepClock>();
-        let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let (ledger_tx, ledger_rx) = oneshot::channel::<Ledger>();
-        let thread = std::thread::Builder::new()
-            .name("lab-storm-server".to_owned())
-            .spawn(move || {
-                let runtime = match tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .thread_name("lab-storm-server")
-                    .enable_all()
-                    .build()
-                {
-                    Ok(runtime) => runtime,
-                    Err(e) => {
-                        let _ = ready_tx.send(Err(format!("starting the server's runtime: {e}")));
-                        return;
-                    }
-                };
-                runtime.block_on(serve(
-                    budget, seed, max_steps, ready_tx, start_rx, stop_rx, ledger_tx,
-                ));
-            })
-            .map_err(|e| LabStormError::Run(format!("starting the server's thread: {e}")))?;
-        let addr = match ready_rx.await {
-            Ok(Ok(addr)) => addr,
-            Ok(Err(e)) => return Err(LabStormError::Run(e)),
-            Err(_) => {
-                return Err(LabStormError::Run(
-                    "the server's thread ended early".to_owned(),
-                ));
-            }
-        };
+        let (addr, stop_tx, thread) = crate::server_thread::spawn(
+            "lab-storm-server",
+            2,
+            "the server's",
+            move |ready, stop| serve(budget, seed, max_steps, ready, start_rx, stop, ledger_tx),
+        )
+        .await
+        .map_err(LabStormError::Run)?;
         Ok(Self {
             addr,
             start: Some(start_tx),

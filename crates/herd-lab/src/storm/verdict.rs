@@ -27,6 +27,18 @@ pub enum Verdict {
     NotComparable,
 }
 
+impl Verdict {
+    /// The verdict's name, as JSON spells it (`agrees`, `differs`, `not_comparable`).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Agrees => "agrees",
+            Self::Differs => "differs",
+            Self::NotComparable => "not_comparable",
+        }
+    }
+}
+
 /// The verdict and why.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Judgement {
@@ -39,6 +51,21 @@ pub struct Judgement {
 }
 
 impl Judgement {
+    /// A comparable run's judgement: it agrees when no figure fell outside the tolerance
+    /// (`reasons` is empty), and differs otherwise.
+    #[must_use]
+    pub fn from_reasons(tolerance: String, reasons: Vec<String>) -> Self {
+        Self {
+            verdict: if reasons.is_empty() {
+                Verdict::Agrees
+            } else {
+                Verdict::Differs
+            },
+            tolerance,
+            reasons,
+        }
+    }
+
     /// One line for people: `verdict: …`.
     #[must_use]
     pub fn line(&self) -> String {
@@ -149,13 +176,5 @@ pub fn judge(r: &LabReport) -> Judgement {
             r.late_attempts
         ));
     }
-    Judgement {
-        verdict: if reasons.is_empty() {
-            Verdict::Agrees
-        } else {
-            Verdict::Differs
-        },
-        tolerance,
-        reasons,
-    }
+    Judgement::from_reasons(tolerance, reasons)
 }

@@ -365,13 +365,17 @@ impl Laws {
         out
     }
 
+    /// The wait (in steps) and the new memory after `failures` failures with `memory`, when
+    /// the rule's one 53-bit draw is `m` (for the rules that draw one float).
+    fn at_draw(&self, failures: u32, memory: u64, m: u64) -> (u64, u64) {
+        let mut state = RuleState::from_parts(failures, memory);
+        let pause = nanos(self.rule.pause(&mut state, &mut Fixed(m << 11)));
+        (self.wait_of(pause), state.memory())
+    }
+
     fn grpc(&self, failures: u32, memory: u64) -> Law {
         const WORDS: u64 = 1 << 53;
-        let eval = |m: u64| {
-            let mut state = RuleState::from_parts(failures, memory);
-            let pause = nanos(self.rule.pause(&mut state, &mut Fixed(m << 11)));
-            (self.wait_of(pause), state.memory())
-        };
+        let eval = |m: u64| self.at_draw(failures, memory, m);
         let (first_wait, next_memory) = eval(0);
         let (last_wait, _) = eval(WORDS - 1);
         let mut weighted = Vec::new();
@@ -382,16 +386,7 @@ impl Laws {
                 WORDS
             } else {
                 // The first draw with wait > j.
-                let (mut lo, mut hi) = (start, WORDS - 1);
-                while lo < hi {
-                    let mid = lo + (hi - lo) / 2;
-                    if eval(mid).0 > j {
-                        hi = mid;
-                    } else {
-                        lo = mid + 1;
-                    }
-                }
-                lo
+                first_past(start, WORDS - 1, j, |m| eval(m).0)
             };
             weighted.push(((j, next_memory), (end - start) as f64));
             start = end;
@@ -408,11 +403,7 @@ impl Laws {
     fn decorrelated_v2(&self, failures: u32, memory: u64) -> Law {
         const WORDS: u64 = 1 << 53;
         let per_cell = WORDS / V2_CELLS;
-        let eval = |m: u64| {
-            let mut state = RuleState::from_parts(failures, memory);
-            let pause = nanos(self.rule.pause(&mut state, &mut Fixed(m << 11)));
-            (self.wait_of(pause), state.memory())
-        };
+        let eval = |m: u64| self.at_draw(failures, memory, m);
         let mut weighted = Vec::new();
         for c in 0..V2_CELLS {
             let (lo, end) = (c * per_cell, (c + 1) * per_cell);
@@ -421,15 +412,7 @@ impl Laws {
             let (mut start, mut wait) = (lo, eval(lo).0);
             while wait < last {
                 // The first draw in (start, end − 1] whose wait exceeds `wait`.
-                let (mut a, mut b) = (start + 1, end - 1);
-                while a < b {
-                    let mid = a + (b - a) / 2;
-                    if eval(mid).0 > wait {
-                        b = mid;
-                    } else {
-                        a = mid + 1;
-                    }
-                }
+                let a = first_past(start + 1, end - 1, wait, |m| eval(m).0);
                 weighted.push(((wait, remembered), (a - start) as f64));
                 start = a;
                 wait = eval(a).0;
@@ -511,6 +494,20 @@ impl Laws {
     }
 }
 
+/// The first draw in `lo..=hi` whose wait exceeds `wait` (`hi` when none below it does), by
+/// binary search: `wait_at` does not decrease with the draw.
+fn first_past(mut lo: u64, mut hi: u64, wait: u64, wait_at: impl Fn(u64) -> u64) -> u64 {
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if wait_at(mid) > wait {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,6 +554,22 @@ mod tests {
         seen
     }
 
+    /// `seen`, the outcomes of `draws` draws, follow `law`: none the law says is impossible,
+    /// and every outcome's frequency within 5 standard errors (plus a hair).
+    fn follows(law: &Law, seen: &HashMap<(u64, u64), u32>, draws: u32, what: &str) {
+        for outcome in seen.keys() {
+            assert!(
+                law.outcomes.contains(outcome),
+                "{what}: {outcome:?} drawn but not in the law"
+            );
+        }
+        for (o, p) in law.outcomes.iter().zip(&law.probs) {
+            let f = f64::from(seen.get(o).copied().unwrap_or(0)) / f64::from(draws);
+            let se = (p * (1.0 - p) / f64::from(draws)).sqrt();
+            assert!((f - p).abs() <= 5.0 * se + 1e-6, "{what} {o:?}: {f} vs {p}");
+        }
+    }
+
     /// The derived law against 200 000 draws of `Rule::pause`: every outcome's frequency within
     /// 5 standard errors (plus a hair), and no outcome the law says is impossible.
     fn agrees(name: RuleName, params: &RuleParams, states: &[(u32, u64)]) {
@@ -564,22 +577,12 @@ mod tests {
         for &(failures, memory) in states {
             let draws = 200_000;
             let seen = empirical(&l, failures, memory, draws);
-            let law = l.get(failures, memory).clone();
-            for (outcome, count) in &seen {
-                assert!(
-                    law.outcomes.contains(outcome),
-                    "{name} {failures}: {outcome:?} drawn but not in the law"
-                );
-                let _ = count;
-            }
-            for (o, p) in law.outcomes.iter().zip(&law.probs) {
-                let f = f64::from(seen.get(o).copied().unwrap_or(0)) / f64::from(draws);
-                let se = (p * (1.0 - p) / f64::from(draws)).sqrt();
-                assert!(
-                    (f - p).abs() <= 5.0 * se + 1e-6,
-                    "{name} k={failures} {o:?}: {f} vs {p}"
-                );
-            }
+            follows(
+                l.get(failures, memory),
+                &seen,
+                draws,
+                &format!("{name} k={failures}"),
+            );
         }
     }
 
@@ -656,15 +659,7 @@ mod tests {
             }
             let law = l.get(failures, memory).clone();
             assert!(!l.draws_each(failures, memory), "built laws are used");
-            assert!(seen.keys().all(|o| law.outcomes.contains(o)));
-            for (o, p) in law.outcomes.iter().zip(&law.probs) {
-                let freq = f64::from(seen.get(o).copied().unwrap_or(0)) / f64::from(draws);
-                let se = (p * (1.0 - p) / f64::from(draws)).sqrt();
-                assert!(
-                    (freq - p).abs() <= 5.0 * se + 1e-6,
-                    "{failures} {o:?}: {freq} vs {p}"
-                );
-            }
+            follows(&law, &seen, draws, &format!("k={failures}"));
         }
     }
 

@@ -18,11 +18,15 @@ const ARRIVALS: u64 = 1;
 /// The engine's first stream of pauses; server `i` has `HICCUPS + i`.
 const HICCUPS: u64 = 1 << 32;
 
-fn exponential(rng: &mut SplitMix64, mean: f64) -> f64 {
+/// An exponential draw with the given mean, as the engine draws one: `−mean · ln(1 − u)`.
+pub fn exponential(rng: &mut SplitMix64, mean: f64) -> f64 {
     -mean * (1.0 - rng.next_f64()).ln()
 }
 
-fn to_ns(x: f64) -> u64 {
+/// Nanoseconds, rounded as the engine rounds them, at least 1 (saturating near
+/// `u64::MAX / 4`).
+#[must_use]
+pub fn to_ns(x: f64) -> u64 {
     if x >= 1.8e19 {
         u64::MAX / 4
     } else {

@@ -27,8 +27,11 @@ pub struct LatencyResult {
     pub utilisation_percent: f64,
 }
 
-/// The nearest-rank `q`-quantile of `sorted`: the value of rank `ceil(q · n)`, exact.
-pub(crate) fn nearest_rank(sorted: &[u64], q_per_mille: u64) -> u64 {
+/// The nearest-rank `q`-quantile of `sorted`: the value of rank `ceil(q · n)`, exact (0 for
+/// an empty sample). Public so that a measurement (`herd lab hedge`) takes its percentiles as
+/// the simulator does.
+#[must_use]
+pub fn nearest_rank(sorted: &[u64], q_per_mille: u64) -> u64 {
     if sorted.is_empty() {
         return 0;
     }
