@@ -119,34 +119,55 @@ fn on_idle_servers_the_hedged_tail_is_the_minimum_of_two_draws() {
     // Without the hedge the tail at 20 ms would be exp(−2) = 0.135; with it, 0.030.
 }
 
+/// docs/hedging.md states these cuts for the default pool in general, not for one seed, so
+/// they are checked on four seeds (50 000 requests each, the work of one default run; over
+/// seeds 1–20 the smallest ratios are 6.3 for p99 and 4.8 for p99.9).
 #[test]
 fn the_default_scenario_cuts_the_tail_for_a_few_percent_more_requests() {
-    let model = LatencyModel::new(&LatencyScenario::default()).unwrap();
-    let results = model.run_all();
-    let find = |name: &str| results.iter().find(|r| r.policy == name).unwrap();
-    let none = find("none");
-    let hedged = find("hedge-10ms");
-    let three = find("hedge-10ms-3-copies");
-    assert!(hedged.p99_ms * 4.0 < none.p99_ms, "{hedged:?} vs {none:?}");
-    assert!(three.p999_ms * 3.0 < none.p999_ms, "{three:?} vs {none:?}");
-    assert!(
-        hedged.extra_load_percent > 0.5 && hedged.extra_load_percent < 5.0,
-        "{hedged:?}"
-    );
-    assert_eq!(none.extra_load_percent, 0.0);
-    assert!((none.utilisation_percent - 30.0).abs() < 3.0, "{none:?}");
-    // Tied requests cancel the second copy when the first starts: every sub-request sends
-    // two, and at most one of them is served.
-    let tied = find("tied");
-    assert_eq!(tied.extra_load_percent, 100.0);
-    assert!(
-        (tied.utilisation_percent - none.utilisation_percent).abs() < 1.0,
-        "{tied:?}"
-    );
+    for seed in 1..=4 {
+        let scenario = LatencyScenario {
+            seed,
+            requests: 50_000,
+            ..LatencyScenario::default()
+        };
+        let model = LatencyModel::new(&scenario).unwrap();
+        let results = model.run_all();
+        let find = |name: &str| results.iter().find(|r| r.policy == name).unwrap();
+        let none = find("none");
+        let hedged = find("hedge-10ms");
+        let three = find("hedge-10ms-3-copies");
+        assert!(
+            hedged.p99_ms * 4.0 < none.p99_ms,
+            "seed {seed}: {hedged:?} vs {none:?}"
+        );
+        assert!(
+            three.p999_ms * 3.0 < none.p999_ms,
+            "seed {seed}: {three:?} vs {none:?}"
+        );
+        assert!(
+            hedged.extra_load_percent > 0.5 && hedged.extra_load_percent < 5.0,
+            "seed {seed}: {hedged:?}"
+        );
+        assert_eq!(none.extra_load_percent, 0.0);
+        assert!(
+            (none.utilisation_percent - 30.0).abs() < 3.0,
+            "seed {seed}: {none:?}"
+        );
+        // Tied requests cancel the second copy when the first starts: every sub-request
+        // sends two, and at most one of them is served.
+        let tied = find("tied");
+        assert_eq!(tied.extra_load_percent, 100.0);
+        assert!(
+            (tied.utilisation_percent - none.utilisation_percent).abs() < 1.0,
+            "seed {seed}: {tied:?}"
+        );
+    }
 }
 
 /// Near saturation, hedges whose losers keep working add load the servers do not have; a
-/// budget keeps the extra copies to its percentage.
+/// budget keeps the extra copies to its percentage. `herd hedge --help` says so in general,
+/// so it is checked on three seeds (over seeds 1–10 the budget's p99 is at most 1.53 times
+/// the p99 without hedging, and the unbudgeted hedges' at least 74 times).
 #[test]
 fn near_saturation_unbudgeted_hedging_makes_the_tail_worse_and_a_budget_bounds_it() {
     let mut hedge = policy("hedge", PolicyKind::Delay);
@@ -154,28 +175,41 @@ fn near_saturation_unbudgeted_hedging_makes_the_tail_worse_and_a_budget_bounds_i
     let mut budgeted = hedge.clone();
     budgeted.name = "budgeted".into();
     budgeted.budget_percent = Some(2.0);
-    let scenario = LatencyScenario {
-        requests: 40_000,
-        warmup_requests: 5_000,
-        traffic: Traffic {
-            rate_per_s: 1800.0,
-            fan_out: 10,
-        },
-        servers: Servers { count: 20 },
-        policies: vec![policy("none", PolicyKind::None), hedge, budgeted],
-        ..LatencyScenario::default()
-    };
-    let model = LatencyModel::new(&scenario).unwrap();
-    let r = model.run_all();
-    let (none, hedge, budgeted) = (&r[0], &r[1], &r[2]);
-    assert!(hedge.p99_ms > 5.0 * none.p99_ms, "{hedge:?} vs {none:?}");
-    assert!(hedge.utilisation_percent > 97.0, "{hedge:?}");
-    assert!(budgeted.extra_load_percent <= 2.0 + 1e-9, "{budgeted:?}");
-    assert!(
-        budgeted.p99_ms < 2.0 * none.p99_ms,
-        "{budgeted:?} vs {none:?}"
-    );
-    assert!(budgeted.hedges_refused > 0);
+    for seed in 1..=3 {
+        let scenario = LatencyScenario {
+            seed,
+            requests: 40_000,
+            warmup_requests: 5_000,
+            traffic: Traffic {
+                rate_per_s: 1800.0,
+                fan_out: 10,
+            },
+            servers: Servers { count: 20 },
+            policies: vec![
+                policy("none", PolicyKind::None),
+                hedge.clone(),
+                budgeted.clone(),
+            ],
+            ..LatencyScenario::default()
+        };
+        let model = LatencyModel::new(&scenario).unwrap();
+        let r = model.run_all();
+        let (none, hedged, capped) = (&r[0], &r[1], &r[2]);
+        assert!(
+            hedged.p99_ms > 5.0 * none.p99_ms,
+            "seed {seed}: {hedged:?} vs {none:?}"
+        );
+        assert!(hedged.utilisation_percent > 97.0, "seed {seed}: {hedged:?}");
+        assert!(
+            capped.extra_load_percent <= 2.0 + 1e-9,
+            "seed {seed}: {capped:?}"
+        );
+        assert!(
+            capped.p99_ms < 2.0 * none.p99_ms,
+            "seed {seed}: {capped:?} vs {none:?}"
+        );
+        assert!(capped.hedges_refused > 0, "seed {seed}");
+    }
 }
 
 #[test]
