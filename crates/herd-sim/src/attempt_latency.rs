@@ -253,13 +253,23 @@ mod tests {
     use super::*;
     use herd::rng::SplitMix64;
 
-    fn latency(distribution: LatencyDistribution, mean_ms: f64, sd_ms: f64) -> AttemptLatency {
+    /// The latency of a scenario's `[clients.latency]`, in 100 ms steps, within `reach` steps.
+    fn planned(
+        distribution: LatencyDistribution,
+        mean_ms: f64,
+        sd_ms: f64,
+        reach: u64,
+    ) -> Result<Option<AttemptLatency>, ScenarioError> {
         let l = Latency {
             distribution,
             mean_ms,
             sd_ms,
         };
-        AttemptLatency::new(&l, 100_000_000, 36_000)
+        AttemptLatency::new(&l, 100_000_000, reach)
+    }
+
+    fn latency(distribution: LatencyDistribution, mean_ms: f64, sd_ms: f64) -> AttemptLatency {
+        planned(distribution, mean_ms, sd_ms, 36_000)
             .unwrap()
             .unwrap()
     }
@@ -347,12 +357,7 @@ mod tests {
     #[test]
     fn bad_numbers_name_their_field() {
         let check = |mean_ms: f64, sd_ms: f64, distribution| {
-            let l = Latency {
-                distribution,
-                mean_ms,
-                sd_ms,
-            };
-            AttemptLatency::new(&l, 100_000_000, 10)
+            planned(distribution, mean_ms, sd_ms, 10)
                 .unwrap_err()
                 .to_string()
         };
