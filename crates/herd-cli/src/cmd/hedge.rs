@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::cmd::args::check_seed;
-use crate::cmd::storm::chart::Kind;
+use crate::cmd::storm::chart::file_of;
 use crate::error::{CliError, CliResult};
 
 mod chart;
@@ -143,18 +143,7 @@ struct Point {
 }
 
 pub(crate) fn run(args: &HedgeArgs) -> CliResult {
-    let chart = match &args.chart {
-        Some(path) => Some((
-            path,
-            Kind::of(path).ok_or_else(|| {
-                CliError::input(format!(
-                    "--chart: {} must end in .svg or .png",
-                    path.display()
-                ))
-            })?,
-        )),
-        None => None,
-    };
+    let chart = file_of("--chart", args.chart.as_deref())?;
     let scenario = load(args)?;
     let models = points(args, &scenario)?;
     let policies = models[0].1.policies().len();

@@ -3,6 +3,7 @@
 //!
 //! Text is drawn with a small DejaVu Sans subset bundled in the binary (see
 //! `crates/herd-cli/assets/README.md`), so PNG charts work on a machine without fonts.
+use std::fs;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -11,6 +12,8 @@ use herd_sim::{RunResult, Scenario};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
+
+use crate::error::CliError;
 
 const FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans-subset.ttf");
 const WIDTH: u32 = 960;
@@ -36,6 +39,30 @@ impl Kind {
             _ => None,
         }
     }
+}
+
+/// The file a chart's flag (`--chart`, `--heatmap`) names, with its format: bad input naming
+/// the flag when the extension is not one we write.
+pub(crate) fn file_of<'a>(
+    flag: &str,
+    path: Option<&'a Path>,
+) -> Result<Option<(&'a Path, Kind)>, CliError> {
+    path.map(|path| match Kind::of(path) {
+        Some(kind) => Ok((path, kind)),
+        None => Err(CliError::input(format!(
+            "{flag}: {} must end in .svg or .png",
+            path.display()
+        ))),
+    })
+    .transpose()
+}
+
+/// Creates the file a chart's flag names before anything is simulated, so that a path that
+/// cannot be written fails at once, naming the flag.
+pub(crate) fn create(flag: &str, path: &Path) -> Result<(), CliError> {
+    fs::File::create(path)
+        .map(drop)
+        .map_err(|e| CliError::input(format!("{flag}: cannot write {}: {e}", path.display())))
 }
 
 pub(crate) fn font() -> anyhow::Result<()> {
