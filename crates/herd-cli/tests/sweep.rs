@@ -77,8 +77,8 @@ fn csv_has_one_row_per_cell_and_rule() {
     for line in &lines[1..] {
         assert_eq!(line.split(',').count(), header.len(), "{line}");
     }
-    assert!(lines[1].starts_with("50,5,60,full,3,"), "{}", lines[1]);
-    assert!(lines[8].starts_with("100,10,60,equal,3,"), "{}", lines[8]);
+    support::assert_starts(&lines[1], "50,5,60,full,3,");
+    support::assert_starts(&lines[8], "100,10,60,equal,3,");
 }
 
 #[test]
@@ -249,17 +249,9 @@ fn a_scenario_file_is_the_base() {
     // 4 cells × the file's three rules.
     let lines = csv(&args, 4 * 3);
     // `immediate` serves none of the six with capacity 2 and four attempts.
-    assert!(
-        lines[1].starts_with("2,4,immediate,5,0,0,0,5,6,6,6,5"),
-        "{}",
-        lines[1]
-    );
+    support::assert_starts(&lines[1], "2,4,immediate,5,0,0,0,5,6,6,6,5");
     // More capacity does not help: six together are above `collapse_above = 4`.
-    assert!(
-        lines[7].starts_with("6,4,immediate,5,0,0,0,5,6,6,6,5"),
-        "{}",
-        lines[7]
-    );
+    support::assert_starts(&lines[7], "6,4,immediate,5,0,0,0,5,6,6,6,5");
 }
 
 /// `--chart`: the metrics against one swept field (here the latency's noise, a field inside
