@@ -221,7 +221,7 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
             args.runs
         )));
     }
-    let chart_file = chart::file_of("--chart", args.chart.as_deref())?;
+    let chart_file = chart::ChartFile::of("--chart", args.chart.as_deref())?;
     if let Some(path) = &args.scenario {
         // `model = "metastable"` or `"contention"` runs another model (storm/models.rs).
         let text = fs::read_to_string(path).map_err(|e| {
@@ -245,8 +245,8 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         CliError::input(format!("{prefix}{e}"))
     })?;
 
-    if let Some((path, _)) = chart_file {
-        chart::create("--chart", path)?;
+    if let Some(file) = chart_file {
+        file.create()?;
     }
     let rules = sim.rules();
     let seeds: Vec<u64> = (0..u64::from(args.runs))
@@ -254,12 +254,12 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         .collect();
     let results = run_all(&sim, &rules, &seeds)?;
 
-    if let Some((path, kind)) = chart_file {
+    if let Some(file) = chart_file {
         let first: Vec<&RunResult> = rules
             .iter()
             .filter_map(|r| results.iter().find(|x| x.rule == *r))
             .collect();
-        chart::draw(path, kind, &scenario, &first).map_err(CliError::Run)?;
+        chart::draw(file, &scenario, &first).map_err(CliError::Run)?;
     }
 
     let mut out = BufWriter::new(io::stdout().lock());

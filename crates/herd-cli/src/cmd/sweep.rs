@@ -13,7 +13,7 @@ use toml::Value;
 use crate::error::{CliError, CliResult};
 
 use super::progress;
-use super::storm::chart::{create, file_of};
+use super::storm::chart::ChartFile;
 
 mod chart;
 mod heatmap;
@@ -179,8 +179,8 @@ fn metrics(args: &SweepArgs, sweep: &Sweep) -> CliResult<Vec<&'static str>> {
 }
 
 pub(crate) fn run(args: &SweepArgs) -> CliResult {
-    let heatmap = file_of("--heatmap", args.heatmap.as_deref())?;
-    let chart = file_of("--chart", args.chart.as_deref())?;
+    let heatmap = ChartFile::of("--heatmap", args.heatmap.as_deref())?;
+    let chart = ChartFile::of("--chart", args.chart.as_deref())?;
     let (base, name) = base(args)?;
     let prefix = args
         .scenario
@@ -227,21 +227,18 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         )));
     }
 
-    if let Some((path, _)) = heatmap {
-        create("--heatmap", path)?;
-    }
-    if let Some((path, _)) = chart {
-        create("--chart", path)?;
+    for file in [heatmap, chart].into_iter().flatten() {
+        file.create()?;
     }
     let rows = run_all(&sweep)?;
 
-    if let (Some((path, kind)), Some(x)) = (chart, chart_axis) {
-        chart::draw(path, kind, &sweep, &rows, x, &metrics).map_err(CliError::Run)?;
+    if let (Some(file), Some(x)) = (chart, chart_axis) {
+        chart::draw(file, &sweep, &rows, x, &metrics).map_err(CliError::Run)?;
     }
 
-    if let (Some((path, kind)), Some((x, y))) = (heatmap, axes) {
+    if let (Some(file), Some((x, y))) = (heatmap, axes) {
         let metric = metrics.first().copied().unwrap_or("recovered_s");
-        heatmap::draw(path, kind, &sweep, &rows, x, y, metric).map_err(CliError::Run)?;
+        heatmap::draw(file, &sweep, &rows, x, y, metric).map_err(CliError::Run)?;
     }
 
     let mut out = BufWriter::new(io::stdout().lock());

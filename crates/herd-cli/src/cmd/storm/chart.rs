@@ -41,28 +41,40 @@ impl Kind {
     }
 }
 
-/// The file a chart's flag (`--chart`, `--heatmap`) names, with its format: bad input naming
-/// the flag when the extension is not one we write.
-pub(crate) fn file_of<'a>(
-    flag: &str,
-    path: Option<&'a Path>,
-) -> Result<Option<(&'a Path, Kind)>, CliError> {
-    path.map(|path| match Kind::of(path) {
-        Some(kind) => Ok((path, kind)),
-        None => Err(CliError::input(format!(
-            "{flag}: {} must end in .svg or .png",
-            path.display()
-        ))),
-    })
-    .transpose()
+/// The file a chart's flag (`--chart`, `--heatmap`) names, with its format: what drawing
+/// needs, and the flag to name in an error.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChartFile<'a> {
+    pub(crate) flag: &'static str,
+    pub(crate) path: &'a Path,
+    pub(crate) kind: Kind,
 }
 
-/// Creates the file a chart's flag names before anything is simulated, so that a path that
-/// cannot be written fails at once, naming the flag.
-pub(crate) fn create(flag: &str, path: &Path) -> Result<(), CliError> {
-    fs::File::create(path)
-        .map(drop)
-        .map_err(|e| CliError::input(format!("{flag}: cannot write {}: {e}", path.display())))
+impl<'a> ChartFile<'a> {
+    /// The file given to `flag`, if any: bad input naming the flag when the extension is not
+    /// one we write.
+    pub(crate) fn of(flag: &'static str, path: Option<&'a Path>) -> Result<Option<Self>, CliError> {
+        path.map(|path| match Kind::of(path) {
+            Some(kind) => Ok(Self { flag, path, kind }),
+            None => Err(CliError::input(format!(
+                "{flag}: {} must end in .svg or .png",
+                path.display()
+            ))),
+        })
+        .transpose()
+    }
+
+    /// Creates the file before anything is simulated, so that a path that cannot be written
+    /// fails at once, naming the flag.
+    pub(crate) fn create(self) -> Result<(), CliError> {
+        fs::File::create(self.path).map(drop).map_err(|e| {
+            CliError::input(format!(
+                "{}: cannot write {}: {e}",
+                self.flag,
+                self.path.display()
+            ))
+        })
+    }
 }
 
 pub(crate) fn font() -> anyhow::Result<()> {
@@ -93,11 +105,12 @@ pub(crate) const PALETTE: [RGBColor; 8] = [
 /// `$draw` is generic drawing code over `$root`, the whole drawing area, written once and
 /// compiled for both backends. An error names the option and the file.
 macro_rules! render {
-    ($flag:literal, $path:expr, $kind:expr, $size:expr, |$root:ident| $draw:expr) => {{
+    ($file:expr, $size:expr, |$root:ident| $draw:expr) => {{
         use anyhow::Context as _;
-        let path: &std::path::Path = $path;
+        let file: $crate::cmd::storm::chart::ChartFile<'_> = $file;
+        let path = file.path;
         $crate::cmd::storm::chart::font()?;
-        match $kind {
+        match file.kind {
             $crate::cmd::storm::chart::Kind::Svg => {
                 let $root = plotters::prelude::SVGBackend::new(path, $size).into_drawing_area();
                 $draw?;
@@ -109,20 +122,19 @@ macro_rules! render {
                 $root.present().map_err(|e| anyhow::anyhow!("{e}"))
             }
         }
-        .with_context(|| format!("{}: drawing {}", $flag, path.display()))
+        .with_context(|| format!("{}: drawing {}", file.flag, path.display()))
     }};
 }
 pub(crate) use render;
 
-/// Draws one panel per result to `path`.
+/// Draws one panel per result to `file`.
 pub(crate) fn draw(
-    path: &Path,
-    kind: Kind,
+    file: ChartFile<'_>,
     scenario: &Scenario,
     results: &[&RunResult],
 ) -> anyhow::Result<()> {
     let height = TITLE_HEIGHT + PANEL_HEIGHT * results.len().max(1) as u32;
-    render!("--chart", path, kind, (WIDTH, height), |root| panels(
+    render!(file, (WIDTH, height), |root| panels(
         &root, scenario, results
     ))
 }
