@@ -40,6 +40,12 @@ fn fails(args: &[&str]) -> String {
     first
 }
 
+/// `herd sweep ARGS…`, which must fail as [`fails`] does, with an error that mentions `needle`.
+fn fails_with(args: &[&str], needle: &str) {
+    let err = fails(args);
+    assert!(err.contains(needle), "{args:?}: {err}");
+}
+
 /// `herd sweep ARGS… --format csv`, which must succeed and print a header and `rows` rows:
 /// its lines.
 fn csv(args: &[&str], rows: usize) -> Vec<String> {
@@ -71,8 +77,8 @@ fn csv_has_one_row_per_cell_and_rule() {
     for line in &lines[1..] {
         assert_eq!(line.split(',').count(), header.len(), "{line}");
     }
-    assert!(lines[1].starts_with("50,5,60,full,3,"), "{}", lines[1]);
-    assert!(lines[8].starts_with("100,10,60,equal,3,"), "{}", lines[8]);
+    support::assert_starts(&lines[1], "50,5,60,full,3,");
+    support::assert_starts(&lines[8], "100,10,60,equal,3,");
 }
 
 #[test]
@@ -168,41 +174,48 @@ fn heat_maps_are_written() {
 
 #[test]
 fn bad_input_is_one_line_naming_the_flag() {
-    let err = fails(&["--set", "server.capacityy=1,2"]);
-    assert!(
-        err.contains("--set server.capacityy=1: unknown field"),
-        "{err}"
+    fails_with(
+        &["--set", "server.capacityy=1,2"],
+        "--set server.capacityy=1: unknown field",
     );
-    let err = fails(&["--set", "server.refusal_cost=0,1.5"]);
-    assert!(
-        err.contains("server.refusal_cost: must be at least 0"),
-        "{err}"
+    fails_with(
+        &["--set", "server.refusal_cost=0,1.5"],
+        "server.refusal_cost: must be at least 0",
     );
-    let err = fails(&["--set", "clients.count"]);
-    assert!(err.contains("PATH="), "{err}");
-    let err = fails(&with(&["--metric", "speed"]));
-    assert!(err.contains("--metric speed: unknown metric"), "{err}");
-    let err = fails(&with(&["--rules", "fancy"]));
-    assert!(err.contains("'--rule <R>': unknown rule `fancy`"), "{err}");
-    let err = fails(&with(&["--heatmap", "map.gif"]));
-    assert!(err.contains(".svg or .png"), "{err}");
-    let err = fails(&["--set", "server.capacity=5,10", "--heatmap", "x.svg"]);
-    assert!(err.contains("two swept fields"), "{err}");
-    let err = fails(&with(&["--heatmap", "x.svg", "--x", "seed"]));
-    assert!(err.contains("--x seed: not a swept field"), "{err}");
-    let err = fails(&with(&[
-        "--heatmap",
-        "x.svg",
-        "--rules",
-        "all",
-        "--set",
-        "retry.base_ms=100..1000:100",
-    ]));
-    assert!(err.contains("--heatmap: 80 panels"), "{err}");
-    let err = fails(&with(&["--max-work", "1000"]));
-    assert!(err.contains("--max-work"), "{err}");
-    let err = fails(&with(&["--heatmap", "/no/such/dir/map.svg"]));
-    assert!(err.contains("--heatmap: cannot write"), "{err}");
+    fails_with(&["--set", "clients.count"], "PATH=");
+    fails_with(
+        &with(&["--metric", "speed"]),
+        "--metric speed: unknown metric",
+    );
+    fails_with(
+        &with(&["--rules", "fancy"]),
+        "'--rule <R>': unknown rule `fancy`",
+    );
+    fails_with(&with(&["--heatmap", "map.gif"]), ".svg or .png");
+    fails_with(
+        &["--set", "server.capacity=5,10", "--heatmap", "x.svg"],
+        "two swept fields",
+    );
+    fails_with(
+        &with(&["--heatmap", "x.svg", "--x", "seed"]),
+        "--x seed: not a swept field",
+    );
+    fails_with(
+        &with(&[
+            "--heatmap",
+            "x.svg",
+            "--rules",
+            "all",
+            "--set",
+            "retry.base_ms=100..1000:100",
+        ]),
+        "--heatmap: 80 panels",
+    );
+    fails_with(&with(&["--max-work", "1000"]), "--max-work");
+    fails_with(
+        &with(&["--heatmap", "/no/such/dir/map.svg"]),
+        "--heatmap: cannot write",
+    );
     let bad = temp("bad.toml");
     std::fs::write(&bad, "horizon_s = 60\n[server]\nrefusal_cost = 1.5\n").unwrap();
     let err = fails(&[bad.to_str().unwrap(), "--set", "server.capacity=5"]);
@@ -210,8 +223,10 @@ fn bad_input_is_one_line_naming_the_flag() {
         err.ends_with("server.refusal_cost (line 3): must be at least 0 and below 1, got 1.5"),
         "{err}"
     );
-    let err = fails(&["no-such-file.toml", "--set", "server.capacity=5"]);
-    assert!(err.contains("cannot read scenario"), "{err}");
+    fails_with(
+        &["no-such-file.toml", "--set", "server.capacity=5"],
+        "cannot read scenario",
+    );
 }
 
 #[test]
@@ -234,17 +249,9 @@ fn a_scenario_file_is_the_base() {
     // 4 cells × the file's three rules.
     let lines = csv(&args, 4 * 3);
     // `immediate` serves none of the six with capacity 2 and four attempts.
-    assert!(
-        lines[1].starts_with("2,4,immediate,5,0,0,0,5,6,6,6,5"),
-        "{}",
-        lines[1]
-    );
+    support::assert_starts(&lines[1], "2,4,immediate,5,0,0,0,5,6,6,6,5");
     // More capacity does not help: six together are above `collapse_above = 4`.
-    assert!(
-        lines[7].starts_with("6,4,immediate,5,0,0,0,5,6,6,6,5"),
-        "{}",
-        lines[7]
-    );
+    support::assert_starts(&lines[7], "6,4,immediate,5,0,0,0,5,6,6,6,5");
 }
 
 /// `--chart`: the metrics against one swept field (here the latency's noise, a field inside
@@ -295,19 +302,16 @@ fn charts_draw_metrics_against_one_field() {
             "{want} missing from the chart"
         );
     }
-    let err = fails(&with(&["--chart", "x.svg"]));
-    assert!(
-        err.contains("--chart draws metrics against one swept field"),
-        "{err}"
+    fails_with(
+        &with(&["--chart", "x.svg"]),
+        "--chart draws metrics against one swept field",
     );
-    let err = fails(&["--set", "clients.latency.sd_ms=0,1", "--chart", "x.gif"]);
-    assert!(
-        err.contains("--chart: x.gif must end in .svg or .png"),
-        "{err}"
+    fails_with(
+        &["--set", "clients.latency.sd_ms=0,1", "--chart", "x.gif"],
+        "--chart: x.gif must end in .svg or .png",
     );
-    let err = fails(&["--set", "clients.latency.sd_ms=0,-1"]);
-    assert!(
-        err.contains("clients.latency.sd_ms: must be a finite number of milliseconds"),
-        "{err}"
+    fails_with(
+        &["--set", "clients.latency.sd_ms=0,-1"],
+        "clients.latency.sd_ms: must be a finite number of milliseconds",
     );
 }

@@ -15,3 +15,4 @@ pub mod hedge;
 pub mod serve;
 mod server_thread;
 pub mod storm;
+mod time_scale;

@@ -157,19 +157,20 @@ impl AttemptLatency {
         }
     }
 
-    /// `P(D ≥ x)` for a delay `D` before truncation and rounding, `x` in milliseconds.
-    fn upper(&self, x: f64) -> f64 {
+    /// `x` (milliseconds) in standard deviations above the mean of the normal law behind the
+    /// delay; `None` below a lognormal's support (`x ≤ 0`), where every delay lies above.
+    fn standardized(&self, x: f64) -> Option<f64> {
         match self.kind {
             Kind::Constant(_) => unreachable!("a constant delay has no law to compute"),
-            Kind::Normal { mean, sd } => upper_tail((x - mean) / sd),
-            Kind::Lognormal { mu, sigma } => {
-                if x <= 0.0 {
-                    1.0
-                } else {
-                    upper_tail((x.ln() - mu) / sigma)
-                }
-            }
+            Kind::Normal { mean, sd } => Some((x - mean) / sd),
+            Kind::Lognormal { .. } if x <= 0.0 => None,
+            Kind::Lognormal { mu, sigma } => Some((x.ln() - mu) / sigma),
         }
+    }
+
+    /// `P(D ≥ x)` for a delay `D` before truncation and rounding, `x` in milliseconds.
+    fn upper(&self, x: f64) -> f64 {
+        self.standardized(x).map_or(1.0, upper_tail)
     }
 
     /// `P(a ≤ D < b)`, from the tail in which it is accurate.
@@ -185,19 +186,10 @@ impl AttemptLatency {
         p.max(0.0)
     }
 
-    /// `P(D < x)`.
+    /// `P(D < x)`: the upper tail of `−z`, by symmetry (`(m − x) / s` is `−((x − m) / s)` to
+    /// the bit, as IEEE subtraction and division round symmetrically).
     fn lower(&self, x: f64) -> f64 {
-        match self.kind {
-            Kind::Constant(_) => unreachable!("a constant delay has no law to compute"),
-            Kind::Normal { mean, sd } => upper_tail((mean - x) / sd),
-            Kind::Lognormal { mu, sigma } => {
-                if x <= 0.0 {
-                    0.0
-                } else {
-                    upper_tail((mu - x.ln()) / sigma)
-                }
-            }
-        }
+        self.standardized(x).map_or(0.0, |z| upper_tail(-z))
     }
 
     /// The delay's law in steps: `(steps, probability)` for every cell of positive
@@ -261,13 +253,23 @@ mod tests {
     use super::*;
     use herd::rng::SplitMix64;
 
-    fn latency(distribution: LatencyDistribution, mean_ms: f64, sd_ms: f64) -> AttemptLatency {
+    /// The latency of a scenario's `[clients.latency]`, in 100 ms steps, within `reach` steps.
+    fn planned(
+        distribution: LatencyDistribution,
+        mean_ms: f64,
+        sd_ms: f64,
+        reach: u64,
+    ) -> Result<Option<AttemptLatency>, ScenarioError> {
         let l = Latency {
             distribution,
             mean_ms,
             sd_ms,
         };
-        AttemptLatency::new(&l, 100_000_000, 36_000)
+        AttemptLatency::new(&l, 100_000_000, reach)
+    }
+
+    fn latency(distribution: LatencyDistribution, mean_ms: f64, sd_ms: f64) -> AttemptLatency {
+        planned(distribution, mean_ms, sd_ms, 36_000)
             .unwrap()
             .unwrap()
     }
@@ -355,12 +357,7 @@ mod tests {
     #[test]
     fn bad_numbers_name_their_field() {
         let check = |mean_ms: f64, sd_ms: f64, distribution| {
-            let l = Latency {
-                distribution,
-                mean_ms,
-                sd_ms,
-            };
-            AttemptLatency::new(&l, 100_000_000, 10)
+            planned(distribution, mean_ms, sd_ms, 10)
                 .unwrap_err()
                 .to_string()
         };

@@ -37,6 +37,7 @@ use crate::budget::{SimBudget, choose_admitted};
 use crate::calendar::Calendar;
 use crate::error::ScenarioError;
 use crate::failure::{AfterFailure, Fate, pause_steps};
+use crate::limits;
 use crate::metrics::{Meter, RunResult};
 use crate::plan::{Plan, PlannedRule};
 use crate::record::{Deadlined, Identified, Plain, Record, Remembering};
@@ -139,15 +140,13 @@ fn run<R: Record, O: Observer>(
                 report_at = meter.requests + PROGRESS_EVERY;
                 observer.progress(step as f64 / plan.steps as f64);
             }
-            if meter.requests > plan.max_run_attempts {
-                return Err(ScenarioError::field(
-                    "clients.count",
-                    format!(
-                        "the run needs more than {} attempts, the most allowed here (fewer clients or a shorter horizon_s)",
-                        plan.max_run_attempts
-                    ),
-                ));
-            }
+            limits::within(
+                meter.requests,
+                plan.max_run_attempts,
+                "attempts",
+                "clients.count",
+                "fewer clients or a shorter horizon_s",
+            )?;
             let served = served as usize;
             if served > 0 && served < due.len() {
                 // Partial Fisher–Yates: the first `served` places get a uniform random choice.

@@ -1,6 +1,31 @@
 //! The one error type of the simulator: what is wrong with a scenario, naming the field.
 use std::fmt;
 
+/// `Display` as `as_str()`, and `FromStr` from any case of a name in `ALL`, for an enum a
+/// scenario or a flag names by a word (`engine`, `pauses`): any other word is an error naming
+/// `$field`, with the message `$expected` writes from it.
+macro_rules! named_by_word {
+    ($ty:ty, $field:literal, $expected:expr) => {
+        impl std::fmt::Display for $ty {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl std::str::FromStr for $ty {
+            type Err = $crate::error::ScenarioError;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                <$ty>::ALL
+                    .into_iter()
+                    .find(|v| v.as_str().eq_ignore_ascii_case(s))
+                    .ok_or_else(|| $crate::error::ScenarioError::field($field, ($expected)(s)))
+            }
+        }
+    };
+}
+pub(crate) use named_by_word;
+
 /// A scenario that cannot be run, with the field at fault and (for files) the line.
 ///
 /// It displays as one line, `field (line N): problem`, fit for `error: …` on a terminal and

@@ -161,25 +161,10 @@ impl Engine {
     }
 }
 
-impl std::fmt::Display for Engine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Engine {
-    type Err = ScenarioError;
-
-    /// `agent` or `cohort` (any case); anything else is an error naming `engine`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Engine::ALL
-            .into_iter()
-            .find(|e| e.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                ScenarioError::field("engine", format!("expected agent or cohort, got `{s}`"))
-            })
-    }
-}
+// Parsed from `agent` or `cohort` (any case); anything else is an error naming `engine`.
+error::named_by_word!(Engine, "engine", |s| format!(
+    "expected agent or cohort, got `{s}`"
+));
 
 /// A scenario's times in whole steps, as [`Simulation::timetable`] gives them.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,6 +3,8 @@
 //! one request may cause.
 use std::fs;
 
+use crate::error::ScenarioError;
+
 /// The largest run a [`Simulation`](crate::Simulation) accepts.
 ///
 /// [`Limits::default`] is [`Limits::machine`]: as many clients as fit in the memory the
@@ -62,6 +64,25 @@ impl Default for Limits {
     fn default() -> Self {
         Self::machine()
     }
+}
+
+/// The check an engine makes as a run goes: `used` units of its work (`what`: attempts,
+/// random draws, cohorts waiting) against the most allowed, `most`. Past it, an error naming
+/// `field`, the field whose change shrinks the run, with `advice` on how.
+pub(crate) fn within(
+    used: u64,
+    most: u64,
+    what: &str,
+    field: &str,
+    advice: &str,
+) -> Result<(), ScenarioError> {
+    if used > most {
+        return Err(ScenarioError::field(
+            field,
+            format!("the run needs more than {most} {what}, the most allowed here ({advice})"),
+        ));
+    }
+    Ok(())
 }
 
 /// `MemAvailable` from `/proc/meminfo`, in bytes (Linux only; `None` elsewhere).

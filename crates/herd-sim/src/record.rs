@@ -4,6 +4,8 @@
 //! per-client arrays: the engine reads each step's clients as a stream, and a client that
 //! was served or gave up takes no memory at all. A run uses the smallest record that holds
 //! what its rule and scenario need, chosen once per run (the engine is generic over it).
+use std::marker::PhantomData;
+
 use herd::RuleState;
 
 /// A waiting client as the calendar holds it: its retry state travels with it, so a served
@@ -85,77 +87,73 @@ impl Record for Remembering {
     }
 }
 
-/// `state` and `set_state` for a wrapper whose rule state is its `inner` record's. The
-/// wrappers are packed, so the inner record is copied out (and back) rather than borrowed.
-macro_rules! rule_state_in_inner {
-    () => {
-        #[inline]
-        fn state(&self) -> RuleState {
-            let inner = self.inner;
-            inner.state()
-        }
-        #[inline]
-        fn set_state(&mut self, state: RuleState) {
-            let mut inner = self.inner;
-            inner.set_state(state);
-            self.inner = inner;
-        }
-    };
+/// Which of a client's two numbers a [`With`] keeps beside its inner record.
+pub(crate) trait Kept: Copy {
+    /// The client's id (for traces); otherwise the step of its first attempt (for deadlines).
+    const ID: bool;
+}
+
+/// [`With`] keeps the step of the first attempt.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FirstStep;
+
+impl Kept for FirstStep {
+    const ID: bool = false;
+}
+
+/// [`With`] keeps the client's id.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ClientId;
+
+impl Kept for ClientId {
+    const ID: bool = true;
+}
+
+/// A record plus one more number, the one `K` names; the other comes from the inner record.
+/// Packed, so the inner record is copied out (and back) rather than borrowed.
+#[derive(Clone, Copy, Debug)]
+#[repr(C, packed(4))]
+pub(crate) struct With<R, K> {
+    inner: R,
+    kept: u32,
+    which: PhantomData<K>,
 }
 
 /// A record plus the step of the first attempt, under a deadline.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, packed(4))]
-pub(crate) struct Deadlined<R> {
-    inner: R,
-    first: u32,
-}
-
-impl<R: Record> Record for Deadlined<R> {
-    #[inline]
-    fn new(id: u32, first: u32) -> Self {
-        Self {
-            inner: R::new(id, first),
-            first,
-        }
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        let inner = self.inner;
-        inner.id()
-    }
-    rule_state_in_inner!();
-    #[inline]
-    fn first(&self) -> u32 {
-        self.first
-    }
-}
+pub(crate) type Deadlined<R> = With<R, FirstStep>;
 
 /// A record plus the client's id, for traces.
-#[derive(Clone, Copy, Debug)]
-#[repr(C, packed(4))]
-pub(crate) struct Identified<R> {
-    inner: R,
-    id: u32,
-}
+pub(crate) type Identified<R> = With<R, ClientId>;
 
-impl<R: Record> Record for Identified<R> {
+impl<R: Record, K: Kept> Record for With<R, K> {
     #[inline]
     fn new(id: u32, first: u32) -> Self {
         Self {
             inner: R::new(id, first),
-            id,
+            kept: if K::ID { id } else { first },
+            which: PhantomData,
         }
     }
     #[inline]
     fn id(&self) -> u32 {
-        self.id
+        let inner = self.inner;
+        if K::ID { self.kept } else { inner.id() }
     }
-    rule_state_in_inner!();
+    #[inline]
+    fn state(&self) -> RuleState {
+        let inner = self.inner;
+        inner.state()
+    }
+    #[inline]
+    fn set_state(&mut self, state: RuleState) {
+        let mut inner = self.inner;
+        inner.set_state(state);
+        self.inner = inner;
+    }
     #[inline]
     fn first(&self) -> u32 {
         let inner = self.inner;
-        inner.first()
+        if K::ID { inner.first() } else { self.kept }
     }
 }
 

@@ -93,28 +93,10 @@ impl Pauses {
     }
 }
 
-impl std::fmt::Display for Pauses {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Pauses {
-    type Err = ScenarioError;
-
-    /// `steps` or `continuous` (any case); anything else is an error naming `pauses`.
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Pauses::ALL
-            .into_iter()
-            .find(|p| p.as_str().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                ScenarioError::field(
-                    "pauses",
-                    format!("expected \"steps\" or \"continuous\", got \"{s}\""),
-                )
-            })
-    }
-}
+// Parsed from `steps` or `continuous` (any case); anything else is an error naming `pauses`.
+crate::error::named_by_word!(Pauses, "pauses", |s| format!(
+    "expected \"steps\" or \"continuous\", got \"{s}\""
+));
 
 impl Serialize for Pauses {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {

@@ -10,7 +10,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use herd::breaker::{BreakerOutcome, BreakerState};
+use herd::breaker::{BreakerOutcome, BreakerState, CircuitBreaker};
+use herd::budget::RetryBudget;
 use herd::clock::FakeClock;
 use herd::hedge::LatencyHistogram;
 use loom::sync::Arc;
@@ -20,68 +21,83 @@ mod support;
 
 use support::{breaker, budget};
 
-/// The ring's lost update: two threads add while the window moves to a new slot. Each
-/// deposit at 100 % is one retry; none may be lost in any interleaving.
-#[test]
-fn ring_deposits_across_a_slot_boundary_are_never_lost() {
-    loom::model(|| {
+type FakeBudget = RetryBudget<FakeClock>;
+
+/// Every interleaving of two threads on one budget (100 %, so a deposit is one retry) on a
+/// fake clock: `setup` runs alone first, then `there` on a clone in a spawned thread races
+/// `here`, and `check` sees the budget and what each returned.
+fn race_on_budget<H: 'static, T: Send + 'static>(
+    setup: fn(&FakeClock, &FakeBudget),
+    here: fn(&FakeBudget) -> H,
+    there: fn(&FakeBudget) -> T,
+    check: fn(&FakeBudget, H, T),
+) {
+    loom::model(move || {
         let clock = FakeClock::new();
         let budget = budget(&clock, 100.0);
-        clock.set(Duration::from_secs(1)); // the next slot: the first add moves the window
+        setup(&clock, &budget);
         let other = budget.clone();
-        let t = thread::spawn(move || other.deposit());
-        budget.deposit();
-        t.join().unwrap();
-        assert_eq!(budget.available(), 2.0);
+        let t = thread::spawn(move || there(&other));
+        let h = here(&budget);
+        let t = t.join().unwrap();
+        check(&budget, h, t);
     });
+}
+
+/// The ring's lost update: two threads add while the window moves to a new slot. None of the
+/// deposits may be lost in any interleaving.
+#[test]
+fn ring_deposits_across_a_slot_boundary_are_never_lost() {
+    race_on_budget(
+        // The next slot: the first add moves the window.
+        |clock, _| clock.set(Duration::from_secs(1)),
+        FakeBudget::deposit,
+        FakeBudget::deposit,
+        |budget, (), ()| assert_eq!(budget.available(), 2.0),
+    );
 }
 
 /// A slot cleared by a jump in time never swallows a deposit made at the new time.
 #[test]
 fn ring_expiry_and_a_deposit_at_the_new_time() {
-    loom::model(|| {
-        let clock = FakeClock::new();
-        let budget = budget(&clock, 100.0);
-        budget.deposit(); // at 0 s
-        clock.set(Duration::from_secs(11)); // the first deposit has expired
-        let other = budget.clone();
-        let t = thread::spawn(move || other.deposit());
-        let seen = budget.available(); // moves the window too
-        t.join().unwrap();
-        assert!(seen == 0.0 || seen == 1.0, "{seen}");
-        assert_eq!(budget.available(), 1.0);
-    });
+    race_on_budget(
+        |clock, budget| {
+            budget.deposit(); // at 0 s
+            clock.set(Duration::from_secs(11)); // the first deposit has expired
+        },
+        FakeBudget::available, // moves the window too
+        FakeBudget::deposit,
+        |budget, seen, ()| {
+            assert!(seen == 0.0 || seen == 1.0, "{seen}");
+            assert_eq!(budget.available(), 1.0);
+        },
+    );
 }
 
 /// Two threads race for the last retry: exactly one gets it.
 #[test]
 fn budget_last_retry_goes_to_exactly_one_thread() {
-    loom::model(|| {
-        let clock = FakeClock::new();
-        let budget = budget(&clock, 100.0);
-        budget.deposit();
-        let other = budget.clone();
-        let t = thread::spawn(move || other.withdraw());
-        let here = budget.withdraw();
-        let there = t.join().unwrap();
-        assert!(here ^ there, "{here} {there}");
-        assert_eq!(budget.available(), 0.0);
-    });
+    race_on_budget(
+        |_, budget| budget.deposit(),
+        FakeBudget::withdraw,
+        FakeBudget::withdraw,
+        |budget, here, there| {
+            assert!(here ^ there, "{here} {there}");
+            assert_eq!(budget.available(), 0.0);
+        },
+    );
 }
 
 /// A deposit racing a withdrawal: the withdrawal sees the balance before or after it, and
 /// the final balance is exact either way.
 #[test]
 fn budget_deposit_racing_a_withdrawal() {
-    loom::model(|| {
-        let clock = FakeClock::new();
-        let budget = budget(&clock, 100.0);
-        let other = budget.clone();
-        let t = thread::spawn(move || other.deposit());
-        let took = budget.withdraw();
-        t.join().unwrap();
-        assert_eq!(budget.available(), if took { 0.0 } else { 1.0 });
-    });
+    race_on_budget(
+        |_, _| {},
+        FakeBudget::withdraw,
+        FakeBudget::deposit,
+        |budget, took, ()| assert_eq!(budget.available(), if took { 0.0 } else { 1.0 }),
+    );
 }
 
 /// Two closed-state failures race; together they reach `min_calls`, so the breaker must end
@@ -101,6 +117,14 @@ fn breaker_racing_failures_trip_it_once() {
     });
 }
 
+/// Trips `b` (`min_calls` 1) with one failure and lets its cool-down pass: the next ask
+/// finds it half-open.
+fn trip_and_cool(clock: &FakeClock, b: &CircuitBreaker<FakeClock>) {
+    let trip = b.try_acquire().unwrap();
+    b.record(trip, BreakerOutcome::Failure);
+    clock.set(Duration::from_secs(5));
+}
+
 /// Half-open with one probe: a late success from the closed state races the probe's
 /// failure. The stale success never closes the breaker; the probe's failure reopens it.
 #[test]
@@ -109,9 +133,7 @@ fn breaker_stale_success_cannot_close_a_half_open_breaker() {
         let clock = FakeClock::new();
         let b = breaker(&clock, 1);
         let stale = b.try_acquire().unwrap();
-        let trip = b.try_acquire().unwrap();
-        b.record(trip, BreakerOutcome::Failure);
-        clock.set(Duration::from_secs(5));
+        trip_and_cool(&clock, &b);
         let probe = b.try_acquire().unwrap();
         let other = b.clone();
         let t = thread::spawn(move || other.record(stale, BreakerOutcome::Success));
@@ -127,9 +149,7 @@ fn breaker_half_open_admits_exactly_its_probes() {
     loom::model(|| {
         let clock = FakeClock::new();
         let b = breaker(&clock, 1);
-        let trip = b.try_acquire().unwrap();
-        b.record(trip, BreakerOutcome::Failure);
-        clock.set(Duration::from_secs(5));
+        trip_and_cool(&clock, &b);
         let other = b.clone();
         let t = thread::spawn(move || other.try_acquire().is_some());
         let here = b.try_acquire().is_some();

@@ -10,7 +10,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::cmd::args::check_seed;
-use crate::cmd::storm::chart::Kind;
+use crate::cmd::storm::chart::ChartFile;
 use crate::error::{CliError, CliResult};
 
 mod chart;
@@ -143,18 +143,7 @@ struct Point {
 }
 
 pub(crate) fn run(args: &HedgeArgs) -> CliResult {
-    let chart = match &args.chart {
-        Some(path) => Some((
-            path,
-            Kind::of(path).ok_or_else(|| {
-                CliError::input(format!(
-                    "--chart: {} must end in .svg or .png",
-                    path.display()
-                ))
-            })?,
-        )),
-        None => None,
-    };
+    let chart = ChartFile::of("--chart", args.chart.as_deref())?;
     let scenario = load(args)?;
     let models = points(args, &scenario)?;
     let policies = models[0].1.policies().len();
@@ -220,17 +209,17 @@ pub(crate) fn run(args: &HedgeArgs) -> CliResult {
         }
     }
     out.flush()?;
-    if let Some((path, kind)) = chart {
+    if let Some(file) = chart {
         if args.utilisation.is_empty() {
-            chart::tails(path, kind, &points[0].results, &points[0].latencies)?;
+            chart::tails(file, &points[0].results, &points[0].latencies)?;
         } else {
             let sweep: Vec<(f64, &[LatencyResult])> = points
                 .iter()
                 .map(|p| (p.utilisation.unwrap_or(0.0), p.results.as_slice()))
                 .collect();
-            chart::crossover(path, kind, &sweep)?;
+            chart::crossover(file, &sweep)?;
         }
-        eprintln!("chart written to {}", path.display());
+        eprintln!("chart written to {}", file.path.display());
     }
     Ok(())
 }

@@ -221,15 +221,7 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
             args.runs
         )));
     }
-    let chart_kind = match &args.chart {
-        None => None,
-        Some(path) => Some(chart::Kind::of(path).ok_or_else(|| {
-            CliError::input(format!(
-                "--chart: {} must end in .svg or .png",
-                path.display()
-            ))
-        })?),
-    };
+    let chart_file = chart::ChartFile::of("--chart", args.chart.as_deref())?;
     if let Some(path) = &args.scenario {
         // `model = "metastable"` or `"contention"` runs another model (storm/models.rs).
         let text = fs::read_to_string(path).map_err(|e| {
@@ -253,11 +245,8 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         CliError::input(format!("{prefix}{e}"))
     })?;
 
-    if let Some(path) = &args.chart {
-        // Fail before simulating if the chart cannot be written.
-        fs::File::create(path).map_err(|e| {
-            CliError::input(format!("--chart: cannot write {}: {e}", path.display()))
-        })?;
+    if let Some(file) = chart_file {
+        file.create()?;
     }
     let rules = sim.rules();
     let seeds: Vec<u64> = (0..u64::from(args.runs))
@@ -265,12 +254,12 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         .collect();
     let results = run_all(&sim, &rules, &seeds)?;
 
-    if let (Some(path), Some(kind)) = (&args.chart, chart_kind) {
+    if let Some(file) = chart_file {
         let first: Vec<&RunResult> = rules
             .iter()
             .filter_map(|r| results.iter().find(|x| x.rule == *r))
             .collect();
-        chart::draw(path, kind, &scenario, &first).map_err(CliError::Run)?;
+        chart::draw(file, &scenario, &first).map_err(CliError::Run)?;
     }
 
     let mut out = BufWriter::new(io::stdout().lock());

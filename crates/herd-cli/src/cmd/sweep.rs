@@ -13,7 +13,7 @@ use toml::Value;
 use crate::error::{CliError, CliResult};
 
 use super::progress;
-use super::storm::chart::Kind;
+use super::storm::chart::ChartFile;
 
 mod chart;
 mod heatmap;
@@ -179,24 +179,8 @@ fn metrics(args: &SweepArgs, sweep: &Sweep) -> CliResult<Vec<&'static str>> {
 }
 
 pub(crate) fn run(args: &SweepArgs) -> CliResult {
-    let heatmap = match &args.heatmap {
-        None => None,
-        Some(path) => Some(Kind::of(path).ok_or_else(|| {
-            CliError::input(format!(
-                "--heatmap: {} must end in .svg or .png",
-                path.display()
-            ))
-        })?),
-    };
-    let chart = match &args.chart {
-        None => None,
-        Some(path) => Some(Kind::of(path).ok_or_else(|| {
-            CliError::input(format!(
-                "--chart: {} must end in .svg or .png",
-                path.display()
-            ))
-        })?),
-    };
+    let heatmap = ChartFile::of("--heatmap", args.heatmap.as_deref())?;
+    let chart = ChartFile::of("--chart", args.chart.as_deref())?;
     let (base, name) = base(args)?;
     let prefix = args
         .scenario
@@ -217,9 +201,9 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     )
     .map_err(|e| CliError::input(format!("{prefix}{e}")))?;
     let metrics = metrics(args, &sweep)?;
-    let axes = match (&args.heatmap, heatmap) {
-        (Some(_), Some(_)) => Some(heatmap::axes(&sweep, args.x.as_deref(), args.y.as_deref())?),
-        _ => {
+    let axes = match heatmap {
+        Some(_) => Some(heatmap::axes(&sweep, args.x.as_deref(), args.y.as_deref())?),
+        None => {
             if args.x.is_some() || args.y.is_some() {
                 return Err(CliError::input(
                     "--x and --y choose the heat map's axes; add --heatmap FILE",
@@ -243,26 +227,18 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         )));
     }
 
-    if let Some(path) = &args.heatmap {
-        // Fail before simulating if the heat map cannot be written.
-        fs::File::create(path).map_err(|e| {
-            CliError::input(format!("--heatmap: cannot write {}: {e}", path.display()))
-        })?;
-    }
-    if let Some(path) = &args.chart {
-        fs::File::create(path).map_err(|e| {
-            CliError::input(format!("--chart: cannot write {}: {e}", path.display()))
-        })?;
+    for file in [heatmap, chart].into_iter().flatten() {
+        file.create()?;
     }
     let rows = run_all(&sweep)?;
 
-    if let (Some(path), Some(kind), Some(x)) = (&args.chart, chart, chart_axis) {
-        chart::draw(path, kind, &sweep, &rows, x, &metrics).map_err(CliError::Run)?;
+    if let (Some(file), Some(x)) = (chart, chart_axis) {
+        chart::draw(file, &sweep, &rows, x, &metrics).map_err(CliError::Run)?;
     }
 
-    if let (Some(path), Some(kind), Some((x, y))) = (&args.heatmap, heatmap, axes) {
+    if let (Some(file), Some((x, y))) = (heatmap, axes) {
         let metric = metrics.first().copied().unwrap_or("recovered_s");
-        heatmap::draw(path, kind, &sweep, &rows, x, y, metric).map_err(CliError::Run)?;
+        heatmap::draw(file, &sweep, &rows, x, y, metric).map_err(CliError::Run)?;
     }
 
     let mut out = BufWriter::new(io::stdout().lock());

@@ -91,3 +91,8 @@ pub fn fails_with_input_error(args: &[&str], needle: &str) {
     assert!(err.starts_with("error: "), "{err}");
     assert!(err.contains(needle), "{args:?}: {err}");
 }
+
+/// Asserts that `line` (a row of a CSV, say) starts with `prefix`; the line when not.
+pub fn assert_starts(line: &str, prefix: &str) {
+    assert!(line.starts_with(prefix), "{line}");
+}

@@ -45,6 +45,7 @@ mod report;
 mod server;
 pub mod verdict;
 
+pub use crate::time_scale::MAX_TIME_SCALE;
 pub use measure::{Accounting, Figures};
 pub use report::{PolicyReport, Spread};
 
@@ -57,8 +58,6 @@ pub const MAX_REQUESTS: u64 = 20_000;
 pub const MAX_SERVERS: u32 = 64;
 /// The widest fan-out.
 pub const MAX_FAN_OUT: u32 = 10;
-/// The largest time scale.
-pub const MAX_TIME_SCALE: f64 = 10.0;
 /// The shortest mean service time in real time: tokio's timers have a millisecond's
 /// resolution, so shorter times would be mostly timer.
 pub const MIN_SERVICE_REAL_MS: f64 = 2.0;
@@ -137,11 +136,7 @@ impl LabHedge {
     ) -> Result<Self, LabHedgeError> {
         let model =
             LatencyModel::new(&scenario).map_err(|e| LabHedgeError::Input(e.to_string()))?;
-        if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= MAX_TIME_SCALE) {
-            return Err(LabHedgeError::Input(format!(
-                "time_scale must be in (0, {MAX_TIME_SCALE}], got {time_scale} (--time-scale)"
-            )));
-        }
+        crate::time_scale::check(time_scale).map_err(LabHedgeError::Input)?;
         if !(2..=MAX_SEEDS).contains(&seeds) {
             return Err(LabHedgeError::Input(format!(
                 "seeds must be in [2, {MAX_SEEDS}], got {seeds} (--seeds)"

@@ -17,7 +17,6 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use axum::Router;
@@ -32,6 +31,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use super::LabHedgeError;
+use crate::server_thread::Running;
 
 /// The header that carries a copy's key.
 pub(crate) const KEY: &str = "x-copy-key";
@@ -188,8 +188,7 @@ async fn work(
 pub(crate) struct Pool {
     pub(crate) addrs: Vec<SocketAddr>,
     pub(crate) ledger: Arc<Ledger>,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
+    running: Running,
 }
 
 impl Pool {
@@ -205,7 +204,7 @@ impl Pool {
         let servers = pauses.len();
         let ledger = Arc::new(Ledger::new(keys, servers));
         let shared = Arc::clone(&ledger);
-        let (addrs, stop_tx, thread) = crate::server_thread::spawn(
+        let (addrs, running) = crate::server_thread::spawn(
             "lab-hedge-servers",
             1,
             "the servers'",
@@ -216,8 +215,7 @@ impl Pool {
         Ok(Self {
             addrs,
             ledger,
-            stop: Some(stop_tx),
-            thread: Some(thread),
+            running,
         })
     }
 
@@ -246,21 +244,8 @@ impl Pool {
     }
 
     /// Stops the servers and joins their thread.
-    pub(crate) async fn finish(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
-        }
-    }
-}
-
-impl Drop for Pool {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+    pub(crate) async fn finish(self) {
+        self.running.join().await;
     }
 }
 

@@ -200,32 +200,27 @@ mod tests {
             last: AtomicU64::new(5),
             aimed: AtomicU64::new(5),
         };
-        let sleeper = StepSleeper {
+        // A rule drawn in nanoseconds, 100 ms to a step.
+        let in_ns = StepSleeper {
             clock,
             per_step: 100_000_000,
             steps: &steps,
         };
-        for (pause_ms, target) in [(0, 6), (1, 6), (100, 6), (101, 7), (1000, 15)] {
-            let sleep = sleeper.sleep(Duration::from_millis(pause_ms));
-            assert_eq!(
-                sleep.deadline(),
-                clock.at(target, KNOCK_AT),
-                "{pause_ms} ms"
-            );
-            assert_eq!(steps.aimed.load(Ordering::Relaxed), target);
-        }
         // A rule drawn in whole steps (`pauses = "steps"`): one unit is one step.
-        let sleeper = StepSleeper {
+        let in_steps = StepSleeper {
             per_step: 1,
-            ..sleeper
+            ..in_ns
         };
+        let lands = |sleeper: &StepSleeper<'_>, pause: Duration, target: u64| {
+            let sleep = sleeper.sleep(pause);
+            assert_eq!(sleep.deadline(), clock.at(target, KNOCK_AT), "{pause:?}");
+            assert_eq!(steps.aimed.load(Ordering::Relaxed), target, "{pause:?}");
+        };
+        for (pause_ms, target) in [(0, 6), (1, 6), (100, 6), (101, 7), (1000, 15)] {
+            lands(&in_ns, Duration::from_millis(pause_ms), target);
+        }
         for (pause, target) in [(0, 6), (1, 6), (2, 7), (3, 8), (10, 15)] {
-            let sleep = sleeper.sleep(Duration::from_nanos(pause));
-            assert_eq!(
-                sleep.deadline(),
-                clock.at(target, KNOCK_AT),
-                "{pause} steps"
-            );
+            lands(&in_steps, Duration::from_nanos(pause), target);
         }
     }
 }

@@ -37,6 +37,7 @@ mod report;
 mod server;
 pub mod verdict;
 
+pub use crate::time_scale::MAX_TIME_SCALE;
 pub use report::{Figures, LabReport, Range, SeedSpread};
 pub use verdict::{Judgement, Verdict};
 
@@ -51,9 +52,6 @@ pub const MAX_REAL_S: f64 = 600.0;
 pub const SPREAD_SEEDS: u32 = 20;
 /// The shortest real step: tokio's timers have a millisecond's resolution.
 pub const MIN_STEP_REAL_MS: f64 = 2.0;
-/// The largest time scale: slower than real time shows nothing more, and keeps every real
-/// duration far from what `Duration` can hold.
-pub const MAX_TIME_SCALE: f64 = 10.0;
 /// Steps the lab waits past the simulated storm's end for late attempts.
 const LATE_STEPS: u64 = 50;
 
@@ -156,11 +154,7 @@ impl LabStorm {
             // Loopback has its own latency; the simulated one is not added to it.
             return Err(unsupported("clients.latency", "an added network latency"));
         }
-        if !(time_scale.is_finite() && time_scale > 0.0 && time_scale <= MAX_TIME_SCALE) {
-            return Err(LabStormError::Input(format!(
-                "time_scale must be in (0, {MAX_TIME_SCALE}], got {time_scale} (--time-scale)"
-            )));
-        }
+        crate::time_scale::check(time_scale).map_err(LabStormError::Input)?;
         let step_real_ms = scenario.step_ms * time_scale;
         if step_real_ms < MIN_STEP_REAL_MS {
             return Err(LabStormError::Input(format!(

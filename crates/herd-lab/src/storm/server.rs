@@ -10,7 +10,6 @@
 //! as docs/model.md defines it.
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use axum::Router;
@@ -24,6 +23,7 @@ use tokio::sync::oneshot;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::LabStormError;
+use crate::server_thread::Running;
 
 /// The model's steps on a real clock: step `i` is `[epoch + i·step, epoch + (i+1)·step)`.
 #[derive(Clone, Copy, Debug)]
@@ -253,9 +253,8 @@ async fn tick(
 pub(crate) struct ServerThread {
     pub(crate) addr: SocketAddr,
     start: Option<oneshot::Sender<StepClock>>,
-    stop: Option<oneshot::Sender<()>>,
     ledger: Option<oneshot::Receiver<Ledger>>,
-    thread: Option<JoinHandle<()>>,
+    running: Running,
 }
 
 impl ServerThread {
@@ -268,7 +267,7 @@ impl ServerThread {
     ) -> Result<Self, LabStormError> {
         let (start_tx, start_rx) = oneshot::channel::<StepClock>();
         let (ledger_tx, ledger_rx) = oneshot::channel::<Ledger>();
-        let (addr, stop_tx, thread) = crate::server_thread::spawn(
+        let (addr, running) = crate::server_thread::spawn(
             "lab-storm-server",
             2,
             "the server's",
@@ -279,9 +278,8 @@ impl ServerThread {
         Ok(Self {
             addr,
             start: Some(start_tx),
-            stop: Some(stop_tx),
             ledger: Some(ledger_rx),
-            thread: Some(thread),
+            running,
         })
     }
 
@@ -294,9 +292,7 @@ impl ServerThread {
 
     /// Stops the steps and the server and returns the ledger.
     pub(crate) async fn finish(mut self) -> Result<Ledger, LabStormError> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.running.stop();
         let ledger = match self.ledger.take() {
             Some(rx) => rx.await.map_err(|_| {
                 LabStormError::Run("the server stopped without its ledger".to_owned())
@@ -305,20 +301,9 @@ impl ServerThread {
                 "the ledger was already taken".to_owned(),
             )),
         };
-        if let Some(thread) = self.thread.take() {
-            // The thread ends right after sending the ledger; join it off the executor.
-            let _ = tokio::task::spawn_blocking(move || thread.join()).await;
-        }
+        // The thread ends right after sending the ledger.
+        self.running.join().await;
         ledger
-    }
-}
-
-impl Drop for ServerThread {
-    fn drop(&mut self) {
-        // An early return leaves the thread waiting: tell it to stop (it then ends alone).
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
     }
 }
 

@@ -96,7 +96,7 @@ use herd::rng::{Rng, SplitMix64};
 use crate::budget::BudgetLedger;
 use crate::error::ScenarioError;
 use crate::failure::{AfterFailure, Fate};
-use crate::limits::Limits;
+use crate::limits::{self, Limits};
 use crate::metrics::{Meter, RunResult};
 use crate::plan::{Plan, PlannedRule};
 use crate::sample;
@@ -368,25 +368,22 @@ pub(crate) fn simulate(
                     );
                 }
             }
-            if calendar.cohorts() > max_cohorts {
-                return Err(ScenarioError::field(
-                    "step_ms",
-                    format!(
-                        "the run needs more than {max_cohorts} cohorts waiting at once, the most allowed here (use a longer step_ms)"
-                    ),
-                ));
-            }
+            limits::within(
+                calendar.cohorts(),
+                max_cohorts,
+                "cohorts waiting at once",
+                "step_ms",
+                "use a longer step_ms",
+            )?;
         }
 
-        if rng.words > plan.max_run_attempts {
-            return Err(ScenarioError::field(
-                "step_ms",
-                format!(
-                    "the run needs more than {} random draws, the most allowed here (the cohort engine's work is its draws: more distinct states or wider laws need more; use a longer step_ms, a shorter horizon_s or the agent engine)",
-                    plan.max_run_attempts
-                ),
-            ));
-        }
+        limits::within(
+            rng.words,
+            plan.max_run_attempts,
+            "random draws",
+            "step_ms",
+            "the cohort engine's work is its draws: more distinct states or wider laws need more; use a longer step_ms, a shorter horizon_s or the agent engine",
+        )?;
 
         match plan.next_step(step, calendar.next_due()) {
             Some(next) => step = next,

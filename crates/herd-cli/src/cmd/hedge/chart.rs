@@ -1,7 +1,6 @@
 //! `herd hedge --chart`: the latency tail of each policy (the fraction of requests slower
 //! than x, both axes logarithmic), or p99.9 against utilisation for a sweep.
 use std::ops::Range;
-use std::path::Path;
 
 use anyhow::anyhow;
 use herd_sim::latency::LatencyResult;
@@ -9,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::coord::ranged1d::AsRangedCoord;
 use plotters::prelude::*;
 
-use crate::cmd::storm::chart::{Kind, PALETTE, render};
+use crate::cmd::storm::chart::{ChartFile, PALETTE, render};
 
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 560;
@@ -104,8 +103,7 @@ fn tail(sorted: &[u64]) -> Vec<(f64, f64)> {
 
 /// One curve per policy: the fraction of requests slower than x.
 pub(super) fn tails(
-    path: &Path,
-    kind: Kind,
+    file: ChartFile<'_>,
     results: &[LatencyResult],
     latencies: &[Vec<u64>],
 ) -> anyhow::Result<()> {
@@ -129,7 +127,7 @@ pub(super) fn tails(
         .map(|l| 1.0 / l.len().max(1) as f64)
         .fold(1.0_f64, f64::min);
     let (x, y) = (x_min..x_max, y_min..1.0);
-    render!("--chart", path, kind, (WIDTH, HEIGHT), |root| draw_tails(
+    render!(file, (WIDTH, HEIGHT), |root| draw_tails(
         &root,
         &curves,
         x.clone(),
@@ -164,8 +162,7 @@ fn draw_tails<DB: DrawingBackend>(
 
 /// One line per policy: p99.9 (log) against utilisation.
 pub(super) fn crossover(
-    path: &Path,
-    kind: Kind,
+    file: ChartFile<'_>,
     sweep: &[(f64, &[LatencyResult])],
 ) -> anyhow::Result<()> {
     let names: Vec<&str> = sweep
@@ -185,7 +182,7 @@ pub(super) fn crossover(
     let y_min = values.clone().fold(f64::INFINITY, f64::min) / 1.5;
     let y_max = values.fold(0.0_f64, f64::max) * 1.5;
     let (u, y) = (u_min..u_max, y_min..y_max);
-    render!("--chart", path, kind, (WIDTH, HEIGHT), |root| {
+    render!(file, (WIDTH, HEIGHT), |root| {
         draw_crossover(&root, &names, sweep, u.clone(), y.clone())
     })
 }

@@ -3,6 +3,7 @@
 //!
 //! Text is drawn with a small DejaVu Sans subset bundled in the binary (see
 //! `crates/herd-cli/assets/README.md`), so PNG charts work on a machine without fonts.
+use std::fs;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -11,6 +12,8 @@ use herd_sim::{RunResult, Scenario};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
+
+use crate::error::CliError;
 
 const FONT: &[u8] = include_bytes!("../../../assets/DejaVuSans-subset.ttf");
 const WIDTH: u32 = 960;
@@ -35,6 +38,42 @@ impl Kind {
             "png" => Some(Kind::Png),
             _ => None,
         }
+    }
+}
+
+/// The file a chart's flag (`--chart`, `--heatmap`) names, with its format: what drawing
+/// needs, and the flag to name in an error.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ChartFile<'a> {
+    pub(crate) flag: &'static str,
+    pub(crate) path: &'a Path,
+    pub(crate) kind: Kind,
+}
+
+impl<'a> ChartFile<'a> {
+    /// The file given to `flag`, if any: bad input naming the flag when the extension is not
+    /// one we write.
+    pub(crate) fn of(flag: &'static str, path: Option<&'a Path>) -> Result<Option<Self>, CliError> {
+        path.map(|path| match Kind::of(path) {
+            Some(kind) => Ok(Self { flag, path, kind }),
+            None => Err(CliError::input(format!(
+                "{flag}: {} must end in .svg or .png",
+                path.display()
+            ))),
+        })
+        .transpose()
+    }
+
+    /// Creates the file before anything is simulated, so that a path that cannot be written
+    /// fails at once, naming the flag.
+    pub(crate) fn create(self) -> Result<(), CliError> {
+        fs::File::create(self.path).map(drop).map_err(|e| {
+            CliError::input(format!(
+                "{}: cannot write {}: {e}",
+                self.flag,
+                self.path.display()
+            ))
+        })
     }
 }
 
@@ -66,11 +105,12 @@ pub(crate) const PALETTE: [RGBColor; 8] = [
 /// `$draw` is generic drawing code over `$root`, the whole drawing area, written once and
 /// compiled for both backends. An error names the option and the file.
 macro_rules! render {
-    ($flag:literal, $path:expr, $kind:expr, $size:expr, |$root:ident| $draw:expr) => {{
+    ($file:expr, $size:expr, |$root:ident| $draw:expr) => {{
         use anyhow::Context as _;
-        let path: &std::path::Path = $path;
+        let file: $crate::cmd::storm::chart::ChartFile<'_> = $file;
+        let path = file.path;
         $crate::cmd::storm::chart::font()?;
-        match $kind {
+        match file.kind {
             $crate::cmd::storm::chart::Kind::Svg => {
                 let $root = plotters::prelude::SVGBackend::new(path, $size).into_drawing_area();
                 $draw?;
@@ -82,20 +122,19 @@ macro_rules! render {
                 $root.present().map_err(|e| anyhow::anyhow!("{e}"))
             }
         }
-        .with_context(|| format!("{}: drawing {}", $flag, path.display()))
+        .with_context(|| format!("{}: drawing {}", file.flag, path.display()))
     }};
 }
 pub(crate) use render;
 
-/// Draws one panel per result to `path`.
+/// Draws one panel per result to `file`.
 pub(crate) fn draw(
-    path: &Path,
-    kind: Kind,
+    file: ChartFile<'_>,
     scenario: &Scenario,
     results: &[&RunResult],
 ) -> anyhow::Result<()> {
     let height = TITLE_HEIGHT + PANEL_HEIGHT * results.len().max(1) as u32;
-    render!("--chart", path, kind, (WIDTH, height), |root| panels(
+    render!(file, (WIDTH, height), |root| panels(
         &root, scenario, results
     ))
 }

@@ -6,14 +6,13 @@
 //! logarithmic when every mean and interval end of a panel is above 0 and they span more than
 //! a factor of 10, else linear from 0. SVG or PNG by the file's extension, text in the font
 //! bundled for `herd storm --chart`.
-use std::path::Path;
 
 use anyhow::anyhow;
 use herd_sim::sweep::{Row, Sweep};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::cmd::storm::chart::{Kind, PALETTE, render};
+use crate::cmd::storm::chart::{ChartFile, PALETTE, render};
 use crate::error::{CliError, CliResult};
 
 /// The most metrics one chart draws, one panel each.
@@ -38,10 +37,9 @@ pub(crate) fn axis(sweep: &Sweep) -> CliResult<usize> {
 /// One point: x position, mean, interval ends.
 type Point = (f64, f64, f64, f64);
 
-/// Draws `metrics` (the first [`MAX_PANELS`]) against axis `x` to `path`.
+/// Draws `metrics` (the first [`MAX_PANELS`]) against axis `x` to `file`.
 pub(crate) fn draw(
-    path: &Path,
-    kind: Kind,
+    file: ChartFile<'_>,
     sweep: &Sweep,
     rows: &[Row],
     x: usize,
@@ -51,7 +49,7 @@ pub(crate) fn draw(
     let cols = metrics.len().min(2) as u32;
     let lines = (metrics.len() as u32).div_ceil(2);
     let size = (PANEL_WIDTH * cols, PANEL_HEIGHT * lines);
-    render!("--chart", path, kind, size, |root| panels(
+    render!(file, size, |root| panels(
         &root,
         sweep,
         rows,

@@ -7,7 +7,6 @@
 //! metric never happened (never recovered in any run) are black with grey hatching; cells
 //! where it happened in only some runs say how many. SVG or PNG by the file's extension,
 //! text in the font bundled for `herd storm --chart`.
-use std::path::Path;
 
 use anyhow::anyhow;
 use herd_sim::sweep::{Row, Stats, Sweep, show};
@@ -16,7 +15,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::output::number;
-use crate::cmd::storm::chart::{Kind, render};
+use crate::cmd::storm::chart::{ChartFile, render};
 use crate::error::{CliError, CliResult};
 
 /// The most panels one heat map draws.
@@ -232,10 +231,9 @@ fn panels<'a>(sweep: &Sweep, rows: &'a [Row], x: usize, y: usize, metric: &str) 
     panels
 }
 
-/// Draws the heat map of `metric` over axes `x` and `y` to `path`.
+/// Draws the heat map of `metric` over axes `x` and `y` to `file`.
 pub(crate) fn draw(
-    path: &Path,
-    kind: Kind,
+    file: ChartFile<'_>,
     sweep: &Sweep,
     rows: &[Row],
     x: usize,
@@ -259,7 +257,7 @@ pub(crate) fn draw(
     let (pw, ph) = if n == 1 { (640, 500) } else { (430, 350) };
     let width = cols as u32 * pw + LEGEND_WIDTH;
     let height = TITLE_HEIGHT + grid_rows as u32 * ph;
-    render!("--heatmap", path, kind, (width, height), |root| paint(
+    render!(file, (width, height), |root| paint(
         &root,
         sweep,
         &panels,
