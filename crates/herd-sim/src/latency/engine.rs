@@ -239,48 +239,59 @@ fn key_server(key: Key) -> u32 {
     (key as u32) & ((1 << SERVER_BITS) - 1)
 }
 
-/// Each server's pending completion (at most one), in a tournament tree: every inner node
-/// holds the earlier of its two children, so the next completion is the root, and setting
-/// a server's completion rewrites the log₂(servers) nodes above it, without a branch (which
-/// child wins is a coin toss the branch predictor would often lose): the smaller child is
-/// picked with a conditional move.
+/// Each server's pending completion (at most one), in a tournament tree of four children a
+/// node: every inner node holds the earliest of its children, so the next completion is the
+/// root, and setting a server's completion rewrites the log₄(servers) nodes above it (3 for
+/// 20 servers, where a binary tree has 5), without a branch (which child wins is a coin toss
+/// the branch predictor would often lose): the earliest child is picked with conditional
+/// moves. The root is node 0, node `p`'s children are `4p + 1 ..= 4p + 4`, and the leaves,
+/// one a server, come after the inner nodes.
 struct Completions {
-    leaves: usize,
+    inner: usize,
     keys: Vec<Key>,
 }
 
 impl Completions {
     fn new(servers: u32) -> Self {
-        let leaves = (servers as usize).next_power_of_two();
+        let mut leaves = 1usize;
+        while leaves < servers as usize {
+            leaves *= 4;
+        }
+        let inner = (leaves - 1) / 3;
         Self {
-            leaves,
-            keys: vec![NEVER; 2 * leaves],
+            inner,
+            keys: vec![NEVER; inner + leaves],
         }
     }
 
     /// The next completion (its key names its server).
     #[inline]
     fn first(&self) -> Key {
-        self.keys[1]
+        self.keys[0]
     }
 
     #[inline]
     fn get(&self, server: u32) -> Key {
-        self.keys[self.leaves + server as usize]
+        self.keys[self.inner + server as usize]
     }
 
     #[inline]
     fn set(&mut self, server: u32, key: Key) {
-        let mut j = self.leaves + server as usize;
+        let mut j = self.inner + server as usize;
         self.keys[j] = key;
-        while j > 1 {
-            // Both children are read back from memory rather than the winner carried up
-            // in a register: a value carried from one turn of the loop to the next through
-            // a select is what LLVM's x86 back end turns into a branch (a coin toss that
-            // profiled at a sixth of the run), while this compiles to `cmov`.
-            let (left, right) = (self.keys[j & !1], self.keys[j | 1]);
-            j >>= 1;
-            self.keys[j] = if right < left { right } else { left };
+        while j > 0 {
+            // The children are read back from memory rather than the winner carried up in
+            // a register: a value carried from one turn of the loop to the next through a
+            // select is what LLVM's x86 back end turns into a branch (which profiled at a
+            // sixth of the run), while this compiles to `cmov`.
+            j = (j - 1) / 4;
+            let first = 4 * j + 1;
+            let [a, b, c, d] = self.keys[first..first + 4] else {
+                unreachable!("a node has four children");
+            };
+            let ab = if b < a { b } else { a };
+            let cd = if d < c { d } else { c };
+            self.keys[j] = if cd < ab { cd } else { ab };
         }
     }
 }
