@@ -11,26 +11,50 @@
 use herd::rng::{Rng, SplitMix64};
 
 use super::LatencyScenario;
-use super::engine::stream;
+use super::scenario::Plan;
 
-/// The engine's stream of arrivals.
-const ARRIVALS: u64 = 1;
-/// The engine's first stream of pauses; server `i` has `HICCUPS + i`.
+/// The stream of arrivals.
+pub(crate) const ARRIVALS: u64 = 1;
+/// The first stream of pauses; server `i` has `HICCUPS + i`.
 const HICCUPS: u64 = 1 << 32;
 
+/// Stream `which` of a run's `seed` (the engine's routing and service times have theirs).
+pub(crate) fn stream(seed: u64, which: u64) -> SplitMix64 {
+    // SplitMix64 hashes its state on output, so streams seeded a golden-ratio step apart
+    // do not overlap in any run this model can make.
+    SplitMix64::new(seed ^ which.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
 /// An exponential draw with the given mean, as the engine draws one: `−mean · ln(1 − u)`.
+#[inline]
 pub fn exponential(rng: &mut SplitMix64, mean: f64) -> f64 {
     -mean * (1.0 - rng.next_f64()).ln()
 }
 
-/// Nanoseconds, rounded as the engine rounds them, at least 1 (saturating near
-/// `u64::MAX / 4`).
+/// Nanoseconds, rounded (half away from zero, as `f64::round`), at least 1 (a copy always
+/// takes some time), saturating at `u64::MAX / 4` from 1.8·10^19.
+#[inline]
 #[must_use]
 pub fn to_ns(x: f64) -> u64 {
-    if x >= 1.8e19 {
+    if x < 9.2e18 {
+        // The same rounding through `i64` (below 2^63), whose conversions are one
+        // instruction each way on x86-64 where `u64`'s take several: a negative `x`
+        // truncates towards 0 and rounds to at most 0, as `u64`'s 0 does; NaN is not here.
+        let whole = x as i64;
+        let rounded = whole + i64::from(x - whole as f64 >= 0.5);
+        rounded.max(1) as u64
+    } else if x >= 1.8e19 {
         u64::MAX / 4
     } else {
-        (x.round() as u64).max(1)
+        // `x.round() as u64` without the libm call: the cast truncates (negative and NaN
+        // to 0), and `x − trunc(x)` is exact for every finite double.
+        let whole = x as u64;
+        let rounded = if x - whole as f64 >= 0.5 {
+            whole + 1
+        } else {
+            whole
+        };
+        rounded.max(1)
     }
 }
 
@@ -65,10 +89,24 @@ impl Pauses {
     #[must_use]
     pub fn new(scenario: &LatencyScenario, seed: u64, server: u32) -> Self {
         let every = scenario.hiccups.every_s;
+        Self::with(
+            seed,
+            server,
+            (every > 0.0).then_some(every * 1e9),
+            (scenario.hiccups.pause_ms * 1e6).round() as u64,
+        )
+    }
+
+    /// The pauses of server `server` in a checked plan's run: the engine's.
+    pub(crate) fn of_plan(plan: &Plan, server: u32) -> Self {
+        Self::with(plan.seed, server, plan.hiccup_every_ns, plan.hiccup_ns)
+    }
+
+    fn with(seed: u64, server: u32, every_ns: Option<f64>, pause_ns: u64) -> Self {
         Self {
             rng: stream(seed, HICCUPS + u64::from(server)),
-            every_ns: (every > 0.0).then_some(every * 1e9),
-            pause_ns: (scenario.hiccups.pause_ms * 1e6).round() as u64,
+            every_ns,
+            pause_ns,
             start: 0,
             end: 0,
         }
@@ -77,6 +115,7 @@ impl Pauses {
     /// When `work` ns of service that start at `start` finish: every pause in between stops
     /// the server, and the copy in service, for its whole length. Ask in the order the
     /// server starts its copies (the schedule is drawn forward).
+    #[inline]
     pub fn finish(&mut self, start: u64, work: u64) -> u64 {
         let Some(every) = self.every_ns else {
             return start.saturating_add(work);

@@ -13,28 +13,16 @@ use herd::clock::FakeClock;
 use herd::hedge::{LatencyHistogram, MAX_COPIES};
 use herd::rng::{Rng, SplitMix64};
 
+use super::draws::{ARRIVALS, Pauses, exponential, stream, to_ns};
 use super::report::LatencyResult;
 use super::scenario::{Distribution, Plan, Policy, PolicyKind};
 
 /// Independent streams of one seed: arrivals, routing and service times, then one per
 /// server for its pauses. Arrivals and pauses do not depend on the policy, so every policy of
 /// a scenario meets the same users and the same hiccups (common random numbers).
-const ARRIVALS: u64 = 1;
+/// The streams of routing and service times (arrivals and pauses: `draws`).
 const ROUTING: u64 = 2;
 const SERVICE: u64 = 3;
-const HICCUPS: u64 = 1 << 32;
-
-pub(crate) fn stream(seed: u64, which: u64) -> SplitMix64 {
-    // SplitMix64 hashes its state on output, so streams seeded a golden-ratio step apart
-    // do not overlap in any run this model can make.
-    SplitMix64::new(seed ^ which.wrapping_mul(0x9E37_79B9_7F4A_7C15))
-}
-
-/// An exponential draw with the given mean: `−mean · ln(1 − u)`.
-#[inline]
-fn exponential(rng: &mut SplitMix64, mean: f64) -> f64 {
-    -mean * (1.0 - rng.next_f64()).ln()
-}
 
 /// A standard normal draw (Box–Muller, one of the pair).
 #[inline]
@@ -42,32 +30,6 @@ fn normal(rng: &mut SplitMix64) -> f64 {
     let u1 = 1.0 - rng.next_f64();
     let u2 = rng.next_f64();
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
-
-/// Nanoseconds, rounded (half away from zero, as `f64::round`), at least 1 (a copy always
-/// takes some time).
-#[inline]
-fn to_ns(x: f64) -> u64 {
-    if x < 9.2e18 {
-        // The same rounding through `i64` (below 2^63), whose conversions are one
-        // instruction each way on x86-64 where `u64`'s take several: a negative `x`
-        // truncates towards 0 and rounds to at most 0, as `u64`'s 0 does; NaN is not here.
-        let whole = x as i64;
-        let rounded = whole + i64::from(x - whole as f64 >= 0.5);
-        rounded.max(1) as u64
-    } else if x >= 1.8e19 {
-        u64::MAX / 4
-    } else {
-        // `x.round() as u64` without the libm call: the cast truncates (negative and NaN
-        // to 0), and `x − trunc(x)` is exact for every finite double.
-        let whole = x as u64;
-        let rounded = if x - whole as f64 >= 0.5 {
-            whole + 1
-        } else {
-            whole
-        };
-        rounded.max(1)
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,48 +128,16 @@ struct Server {
     busy: Option<u64>,
     /// When the copy in service started.
     busy_since: u64,
-    hiccups: SplitMix64,
-    pause_start: u64,
-    pause_end: u64,
+    pauses: Pauses,
 }
 
 impl Server {
-    fn new(seed: u64, index: u32) -> Self {
+    fn new(plan: &Plan, index: u32) -> Self {
         Self {
             queue: VecDeque::new(),
             busy: None,
             busy_since: 0,
-            hiccups: stream(seed, HICCUPS + u64::from(index)),
-            pause_start: 0,
-            pause_end: 0,
-        }
-    }
-
-    /// When a copy that needs `work` ns of service and starts at `start` finishes: pauses in
-    /// between stop the server (and the copy) for their whole length.
-    #[inline]
-    fn finish_time(&mut self, start: u64, work: u64, every: Option<f64>, pause: u64) -> u64 {
-        let Some(every) = every else {
-            return start.saturating_add(work);
-        };
-        let (mut t, mut w) = (start, work);
-        loop {
-            while self.pause_end <= t {
-                self.pause_start = self
-                    .pause_end
-                    .saturating_add(to_ns(exponential(&mut self.hiccups, every)));
-                self.pause_end = self.pause_start.saturating_add(pause);
-            }
-            if t >= self.pause_start {
-                t = self.pause_end;
-                continue;
-            }
-            let up = self.pause_start - t;
-            if w <= up {
-                return t + w;
-            }
-            w -= up;
-            t = self.pause_end;
+            pauses: Pauses::of_plan(plan, index),
         }
     }
 }
@@ -531,9 +461,8 @@ impl World<'_> {
             return false;
         }
         let work = self.service_time();
-        let (every, pause) = (self.plan.hiccup_every_ns, self.plan.hiccup_ns);
         let srv = &mut self.servers[server as usize];
-        let finish = srv.finish_time(self.now, work, every, pause);
+        let finish = srv.pauses.finish(self.now, work);
         srv.busy = Some(copy);
         srv.busy_since = self.now;
         let s = &mut self.subs[sub];
@@ -688,9 +617,7 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
         completions: Completions::new(plan.servers),
         stopped_until: 0,
         timers: Timers::new(),
-        servers: (0..plan.servers)
-            .map(|i| Server::new(plan.seed, i))
-            .collect(),
+        servers: (0..plan.servers).map(|i| Server::new(plan, i)).collect(),
         subs: Slab::new(),
         users: Slab::new(),
         routing: stream(plan.seed, ROUTING),
