@@ -12,7 +12,7 @@
 //! [`MAX_HEDGE_COPIES`] allows over the five policies, and the answer says so
 //! (`requests_capped`). A request that asks for more requests than the cap allows is refused
 //! with a 400 naming `requests`.
-use herd_sim::latency::{LatencyModel, LatencyResult, LatencyScenario};
+use herd_sim::latency::{LatencyModel, LatencyResult, LatencyScenario, tail};
 use herd_sim::model::{self, MODEL_KEY, Model};
 use herd_sim::{Limits, ScenarioError};
 use serde::{Deserialize, Serialize};
@@ -305,7 +305,7 @@ impl HedgeRequest {
             let (result, latencies) = latency
                 .run_policy(index, self.seed)
                 .ok_or_else(|| ApiError::internal("a policy of the tree is missing"))?;
-            results.push((result, tail(&latencies)));
+            results.push((result, tail(&latencies, TAIL_POINTS)));
         }
         let none_p999 = results[0].0.p999_ms;
         let results = results
@@ -332,31 +332,6 @@ impl HedgeRequest {
     }
 }
 
-/// The tail of `sorted` latencies (ns, ascending): at about [`TAIL_POINTS`] shares spaced
-/// evenly on a log scale from 1 down to `1/n`, the latency (ms) that share of requests
-/// reaches or exceeds. Exact for the sample: each point is one measured latency.
-#[must_use]
-pub fn tail(sorted: &[u64]) -> Vec<[f64; 2]> {
-    let n = sorted.len();
-    if n == 0 {
-        return Vec::new();
-    }
-    let decades = (n as f64).log10();
-    let mut points: Vec<[f64; 2]> = Vec::with_capacity(TAIL_POINTS + 1);
-    let mut last = usize::MAX;
-    for k in 0..=TAIL_POINTS {
-        let share = 10f64.powf(-decades * k as f64 / TAIL_POINTS as f64);
-        // The index whose latency at least `at_least` requests reach.
-        let at_least = ((share * n as f64).round() as usize).clamp(1, n);
-        let i = n - at_least;
-        if i != last {
-            last = i;
-            points.push([sorted[i] as f64 / 1e6, at_least as f64 / n as f64]);
-        }
-    }
-    points
-}
-
 /// The simulator names scenario-file fields; the page's parameters are named differently.
 fn scenario_error(e: ScenarioError) -> ApiError {
     let field = match e.field_name() {
@@ -367,34 +342,4 @@ fn scenario_error(e: ScenarioError) -> ApiError {
         _ => return ApiError::bad_request(e.to_string()),
     };
     ApiError::bad_request(format!("{field}: {}", e.message()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tail;
-
-    #[test]
-    fn the_tail_runs_from_everyone_to_the_slowest_request() {
-        let sorted: Vec<u64> = (1..=1000).map(|i| i * 1_000_000).collect();
-        let points = tail(&sorted);
-        assert_eq!(
-            points[0],
-            [1.0, 1.0],
-            "every request takes at least the fastest"
-        );
-        assert_eq!(*points.last().expect("points"), [1000.0, 0.001]);
-        // The p99 point: 10 requests of 1000 take 991 ms or more.
-        assert!(points.contains(&[991.0, 0.01]), "{points:?}");
-        assert!(
-            points
-                .windows(2)
-                .all(|w| w[0][0] < w[1][0] && w[0][1] > w[1][1])
-        );
-    }
-
-    #[test]
-    fn one_request_is_one_point() {
-        assert_eq!(tail(&[5_000_000]), vec![[5.0, 1.0]]);
-        assert!(tail(&[]).is_empty());
-    }
 }

@@ -81,7 +81,7 @@ mod scenario;
 use rayon::prelude::*;
 
 pub use model::METRICS;
-pub use report::{LatencyResult, nearest_rank};
+pub use report::{LatencyResult, nearest_rank, tail};
 pub use scenario::{
     Distribution, Hiccups, LatencyScenario, MAX_FAN_OUT, MAX_REQUESTS, MAX_SERVERS, PolicyKind,
     PolicySpec, Servers, Service, Traffic,

@@ -40,6 +40,33 @@ pub fn nearest_rank(sorted: &[u64], q_per_mille: u64) -> u64 {
     sorted[(rank - 1) as usize]
 }
 
+/// The tail of `sorted` latencies (ns, ascending): at `points + 1` shares spaced evenly on a
+/// log scale from 1 down to `1/n`, the latency (ms) that share of requests reaches or
+/// exceeds, as `[ms, share]`, each point once. Exact for the sample: each point is one
+/// measured latency. Public so that the page and `herd hedge --chart` draw the same curve.
+#[must_use]
+pub fn tail(sorted: &[u64], points: usize) -> Vec<[f64; 2]> {
+    let n = sorted.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let decades = (n as f64).log10();
+    let steps = points.max(1);
+    let mut tail: Vec<[f64; 2]> = Vec::with_capacity(steps + 1);
+    let mut last = usize::MAX;
+    for k in 0..=steps {
+        let share = 10f64.powf(-decades * k as f64 / steps as f64);
+        // The index whose latency at least `at_least` requests reach.
+        let at_least = ((share * n as f64).round() as usize).clamp(1, n);
+        let i = n - at_least;
+        if i != last {
+            last = i;
+            tail.push([sorted[i] as f64 / 1e6, at_least as f64 / n as f64]);
+        }
+    }
+    tail
+}
+
 impl LatencyResult {
     pub(crate) fn new(
         policy: String,
@@ -79,6 +106,31 @@ impl LatencyResult {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_tail_runs_from_everyone_to_the_slowest_request() {
+        let sorted: Vec<u64> = (1..=1000).map(|i| i * 1_000_000).collect();
+        let points = super::tail(&sorted, 160);
+        assert_eq!(
+            points[0],
+            [1.0, 1.0],
+            "every request takes at least the fastest"
+        );
+        assert_eq!(*points.last().expect("points"), [1000.0, 0.001]);
+        // The p99 point: 10 requests of 1000 take 991 ms or more.
+        assert!(points.contains(&[991.0, 0.01]), "{points:?}");
+        assert!(
+            points
+                .windows(2)
+                .all(|w| w[0][0] < w[1][0] && w[0][1] > w[1][1])
+        );
+    }
+
+    #[test]
+    fn one_request_is_one_point() {
+        assert_eq!(super::tail(&[5_000_000], 160), vec![[5.0, 1.0]]);
+        assert!(super::tail(&[], 160).is_empty());
+    }
+
     use super::nearest_rank;
 
     #[test]

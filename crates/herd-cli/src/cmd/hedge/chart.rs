@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use anyhow::anyhow;
-use herd_sim::latency::LatencyResult;
+use herd_sim::latency::{LatencyResult, tail};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::AsRangedCoord;
 use plotters::prelude::*;
@@ -82,25 +82,6 @@ fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
         .map_err(err)
 }
 
-/// (latency ms, fraction slower) at log-spaced fractions from 1 down to 1/n.
-fn tail(sorted: &[u64]) -> Vec<(f64, f64)> {
-    let n = sorted.len();
-    if n == 0 {
-        return Vec::new();
-    }
-    let mut pts = Vec::with_capacity(TAIL_POINTS);
-    let lowest = (1.0 / n as f64).ln();
-    for k in 0..TAIL_POINTS {
-        let frac = (lowest * k as f64 / (TAIL_POINTS - 1) as f64).exp();
-        // The sample of rank n − ceil(frac · n) + 1 has about `frac` of the samples at or above it.
-        // (The small margin keeps exp(ln(x)) = x + 1 ulp from rounding a whole count up.)
-        let above = ((frac * n as f64 - 1e-9).ceil() as usize).clamp(1, n);
-        let x = sorted[n - above] as f64 / 1e6;
-        pts.push((x.max(1e-3), above as f64 / n as f64));
-    }
-    pts
-}
-
 /// One curve per policy: the fraction of requests slower than x.
 pub(super) fn tails(
     file: ChartFile<'_>,
@@ -110,7 +91,14 @@ pub(super) fn tails(
     let curves: Vec<(&str, Vec<(f64, f64)>)> = results
         .iter()
         .zip(latencies)
-        .map(|(r, l)| (r.policy.as_str(), tail(l)))
+        .map(|(r, l)| {
+            // A log axis: a latency under a microsecond is drawn at one.
+            let points = tail(l, TAIL_POINTS).into_iter();
+            (
+                r.policy.as_str(),
+                points.map(|[x, y]| (x.max(1e-3), y)).collect(),
+            )
+        })
         .collect();
     let x_max = curves
         .iter()
@@ -217,18 +205,4 @@ fn draw_crossover<DB: DrawingBackend>(
             .map_err(err)?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::tail;
-
-    #[test]
-    fn the_tail_runs_from_everyone_to_the_slowest() {
-        let sorted: Vec<u64> = (1..=1000).map(|ms| ms * 1_000_000).collect();
-        let t = tail(&sorted);
-        assert_eq!(t.first(), Some(&(1.0, 1.0)));
-        assert_eq!(t.last(), Some(&(1000.0, 0.001)));
-        assert!(t.windows(2).all(|w| w[0].0 <= w[1].0 && w[0].1 >= w[1].1));
-    }
 }
