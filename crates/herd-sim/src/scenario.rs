@@ -120,7 +120,8 @@ pub struct Clients {
     pub count: u64,
     /// The time of the burst's first attempt, in seconds.
     pub start_s: f64,
-    /// Open-loop new requests per second on top of the burst, from `start_s` on (0 = none).
+    /// Open-loop new requests per second on top of the burst, from `start_s` on (0 = none);
+    /// counted exactly as the decimal written, so at most nine digits after the point.
     pub arrivals_per_s: f64,
     /// Give up after this many attempts (0 = no limit).
     pub max_attempts: u32,

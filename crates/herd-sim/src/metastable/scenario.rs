@@ -60,7 +60,8 @@ pub struct OpenLoop {
 #[serde(default, deny_unknown_fields)]
 pub struct SlowingServer {
     /// Requests per second the server completes while healthy (each costs `1 / capacity_qps`
-    /// seconds of server time).
+    /// seconds of server time); counted exactly as the decimal written, so at most nine
+    /// digits after the point, as `slow_factor`.
     pub capacity_qps: f64,
     /// How many times more each request costs while more than `knee_queue` requests wait.
     pub slow_factor: f64,
