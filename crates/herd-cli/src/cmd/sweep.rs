@@ -281,3 +281,10 @@ fn progress(done: &AtomicU64, total: u64, finished: &AtomicBool) {
         (done.load(Ordering::Relaxed), String::new())
     });
 }
+
+/// The indices of the fields a sweep varies (a `--set` with one value only fixes a field).
+fn swept(sweep: &Sweep) -> Vec<usize> {
+    (0..sweep.axes().len())
+        .filter(|&i| sweep.axes()[i].values().len() > 1)
+        .collect()
+}

@@ -2,23 +2,17 @@
 //! than x, both axes logarithmic), or p99.9 against utilisation for a sweep.
 use std::ops::Range;
 
-use anyhow::anyhow;
 use herd_sim::latency::{LatencyResult, tail};
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::AsRangedCoord;
 use plotters::prelude::*;
 
-use crate::cmd::storm::chart::{ChartFile, PALETTE, render};
+use crate::cmd::storm::chart::{ChartFile, PALETTE, draw_err, render};
 
 const WIDTH: u32 = 960;
 const HEIGHT: u32 = 560;
 /// Points per tail curve.
 const TAIL_POINTS: usize = 400;
-
-/// A drawing error, as the chart's error.
-fn err(e: impl std::fmt::Debug) -> anyhow::Error {
-    anyhow!("{e:?}")
-}
 
 /// A chart with axes of `X` and `Y`, drawn on `DB`.
 type Axes<'a, DB, X, Y> = ChartContext<
@@ -34,14 +28,14 @@ fn frame<'a, DB: DrawingBackend, X: AsRangedCoord, Y: AsRangedCoord>(
     x: X,
     y: Y,
 ) -> anyhow::Result<Axes<'a, DB, X, Y>> {
-    root.fill(&WHITE).map_err(err)?;
+    root.fill(&WHITE).map_err(draw_err)?;
     ChartBuilder::on(root)
         .caption(caption, ("sans-serif", 18))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(64)
         .build_cartesian_2d(x, y)
-        .map_err(err)
+        .map_err(draw_err)
 }
 
 /// The `i`-th policy's line, in its colour, with its entry in the legend; the colour.
@@ -61,7 +55,7 @@ where
             points.iter().cloned(),
             colour.stroke_width(2),
         ))
-        .map_err(err)?
+        .map_err(draw_err)?
         .label(name)
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2)));
     Ok(colour)
@@ -79,7 +73,7 @@ fn legend<'a, DB: DrawingBackend + 'a, X: Ranged, Y: Ranged>(
         .background_style(WHITE.mix(0.9))
         .label_font(("sans-serif", 13))
         .draw()
-        .map_err(err)
+        .map_err(draw_err)
 }
 
 /// One curve per policy: the fraction of requests slower than x.
@@ -141,7 +135,7 @@ fn draw_tails<DB: DrawingBackend>(
         .label_style(("sans-serif", 12))
         .axis_desc_style(("sans-serif", 13))
         .draw()
-        .map_err(err)?;
+        .map_err(draw_err)?;
     for (i, (name, curve)) in curves.iter().enumerate() {
         line(&mut chart, i, name, curve)?;
     }
@@ -193,7 +187,7 @@ fn draw_crossover<DB: DrawingBackend>(
         .label_style(("sans-serif", 12))
         .axis_desc_style(("sans-serif", 13))
         .draw()
-        .map_err(err)?;
+        .map_err(draw_err)?;
     for (i, name) in names.iter().enumerate() {
         let points: Vec<(f64, f64)> = sweep
             .iter()
@@ -202,7 +196,7 @@ fn draw_crossover<DB: DrawingBackend>(
         let colour = line(&mut chart, i, name, &points)?;
         chart
             .draw_series(points.iter().map(|&p| Circle::new(p, 3, colour.filled())))
-            .map_err(err)?;
+            .map_err(draw_err)?;
     }
     legend(&mut chart, SeriesLabelPosition::UpperLeft)
 }

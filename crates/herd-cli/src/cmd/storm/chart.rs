@@ -100,6 +100,11 @@ pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
+/// A drawing error from plotters, as a chart's error.
+pub(crate) fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("{e}")
+}
+
 /// Draws on a new SVG or PNG (as `$kind` says) of `$size` at `$path` for the option `$flag`,
 /// with the bundled font:
 /// `$draw` is generic drawing code over `$root`, the whole drawing area, written once and
@@ -177,8 +182,7 @@ fn panels<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
-    root.fill(&WHITE).map_err(err)?;
+    root.fill(&WHITE).map_err(draw_err)?;
     let (title, body) = root.split_vertically(TITLE_HEIGHT);
     let clients = results
         .first()
@@ -191,7 +195,7 @@ where
             ),
             ("sans-serif", 18),
         )
-        .map_err(err)?;
+        .map_err(draw_err)?;
     // The same time span as the table's sparklines: quick rules are not squeezed into a
     // corner by a slow one; a slow one's panel says how long it goes on.
     let windows = super::table::shown_windows(results);
@@ -212,7 +216,7 @@ where
             .x_label_area_size(24)
             .y_label_area_size(56)
             .build_cartesian_2d(0.0..span, 0.0..y_max)
-            .map_err(err)?;
+            .map_err(draw_err)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
@@ -225,7 +229,7 @@ where
             .label_style(("sans-serif", 11))
             .axis_desc_style(("sans-serif", 11))
             .draw()
-            .map_err(err)?;
+            .map_err(draw_err)?;
         let shade = RGBColor(235, 120, 120).mix(0.18).filled();
         chart
             .draw_series(
@@ -236,18 +240,18 @@ where
                     .filter(|o| o[0] < span)
                     .map(|o| Rectangle::new([(o[0], 0.0), (o[1].min(span), y_max)], shade)),
             )
-            .map_err(err)?;
+            .map_err(draw_err)?;
         chart
             .draw_series(
                 AreaSeries::new(points(result, windows), 0.0, BLUE.mix(0.25)).border_style(BLUE),
             )
-            .map_err(err)?;
+            .map_err(draw_err)?;
         chart
             .draw_series(LineSeries::new(
                 [(0.0, capacity), (span, capacity)],
                 RED.stroke_width(2),
             ))
-            .map_err(err)?;
+            .map_err(draw_err)?;
     }
     Ok(())
 }

@@ -7,12 +7,11 @@
 //! a factor of 10, else linear from 0. SVG or PNG by the file's extension, text in the font
 //! bundled for `herd storm --chart`.
 
-use anyhow::anyhow;
-use herd_sim::sweep::{Row, Sweep};
+use herd_sim::sweep::{Row, Sweep, show};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::cmd::storm::chart::{ChartFile, PALETTE, render};
+use crate::cmd::storm::chart::{ChartFile, PALETTE, draw_err, render};
 use crate::error::{CliError, CliResult};
 
 /// The most metrics one chart draws, one panel each.
@@ -22,9 +21,7 @@ const PANEL_HEIGHT: u32 = 340;
 
 /// Checks that the sweep has exactly one field with several values: the chart's x axis.
 pub(crate) fn axis(sweep: &Sweep) -> CliResult<usize> {
-    let swept: Vec<usize> = (0..sweep.axes().len())
-        .filter(|&i| sweep.axes()[i].values().len() > 1)
-        .collect();
+    let swept = super::swept(sweep);
     match swept[..] {
         [x] => Ok(x),
         _ => Err(CliError::input(format!(
@@ -59,10 +56,6 @@ pub(crate) fn draw(
     ))
 }
 
-fn err(e: impl std::fmt::Debug) -> anyhow::Error {
-    anyhow!("{e:?}")
-}
-
 fn panels<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     sweep: &Sweep,
@@ -71,18 +64,9 @@ fn panels<DB: DrawingBackend>(
     metrics: &[&str],
     lines: usize,
 ) -> anyhow::Result<()> {
-    root.fill(&WHITE).map_err(err)?;
+    root.fill(&WHITE).map_err(draw_err)?;
     let areas = root.split_evenly((lines, metrics.len().min(2)));
-    let labels: Vec<String> = sweep.axes()[x]
-        .values()
-        .iter()
-        .map(|v| match v {
-            toml::Value::String(s) => s.clone(),
-            // `10` rather than `10.0`.
-            toml::Value::Float(f) => f.to_string(),
-            other => other.to_string(),
-        })
-        .collect();
+    let labels: Vec<String> = sweep.axes()[x].values().iter().map(show).collect();
     for (i, (area, metric)) in areas.iter().zip(metrics).enumerate() {
         // Per rule, its points in the order of the swept values.
         let lines: Vec<(String, Vec<Point>)> = sweep
@@ -153,7 +137,7 @@ fn panel<DB: DrawingBackend>(
         .x_label_area_size(36)
         .y_label_area_size(56)
         .build_cartesian_2d(-0.4..(n as f64 - 0.6), y_lo..y_hi)
-        .map_err(err)?;
+        .map_err(draw_err)?;
     let x_label = |v: &f64| {
         let i = v.round();
         if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
@@ -183,7 +167,7 @@ fn panel<DB: DrawingBackend>(
         .label_style(("sans-serif", 12))
         .axis_desc_style(("sans-serif", 13))
         .draw()
-        .map_err(err)?;
+        .map_err(draw_err)?;
     for (i, (name, points)) in lines.iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];
         // Rules side by side around each value, so that their error bars do not overlap.
@@ -194,7 +178,7 @@ fn panel<DB: DrawingBackend>(
                 points.iter().map(at),
                 colour.stroke_width(2),
             ))
-            .map_err(err)?
+            .map_err(draw_err)?
             .label(name.as_str())
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(2)));
         chart
@@ -203,13 +187,13 @@ fn panel<DB: DrawingBackend>(
                     .iter()
                     .map(|p| Circle::new(at(p), 3, colour.filled())),
             )
-            .map_err(err)?;
+            .map_err(draw_err)?;
         chart
             .draw_series(points.iter().map(|p| {
                 let x = p.0 + shift;
                 PathElement::new([(x, y(p.2)), (x, y(p.3))], colour.stroke_width(1))
             }))
-            .map_err(err)?;
+            .map_err(draw_err)?;
     }
     if with_legend {
         chart
@@ -219,7 +203,7 @@ fn panel<DB: DrawingBackend>(
             .background_style(WHITE.mix(0.9))
             .label_font(("sans-serif", 13))
             .draw()
-            .map_err(err)?;
+            .map_err(draw_err)?;
     }
     Ok(())
 }

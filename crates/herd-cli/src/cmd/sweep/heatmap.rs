@@ -15,7 +15,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::output::number;
-use crate::cmd::storm::chart::{ChartFile, render};
+use crate::cmd::storm::chart::{ChartFile, draw_err, render};
 use crate::error::{CliError, CliResult};
 
 /// The most panels one heat map draws.
@@ -29,9 +29,7 @@ const NEVER_HATCH: RGBColor = RGBColor(150, 150, 150);
 pub(crate) fn axes(sweep: &Sweep, x: Option<&str>, y: Option<&str>) -> CliResult<(usize, usize)> {
     let names: Vec<&str> = sweep.axes().iter().map(|a| a.name()).collect();
     // Fields with several values; a --set with one value only fixes a field.
-    let swept: Vec<usize> = (0..names.len())
-        .filter(|&i| sweep.axes()[i].values().len() > 1)
-        .collect();
+    let swept = super::swept(sweep);
     if swept.len() < 2 && (x.is_none() || y.is_none()) {
         return Err(CliError::input(format!(
             "--heatmap needs two swept fields (two --set options with several values), got {}",
@@ -305,8 +303,7 @@ fn paint<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| anyhow!("{e}");
-    root.fill(&WHITE).map_err(err)?;
+    root.fill(&WHITE).map_err(draw_err)?;
     let (xa, ya) = (&sweep.axes()[x], &sweep.axes()[y]);
     let (nx, ny) = (xa.values().len(), ya.values().len());
     let scale = Scale {
@@ -336,7 +333,7 @@ where
             &centred(20),
             (middle, 6),
         )
-        .map_err(err)?;
+        .map_err(draw_err)?;
     // The fields a --set fixed to one value, so the map says what it is of.
     let fixed: Vec<String> = sweep
         .axes()
@@ -347,7 +344,7 @@ where
     if !fixed.is_empty() {
         title
             .draw_text(&fixed.join(", "), &centred(13), (middle, 32))
-            .map_err(err)?;
+            .map_err(draw_err)?;
     }
     let (body, legend) = rest.split_horizontally(rest.dim_in_pixel().0 - LEGEND_WIDTH);
     let areas = body.split_evenly((grid_rows, cols));
@@ -362,7 +359,7 @@ where
             .x_label_area_size(44)
             .y_label_area_size(78)
             .build_cartesian_2d(0.0..nx as f64, 0.0..ny as f64)
-            .map_err(err)?;
+            .map_err(draw_err)?;
         chart
             .configure_mesh()
             .disable_mesh()
@@ -372,7 +369,7 @@ where
             .y_desc(ya.name())
             .axis_desc_style(("sans-serif", 13))
             .draw()
-            .map_err(err)?;
+            .map_err(draw_err)?;
         for yi in 0..ny {
             for xi in 0..nx {
                 let (fx, fy) = (xi as f64, yi as f64);
@@ -385,12 +382,12 @@ where
                 };
                 let Some(mean) = stats.mean else {
                     never = true;
-                    hatch(root, a, b).map_err(err)?;
+                    hatch(root, a, b).map_err(draw_err)?;
                     continue;
                 };
                 let fill = scale.colour(scale.t(mean));
                 root.draw(&Rectangle::new([a, b], fill.filled()))
-                    .map_err(err)?;
+                    .map_err(draw_err)?;
                 let (w, h) = (b.0 - a.0, b.1 - a.1);
                 if w >= 34 && h >= 16 {
                     let ink = if is_light(fill) { BLACK } else { WHITE };
@@ -401,14 +398,14 @@ where
                     let partial_here = stats.defined < runs;
                     let dy = if partial_here && h >= 30 { 7 } else { 0 };
                     root.draw_text(&number(mean), &style, (centre.0, centre.1 - dy))
-                        .map_err(err)?;
+                        .map_err(draw_err)?;
                     if partial_here && h >= 30 {
                         root.draw_text(
                             &format!("{}/{runs}", stats.defined),
                             &style,
                             (centre.0, centre.1 + 7),
                         )
-                        .map_err(err)?;
+                        .map_err(draw_err)?;
                     }
                 }
                 if stats.defined < runs {
@@ -420,7 +417,7 @@ where
                             vec![(c.0 - 7, c.1), c, (c.0, c.1 + 7)],
                             NEVER_FILL.filled(),
                         ))
-                        .map_err(err)?;
+                        .map_err(draw_err)?;
                     }
                 }
             }
@@ -433,7 +430,7 @@ where
                 &label_style.pos(Pos::new(HPos::Center, VPos::Top)),
                 (px, py + 5),
             )
-            .map_err(err)?;
+            .map_err(draw_err)?;
         }
         for (yi, v) in ya.values().iter().enumerate() {
             let (px, py) = chart.backend_coord(&(0.0, yi as f64 + 0.5));
@@ -442,10 +439,10 @@ where
                 &label_style.pos(Pos::new(HPos::Right, VPos::Center)),
                 (px - 6, py),
             )
-            .map_err(err)?;
+            .map_err(draw_err)?;
         }
     }
-    draw_legend(&legend, metric, scale, never, partial, seeds).map_err(err)
+    draw_legend(&legend, metric, scale, never, partial, seeds).map_err(draw_err)
 }
 
 fn draw_legend<DB: DrawingBackend>(
