@@ -203,10 +203,7 @@ pub struct Server {
 #[serde(default, deny_unknown_fields)]
 pub struct Retry {
     /// The rules to run, one result each.
-    #[serde(
-        deserialize_with = "deserialize_rules",
-        serialize_with = "serialize_rules"
-    )]
+    #[serde(with = "crate::rule_serde::list")]
     pub rules: Vec<RuleName>,
     /// `base` of the exponential family, in milliseconds.
     pub base_ms: f64,
@@ -275,18 +272,6 @@ impl Default for Retry {
             budget_percent: 0.0,
         }
     }
-}
-
-fn deserialize_rules<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<RuleName>, D::Error> {
-    let names = Vec::<String>::deserialize(d)?;
-    names
-        .iter()
-        .map(|n| n.parse::<RuleName>().map_err(serde::de::Error::custom))
-        .collect()
-}
-
-fn serialize_rules<S: Serializer>(rules: &[RuleName], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(rules.iter().map(|r| r.as_str()))
 }
 
 impl Scenario {
