@@ -33,6 +33,7 @@ use herd::rng::Rng;
 
 use crate::error::ScenarioError;
 use crate::fields;
+use crate::sample::standard_normal;
 use crate::scenario::{Latency, LatencyDistribution};
 
 /// The most cells the cohort engine splits a count over; a longer law is refused.
@@ -56,14 +57,6 @@ enum Kind {
     Normal { mean: f64, sd: f64 },
     /// `exp(mu + sigma · z)`, in milliseconds.
     Lognormal { mu: f64, sigma: f64 },
-}
-
-/// A standard normal draw: Box–Muller, one of the pair (see the module docs).
-#[inline]
-pub(crate) fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
-    let u1 = 1.0 - rng.next_f64();
-    let u2 = rng.next_f64();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
 }
 
 /// `P(Z ≥ z)` for a standard normal `Z`.

@@ -34,6 +34,16 @@
 //! `x₂ ~ H(A − n₁, n₂, s − x₁)`, …. Both are exact factorisations of the joint law.
 use herd::rng::Rng;
 
+/// A standard normal draw: Box–Muller, one of the pair, from two uniforms of `rng`
+/// (`u1 = 1 − next_f64()`, `u2 = next_f64()`, `z = sqrt(−2 ln u1) · cos(2π u2)`), through
+/// libm (docs/rng.md). Every model's normal draws come from here.
+#[inline]
+pub(crate) fn standard_normal<R: Rng + ?Sized>(rng: &mut R) -> f64 {
+    let u1 = 1.0 - rng.next_f64();
+    let u2 = rng.next_f64();
+    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
+}
+
 /// `2·√(2/e)`, Stadlober's constant for the width of the ratio-of-uniforms rectangle.
 const ROU_D1: f64 = 1.715_527_769_921_413_5;
 /// `3 − 2·√(3/e)`, Stadlober's additive constant.

@@ -24,9 +24,9 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use herd::rng::{Rng, SplitMix64};
+use herd::rng::SplitMix64;
 use herd_sim::latency::Distribution;
-use herd_sim::latency::draws::{Pauses, exponential, to_ns};
+use herd_sim::latency::draws::{self, Pauses};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -57,18 +57,7 @@ pub(crate) struct Law {
 impl Law {
     /// A service time, in scenario nanoseconds, as the model draws one.
     pub(crate) fn service(&self, rng: &mut SplitMix64) -> u64 {
-        match self.distribution {
-            Distribution::Constant => to_ns(self.mean_ns),
-            Distribution::Exponential => to_ns(exponential(rng, self.mean_ns)),
-            Distribution::Lognormal => {
-                let s = self.sigma;
-                let mu = self.mean_ns.ln() - s * s / 2.0;
-                let u1 = 1.0 - rng.next_f64();
-                let u2 = rng.next_f64();
-                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
-                to_ns((mu + s * z).exp())
-            }
-        }
+        draws::service_time(self.distribution, self.mean_ns, self.sigma, rng)
     }
 
     fn to_scenario(self, real_ns: u64) -> u64 {

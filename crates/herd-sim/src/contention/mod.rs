@@ -58,7 +58,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use herd::rng::{Rng, SplitMix64};
+use herd::rng::SplitMix64;
 use herd::{Rule, RuleName, RuleParams, RuleState};
 use serde::Serialize;
 
@@ -259,9 +259,7 @@ impl Contention {
 
     /// One hop's delay in nanoseconds (Box–Muller, see the module docs).
     fn delay(&self, rng: &mut SplitMix64) -> u64 {
-        let u1 = 1.0 - rng.next_f64();
-        let u2 = rng.next_f64();
-        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        let z = crate::sample::standard_normal(rng);
         let ms = (self.mean_ms + self.sd_ms * z).max(0.0);
         (ms * 1e6).round() as u64
     }

@@ -11,6 +11,7 @@
 use herd::rng::{Rng, SplitMix64};
 
 use super::LatencyScenario;
+use super::scenario::Distribution;
 use super::scenario::Plan;
 
 /// The stream of arrivals.
@@ -55,6 +56,26 @@ pub fn to_ns(x: f64) -> u64 {
             whole
         };
         rounded.max(1)
+    }
+}
+
+/// A service time in nanoseconds, as the engine draws one: `constant` the mean,
+/// `exponential` one [`exponential`] draw, `lognormal` `exp(μ + σ·z)` with
+/// `μ = ln(mean) − σ²/2` (so that its mean is `mean_ns`) and one standard normal `z`.
+#[inline]
+pub fn service_time(
+    distribution: Distribution,
+    mean_ns: f64,
+    sigma: f64,
+    rng: &mut SplitMix64,
+) -> u64 {
+    match distribution {
+        Distribution::Constant => to_ns(mean_ns),
+        Distribution::Exponential => to_ns(exponential(rng, mean_ns)),
+        Distribution::Lognormal => {
+            let mu = mean_ns.ln() - sigma * sigma / 2.0;
+            to_ns((mu + sigma * crate::sample::standard_normal(rng)).exp())
+        }
     }
 }
 

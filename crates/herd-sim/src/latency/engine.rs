@@ -13,9 +13,9 @@ use herd::clock::FakeClock;
 use herd::hedge::{LatencyHistogram, MAX_COPIES};
 use herd::rng::{Rng, SplitMix64};
 
-use super::draws::{ARRIVALS, Pauses, exponential, stream, to_ns};
+use super::draws::{ARRIVALS, Pauses, exponential, service_time, stream, to_ns};
 use super::report::LatencyResult;
-use super::scenario::{Distribution, Plan, Policy, PolicyKind};
+use super::scenario::{Plan, Policy, PolicyKind};
 
 /// Independent streams of one seed: arrivals, routing and service times, then one per
 /// server for its pauses. Arrivals and pauses do not depend on the policy, so every policy of
@@ -23,14 +23,6 @@ use super::scenario::{Distribution, Plan, Policy, PolicyKind};
 /// The streams of routing and service times (arrivals and pauses: `draws`).
 const ROUTING: u64 = 2;
 const SERVICE: u64 = 3;
-
-/// A standard normal draw (Box–Muller, one of the pair).
-#[inline]
-fn normal(rng: &mut SplitMix64) -> f64 {
-    let u1 = 1.0 - rng.next_f64();
-    let u2 = rng.next_f64();
-    (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CopyState {
@@ -321,16 +313,13 @@ impl World<'_> {
     }
 
     fn service_time(&mut self) -> u64 {
-        let mean = self.plan.service_mean_ns;
-        match self.plan.distribution {
-            Distribution::Constant => to_ns(mean),
-            Distribution::Exponential => to_ns(exponential(&mut self.service, mean)),
-            Distribution::Lognormal => {
-                let s = self.plan.sigma;
-                let mu = mean.ln() - s * s / 2.0;
-                to_ns((mu + s * normal(&mut self.service)).exp())
-            }
-        }
+        let p = &self.plan;
+        service_time(
+            p.distribution,
+            p.service_mean_ns,
+            p.sigma,
+            &mut self.service,
+        )
     }
 
     /// The delay before the next copy, or `None` if no copy should follow on a timer.
