@@ -311,7 +311,12 @@ fn build_report<'a>(
                     simulated: m.mean,
                     std_error: m.std_error,
                     predicted,
-                    tolerance: tolerance(m, predicted, sim.requests, known_error(prediction)),
+                    tolerance: tolerance(
+                        m.std_error,
+                        predicted,
+                        sim.requests,
+                        known_error(prediction),
+                    ),
                 })
                 .collect(),
         }),

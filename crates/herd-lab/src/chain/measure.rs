@@ -1,6 +1,6 @@
 //! What the lab measured, and how it compares with the prediction.
 
-use herd_sim::graph::{BATCHES, Prediction, Z, known_error};
+use herd_sim::graph::{BATCHES, Prediction, known_error, tolerance};
 
 /// Requests one service received during a drive.
 #[derive(Clone, Debug, PartialEq)]
@@ -177,7 +177,7 @@ impl Measurement {
 ///   is exact, and so is the count: the requests received must equal `predicted × views`
 ///   exactly (a whole number; `1e-9` absorbs only the float that carries it).
 /// - **Random failures**: the per-view counts are a sample, so the mean must lie within
-///   [`Z`] (4) standard errors of the prediction, the standard error computed from the sample
+///   [`Z`](herd_sim::graph::Z) (4) standard errors of the prediction, the standard error computed from the sample
 ///   and floored at `1 / views` (one request more or less: a sample that never met a rare
 ///   failure has a spread of 0), plus the prediction's own stated error
 ///   ([`known_error`]: the truncation of a stationary budget computation, else 0). No fixed
@@ -191,12 +191,12 @@ pub fn agrees(
     known_error: f64,
 ) -> bool {
     if deterministic {
+        // A whole count, so this also asks that the prediction be a whole number of calls.
         let expected = predicted * views as f64;
-        return expected.fract().abs() < 1e-9 * (1.0 + expected)
-            && (measured.received as f64 - expected).abs() < 1e-9 * (1.0 + expected);
+        return (measured.received as f64 - expected).abs() < 1e-9 * (1.0 + expected);
     }
-    let se = measured.std_error.max(1.0 / views.max(1) as f64);
-    (measured.per_view - predicted).abs() <= Z * se + known_error + 1e-9 * (1.0 + predicted)
+    let within = tolerance(measured.std_error, predicted, views, known_error);
+    (measured.per_view - predicted).abs() <= within
 }
 
 #[cfg(test)]

@@ -55,7 +55,9 @@ impl MonteCarlo {
         self.services
             .iter()
             .zip(&prediction.receives)
-            .all(|(s, &want)| (s.mean - want).abs() <= tolerance(s, want, self.requests, known))
+            .all(|(s, &want)| {
+                (s.mean - want).abs() <= tolerance(s.std_error, want, self.requests, known)
+            })
     }
 }
 
@@ -71,13 +73,14 @@ pub fn known_error(prediction: &Prediction) -> f64 {
     }
 }
 
-/// The tolerance used by [`MonteCarlo::agrees_with`]: [`Z`] standard errors, the standard
+/// The tolerance used by [`MonteCarlo::agrees_with`] (and by `herd lab chain`, which
+/// measures a real chain against the same prediction): [`Z`] standard errors, the standard
 /// error floored at `1 / requests` (one request more or less; a run that never saw a rare
 /// event has a sample spread of 0), plus the prediction's stated error and float rounding
 /// (`1e-9 · (1 + expected)`). No fixed percentage.
 #[must_use]
-pub fn tolerance(s: &SimulatedService, expected: f64, requests: u64, known: f64) -> f64 {
-    Z * s.std_error.max(1.0 / requests.max(1) as f64) + known + 1e-9 * (1.0 + expected)
+pub fn tolerance(std_error: f64, expected: f64, requests: u64, known: f64) -> f64 {
+    Z * std_error.max(1.0 / requests.max(1) as f64) + known + 1e-9 * (1.0 + expected)
 }
 
 /// How an answer came back in one simulated execution.
