@@ -110,8 +110,8 @@ pub struct Simulation {
     plan: Plan,
     scenario: Scenario,
     engine: Engine,
-    /// For the cohort engine: the most cohorts that may wait at once.
-    max_cohorts: u64,
+    /// For the cohort engine: what its runs share (`None` for the agent engine).
+    cohort: Option<cohort::Prepared>,
 }
 
 /// Which engine runs a [`Simulation`]: both run the same model and report alike.
@@ -205,19 +205,19 @@ impl Simulation {
         limits: &Limits,
         engine: Engine,
     ) -> Result<Self, ScenarioError> {
-        let plan = match engine {
-            Engine::Agent => Plan::new(scenario, limits)?,
+        let (plan, cohort) = match engine {
+            Engine::Agent => (Plan::new(scenario, limits)?, None),
             Engine::Cohort => {
                 let plan = Plan::new(scenario, &engine.limits(limits))?;
-                cohort::check(&plan, limits)?;
-                plan
+                let prepared = cohort::check(&plan, limits)?;
+                (plan, Some(prepared))
             }
         };
         Ok(Self {
             plan,
             scenario: scenario.clone(),
             engine,
-            max_cohorts: cohort::max_cohorts(limits),
+            cohort,
         })
     }
 
@@ -303,9 +303,9 @@ impl Simulation {
     /// `constant`, say), or the run exceeds [`Limits::max_run_attempts`].
     pub fn run(&self, rule: RuleName, seed: u64) -> Result<RunResult, ScenarioError> {
         let built = self.rule(rule)?;
-        match self.engine {
-            Engine::Agent => engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent),
-            Engine::Cohort => cohort::simulate(&self.plan, rule, &built, seed, self.max_cohorts),
+        match &self.cohort {
+            None => engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent),
+            Some(prepared) => cohort::simulate(&self.plan, rule, &built, seed, prepared),
         }
     }
 
@@ -323,18 +323,18 @@ impl Simulation {
         progress: impl FnMut(f64),
     ) -> Result<RunResult, ScenarioError> {
         let built = self.rule(rule)?;
-        match self.engine {
-            Engine::Agent => engine::simulate(
+        match &self.cohort {
+            None => engine::simulate(
                 &self.plan,
                 rule,
                 &built,
                 seed,
                 &mut trace::Progress(progress),
             ),
-            Engine::Cohort => {
+            Some(prepared) => {
                 // Cohort runs take milliseconds: report only the end.
                 let mut progress = progress;
-                let result = cohort::simulate(&self.plan, rule, &built, seed, self.max_cohorts)?;
+                let result = cohort::simulate(&self.plan, rule, &built, seed, prepared)?;
                 progress(1.0);
                 Ok(result)
             }

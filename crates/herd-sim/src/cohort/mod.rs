@@ -132,12 +132,23 @@ pub(crate) fn plan_limits(limits: &Limits) -> Limits {
     }
 }
 
-/// Checks what the cohort engine cannot run, after the plan is built.
-pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
+/// What every cohort run of a simulation shares, built once when it is checked.
+#[derive(Clone, Debug)]
+pub(crate) struct Prepared {
+    /// The most cohorts that may wait at once.
+    max_cohorts: u64,
+    /// The law of a retry's latency in steps (`None` without one): up to 65 536 cells, each
+    /// from `erfc`, so not rebuilt for every seed.
+    latency: Option<Law>,
+}
+
+/// Checks what the cohort engine cannot run, after the plan is built, and prepares what its
+/// runs share.
+pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<Prepared, ScenarioError> {
     for (name, rule) in &plan.rules {
         Laws::of(*name, rule)?;
     }
-    latency_law(plan)?;
+    let latency = latency_law(plan)?;
     // The per-window series are the only memory that grows with the run (16 bytes a window).
     let series = u128::from(plan.windows) * 16;
     if series > u128::from(limits.max_bytes) {
@@ -151,22 +162,25 @@ pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<(), ScenarioError> {
             ),
         ));
     }
-    Ok(())
+    Ok(Prepared {
+        max_cohorts: max_cohorts(limits),
+        latency,
+    })
 }
 
 /// Runs `rule` over `plan` with the world's generator seeded by `seed`, in cohorts.
 ///
 /// `plan.max_run_attempts` bounds the random words drawn, the cohort engine's unit of work
-/// (see [`Counted`]), and `max_cohorts` the cohorts waiting at once.
+/// (see [`Counted`]), and `prepared.max_cohorts` the cohorts waiting at once.
 pub(crate) fn simulate(
     plan: &Plan,
     name: RuleName,
     rule: &PlannedRule,
     seed: u64,
-    max_cohorts: u64,
+    prepared: &Prepared,
 ) -> Result<RunResult, ScenarioError> {
     let mut laws = Laws::of(name, rule)?;
-    let latency = latency_law(plan)?;
+    let (latency, max_cohorts) = (&prepared.latency, prepared.max_cohorts);
     let mut rng = Counted::new(seed);
     let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
