@@ -192,10 +192,10 @@ impl AttemptLatency {
     ///
     /// A law of more than [`MAX_LAW_CELLS`] cells, naming `clients.latency.sd_ms`.
     pub(crate) fn law(&self) -> Result<Vec<(u64, f64)>, ScenarioError> {
-        let Kind::Constant(_) = self.kind else {
-            return self.random_law();
-        };
-        Ok(vec![(self.draw(&mut NoDraws), 1.0)])
+        match self.kind {
+            Kind::Constant(k) => Ok(vec![(k, 1.0)]),
+            Kind::Normal { .. } | Kind::Lognormal { .. } => self.random_law(),
+        }
     }
 
     fn random_law(&self) -> Result<Vec<(u64, f64)>, ScenarioError> {
@@ -229,15 +229,6 @@ impl AttemptLatency {
             }
         }
         Ok(cells)
-    }
-}
-
-/// A generator for a constant delay, which draws nothing.
-struct NoDraws;
-
-impl Rng for NoDraws {
-    fn next_u64(&mut self) -> u64 {
-        unreachable!("a constant delay draws nothing")
     }
 }
 
