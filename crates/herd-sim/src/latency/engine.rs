@@ -477,8 +477,14 @@ impl World<'_> {
     /// nothing refers to it.
     #[inline]
     fn release(&mut self, sub: u32) {
-        let s = &mut self.subs[sub];
-        s.live -= 1;
+        self.subs[sub].live -= 1;
+        self.free_if_idle(sub);
+    }
+
+    /// Frees `sub` once it is answered and no copy or timer refers to it.
+    #[inline]
+    fn free_if_idle(&mut self, sub: u32) {
+        let s = &self.subs[sub];
         if s.done && s.live == 0 && s.timers == 0 {
             self.subs.remove(sub);
         }
@@ -574,10 +580,7 @@ impl World<'_> {
                 self.hedges_refused += 1;
             }
         }
-        let s = &self.subs[sub];
-        if s.done && s.live == 0 && s.timers == 0 {
-            self.subs.remove(sub);
-        }
+        self.free_if_idle(sub);
     }
 }
 
