@@ -139,7 +139,13 @@ const MAX_ATTEMPTS_PER_RUN: u64 = 10_000_000_000;
 /// The scenario to run, with the command-line overrides applied.
 fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
     let (mut scenario, name) = match &args.scenario {
-        None => (Scenario::default(), "default scenario".to_owned()),
+        None => {
+            let mut scenario = Scenario::default();
+            if let Some(pauses) = args.pauses {
+                scenario.pauses = pauses.into();
+            }
+            (scenario, "default scenario".to_owned())
+        }
         Some(path) => {
             let text = fs::read_to_string(path).map_err(|e| {
                 CliError::input(format!("cannot read scenario {}: {e}", path.display()))
@@ -183,9 +189,6 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
     }
     if let Some(seed) = args.seed {
         scenario.seed = seed;
-    }
-    if let Some(pauses) = args.pauses {
-        scenario.pauses = pauses.into();
     }
     let rules = args.rules.rules();
     if !rules.is_empty() {
