@@ -13,7 +13,7 @@ use herd_lab::storm::descriptors::{self, Descriptors};
 use herd_sim::latency::LatencyScenario;
 use serde::Serialize;
 
-use crate::cmd::args::{Format, check_seed, csv_field};
+use crate::cmd::args::{Format, check_closed, check_seed, csv_field};
 use crate::cmd::lab::shared::{exit_on_verdicts, print_results, read_scenario, storm_error};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
@@ -96,14 +96,8 @@ fn load(args: &LabHedgeArgs) -> CliResult<(LatencyScenario, String)> {
         scenario.seed = check_seed(seed)?;
     }
     if let Some(requests) = args.requests {
-        scenario.requests = u64::try_from(requests)
-            .ok()
-            .filter(|r| (1..=MAX_REQUESTS).contains(r))
-            .ok_or_else(|| {
-                CliError::input(format!(
-                    "requests must be in [1, {MAX_REQUESTS}], got {requests} (--requests)"
-                ))
-            })?;
+        // In range, so the conversion is exact.
+        scenario.requests = check_closed("requests", requests, 1, i128::from(MAX_REQUESTS))? as u64;
         // A warm-up of a tenth, at most the scenario's: short runs stay short.
         scenario.warmup_requests = scenario.warmup_requests.min(scenario.requests / 10);
     }
@@ -124,15 +118,7 @@ fn load(args: &LabHedgeArgs) -> CliResult<(LatencyScenario, String)> {
 
 pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
     let (scenario, name) = load(args)?;
-    let seeds = u32::try_from(args.seeds)
-        .ok()
-        .filter(|s| (2..=MAX_SEEDS).contains(s))
-        .ok_or_else(|| {
-            CliError::input(format!(
-                "seeds must be in [2, {MAX_SEEDS}], got {} (--seeds)",
-                args.seeds
-            ))
-        })?;
+    let seeds = check_closed("seeds", args.seeds, 2, i128::from(MAX_SEEDS))? as u32;
     let lab = LabHedge::new(scenario, args.time_scale, seeds).map_err(lab_error)?;
     let needed = lab.descriptors_needed();
     let who = "the copies in flight";
