@@ -30,7 +30,7 @@ use herd::budget::{BudgetConfig, RetryBudget};
 use herd::hedge::{Hedge, HedgeDelay, HedgeLayer, HedgePolicy, MAX_COPIES};
 use herd::rng::SplitMix64;
 use herd_sim::latency::{
-    LatencyModel, LatencyScenario, PolicyKind, PolicySpec, draws, nearest_rank,
+    self, LatencyModel, LatencyScenario, PolicyKind, PolicySpec, draws, nearest_rank,
 };
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -278,14 +278,14 @@ impl LabHedge {
     fn hedge_policy(&self, p: &PolicySpec) -> Result<HedgePolicy<TokioClock>, LabHedgeError> {
         let (delay, copies) = match p.kind {
             PolicyKind::Delay => (HedgeDelay::fixed(self.real(p.delay_ms)), p.max_copies),
-            // As the model: windows of 1 s with at least 100 samples, no hedge before.
+            // As the model: its learning windows and samples, no hedge before.
             PolicyKind::Percentile => (
                 HedgeDelay::Percentile {
                     quantile: p.quantile,
                     min: Duration::ZERO,
                     max: NOT_YET,
-                    window: self.real(1000.0),
-                    min_samples: 100,
+                    window: self.real(latency::LEARNING_WINDOW.as_secs_f64() * 1000.0),
+                    min_samples: latency::LEARNING_MIN_SAMPLES,
                 },
                 p.max_copies,
             ),
@@ -293,12 +293,12 @@ impl LabHedge {
         };
         let mut builder = HedgePolicy::builder(delay).max_copies(copies);
         if let Some(percent) = p.budget_percent {
-            // As the model: that percentage of sub-requests over 10 s, no reserve.
+            // As the model: that percentage of sub-requests over its window, no reserve.
             let budget = RetryBudget::new(
                 BudgetConfig {
                     percent,
                     min_per_sec: 0,
-                    window: self.real(10_000.0),
+                    window: self.real(latency::BUDGET_WINDOW.as_secs_f64() * 1000.0),
                 },
                 TokioClock::new(),
             )

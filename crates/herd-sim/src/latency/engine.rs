@@ -273,7 +273,11 @@ impl Timers {
 }
 
 /// The length of the learning windows of the `percentile` policy's histogram.
-const WINDOW: Duration = Duration::from_secs(1);
+pub const LEARNING_WINDOW: Duration = Duration::from_secs(1);
+/// The samples a learning window needs before the `percentile` policy hedges on it.
+pub const LEARNING_MIN_SAMPLES: u64 = 100;
+/// The window of the `budget_percent` policies' retry budget (no reserve).
+pub const BUDGET_WINDOW: Duration = Duration::from_secs(10);
 
 struct World<'p> {
     plan: &'p Plan,
@@ -334,7 +338,7 @@ impl World<'_> {
                     self.learned = h
                         .percentile()
                         .map(|p| u64::try_from(p.as_nanos()).unwrap_or(u64::MAX));
-                    let window = WINDOW.as_nanos() as u64;
+                    let window = LEARNING_WINDOW.as_nanos() as u64;
                     self.learned_until =
                         (self.now / window).saturating_add(1).saturating_mul(window);
                 }
@@ -591,7 +595,7 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
         let config = BudgetConfig {
             percent,
             min_per_sec: 0,
-            window: Duration::from_secs(10),
+            window: BUDGET_WINDOW,
         };
         // The scenario's check kept `percent` in [0, 1000], which the budget accepts.
         let budget = RetryBudget::new(config, clock.clone())
@@ -599,7 +603,7 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
         (budget, clock)
     });
     let histogram = (policy.kind == PolicyKind::Percentile)
-        .then(|| LatencyHistogram::new(policy.quantile, WINDOW, 100));
+        .then(|| LatencyHistogram::new(policy.quantile, LEARNING_WINDOW, LEARNING_MIN_SAMPLES));
     let mut world = World {
         plan,
         policy,
