@@ -123,10 +123,8 @@ fn points(
                 "--utilisation must be fractions above 0 and at most {MAX_UTILISATION}, got {u}"
             )));
         }
-        // utilisation = rate · fan_out · mean service time / servers
         let mut s = scenario.clone();
-        s.traffic.rate_per_s = u * f64::from(s.servers.count)
-            / (f64::from(s.traffic.fan_out.max(1)) * s.service.mean_ms / 1000.0);
+        s.traffic.rate_per_s = s.rate_at_utilisation(u);
         out.push((Some(u), check(&s)?));
     }
     Ok(out)

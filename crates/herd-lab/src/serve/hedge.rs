@@ -228,9 +228,9 @@ impl HedgeRequest {
     /// `utilisation · servers / (fan_out · mean service time)`, as `herd hedge --utilisation`.
     #[must_use]
     pub fn rate_per_s(&self) -> f64 {
-        let defaults = LatencyScenario::default();
-        self.utilisation * f64::from(defaults.servers.count)
-            / (f64::from(self.fan_out.max(1)) * defaults.service.mean_ms / 1000.0)
+        let mut pool = LatencyScenario::default();
+        pool.traffic.fan_out = self.fan_out;
+        pool.rate_at_utilisation(self.utilisation)
     }
 
     /// The latency scenario tree this request describes, as a scenario file would: the

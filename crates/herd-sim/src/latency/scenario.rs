@@ -292,6 +292,15 @@ fn ms_to_ns(ms: f64) -> u64 {
 }
 
 impl LatencyScenario {
+    /// The arrival rate (user requests a second) at which this pool is busy `utilisation`
+    /// of the time without hedging: `utilisation · servers / (fan_out · mean service time)`.
+    /// What `herd hedge --utilisation` and the page's slider set.
+    #[must_use]
+    pub fn rate_at_utilisation(&self, utilisation: f64) -> f64 {
+        utilisation * f64::from(self.servers.count)
+            / (f64::from(self.traffic.fan_out.max(1)) * self.service.mean_ms / 1000.0)
+    }
+
     /// Reads a scenario from TOML text.
     ///
     /// # Errors
