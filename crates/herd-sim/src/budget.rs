@@ -19,8 +19,23 @@ use herd::clock::FakeClock;
 use crate::error::ScenarioError;
 use crate::plan::Plan;
 
-/// How long a first attempt's deposit in the retry budget counts (Finagle's and tower's 10 s).
-pub(crate) const BUDGET_WINDOW: Duration = Duration::from_secs(10);
+/// How long a first attempt's deposit in the retry budget counts (Finagle's and tower's 10 s),
+/// in the storm and the latency models alike.
+pub const BUDGET_WINDOW: Duration = Duration::from_secs(10);
+
+/// The library's budget of `percent` over [`BUDGET_WINDOW`], no reserve, on a fake clock
+/// that the caller sets to simulated time.
+pub(crate) fn on_fake_clock(
+    percent: f64,
+) -> Result<(RetryBudget<FakeClock>, FakeClock), herd::budget::InvalidBudget> {
+    let clock = FakeClock::new();
+    let config = BudgetConfig {
+        percent,
+        min_per_sec: 0,
+        window: BUDGET_WINDOW,
+    };
+    Ok((RetryBudget::new(config, clock.clone())?, clock))
+}
 
 /// The library's retry budget on simulated time.
 pub(crate) struct SimBudget {
@@ -34,13 +49,7 @@ impl SimBudget {
         if percent <= 0.0 {
             return Ok(None);
         }
-        let clock = FakeClock::new();
-        let config = BudgetConfig {
-            percent,
-            min_per_sec: 0,
-            window: BUDGET_WINDOW,
-        };
-        let budget = RetryBudget::new(config, clock.clone())
+        let (budget, clock) = on_fake_clock(percent)
             .map_err(|e| ScenarioError::field("retry.budget_percent", e.to_string()))?;
         Ok(Some(Self { clock, budget }))
     }

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use herd::budget::{Budget, BudgetConfig, RetryBudget};
+use herd::budget::{Budget, RetryBudget};
 use herd::clock::FakeClock;
 use herd::hedge::{LatencyHistogram, MAX_COPIES};
 use herd::rng::{Rng, SplitMix64};
@@ -276,8 +276,6 @@ impl Timers {
 pub const LEARNING_WINDOW: Duration = Duration::from_secs(1);
 /// The samples a learning window needs before the `percentile` policy hedges on it.
 pub const LEARNING_MIN_SAMPLES: u64 = 100;
-/// The window of the `budget_percent` policies' retry budget (no reserve).
-pub const BUDGET_WINDOW: Duration = Duration::from_secs(10);
 
 struct World<'p> {
     plan: &'p Plan,
@@ -591,16 +589,9 @@ impl World<'_> {
 /// Runs one policy of a checked scenario.
 pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
     let budget = policy.budget_percent.map(|percent| {
-        let clock = FakeClock::new();
-        let config = BudgetConfig {
-            percent,
-            min_per_sec: 0,
-            window: BUDGET_WINDOW,
-        };
         // The scenario's check kept `percent` in [0, 1000], which the budget accepts.
-        let budget = RetryBudget::new(config, clock.clone())
-            .unwrap_or_else(|e| unreachable!("checked budget refused: {e}"));
-        (budget, clock)
+        crate::budget::on_fake_clock(percent)
+            .unwrap_or_else(|e| unreachable!("checked budget refused: {e}"))
     });
     let histogram = (policy.kind == PolicyKind::Percentile)
         .then(|| LatencyHistogram::new(policy.quantile, LEARNING_WINDOW, LEARNING_MIN_SAMPLES));

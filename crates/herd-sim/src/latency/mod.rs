@@ -80,7 +80,8 @@ mod scenario;
 
 use rayon::prelude::*;
 
-pub use engine::{BUDGET_WINDOW, LEARNING_MIN_SAMPLES, LEARNING_WINDOW};
+pub use crate::budget::BUDGET_WINDOW;
+pub use engine::{LEARNING_MIN_SAMPLES, LEARNING_WINDOW};
 pub use model::METRICS;
 pub use report::{LatencyResult, nearest_rank, tail};
 pub use scenario::{
