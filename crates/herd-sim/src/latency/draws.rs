@@ -15,7 +15,7 @@ use super::scenario::Distribution;
 use super::scenario::Plan;
 
 /// The stream of arrivals.
-pub(crate) const ARRIVALS: u64 = 1;
+const ARRIVALS: u64 = 1;
 /// The first stream of pauses; server `i` has `HICCUPS + i`.
 const HICCUPS: u64 = 1 << 32;
 
@@ -83,13 +83,21 @@ pub fn service_time(
 /// first), as the simulator draws them for `seed`. Not checked: give a scenario that
 /// [`LatencyModel::new`](super::LatencyModel::new) accepted.
 pub fn arrivals(scenario: &LatencyScenario, seed: u64) -> impl Iterator<Item = u64> {
-    let interarrival_ns = 1e9 / scenario.traffic.rate_per_s;
+    let total = scenario.requests.saturating_add(scenario.warmup_requests);
+    times(seed, 1e9 / scenario.traffic.rate_per_s, total)
+}
+
+/// The arrival times of a checked plan's users: the engine's.
+pub(crate) fn arrivals_of(plan: &Plan) -> impl Iterator<Item = u64> {
+    times(plan.seed, plan.interarrival_ns, plan.warmup + plan.requests)
+}
+
+/// `total` times whose gaps are exponential draws of mean `interarrival_ns`.
+fn times(seed: u64, interarrival_ns: f64, total: u64) -> impl Iterator<Item = u64> {
     let mut rng = stream(seed, ARRIVALS);
     let mut at = 0u64;
-    let total = scenario.requests.saturating_add(scenario.warmup_requests);
-    (0..total).map(move |i| {
-        let gap = to_ns(exponential(&mut rng, interarrival_ns));
-        at = if i == 0 { gap } else { at.saturating_add(gap) };
+    (0..total).map(move |_| {
+        at = at.saturating_add(to_ns(exponential(&mut rng, interarrival_ns)));
         at
     })
 }
@@ -167,6 +175,47 @@ impl Pauses {
 mod tests {
     use super::super::{Distribution, LatencyModel, PolicySpec};
     use super::*;
+
+    /// Whichever conversion it takes, `to_ns` is `f64::round` (half away from zero) then a
+    /// saturating cast, at least 1, and `u64::MAX / 4` from 1.8·10¹⁹ up.
+    #[test]
+    fn to_ns_rounds_as_f64_round_does() {
+        let reference = |x: f64| {
+            if x >= 1.8e19 {
+                u64::MAX / 4
+            } else {
+                (x.round() as u64).max(1)
+            }
+        };
+        let edges = [
+            0.0,
+            -0.0,
+            0.49999999999999994,
+            0.5,
+            1.5,
+            2.5,
+            -0.5,
+            -3.7,
+            -1e300,
+            4_503_599_627_370_495.5,
+            9.199_999_999_999_998e18,
+            9.2e18,
+            9.223_372_036_854_775e18,
+            1.799_999_999_999_999_8e19,
+            1.8e19,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ];
+        let mut rng = SplitMix64::new(5);
+        let halves = (0..100_000).map(|_| rng.below(1 << 40) as f64 + 0.5);
+        let mut rng = SplitMix64::new(6);
+        // Doubles of every exponent (the sign bit cleared), NaN and infinity among them.
+        let any = (0..100_000).map(|_| f64::from_bits(rng.next_u64() >> 1));
+        for x in edges.into_iter().chain(halves).chain(any) {
+            assert_eq!(to_ns(x), reference(x), "{x:e}");
+        }
+    }
 
     /// One server, constant service, policy none: every latency follows from the arrivals
     /// and the pauses alone, so a replay from these draws must give the engine's latencies

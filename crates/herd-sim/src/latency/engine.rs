@@ -13,7 +13,7 @@ use herd::clock::FakeClock;
 use herd::hedge::{LatencyHistogram, MAX_COPIES};
 use herd::rng::{Rng, SplitMix64};
 
-use super::draws::{ARRIVALS, Pauses, exponential, service_time, stream, to_ns};
+use super::draws::{Pauses, arrivals_of, service_time, stream};
 use super::report::LatencyResult;
 use super::scenario::{Plan, Policy, PolicyKind};
 
@@ -623,10 +623,9 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
     // Only `delay` and `percentile` set timers.
     let timed =
         policy.max_copies > 1 && matches!(policy.kind, PolicyKind::Delay | PolicyKind::Percentile);
-    let mut arrivals = stream(plan.seed, ARRIVALS);
-    let total = plan.warmup + plan.requests;
+    let mut arrivals = arrivals_of(plan);
     let mut arrived = 0u64;
-    let mut next_arrival = to_ns(exponential(&mut arrivals, plan.interarrival_ns));
+    let mut next_arrival = arrivals.next();
     loop {
         let done = world.completions.first();
         let (timer, run) = if timed {
@@ -635,12 +634,11 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
             (NEVER, 0)
         };
         let next = done.min(timer);
-        if arrived < total && (next == NEVER || next_arrival <= key_time(next)) {
-            world.now = next_arrival;
+        if let Some(at) = next_arrival.filter(|&at| next == NEVER || at <= key_time(next)) {
+            world.now = at;
             world.arrive(arrived >= plan.warmup);
             arrived += 1;
-            next_arrival = next_arrival
-                .saturating_add(to_ns(exponential(&mut arrivals, plan.interarrival_ns)));
+            next_arrival = arrivals.next();
         } else if next == NEVER {
             break;
         } else if timer < done {
@@ -663,50 +661,4 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
         world.busy_ns as f64 / (f64::from(plan.servers) * elapsed as f64),
     );
     (result, world.latencies)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Whichever conversion it takes, `to_ns` is `f64::round` (half away from zero) then a
-    /// saturating cast, at least 1, and `u64::MAX / 4` from 1.8·10¹⁹ up.
-    #[test]
-    fn to_ns_rounds_as_f64_round_does() {
-        let reference = |x: f64| {
-            if x >= 1.8e19 {
-                u64::MAX / 4
-            } else {
-                (x.round() as u64).max(1)
-            }
-        };
-        let edges = [
-            0.0,
-            -0.0,
-            0.49999999999999994,
-            0.5,
-            1.5,
-            2.5,
-            -0.5,
-            -3.7,
-            -1e300,
-            4_503_599_627_370_495.5,
-            9.199_999_999_999_998e18,
-            9.2e18,
-            9.223_372_036_854_775e18,
-            1.799_999_999_999_999_8e19,
-            1.8e19,
-            f64::INFINITY,
-            f64::NEG_INFINITY,
-            f64::NAN,
-        ];
-        let mut rng = SplitMix64::new(5);
-        let halves = (0..100_000).map(|_| rng.below(1 << 40) as f64 + 0.5);
-        let mut rng = SplitMix64::new(6);
-        // Doubles of every exponent (the sign bit cleared), NaN and infinity among them.
-        let any = (0..100_000).map(|_| f64::from_bits(rng.next_u64() >> 1));
-        for x in edges.into_iter().chain(halves).chain(any) {
-            assert_eq!(to_ns(x), reference(x), "{x:e}");
-        }
-    }
 }
