@@ -306,6 +306,19 @@ async fn drive(browser: &Client, server: &PageServer, axe: Option<&str>) {
     audit(browser, axe, "layers").await;
     check_hedge(browser, server, axe).await;
     check_tabs(browser, server).await;
+    audit_on_a_phone(browser, axe).await;
+}
+
+/// Every scene again at a phone's width, its figures drawn, as a person on a phone meets it:
+/// tables and grids that fit a desktop scroll sideways there.
+async fn audit_on_a_phone(browser: &Client, axe: Option<&str>) {
+    browser.set_window_size(390, 844).await.expect("resize");
+    for scene in ["storm", "six", "dots", "layers", "hedge"] {
+        click(browser, &format!("#tab-{scene}")).await;
+        wait_until(browser, &format!("location.hash === '#{scene}'")).await;
+        audit(browser, axe, &format!("{scene} (phone)")).await;
+    }
+    browser.set_window_size(1200, 1000).await.expect("resize");
 }
 
 /// Runs axe-core on the page as it is (the scene shown) and fails on any violation.
@@ -1114,5 +1127,8 @@ async fn check_hedge(browser: &Client, server: &PageServer, axe: Option<&str>) {
     )
     .await;
     screenshot(browser, "hedge-phone.png").await;
+    // As a person on a phone meets it: the table now scrolls sideways, so it must be reachable
+    // by keyboard (axe's scrollable-region-focusable).
+    audit(browser, axe, "hedge (phone)").await;
     browser.set_window_size(1200, 1000).await.expect("resize");
 }
