@@ -1,0 +1,278 @@
+//! A translated policy in the storm model (docs/model.md), beside its suggested fix.
+//!
+//! The storm gives each of its clients one call that meets the outage; a policy sets how
+//! those calls retry: `clients.max_attempts` from the attempts, the rule and its `base_ms` /
+//! `cap_ms` / `pause_ms` from the backoff, `clients.deadline_s` from the whole call's
+//! timeout, and `retry.budget_percent` from a ratio budget (Linkerd's `retryRatio`). Pauses
+//! are drawn in nanoseconds (`pauses = "continuous"`), with a 10 ms step when the policy's
+//! pauses are shorter than the scenario's step.
+//!
+//! What the storm model cannot express is said, never dropped: each [`Comparison`] carries
+//! `notes` such as "throttle not simulated: envoy-max-retries …" or the rule that stands in
+//! for a multiplier other than the storm's.
+use std::time::Duration;
+
+use herd::RuleName;
+
+use super::{Backoff, Throttle, Translation, ms};
+use crate::{Limits, Pauses, RunResult, Scenario, ScenarioError, Simulation};
+
+/// The figures `herd check` reports for one side of a comparison.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Outcome {
+    /// Clients served by the horizon.
+    pub served: u64,
+    /// Clients that gave up (attempts, deadline or budget).
+    pub gave_up: u64,
+    /// When the last client was served, if every client was.
+    pub all_served_s: Option<f64>,
+    /// Attempts per client.
+    pub requests_per_client: f64,
+    /// The most attempts in one window after the outage.
+    pub peak_after_outage: u64,
+}
+
+impl From<&RunResult> for Outcome {
+    fn from(r: &RunResult) -> Self {
+        Self {
+            served: r.served,
+            gave_up: r.gave_up,
+            all_served_s: r.all_served_s,
+            requests_per_client: r.requests_per_client,
+            peak_after_outage: r.peak_after_outage,
+        }
+    }
+}
+
+/// One policy's storm beside its suggested fix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison {
+    /// The policy's file.
+    pub file: String,
+    /// The policy's name.
+    pub name: String,
+    /// The storm with the policy as configured.
+    pub config: Outcome,
+    /// The storm with the suggested fix.
+    pub fix: Outcome,
+    /// What the fix changes, in words.
+    pub fix_summary: String,
+    /// What the storm could not express, and the approximations it made.
+    pub notes: Vec<String>,
+}
+
+/// The fix herd suggests for a policy's storm behaviour: full jitter where the pauses have
+/// none (or too little), and a 20 % ratio budget where nothing bounds retries, the figure of
+/// Linkerd's default and of Finagle's.
+#[must_use]
+pub fn suggested_fix(t: &Translation) -> (Translation, String) {
+    let mut fixed = t.clone();
+    let mut changes = Vec::new();
+    let b = t.backoff;
+    let weak = !b.rule.is_jittered() || (b.rule == RuleName::Grpc && b.jitter < 0.1);
+    if weak && t.retries() && t.hedging.is_none() {
+        let base = if b.base.is_zero() {
+            Duration::from_millis(100)
+        } else {
+            b.base
+        };
+        fixed.backoff = Backoff {
+            rule: RuleName::Full,
+            base,
+            cap: b.cap.max(base),
+            multiplier: 2.0,
+            jitter: 1.0,
+        };
+        changes.push(format!(
+            "full jitter from {} ms, capped at {} ms",
+            ms(base),
+            ms(fixed.backoff.cap)
+        ));
+    }
+    let simulated = t.throttle.as_ref().is_some_and(|th| th.kind == "ratio");
+    if !simulated && t.retries() {
+        fixed.throttle = Some(Throttle {
+            kind: "ratio",
+            params: vec![("retry_ratio", 0.2)],
+        });
+        changes.push("a retry budget of 20 % of requests".to_owned());
+    }
+    if changes.is_empty() {
+        changes.push("none needed".to_owned());
+    }
+    (fixed, changes.join(" and "))
+}
+
+/// `base` run with `t`'s semantics: the scenario, the rule, and what could not be expressed.
+///
+/// # Errors
+///
+/// A field of the resulting scenario out of the storm's range (a pause beyond its limits),
+/// naming the field.
+pub fn scenario_for(
+    t: &Translation,
+    base: &Scenario,
+) -> Result<(Scenario, RuleName, Vec<String>), ScenarioError> {
+    let mut s = base.clone();
+    let mut notes = Vec::new();
+    s.pauses = Pauses::Continuous;
+    s.clients.max_attempts = t.max_attempts.unwrap_or(0);
+    if let Some(timeout) = t.timeout {
+        s.clients.deadline_s = timeout.as_secs_f64().min(s.horizon_s);
+    }
+    if let Some(p) = t.per_try_timeout {
+        notes.push(format!(
+            "per-try timeout ({} ms) not simulated: the storm's failed attempts are refused at once",
+            ms(p)
+        ));
+    }
+    if let Some(h) = t.hedging {
+        notes.push(format!(
+            "hedging simulated as retries every {} ms: in an outage every copy fails, as a retry would",
+            ms(h.delay)
+        ));
+    }
+    let b = t.backoff;
+    let rule = match b.rule {
+        RuleName::Full | RuleName::Exponential if (b.multiplier - 2.0).abs() > 1e-9 => {
+            notes.push(format!(
+                "storm approximation: the pauses grow ×{} here, ×2 in the storm's {} rule",
+                b.multiplier, b.rule
+            ));
+            b.rule
+        }
+        RuleName::Grpc if (b.multiplier - 1.6).abs() > 1e-9 || (b.jitter - 0.2).abs() > 1e-9 => {
+            notes.push(format!(
+                "storm approximation: ×{} ±{:.0} % here, ×1.6 ±20 % in the storm's grpc rule",
+                b.multiplier,
+                b.jitter * 100.0
+            ));
+            b.rule
+        }
+        r => r,
+    };
+    let base_ms = duration_ms(b.base).max(1e-6);
+    s.retry.rules = vec![rule];
+    s.retry.base_ms = base_ms;
+    s.retry.cap_ms = duration_ms(b.cap).max(base_ms);
+    s.retry.pause_ms = base_ms;
+    if !b.base.is_zero() && base_ms < s.step_ms && s.window_ms % 10.0 == 0.0 && s.step_ms > 10.0 {
+        s.step_ms = 10.0;
+        notes.push(format!(
+            "step refined to 10 ms for pauses from {} ms",
+            ms(b.base)
+        ));
+    }
+    s.retry.budget_percent = 0.0;
+    if let Some(th) = &t.throttle {
+        match (th.kind, th.param("retry_ratio")) {
+            ("ratio", Some(ratio)) => {
+                s.retry.budget_percent = ratio * 100.0;
+                if th.param("min_retries_per_second").is_some_and(|m| m > 0.0) {
+                    notes.push(
+                        "budget floor (minRetriesPerSecond) not simulated: the storm's budget has no reserve".to_owned(),
+                    );
+                }
+            }
+            (kind, _) => notes.push(format!(
+                "throttle not simulated: {kind} ({}); the storm runs without it",
+                th.params
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+    Ok((s, rule, notes))
+}
+
+fn duration_ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Runs `t` and its suggested fix in the storm `base`, with `seed`.
+///
+/// # Errors
+///
+/// A scenario the storm refuses (out of range, or beyond `limits`), naming the field.
+pub fn compare(
+    t: &Translation,
+    base: &Scenario,
+    limits: &Limits,
+    seed: u64,
+) -> Result<Comparison, ScenarioError> {
+    let (fixed, fix_summary) = suggested_fix(t);
+    let run = |t: &Translation| -> Result<(Outcome, Vec<String>), ScenarioError> {
+        let (s, rule, notes) = scenario_for(t, base)?;
+        let result = Simulation::new(&s, limits)?.run(rule, seed)?;
+        Ok((Outcome::from(&result), notes))
+    };
+    let (config, notes) = run(t)?;
+    let (fix, _) = run(&fixed)?;
+    Ok(Comparison {
+        file: t.file.clone(),
+        name: t.name.clone(),
+        config,
+        fix,
+        fix_summary,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{Input, check};
+
+    fn one(file: &str, text: &str) -> Translation {
+        check(&[Input::new(file, text)]).unwrap().configs.remove(0)
+    }
+
+    #[test]
+    fn a_ratio_budget_reaches_the_storm_and_others_are_named() {
+        let linkerd = one(
+            "sp.yaml",
+            "apiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nmetadata: {name: a}\nspec:\n  routes:\n  - name: r\n    isRetryable: true\n",
+        );
+        let (s, rule, notes) = scenario_for(&linkerd, &Scenario::default()).unwrap();
+        assert_eq!(s.retry.budget_percent, 20.0);
+        assert_eq!(rule, RuleName::Immediate);
+        assert_eq!(s.clients.max_attempts, 0);
+        assert_eq!(s.clients.deadline_s, 10.0);
+        assert!(
+            notes.iter().any(|n| n.contains("minRetriesPerSecond")),
+            "{notes:?}"
+        );
+
+        let aws = one("config", "[default]\nretry_mode = standard\n");
+        let (s, _, notes) = scenario_for(&aws, &Scenario::default()).unwrap();
+        assert_eq!(s.retry.budget_percent, 0.0);
+        assert_eq!(s.clients.max_attempts, 3);
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("throttle not simulated: aws-standard")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn the_fix_jitters_and_budgets_what_had_neither() {
+        let r4j = one(
+            "application.yml",
+            "resilience4j:\n  retry:\n    instances:\n      partner:\n        maxAttempts: 5\n        waitDuration: 1s\n        enableExponentialBackoff: true\n        exponentialBackoffMultiplier: 2\n        exponentialMaxWaitDuration: 30s\n",
+        );
+        assert_eq!(r4j.backoff.rule, RuleName::Exponential);
+        let (fixed, summary) = suggested_fix(&r4j);
+        assert_eq!(fixed.backoff.rule, RuleName::Full);
+        assert_eq!(fixed.backoff.cap, Duration::from_secs(30));
+        assert_eq!(fixed.throttle.as_ref().map(|t| t.kind), Some("ratio"));
+        assert!(summary.contains("full jitter"), "{summary}");
+        let c = compare(&r4j, &Scenario::default(), &Limits::default(), 1).unwrap();
+        assert!(
+            c.fix.requests_per_client < c.config.requests_per_client,
+            "{c:?}"
+        );
+    }
+}
