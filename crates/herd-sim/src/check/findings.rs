@@ -7,8 +7,6 @@
 //! `retries-non-idempotent`, `no-budget`, `budget-floor`, `hedging-without-throttling`,
 //! `unbounded-max-retries`, `multiple-layers`; the translators add `clamped`,
 //! `ignored-backoff` and `ignored-field`.
-use std::collections::BTreeMap;
-
 use herd::RuleName;
 
 use super::{Finding, Severity, System, Translation, finding, ms};
@@ -111,7 +109,7 @@ fn timeouts(t: &Translation, out: &mut Vec<Finding>) {
                 "timeout-below-attempts",
                 "timeout",
                 format!(
-                    "{attempts} attempts of up to {} ms need {} ms, but the whole request times out after {} ms: only {fit} slow attempts fit",
+                    "{attempts} attempts of up to {} ms need {} ms, but the whole request times out after {} ms: only {fit} slow attempt(s) fit",
                     ms(per_try),
                     ms(per_try.saturating_mul(attempts)),
                     ms(total)
@@ -266,7 +264,7 @@ fn budget(t: &Translation, out: &mut Vec<Finding>) {
 }
 
 /// A layer: one file, or one Kubernetes object (a `VirtualService`, a profile) of a file.
-fn layer_of(t: &Translation) -> String {
+pub(crate) fn layer_of(t: &Translation) -> String {
     match t.system {
         System::Istio | System::Linkerd => {
             let object = t.name.split('/').next().unwrap_or(&t.name);
@@ -278,46 +276,31 @@ fn layer_of(t: &Translation) -> String {
 
 /// Retries at more than one layer: a finding on each retrying layer.
 pub(crate) fn layers(configs: &[Translation]) -> Vec<Finding> {
-    let mut by_layer: BTreeMap<String, Vec<&Translation>> = BTreeMap::new();
-    for t in configs.iter().filter(|t| t.retries()) {
-        by_layer.entry(layer_of(t)).or_default().push(t);
-    }
-    if by_layer.len() < 2 {
+    let layers = super::storm::layers(configs);
+    if layers.len() < 2 {
         return Vec::new();
     }
-    let attempts: Vec<String> = by_layer
-        .values()
-        .map(|ts| {
-            ts.iter()
-                .map(|t| t.max_attempts)
-                .max()
-                .flatten()
-                .map_or("budget-bound".to_owned(), |a| a.to_string())
-        })
+    let most: Vec<Option<u32>> = layers
+        .iter()
+        .map(|ts| ts.iter().map(|t| t.max_attempts).max().flatten())
         .collect();
-    let product: Option<u64> = by_layer
-        .values()
-        .map(|ts| {
-            ts.iter()
-                .map(|t| t.max_attempts)
-                .max()
-                .flatten()
-                .map(u64::from)
-        })
-        .product();
+    let attempts: Vec<String> = most
+        .iter()
+        .map(|a| a.map_or("budget-bound".to_owned(), |a| a.to_string()))
+        .collect();
+    let product: Option<u64> = most.iter().map(|a| a.map(u64::from)).product();
     let total = product.map_or("an unbounded number of".to_owned(), |p| p.to_string());
-    by_layer
-        .values()
+    layers
+        .iter()
         .map(|ts| {
-            let t = ts[0];
             finding(
-                t,
+                ts[0],
                 Severity::Warning,
                 "multiple-layers",
                 "retries",
                 format!(
                     "retries at {} layers (attempts {}): if they are hops of one call path, a failure at the bottom is attempted {total} times",
-                    by_layer.len(),
+                    layers.len(),
                     attempts.join(" × "),
                 ),
                 "retry at one layer only, the one just above the failing service (SRE book, \"Handling Overload\"); set attempts to 1 (Istio: retries.attempts: 0) elsewhere".to_owned(),

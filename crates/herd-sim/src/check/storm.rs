@@ -59,6 +59,10 @@ pub struct Comparison {
     pub fix_summary: String,
     /// What the storm could not express, and the approximations it made.
     pub notes: Vec<String>,
+    /// The scenario the policy ran in (the fix's differs at most in its rule and budget).
+    pub scenario: Scenario,
+    /// The two runs whole, for charts: as configured, then the fix.
+    pub runs: [RunResult; 2],
 }
 
 /// The fix herd suggests for a policy's storm behaviour: full jitter where the pauses have
@@ -203,21 +207,104 @@ pub fn compare(
     seed: u64,
 ) -> Result<Comparison, ScenarioError> {
     let (fixed, fix_summary) = suggested_fix(t);
-    let run = |t: &Translation| -> Result<(Outcome, Vec<String>), ScenarioError> {
+    let run = |t: &Translation| -> Result<(RunResult, Scenario, Vec<String>), ScenarioError> {
         let (s, rule, notes) = scenario_for(t, base)?;
         let result = Simulation::new(&s, limits)?.run(rule, seed)?;
-        Ok((Outcome::from(&result), notes))
+        Ok((result, s, notes))
     };
-    let (config, notes) = run(t)?;
-    let (fix, _) = run(&fixed)?;
+    let (config, scenario, notes) = run(t)?;
+    let (fix, _, _) = run(&fixed)?;
     Ok(Comparison {
         file: t.file.clone(),
         name: t.name.clone(),
-        config,
-        fix,
+        config: Outcome::from(&config),
+        fix: Outcome::from(&fix),
         fix_summary,
         notes,
+        scenario,
+        runs: [config, fix],
     })
+}
+
+/// The retrying layers of `configs` in the order given (the caller first): a layer is a file,
+/// or one Kubernetes object of a file (a `VirtualService`, a `ServiceProfile`).
+#[must_use]
+pub fn layers(configs: &[Translation]) -> Vec<Vec<&Translation>> {
+    let mut out: Vec<(String, Vec<&Translation>)> = Vec::new();
+    for t in configs.iter().filter(|t| t.retries()) {
+        let key = super::findings::layer_of(t);
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, ts)) => ts.push(t),
+            None => out.push((key, vec![t])),
+        }
+    }
+    out.into_iter().map(|(_, ts)| ts).collect()
+}
+
+/// Retries at every layer of one call path against retries at the bottom layer only, in the
+/// storm: the bottom service meets each caller's call `a₁ × a₂ × …` times (the layers' most
+/// attempts multiplied), drawn with the bottom layer's pauses; the fix keeps the bottom
+/// layer's own attempts, jittered and budgeted. `None` with fewer than two layers.
+///
+/// This is an approximation, said in the notes: nested retries also wait for the inner
+/// layers' whole sequences and timeouts, which the one-client storm does not model.
+///
+/// # Errors
+///
+/// As [`compare`].
+pub fn compare_layers(
+    configs: &[Translation],
+    base: &Scenario,
+    limits: &Limits,
+    seed: u64,
+) -> Result<Option<Comparison>, ScenarioError> {
+    let layers = layers(configs);
+    let Some(bottom) = layers
+        .last()
+        .and_then(|l| l.iter().max_by_key(|t| t.max_attempts))
+    else {
+        return Ok(None);
+    };
+    if layers.len() < 2 {
+        return Ok(None);
+    }
+    let per_layer: Vec<Option<u32>> = layers
+        .iter()
+        .map(|l| l.iter().map(|t| t.max_attempts).max().flatten())
+        .collect();
+    let product = per_layer
+        .iter()
+        .try_fold(1u32, |acc, a| a.map(|a| acc.saturating_mul(a)));
+    let mut all = (*bottom).clone();
+    all.name = format!("all {} layers", layers.len());
+    all.file = format!("{} files or objects", layers.len());
+    all.max_attempts = product;
+    all.throttle = None;
+    all.timeout = None;
+    all.per_try_timeout = None;
+    let mut c = compare(&all, base, limits, seed)?;
+    // The fix: the bottom layer alone retries, jittered and budgeted.
+    let (fixed, _) = suggested_fix(bottom);
+    let (s, rule, _) = scenario_for(&fixed, base)?;
+    let fix = Simulation::new(&s, limits)?.run(rule, seed)?;
+    c.fix = Outcome::from(&fix);
+    c.runs[1] = fix;
+    c.fix_summary = format!(
+        "retries at the bottom layer only ({} attempts), {}",
+        bottom
+            .max_attempts
+            .map_or("budget-bound".to_owned(), |a| a.to_string()),
+        suggested_fix(bottom).1
+    );
+    c.notes.push(format!(
+        "layers multiplied: {} attempts at the bottom; the outer layers' pauses and timeouts are not simulated",
+        per_layer
+            .iter()
+            .map(|a| a.map_or("budget-bound".to_owned(), |a| a.to_string()))
+            .collect::<Vec<_>>()
+            .join(" × ")
+    ));
+    Ok(Some(c))
 }
 
 #[cfg(test)]
