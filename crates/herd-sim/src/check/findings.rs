@@ -56,6 +56,10 @@ fn jitter(t: &Translation, out: &mut Vec<Finding>) {
                 Severity::Info,
                 "the retry budget bounds the load; Linkerd has no backoff to add".to_owned(),
             ),
+            System::Linkerd => (
+                Severity::Warning,
+                "Linkerd retries have no backoff: lower retry.linkerd.io/limit, or retry in the client with jitter".to_owned(),
+            ),
             _ => (
                 Severity::Warning,
                 "draw each pause at random over [0, base · 2^(n−1)] (full jitter)".to_owned(),
@@ -290,12 +294,20 @@ pub(crate) fn layers(configs: &[Translation]) -> Vec<Finding> {
         .collect();
     let product: Option<u64> = most.iter().map(|a| a.map(u64::from)).product();
     let total = product.map_or("an unbounded number of".to_owned(), |p| p.to_string());
+    // Objects of one file (a dump) may be unrelated services; files given together are
+    // meant as one path.
+    let one_file = layers.iter().all(|l| l[0].file == layers[0][0].file);
+    let severity = if one_file {
+        Severity::Info
+    } else {
+        Severity::Warning
+    };
     layers
         .iter()
         .map(|ts| {
             finding(
                 ts[0],
-                Severity::Warning,
+                severity,
                 "multiple-layers",
                 "retries",
                 format!(
