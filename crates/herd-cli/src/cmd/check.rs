@@ -442,14 +442,25 @@ fn table(
         }
     }
     if !storms.is_empty() {
+        let outages: Vec<String> = scenario
+            .server
+            .outages
+            .iter()
+            .map(|[a, b]| format!("{a}–{b} s"))
+            .collect();
+        let mut load = format!("{} clients at once", scenario.clients.count);
+        if scenario.clients.arrivals_per_s > 0.0 {
+            let _ = write!(load, " and {}/s arriving", scenario.clients.arrivals_per_s);
+        }
+        let outage = if outages.is_empty() {
+            "none".to_owned()
+        } else {
+            outages.join(", ")
+        };
         let _ = writeln!(
             s,
-            "\nStorm: {scenario_name}, {} clients, capacity {} per {} ms, outages {:?}, seed {}",
-            scenario.clients.count,
-            scenario.server.capacity,
-            scenario.window_ms,
-            scenario.server.outages,
-            scenario.seed
+            "\nStorm ({scenario_name}): {load}, capacity {} per {} ms, outage {outage}, seed {}",
+            scenario.server.capacity, scenario.window_ms, scenario.seed
         );
         let _ = writeln!(
             s,

@@ -382,9 +382,11 @@ pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
         report.findings.extend(findings::of(t));
     }
     report.findings.extend(findings::layers(&report.configs));
+    // Files in the order given (the caller first), then lines.
+    let order = |file: &str| inputs.iter().position(|i| i.file == file);
     report
         .findings
-        .sort_by(|a, b| (&a.file, a.line, a.code).cmp(&(&b.file, b.line, b.code)));
+        .sort_by(|a, b| (order(&a.file), a.line, a.code).cmp(&(order(&b.file), b.line, b.code)));
     report.findings.dedup();
     Ok(report)
 }
