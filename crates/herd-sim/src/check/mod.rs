@@ -52,6 +52,11 @@ mod tree;
 
 pub use detect::detect;
 
+/// The guide, `docs/check.md`: what each system's fields mean, every default with its source,
+/// the findings and the storm (compiled with the crate's docs).
+#[doc = include_str!("../../../../docs/check.md")]
+pub mod guide {}
+
 /// The systems whose configurations herd reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
