@@ -110,14 +110,16 @@ fn every_shipped_config_checks_with_a_storm() {
 #[test]
 fn three_hops_in_the_mesh_storm_collapse_and_the_fix_recovers() {
     let (v, code) = check_json(&[
-        &config("mesh/frontend.yaml"),
-        &config("mesh/checkout.yaml"),
-        &config("mesh/payments.yaml"),
+        &config("mesh-frontend.yaml"),
+        &config("mesh-checkout.yaml"),
+        &config("mesh-payments.yaml"),
+        "--call-path",
         "--scenario",
-        &config("mesh/storm.toml"),
+        "scenarios/check/mesh-storm.toml",
     ]);
     assert_eq!(code, 0);
     let runs = v["storm"]["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 4, "three hops and all of them");
     let all = runs.last().expect("layers");
     assert_eq!(all["name"], "all 3 layers");
     // 27 attempts per call at the bottom drive it past its collapse threshold after the
@@ -129,6 +131,26 @@ fn three_hops_in_the_mesh_storm_collapse_and_the_fix_recovers() {
     assert!(fixed > arrivals * 98 / 100, "{fixed}");
     assert!(all["config"]["requests_per_client"].as_f64().unwrap() > 20.0);
     assert!(all["fix"]["requests_per_client"].as_f64().unwrap() < 1.1);
+}
+
+#[test]
+fn every_shipped_config_at_once_checks_without_layers() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/configs");
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .expect("scenarios/configs")
+        .map(|e| e.expect("entry").path().display().to_string())
+        .collect();
+    files.sort();
+    let args: Vec<&str> = files.iter().map(String::as_str).collect();
+    let (v, code) = check_json(&args);
+    assert_eq!(code, 1, "the examples hold retried POSTs");
+    let findings = v["findings"].as_array().expect("findings");
+    assert!(findings.iter().all(|f| f["code"] != "multiple-layers"));
+    let runs = v["storm"]["runs"].as_array().expect("runs");
+    assert!(
+        runs.iter()
+            .all(|r| !r["name"].as_str().unwrap().starts_with("all "))
+    );
 }
 
 #[test]

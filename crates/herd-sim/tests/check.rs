@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use herd::RuleName;
-use herd_sim::check::{self, CheckError, Input, Report, Severity, System, Translation};
+use herd_sim::check::{self, CheckError, Input, Options, Report, Severity, System, Translation};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -44,9 +44,9 @@ fn every_shipped_example_parses_to_its_system() {
         ("envoy-route.yaml", System::Envoy, 2),
         ("envoy-bootstrap.yaml", System::Envoy, 1),
         ("istio-dump.yaml", System::Istio, 3),
-        ("mesh/frontend.yaml", System::Istio, 1),
-        ("mesh/checkout.yaml", System::Istio, 1),
-        ("mesh/payments.yaml", System::Istio, 1),
+        ("mesh-frontend.yaml", System::Istio, 1),
+        ("mesh-checkout.yaml", System::Istio, 1),
+        ("mesh-payments.yaml", System::Istio, 1),
         ("linkerd-serviceprofile.yaml", System::Linkerd, 3),
         ("linkerd-annotations.yaml", System::Linkerd, 1),
         ("aws-config", System::Aws, 4),
@@ -219,7 +219,7 @@ fn envoy_retry_budget_defaults_are_20_percent_and_3() {
 
 #[test]
 fn istio_without_retries_gets_the_default_policy_and_unbounded_max_retries() {
-    let (file, text) = shipped("mesh/frontend.yaml");
+    let (file, text) = shipped("mesh-frontend.yaml");
     let r = run(&file, &text);
     let t = &r.configs[0];
     assert_eq!(t.max_attempts, Some(3), "2 retries");
@@ -446,11 +446,12 @@ fn three_hops_of_default_retries_multiply_to_27() {
     let inputs: Vec<_> = ["frontend", "checkout", "payments"]
         .iter()
         .map(|n| {
-            let (f, t) = shipped(&format!("mesh/{n}.yaml"));
+            let (f, t) = shipped(&format!("mesh-{n}.yaml"));
             Input::new(f, t)
         })
         .collect();
-    let r = check::check(&inputs).unwrap();
+    let path = Options::default().with_call_path(true);
+    let r = check::check_with(&inputs, path).unwrap();
     let layers: Vec<_> = r
         .findings
         .iter()
@@ -468,8 +469,12 @@ fn three_hops_of_default_retries_multiply_to_27() {
         "{}",
         layers[0].message
     );
-    // One file alone: no layers.
-    assert!(!codes(&run(&inputs[0].file, &inputs[0].text)).contains(&"multiple-layers"));
+    // Files checked together but not as one path: no layers.
+    let apart = check::check(&inputs).unwrap();
+    assert!(!codes(&apart).contains(&"multiple-layers"));
+    // One file alone is one layer.
+    let one = check::check_with(&inputs[..1], path).unwrap();
+    assert!(!codes(&one).contains(&"multiple-layers"));
 }
 
 #[test]

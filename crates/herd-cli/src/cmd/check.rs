@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use clap::{Args, ValueEnum};
 use herd_sim::check::storm::{self as check_storm, Comparison, Outcome};
-use herd_sim::check::{self, Input, Report, Severity, System, Translation};
+use herd_sim::check::{self, Input, Options, Report, Severity, System, Translation};
 use herd_sim::{Limits, Scenario};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -29,16 +29,22 @@ use crate::error::{CliError, CliResult};
 /// after the system's own clamps, the rule and its parameters, timeouts, the budget or
 /// throttle; values that came from the system's defaults are marked), the findings (each
 /// with file, line and fix), and the default storm (or --scenario) run with the policy's
-/// semantics beside the suggested fix. Given files in call order (caller first), retries
-/// at several layers are run together too. See docs/check.md.
+/// semantics beside the suggested fix. With --call-path the files are the hops of one call
+/// path, caller first: retries at several of them are a finding and run together too.
+/// See docs/check.md.
 ///
 /// Exit status: 0 when no finding is at or above --deny, 1 when one is, 2 for bad input.
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct CheckArgs {
-    /// Configuration files, in call order when they are layers of one path.
+    /// Configuration files.
     #[arg(value_name = "FILES", required = true)]
     files: Vec<PathBuf>,
+    /// The files (and the VirtualServices or ServiceProfiles within a file) are the hops of
+    /// one call path, caller first: retries at several of them are a finding, and the storm
+    /// also runs them together.
+    #[arg(long)]
+    call_path: bool,
     /// The system of every file, instead of detecting it.
     #[arg(long, value_enum, value_name = "SYSTEM")]
     format_in: Option<SystemArg>,
@@ -121,7 +127,8 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         input.system = args.format_in.map(System::from);
         inputs.push(input);
     }
-    let report = check::check(&inputs).map_err(CliError::input)?;
+    let options = Options::default().with_call_path(args.call_path);
+    let report = check::check_with(&inputs, options).map_err(CliError::input)?;
     let chart_file = ChartFile::of("--chart", args.chart.as_deref())?;
     let (storms, scenario_name, scenario) = if args.no_storm {
         (Vec::new(), String::new(), Scenario::default())
@@ -130,7 +137,7 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         if let Some(file) = chart_file {
             file.create()?;
         }
-        (storms(&report, &scenario)?, name, scenario)
+        (storms(&report, &scenario, args.call_path)?, name, scenario)
     };
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
@@ -212,7 +219,7 @@ fn scenario(args: &CheckArgs) -> CliResult<(Scenario, String)> {
 }
 
 /// Each retrying policy's storm beside its fix, then every layer together.
-fn storms(report: &Report, scenario: &Scenario) -> CliResult<Vec<Comparison>> {
+fn storms(report: &Report, scenario: &Scenario, call_path: bool) -> CliResult<Vec<Comparison>> {
     let limits = Limits::default();
     let mut out = Vec::new();
     for t in report.configs.iter().filter(|t| t.retries()) {
@@ -224,8 +231,10 @@ fn storms(report: &Report, scenario: &Scenario) -> CliResult<Vec<Comparison>> {
         })?;
         out.push(c);
     }
-    if let Some(c) = check_storm::compare_layers(&report.configs, scenario, &limits, scenario.seed)
-        .map_err(|e| CliError::input(format!("the layers' storm: {e}")))?
+    if call_path
+        && let Some(c) =
+            check_storm::compare_layers(&report.configs, scenario, &limits, scenario.seed)
+                .map_err(|e| CliError::input(format!("the layers' storm: {e}")))?
     {
         out.push(c);
     }

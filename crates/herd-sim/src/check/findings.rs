@@ -278,7 +278,7 @@ pub(crate) fn layer_of(t: &Translation) -> String {
     }
 }
 
-/// Retries at more than one layer: a finding on each retrying layer.
+/// Retries at more than one layer of one call path: a finding on each retrying layer.
 pub(crate) fn layers(configs: &[Translation]) -> Vec<Finding> {
     let layers = super::storm::layers(configs);
     if layers.len() < 2 {
@@ -294,24 +294,16 @@ pub(crate) fn layers(configs: &[Translation]) -> Vec<Finding> {
         .collect();
     let product: Option<u64> = most.iter().map(|a| a.map(u64::from)).product();
     let total = product.map_or("an unbounded number of".to_owned(), |p| p.to_string());
-    // Objects of one file (a dump) may be unrelated services; files given together are
-    // meant as one path.
-    let one_file = layers.iter().all(|l| l[0].file == layers[0][0].file);
-    let severity = if one_file {
-        Severity::Info
-    } else {
-        Severity::Warning
-    };
     layers
         .iter()
         .map(|ts| {
             finding(
                 ts[0],
-                severity,
+                Severity::Warning,
                 "multiple-layers",
                 "retries",
                 format!(
-                    "retries at {} layers (attempts {}): if they are hops of one call path, a failure at the bottom is attempted {total} times",
+                    "retries at {} layers of one call path (attempts {}): a failure at the bottom is attempted {total} times",
                     layers.len(),
                     attempts.join(" × "),
                 ),

@@ -356,14 +356,43 @@ pub(crate) struct Translated {
     pub(crate) findings: Vec<Finding>,
 }
 
-/// Reads every input, translates its retry policies and judges them, alone and together
-/// (retries at several layers are a finding only across files).
+/// How [`check_with`] reads several files together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// The files, and within a file its Kubernetes objects, are the hops of one call path,
+    /// caller first: retries at more than one of them are the `multiple-layers` finding, and
+    /// [`storm::compare_layers`] runs them together. Off, files are independent.
+    pub call_path: bool,
+}
+
+impl Options {
+    /// These options with `call_path` set.
+    #[must_use]
+    pub const fn with_call_path(mut self, call_path: bool) -> Self {
+        self.call_path = call_path;
+        self
+    }
+}
+
+/// Reads every input, translates its retry policies and judges each alone: [`check_with`]
+/// with the default [`Options`] (files independent).
+///
+/// # Errors
+///
+/// As [`check_with`].
+pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
+    check_with(inputs, Options::default())
+}
+
+/// Reads every input, translates its retry policies and judges them, alone and, as
+/// `options` say, as the hops of one call path.
 ///
 /// # Errors
 ///
 /// The first input that is malformed, of no known system, or out of range, as a
 /// [`CheckError`].
-pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
+pub fn check_with(inputs: &[Input], options: Options) -> Result<Report, CheckError> {
     let mut report = Report::default();
     for input in inputs {
         let system = match input.system {
@@ -386,7 +415,9 @@ pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
     for t in &report.configs {
         report.findings.extend(findings::of(t));
     }
-    report.findings.extend(findings::layers(&report.configs));
+    if options.call_path {
+        report.findings.extend(findings::layers(&report.configs));
+    }
     // Files in the order given (the caller first), then lines.
     let order = |file: &str| inputs.iter().position(|i| i.file == file);
     report
