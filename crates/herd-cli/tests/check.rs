@@ -253,3 +253,20 @@ fn the_table_names_defaults_findings_and_ignored_keys() {
         "{text}"
     );
 }
+
+#[test]
+fn chart_draws_each_policy_above_its_fix() {
+    let path = support::temp("check-chart.svg");
+    let out = herd(&[
+        "check",
+        &config("resilience4j-edi.yml"),
+        "--chart",
+        path.to_str().expect("UTF-8"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(&path).expect("the chart");
+    assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
+    let out = herd(&["check", &config("aws-config"), "--chart", "chart.txt"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--chart"), "{}", stderr(&out));
+}
