@@ -174,6 +174,9 @@ fn envoy_max_interval_follows_a_set_base_and_a_zero_timeout_disables() {
     );
     assert_eq!(t.backoff.cap, ms(1000));
     assert_eq!(t.timeout, None);
+    // No retry_on: no condition to retry on.
+    assert_eq!(t.max_attempts, Some(1));
+    assert!(t.defaults.contains(&"retry_on"));
 }
 
 #[test]
@@ -208,7 +211,7 @@ fn envoy_route_policy_replaces_the_virtual_hosts_and_the_cluster_budget_applies(
 fn envoy_retry_budget_defaults_are_20_percent_and_3() {
     let t = one(
         "b.yaml",
-        "static_resources:\n  clusters:\n  - name: c\n    circuit_breakers:\n      thresholds:\n      - retry_budget: {}\n  listeners:\n  - route_config:\n      virtual_hosts:\n      - name: v\n        routes:\n        - route: {cluster: c, retry_policy: {num_retries: 2}}\n",
+        "static_resources:\n  clusters:\n  - name: c\n    circuit_breakers:\n      thresholds:\n      - retry_budget: {}\n  listeners:\n  - route_config:\n      virtual_hosts:\n      - name: v\n        routes:\n        - route: {cluster: c, retry_policy: {num_retries: 2, retry_on: 5xx}}\n",
     );
     let th = t.throttle.as_ref().expect("budget");
     assert_eq!(th.param("budget_percent"), Some(20.0));

@@ -417,6 +417,12 @@ pub(crate) fn retry_policy(
     if let Some(n) = get(m, "retry_on") {
         t.retry_on = split_list(&r.text(n, &format!("{path}.retry_on"))?);
     }
+    if t.retry_on.is_empty() {
+        // No condition, no retry: only a request's own `x-envoy-retry-on` header could name
+        // one (source/common/router/retry_state_impl.cc, `RetryStateImpl::create`).
+        t.defaults.push("retry_on");
+        t.max_attempts = Some(1);
+    }
     if let Some(n) = get(m, "retriable_status_codes") {
         for c in r.seq(n, &format!("{path}.retriable_status_codes"))? {
             let code = r.int(c, &format!("{path}.retriable_status_codes"), 100, 599)?;

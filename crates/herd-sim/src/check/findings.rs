@@ -5,7 +5,7 @@
 //! `no-jitter`, `jitter-too-small`, `timeout-below-attempts`, `per-try-not-below-timeout`,
 //! `no-per-try-timeout`, `retries-deadline`, `retries-unauthenticated`,
 //! `retries-non-idempotent`, `no-budget`, `budget-floor`, `hedging-without-throttling`,
-//! `unbounded-max-retries`, `multiple-layers`; the translators add `clamped`,
+//! `unbounded-max-retries`, `multiple-layers`, `no-retry-on`; the translators add `clamped`,
 //! `ignored-backoff` and `ignored-field`.
 use herd::RuleName;
 
@@ -21,6 +21,16 @@ const NON_IDEMPOTENT: [&str; 3] = ["POST", "PATCH", "CONNECT"];
 /// The findings of one policy alone.
 pub(crate) fn of(t: &Translation) -> Vec<Finding> {
     let mut out = Vec::new();
+    if t.system == System::Envoy && t.defaults.contains(&"retry_on") {
+        out.push(finding(
+            t,
+            Severity::Info,
+            "no-retry-on",
+            "retry_on",
+            "retry_policy names no retry_on condition: Envoy retries only requests whose x-envoy-retry-on header names one".to_owned(),
+            "set retry_on (for example connect-failure,refused-stream,unavailable) or remove the policy".to_owned(),
+        ));
+    }
     if !t.retries() {
         timeouts(t, &mut out);
         return out;
