@@ -3,7 +3,9 @@
 use std::time::Duration;
 
 use herd::RuleName;
-use herd_sim::check::{self, CheckError, Input, Options, Report, Severity, System, Translation};
+use herd_sim::check::{
+    self, CheckError, CheckOptions, Input, Report, Severity, System, Translation,
+};
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -453,7 +455,7 @@ fn three_hops_of_default_retries_multiply_to_27() {
             Input::new(f, t)
         })
         .collect();
-    let path = Options::default().with_call_path(true);
+    let path = CheckOptions::default().with_call_path(true);
     let r = check::check_with(&inputs, path).unwrap();
     let layers: Vec<_> = r
         .findings

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::{Args, ValueEnum};
-use herd_sim::check::storm::{self as check_storm, Comparison, Outcome};
-use herd_sim::check::{self, Input, Options, Report, Severity, System, Translation};
+use herd_sim::check::storm::{self as check_storm, StormComparison, StormOutcome};
+use herd_sim::check::{self, CheckOptions, Input, Report, Severity, System, Translation};
 use herd_sim::{Limits, Scenario};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -127,18 +127,23 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         input.system = args.format_in.map(System::from);
         inputs.push(input);
     }
-    let options = Options::default().with_call_path(args.call_path);
+    let options = CheckOptions::default().with_call_path(args.call_path);
     let report = check::check_with(&inputs, options).map_err(CliError::input)?;
     let chart_file = ChartFile::of("--chart", args.chart.as_deref())?;
     let (storms, scenario_name, scenario) = if args.no_storm {
         (Vec::new(), String::new(), Scenario::default())
     } else {
         let (scenario, name) = scenario(args)?;
-        if let Some(file) = chart_file {
-            file.create()?;
-        }
         (storms(&report, &scenario, args.call_path)?, name, scenario)
     };
+    if let Some(file) = chart_file {
+        if storms.is_empty() {
+            return Err(CliError::input(
+                "--chart: nothing to draw: no policy retries (or --no-storm)",
+            ));
+        }
+        file.create()?;
+    }
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match args.format {
@@ -155,9 +160,7 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         )?,
     }
     out.flush()?;
-    if let Some(file) = chart_file
-        && !storms.is_empty()
-    {
+    if let Some(file) = chart_file {
         let runs: Vec<_> = storms.iter().flat_map(|c| c.runs.iter()).collect();
         chart::draw(file, &storms[0].scenario, &runs)?;
     }
@@ -219,7 +222,11 @@ fn scenario(args: &CheckArgs) -> CliResult<(Scenario, String)> {
 }
 
 /// Each retrying policy's storm beside its fix, then every layer together.
-fn storms(report: &Report, scenario: &Scenario, call_path: bool) -> CliResult<Vec<Comparison>> {
+fn storms(
+    report: &Report,
+    scenario: &Scenario,
+    call_path: bool,
+) -> CliResult<Vec<StormComparison>> {
     let limits = Limits::default();
     let mut out = Vec::new();
     for t in report.configs.iter().filter(|t| t.retries()) {
@@ -286,8 +293,8 @@ struct OutcomeRow {
     peak_after_outage: u64,
 }
 
-impl From<&Outcome> for OutcomeRow {
-    fn from(o: &Outcome) -> Self {
+impl From<&StormOutcome> for OutcomeRow {
+    fn from(o: &StormOutcome) -> Self {
         Self {
             served: o.served,
             gave_up: o.gave_up,
@@ -300,7 +307,7 @@ impl From<&Outcome> for OutcomeRow {
 
 fn json_report(
     report: &Report,
-    storms: &[Comparison],
+    storms: &[StormComparison],
     scenario_name: &str,
     scenario: &Scenario,
     no_storm: bool,
@@ -377,7 +384,7 @@ fn opt_ms(d: Option<std::time::Duration>) -> String {
 
 fn table(
     report: &Report,
-    storms: &[Comparison],
+    storms: &[StormComparison],
     scenario_name: &str,
     scenario: &Scenario,
 ) -> String {
@@ -514,14 +521,14 @@ fn truncate(s: &str, n: usize) -> String {
 }
 
 /// One row per policy: its translation, then its storm and the fix's.
-fn csv(report: &Report, storms: &[Comparison]) -> String {
+fn csv(report: &Report, storms: &[StormComparison]) -> String {
     let mut s = String::from(
         "file,line,system,name,max_attempts,per_try_timeout_ms,timeout_ms,rule,base_ms,cap_ms,multiplier,throttle,defaults,served,all_served_s,requests_per_client,peak_after_outage,fix_served,fix_all_served_s,fix_requests_per_client,fix_peak_after_outage\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for t in &report.configs {
         let storm = storms.iter().find(|c| c.file == t.file && c.name == t.name);
-        let side = |o: Option<&Outcome>| match o {
+        let side = |o: Option<&StormOutcome>| match o {
             Some(o) => format!(
                 "{},{},{},{}",
                 o.served,

@@ -359,14 +359,14 @@ pub(crate) struct Translated {
 /// How [`check_with`] reads several files together.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct Options {
+pub struct CheckOptions {
     /// The files, and within a file its Kubernetes objects, are the hops of one call path,
     /// caller first: retries at more than one of them are the `multiple-layers` finding, and
     /// [`storm::compare_layers`] runs them together. Off, files are independent.
     pub call_path: bool,
 }
 
-impl Options {
+impl CheckOptions {
     /// These options with `call_path` set.
     #[must_use]
     pub const fn with_call_path(mut self, call_path: bool) -> Self {
@@ -376,13 +376,13 @@ impl Options {
 }
 
 /// Reads every input, translates its retry policies and judges each alone: [`check_with`]
-/// with the default [`Options`] (files independent).
+/// with the default [`CheckOptions`] (files independent).
 ///
 /// # Errors
 ///
 /// As [`check_with`].
 pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
-    check_with(inputs, Options::default())
+    check_with(inputs, CheckOptions::default())
 }
 
 /// Reads every input, translates its retry policies and judges them, alone and, as
@@ -392,7 +392,7 @@ pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
 ///
 /// The first input that is malformed, of no known system, or out of range, as a
 /// [`CheckError`].
-pub fn check_with(inputs: &[Input], options: Options) -> Result<Report, CheckError> {
+pub fn check_with(inputs: &[Input], options: CheckOptions) -> Result<Report, CheckError> {
     let mut report = Report::default();
     for input in inputs {
         let system = match input.system {

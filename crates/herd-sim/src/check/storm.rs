@@ -7,7 +7,7 @@
 //! are drawn in nanoseconds (`pauses = "continuous"`), with a 10 ms step when the policy's
 //! pauses are shorter than the scenario's step.
 //!
-//! What the storm model cannot express is said, never dropped: each [`Comparison`] carries
+//! What the storm model cannot express is said, never dropped: each [`StormComparison`] carries
 //! `notes` such as "throttle not simulated: envoy-max-retries …" or the rule that stands in
 //! for a multiplier other than the storm's.
 use std::time::Duration;
@@ -19,7 +19,7 @@ use crate::{Limits, Pauses, RunResult, Scenario, ScenarioError, Simulation};
 
 /// The figures `herd check` reports for one side of a comparison.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Outcome {
+pub struct StormOutcome {
     /// Clients served by the horizon.
     pub served: u64,
     /// Clients that gave up (attempts, deadline or budget).
@@ -32,7 +32,7 @@ pub struct Outcome {
     pub peak_after_outage: u64,
 }
 
-impl From<&RunResult> for Outcome {
+impl From<&RunResult> for StormOutcome {
     fn from(r: &RunResult) -> Self {
         Self {
             served: r.served,
@@ -46,15 +46,15 @@ impl From<&RunResult> for Outcome {
 
 /// One policy's storm beside its suggested fix.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Comparison {
+pub struct StormComparison {
     /// The policy's file.
     pub file: String,
     /// The policy's name.
     pub name: String,
     /// The storm with the policy as configured.
-    pub config: Outcome,
+    pub config: StormOutcome,
     /// The storm with the suggested fix.
-    pub fix: Outcome,
+    pub fix: StormOutcome,
     /// What the fix changes, in words.
     pub fix_summary: String,
     /// What the storm could not express, and the approximations it made.
@@ -204,7 +204,7 @@ pub fn compare(
     base: &Scenario,
     limits: &Limits,
     seed: u64,
-) -> Result<Comparison, ScenarioError> {
+) -> Result<StormComparison, ScenarioError> {
     let (fixed, fix_summary) = suggested_fix(t);
     let run = |t: &Translation| -> Result<(RunResult, Scenario, Vec<String>), ScenarioError> {
         let (s, rule, notes) = scenario_for(t, base)?;
@@ -213,11 +213,11 @@ pub fn compare(
     };
     let (config, scenario, notes) = run(t)?;
     let (fix, _, _) = run(&fixed)?;
-    Ok(Comparison {
+    Ok(StormComparison {
         file: t.file.clone(),
         name: t.name.clone(),
-        config: Outcome::from(&config),
-        fix: Outcome::from(&fix),
+        config: StormOutcome::from(&config),
+        fix: StormOutcome::from(&fix),
         fix_summary,
         notes,
         scenario,
@@ -256,7 +256,7 @@ pub fn compare_layers(
     base: &Scenario,
     limits: &Limits,
     seed: u64,
-) -> Result<Option<Comparison>, ScenarioError> {
+) -> Result<Option<StormComparison>, ScenarioError> {
     let layers = layers(configs);
     let Some(bottom) = layers
         .last()
@@ -287,7 +287,7 @@ pub fn compare_layers(
     let (fixed, _) = suggested_fix(bottom);
     let (s, rule, _) = scenario_for(&fixed, base)?;
     let fix = Simulation::new(&s, limits)?.run(rule, seed)?;
-    c.fix = Outcome::from(&fix);
+    c.fix = StormOutcome::from(&fix);
     c.runs[1] = fix;
     c.fix_summary = format!(
         "retries at the bottom layer only ({} attempts); {}",
