@@ -270,3 +270,28 @@ fn chart_draws_each_policy_above_its_fix() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--chart"), "{}", stderr(&out));
 }
+
+#[test]
+fn mesh_prints_amplification_advice_and_the_path_storm() {
+    let (v, code) = check_json(&[
+        "--mesh",
+        "scenarios/check/mesh.toml",
+        "--scenario",
+        "scenarios/check/mesh-storm.toml",
+    ]);
+    assert_eq!(code, 0);
+    let receives: Vec<f64> = v["mesh"]["services"]
+        .as_array()
+        .expect("services")
+        .iter()
+        .map(|s| s["receives"].as_f64().expect("receives"))
+        .collect();
+    assert_eq!(receives, [1.0, 3.0, 9.0, 27.0]);
+    assert_eq!(v["mesh"]["amplification"][0]["service"], "ledger");
+    assert_eq!(v["mesh"]["amplification"][0]["factor"], 27.0);
+    assert_eq!(v["mesh"]["advice"]["retry_only"][0]["from"], "payments");
+    let runs = v["storm"]["runs"].as_array().expect("runs");
+    assert_eq!(runs.last().expect("path")["name"], "all 3 layers");
+    let out = herd(&["check", "--mesh", "scenarios/check/no-such-mesh.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -571,3 +571,54 @@ fn alias_expansion_is_bounded() {
     assert!(err.message.starts_with("malformed YAML"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+#[test]
+fn a_mesh_gives_the_amplification_and_the_advice_of_its_policies() {
+    use herd_sim::check::mesh::Mesh;
+    let (_, text) = shipped("../check/mesh.toml");
+    let mesh = Mesh::from_toml("mesh.toml", &text).unwrap();
+    assert_eq!(
+        mesh.configs(),
+        [
+            "../configs/mesh-frontend.yaml",
+            "../configs/mesh-checkout.yaml",
+            "../configs/mesh-payments.yaml"
+        ]
+    );
+    let translated: Vec<(String, Vec<Translation>)> = mesh
+        .configs()
+        .iter()
+        .map(|c| {
+            let (file, text) = shipped(c);
+            (c.to_string(), run(&file, &text).configs)
+        })
+        .collect();
+    let m = mesh
+        .amplify(|c| {
+            translated
+                .iter()
+                .find(|(n, _)| n == c)
+                .map_or(&[][..], |(_, ts)| ts.as_slice())
+        })
+        .unwrap();
+    assert_eq!(m.prediction.receives, [1.0, 3.0, 9.0, 27.0]);
+    assert_eq!(m.amplification[0].factor(), Some(27.0));
+    assert_eq!(m.advice.prediction.receives, [1.0, 1.0, 1.0, 3.0]);
+    assert_eq!(m.path.len(), 3);
+    assert_eq!(
+        m.findings
+            .iter()
+            .filter(|f| f.code == "multiple-layers")
+            .count(),
+        3
+    );
+    // A call to a file without a policy, and a bad field, name the mesh file.
+    let err = mesh.amplify(|_| &[]).unwrap_err();
+    assert!(err.message.contains("holds no retry policy"), "{err}");
+    let err = Mesh::from_toml(
+        "mesh.toml",
+        "entry = \"a\"\n[[service]]\nname = \"a\"\ncals = []\n",
+    )
+    .unwrap_err();
+    assert_eq!((err.file.as_str(), err.line), ("mesh.toml", 4), "{err}");
+}

@@ -3,10 +3,11 @@
 use std::fmt::Write as _;
 use std::fs;
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use clap::{Args, ValueEnum};
+use herd_sim::check::mesh::{Mesh, MeshReport};
 use herd_sim::check::storm::{self as check_storm, StormComparison, StormOutcome};
 use herd_sim::check::{self, CheckOptions, Input, Report, Severity, System, Translation};
 use herd_sim::{Limits, Scenario};
@@ -38,8 +39,13 @@ use crate::error::{CliError, CliResult};
 #[command(verbatim_doc_comment)]
 pub(crate) struct CheckArgs {
     /// Configuration files.
-    #[arg(value_name = "FILES", required = true)]
+    #[arg(value_name = "FILES", required_unless_present = "mesh")]
     files: Vec<PathBuf>,
+    /// A mesh (TOML): services, who calls whom, the configuration file of each call, and the
+    /// failing service; prints the requests each service receives, the amplification and
+    /// the layer advice, and runs the path to the failure as a storm.
+    #[arg(long, value_name = "FILE")]
+    mesh: Option<PathBuf>,
     /// The files (and the VirtualServices or ServiceProfiles within a file) are the hops of
     /// one call path, caller first: retries at several of them are a finding, and the storm
     /// also runs them together.
@@ -127,14 +133,57 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         input.system = args.format_in.map(System::from);
         inputs.push(input);
     }
+    let mesh = match &args.mesh {
+        Some(path) => Some(mesh_inputs(path, &mut inputs)?),
+        None => None,
+    };
     let options = CheckOptions::default().with_call_path(args.call_path);
-    let report = check::check_with(&inputs, options).map_err(CliError::input)?;
+    let mut report = check::check_with(&inputs, options).map_err(CliError::input)?;
+    let mesh_report = match &mesh {
+        Some((mesh, files)) => {
+            let by_config: Vec<(&str, Vec<Translation>)> = files
+                .iter()
+                .map(|(config, file)| {
+                    let ts = report
+                        .configs
+                        .iter()
+                        .filter(|t| &t.file == file)
+                        .cloned()
+                        .collect();
+                    (config.as_str(), ts)
+                })
+                .collect();
+            let m = mesh
+                .amplify(|config| {
+                    by_config
+                        .iter()
+                        .find(|(c, _)| *c == config)
+                        .map_or(&[][..], |(_, ts)| ts.as_slice())
+                })
+                .map_err(CliError::input)?;
+            report.findings.extend(m.findings.iter().cloned());
+            let order = |file: &str| inputs.iter().position(|i| i.file == file);
+            report.findings.sort_by(|a, b| {
+                (order(&a.file), a.line, a.code).cmp(&(order(&b.file), b.line, b.code))
+            });
+            Some(m)
+        }
+        None => None,
+    };
     let chart_file = ChartFile::of("--chart", args.chart.as_deref())?;
     let (storms, scenario_name, scenario) = if args.no_storm {
         (Vec::new(), String::new(), Scenario::default())
     } else {
         let (scenario, name) = scenario(args)?;
-        (storms(&report, &scenario, args.call_path)?, name, scenario)
+        let mut runs = storms(&report, &scenario, args.call_path)?;
+        if let Some(m) = &mesh_report
+            && let Some(c) =
+                check_storm::compare_layers(&m.path, &scenario, &Limits::default(), scenario.seed)
+                    .map_err(|e| CliError::input(format!("the mesh's storm: {e}")))?
+        {
+            runs.push(c);
+        }
+        (runs, name, scenario)
     };
     if let Some(file) = chart_file {
         if storms.is_empty() {
@@ -148,16 +197,22 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
     let mut out = BufWriter::new(stdout.lock());
     match args.format {
         Format::Json => {
-            let v = json_report(&report, &storms, &scenario_name, &scenario, args.no_storm);
+            let mut v = json_report(&report, &storms, &scenario_name, &scenario, args.no_storm);
+            v["mesh"] = mesh_report.as_ref().map_or(Value::Null, mesh_json);
             serde_json::to_writer_pretty(&mut out, &v).map_err(|e| CliError::Run(e.into()))?;
             writeln!(out)?;
         }
         Format::Csv => write!(out, "{}", csv(&report, &storms))?,
-        Format::Table => write!(
-            out,
-            "{}",
-            table(&report, &storms, &scenario_name, &scenario)
-        )?,
+        Format::Table => {
+            write!(
+                out,
+                "{}",
+                table(&report, &storms, &scenario_name, &scenario)
+            )?;
+            if let Some(m) = &mesh_report {
+                write!(out, "{}", mesh_table(m))?;
+            }
+        }
     }
     out.flush()?;
     if let Some(file) = chart_file {
@@ -176,6 +231,113 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         )));
     }
     Ok(())
+}
+
+/// Reads a mesh file and appends the configuration files it names (relative to it) to
+/// `inputs`; the mesh and, per configuration as the mesh writes it, the file name used.
+fn mesh_inputs(path: &Path, inputs: &mut Vec<Input>) -> CliResult<(Mesh, Vec<(String, String)>)> {
+    let text = fs::read_to_string(path)
+        .map_err(|e| CliError::input(format!("{}: cannot read: {e}", path.display())))?;
+    let mesh = Mesh::from_toml(&path.display().to_string(), &text).map_err(CliError::input)?;
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let mut files = Vec::new();
+    for config in mesh.configs() {
+        let file = dir.join(config);
+        let name = file.display().to_string();
+        if !inputs.iter().any(|i| i.file == name) {
+            let text = fs::read_to_string(&file).map_err(|e| {
+                CliError::input(format!("{}: {config}: cannot read: {e}", path.display()))
+            })?;
+            inputs.push(Input::new(name.clone(), text));
+        }
+        files.push((config.to_owned(), name));
+    }
+    Ok((mesh, files))
+}
+
+fn mesh_json(m: &MeshReport) -> Value {
+    let services = m.graph.services();
+    let receives = |p: &herd_sim::graph::Prediction| {
+        services
+            .iter()
+            .zip(&p.receives)
+            .map(|(s, r)| json!({"name": s.name, "receives": r}))
+            .collect::<Vec<_>>()
+    };
+    json!({
+        "edges": m.edges.iter().map(|e| json!({
+            "from": e.from,
+            "to": e.to,
+            "file": e.policy.as_ref().map(|t| t.file.clone()),
+            "policy": e.policy.as_ref().map(|t| t.name.clone()),
+            "attempts": e.attempts,
+            "budget_percent": e.budget_percent,
+        })).collect::<Vec<_>>(),
+        "services": receives(&m.prediction),
+        "amplification": m.amplification.iter().map(|a| json!({
+            "service": services[a.service].name,
+            "receives": a.receives,
+            "without_retries": a.without_retries,
+            "factor": a.factor(),
+        })).collect::<Vec<_>>(),
+        "advice": {
+            "retry_only": m.advice.retry_on.iter().map(|(f, t)| json!({
+                "from": services[*f].name, "to": services[*t].name,
+            })).collect::<Vec<_>>(),
+            "attempts": m.advice.attempts,
+            "services": receives(&m.advice.prediction),
+        },
+    })
+}
+
+fn mesh_table(m: &MeshReport) -> String {
+    let services = m.graph.services();
+    let counts = |p: &herd_sim::graph::Prediction| {
+        services
+            .iter()
+            .zip(&p.receives)
+            .map(|(s, r)| format!("{} {}", s.name, round(*r)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = String::from("\nMesh: requests per entry request\n");
+    let _ = writeln!(s, "  as configured   {}", counts(&m.prediction));
+    for a in &m.amplification {
+        let _ = writeln!(
+            s,
+            "  {} fails: it receives {} requests per entry request ({}× what it would without retries)",
+            services[a.service].name,
+            round(a.receives),
+            a.factor().map_or("—".to_owned(), round)
+        );
+    }
+    let only: Vec<String> = m
+        .advice
+        .retry_on
+        .iter()
+        .map(|(f, t)| format!("{} → {}", services[*f].name, services[*t].name))
+        .collect();
+    let _ = writeln!(
+        s,
+        "  advice          retry only on {} ({} attempts): {}",
+        if only.is_empty() {
+            "no call".to_owned()
+        } else {
+            only.join(", ")
+        },
+        m.advice.attempts,
+        counts(&m.advice.prediction)
+    );
+    s
+}
+
+/// A count for people: whole when it is, else four significant decimals.
+fn round(x: f64) -> String {
+    if x.fract() == 0.0 {
+        format!("{x}")
+    } else {
+        format!("{x:.4}")
+    }
 }
 
 /// The storm scenario with the flags applied; every problem is bad input naming the flag.

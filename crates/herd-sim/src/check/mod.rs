@@ -46,6 +46,7 @@ mod grpc;
 mod istio;
 mod kube;
 mod linkerd;
+pub mod mesh;
 mod resilience4j;
 pub mod storm;
 mod tree;
