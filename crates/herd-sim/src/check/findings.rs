@@ -151,7 +151,20 @@ fn timeouts(t: &Translation, out: &mut Vec<Finding>) {
     }
 }
 
+/// The field that lists what `t` retries, in its system's spelling.
+fn conditions_field(t: &Translation) -> &'static str {
+    match t.system {
+        System::Grpc => "retryableStatusCodes",
+        System::Envoy => "retry_on",
+        System::Istio => "retryOn",
+        System::Linkerd => "retry.linkerd.io/http",
+        System::Aws => "retry_mode",
+        System::Resilience4j => "retryexceptions",
+    }
+}
+
 fn conditions(t: &Translation, out: &mut Vec<Finding>) {
+    let field = conditions_field(t);
     let has = |words: &[&str]| {
         t.retry_on
             .iter()
@@ -163,7 +176,7 @@ fn conditions(t: &Translation, out: &mut Vec<Finding>) {
             t,
             Severity::Warning,
             "retries-deadline",
-            "retryableStatusCodes",
+            field,
             format!("{c} is retried: the deadline is the caller's, so a retry sends work that nobody waits for, exactly when the server is slow"),
             format!("remove {c} from the retried conditions"),
         ));
@@ -173,7 +186,7 @@ fn conditions(t: &Translation, out: &mut Vec<Finding>) {
             t,
             Severity::Warning,
             "retries-unauthenticated",
-            "retryOn",
+            field,
             format!("{c} is retried: a request refused for its credentials is refused again"),
             format!("remove {c} from the retried conditions"),
         ));
