@@ -28,6 +28,7 @@ enum Command {
     Serve(cmd::serve::ServeArgs),
     Amplify(cmd::amplify::AmplifyArgs),
     Hedge(cmd::hedge::HedgeArgs),
+    Check(cmd::check::CheckArgs),
     Lab(cmd::lab::LabArgs),
 }
 
@@ -48,6 +49,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => cmd::serve::run(&args),
         Command::Amplify(args) => cmd::amplify::run(&args),
         Command::Hedge(args) => cmd::hedge::run(&args),
+        Command::Check(args) => cmd::check::run(&args),
         Command::Lab(args) => cmd::lab::run(&args),
     };
     match result {

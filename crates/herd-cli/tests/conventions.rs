@@ -135,12 +135,13 @@ fn a_random_graph_with_one_view_is_too_small_to_judge() {
 }
 
 /// The help of every command.
-const HELP: [&[&str]; 9] = [
+const HELP: [&[&str]; 10] = [
     &["rules", "--help"],
     &["storm", "--help"],
     &["sweep", "--help"],
     &["amplify", "--help"],
     &["hedge", "--help"],
+    &["check", "--help"],
     &["serve", "--help"],
     &["lab", "chain", "--help"],
     &["lab", "storm", "--help"],

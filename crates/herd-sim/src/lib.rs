@@ -36,6 +36,7 @@
 mod attempt_latency;
 mod budget;
 mod calendar;
+pub mod check;
 pub mod cohort;
 pub mod contention;
 mod engine;

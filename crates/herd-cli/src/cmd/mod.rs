@@ -1,6 +1,7 @@
 //! One module per subcommand, and the progress bar the long ones share.
 pub(crate) mod amplify;
 pub(crate) mod args;
+pub(crate) mod check;
 pub(crate) mod hedge;
 pub(crate) mod lab;
 pub(crate) mod lab_hedge;

@@ -1,0 +1,384 @@
+//! gRPC service config (JSON): `methodConfig[]` with `retryPolicy` or `hedgingPolicy` and
+//! `timeout`, and the channel's `retryThrottling`.
+//!
+//! Read as grpc/grpc-proto `grpc/service_config/service_config.proto` and gRFC A6
+//! (grpc/proposal `A6-client-retries.md`) define it:
+//! - `maxAttempts` must be greater than 1; values above 5 are treated as 5 (A6, "Maximum
+//!   Number of Retries"; grpc-go `service_config.go` clamps the same way);
+//! - `initialBackoff`, `maxBackoff` are protobuf Duration strings (`"0.1s"`), both > 0;
+//!   `backoffMultiplier` > 0; `retryableStatusCodes` non-empty;
+//! - retry n waits `random(0, min(initialBackoff · backoffMultiplier^(n−1), maxBackoff))`
+//!   (A6, "Exponential Backoff"): herd's `full` rule when the multiplier is 2;
+//! - `hedgingPolicy.maxAttempts` is clamped to 5 too; `hedgingDelay` unset sends every copy at
+//!   once;
+//! - `retryThrottling`: `maxTokens` in (0, 1000], `tokenRatio` > 0; retries and hedges stop
+//!   while tokens ≤ `maxTokens / 2` (A6, "Throttling Retry Attempts and Hedged RPCs").
+//!
+//! A policy that breaks these rules makes the whole service config invalid in gRPC, so it is
+//! bad input here.
+use std::time::Duration;
+
+use herd::RuleName;
+
+use super::tree::{Node, Reader, Units, get, line_of, load_json};
+use super::{
+    Backoff, CheckError, Hedging, Severity, System, Throttle, Translated, Translation, finding,
+};
+
+/// gRFC A6: "values greater than 5 are treated as 5".
+pub(crate) const MAX_ATTEMPTS_CLAMP: u32 = 5;
+
+/// gRPC status codes by number (grpc/grpc `doc/statuscodes.md`).
+const STATUS: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckError> {
+    let root = load_json(&r.file, text)?;
+    let top = r.map(&root, "")?;
+    r.ignore_unknown(
+        &root,
+        "",
+        &[
+            "methodConfig",
+            "retryThrottling",
+            "loadBalancingConfig",
+            "loadBalancingPolicy",
+            "healthCheckConfig",
+        ],
+    );
+    let throttle = match get(top, "retryThrottling") {
+        Some(node) => Some(throttling(r, node)?),
+        None => None,
+    };
+    let mut out = Translated::default();
+    let Some(configs) = get(top, "methodConfig") else {
+        return Ok(out);
+    };
+    for (i, mc) in r.seq(configs, "methodConfig")?.iter().enumerate() {
+        let path = format!("methodConfig[{i}]");
+        out.configs.push(method_config(
+            r,
+            mc,
+            &path,
+            throttle.clone(),
+            &mut out.findings,
+        )?);
+    }
+    Ok(out)
+}
+
+fn throttling(r: &mut Reader, node: &Node) -> Result<Throttle, CheckError> {
+    let m = r.map(node, "retryThrottling")?;
+    r.ignore_unknown(node, "retryThrottling", &["maxTokens", "tokenRatio"]);
+    let need = |key: &str| {
+        get(m, key).ok_or_else(|| r.bad(node.line, &format!("retryThrottling.{key}"), "required"))
+    };
+    let max_tokens = r.number(need("maxTokens")?, "retryThrottling.maxTokens", 0.0, 1000.0)?;
+    if max_tokens <= 0.0 {
+        return Err(r.bad(node.line, "retryThrottling.maxTokens", "must be above 0"));
+    }
+    let ratio = r.number(
+        need("tokenRatio")?,
+        "retryThrottling.tokenRatio",
+        0.0,
+        f64::MAX,
+    )?;
+    if ratio <= 0.0 {
+        return Err(r.bad(node.line, "retryThrottling.tokenRatio", "must be above 0"));
+    }
+    // A6: "tokenRatio … up to 3 decimal places"; more are truncated.
+    let ratio = (ratio * 1000.0).trunc() / 1000.0;
+    Ok(Throttle {
+        kind: "grpc",
+        params: vec![("max_tokens", max_tokens), ("token_ratio", ratio)],
+    })
+}
+
+fn method_config(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    throttle: Option<Throttle>,
+    findings: &mut Vec<super::Finding>,
+) -> Result<Translation, CheckError> {
+    let m = r.map(node, path)?;
+    r.ignore_unknown(
+        node,
+        path,
+        &[
+            "name",
+            "timeout",
+            "retryPolicy",
+            "hedgingPolicy",
+            "waitForReady",
+            "maxRequestMessageBytes",
+            "maxResponseMessageBytes",
+        ],
+    );
+    let name = names(r, m, path)?;
+    let mut t = Translation {
+        file: r.file.clone(),
+        line: node.line,
+        system: System::Grpc,
+        name,
+        max_attempts: Some(1),
+        per_try_timeout: None,
+        timeout: None,
+        backoff: Backoff {
+            rule: RuleName::Immediate,
+            base: Duration::ZERO,
+            cap: Duration::ZERO,
+            multiplier: 1.0,
+            jitter: 0.0,
+        },
+        retry_on: Vec::new(),
+        methods: Vec::new(),
+        throttle,
+        hedging: None,
+        defaults: Vec::new(),
+        field_lines: Vec::new(),
+    };
+    if let Some(n) = get(m, "timeout") {
+        t.timeout = Some(r.duration(n, &format!("{path}.timeout"), Units::Proto)?);
+        t.field_lines.push(("timeout", n.line));
+    }
+    if let (Some(_), Some(_)) = (get(m, "retryPolicy"), get(m, "hedgingPolicy")) {
+        return Err(r.bad(
+            node.line,
+            path,
+            "retryPolicy and hedgingPolicy are mutually exclusive",
+        ));
+    }
+    if let Some(rp) = get(m, "retryPolicy") {
+        retry_policy(r, rp, &format!("{path}.retryPolicy"), &mut t, findings)?;
+    }
+    if let Some(hp) = get(m, "hedgingPolicy") {
+        hedging_policy(r, hp, &format!("{path}.hedgingPolicy"), &mut t, findings)?;
+    }
+    if t.throttle.is_none() {
+        t.defaults.push("retryThrottling");
+    }
+    Ok(t)
+}
+
+fn names(r: &Reader, m: &[(String, usize, Node)], path: &str) -> Result<String, CheckError> {
+    let Some(list) = get(m, "name") else {
+        return Ok("*".to_owned());
+    };
+    let mut out = Vec::new();
+    for n in r.seq(list, &format!("{path}.name"))? {
+        let e = r.map(n, &format!("{path}.name"))?;
+        let service = get(e, "service")
+            .map(|s| r.text(s, "service"))
+            .transpose()?;
+        let method = get(e, "method").map(|s| r.text(s, "method")).transpose()?;
+        out.push(match (service.as_deref(), method.as_deref()) {
+            (None | Some(""), _) => "*".to_owned(),
+            (Some(s), None | Some("")) => format!("{s}/*"),
+            (Some(s), Some(m)) => format!("{s}/{m}"),
+        });
+    }
+    Ok(if out.is_empty() {
+        "*".to_owned()
+    } else {
+        out.join(",")
+    })
+}
+
+/// `maxAttempts`: required, > 1, clamped to 5 with a finding.
+fn attempts(
+    r: &Reader,
+    m: &[(String, usize, Node)],
+    line: usize,
+    path: &str,
+    t: &Translation,
+    findings: &mut Vec<super::Finding>,
+) -> Result<u32, CheckError> {
+    let field = format!("{path}.maxAttempts");
+    let node = get(m, "maxAttempts").ok_or_else(|| r.bad(line, &field, "required"))?;
+    let n = r.int(node, &field, 2, i64::from(u32::MAX))?;
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
+    if n > MAX_ATTEMPTS_CLAMP {
+        let mut f = finding(
+            t,
+            Severity::Warning,
+            "clamped",
+            "maxAttempts",
+            format!(
+                "maxAttempts {n} is treated as {MAX_ATTEMPTS_CLAMP} by gRPC (gRFC A6): the calls make at most {MAX_ATTEMPTS_CLAMP} attempts"
+            ),
+            format!(
+                "write maxAttempts: {MAX_ATTEMPTS_CLAMP} (or fewer) so the file says what gRPC does"
+            ),
+        );
+        f.line = node.line;
+        findings.push(f);
+    }
+    Ok(n.min(MAX_ATTEMPTS_CLAMP))
+}
+
+fn codes(r: &Reader, node: &Node, field: &str) -> Result<Vec<String>, CheckError> {
+    let mut out = Vec::new();
+    for c in r.seq(node, field)? {
+        let code = match &c.value {
+            super::tree::Value::Int(i) => usize::try_from(*i)
+                .ok()
+                .and_then(|i| STATUS.get(i))
+                .map(|s| (*s).to_owned()),
+            _ => {
+                let s = r.text(c, field)?.to_ascii_uppercase();
+                STATUS.contains(&s.as_str()).then_some(s)
+            }
+        };
+        out.push(code.ok_or_else(|| r.bad(c.line, field, "not a gRPC status code"))?);
+    }
+    if out.is_empty() {
+        return Err(r.bad(node.line, field, "must not be empty"));
+    }
+    Ok(out)
+}
+
+fn retry_policy(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    t: &mut Translation,
+    findings: &mut Vec<super::Finding>,
+) -> Result<(), CheckError> {
+    let m = r.map(node, path)?;
+    r.ignore_unknown(
+        node,
+        path,
+        &[
+            "maxAttempts",
+            "initialBackoff",
+            "maxBackoff",
+            "backoffMultiplier",
+            "retryableStatusCodes",
+            "perAttemptRecvTimeout",
+        ],
+    );
+    t.line = node.line;
+    t.field_lines.extend(
+        [
+            "maxAttempts",
+            "initialBackoff",
+            "maxBackoff",
+            "backoffMultiplier",
+            "retryableStatusCodes",
+        ]
+        .into_iter()
+        .filter_map(|k| line_of(m, k).map(|l| (k, l))),
+    );
+    t.max_attempts = Some(attempts(r, m, node.line, path, t, findings)?);
+    let required = |key: &str| {
+        get(m, key).ok_or_else(|| r.bad(node.line, &format!("{path}.{key}"), "required"))
+    };
+    let positive = |key: &str| -> Result<Duration, CheckError> {
+        let field = format!("{path}.{key}");
+        let d = r.duration(required(key)?, &field, Units::Proto)?;
+        if d.is_zero() {
+            return Err(r.bad(node.line, &field, "must be above 0"));
+        }
+        Ok(d)
+    };
+    let base = positive("initialBackoff")?;
+    let cap = positive("maxBackoff")?;
+    let multiplier = r.number(
+        required("backoffMultiplier")?,
+        &format!("{path}.backoffMultiplier"),
+        0.0,
+        1e6,
+    )?;
+    if multiplier <= 0.0 {
+        return Err(r.bad(
+            node.line,
+            &format!("{path}.backoffMultiplier"),
+            "must be above 0",
+        ));
+    }
+    t.retry_on = codes(
+        r,
+        required("retryableStatusCodes")?,
+        &format!("{path}.retryableStatusCodes"),
+    )?;
+    if let Some(n) = get(m, "perAttemptRecvTimeout") {
+        t.per_try_timeout =
+            Some(r.duration(n, &format!("{path}.perAttemptRecvTimeout"), Units::Proto)?);
+        t.field_lines.push(("perAttemptRecvTimeout", n.line));
+    }
+    // gRFC A6: retry n waits random(0, min(initialBackoff · multiplier^(n−1), maxBackoff)).
+    t.backoff = Backoff {
+        rule: RuleName::Full,
+        base,
+        cap: cap.max(base),
+        multiplier,
+        jitter: 1.0,
+    };
+    Ok(())
+}
+
+fn hedging_policy(
+    r: &mut Reader,
+    node: &Node,
+    path: &str,
+    t: &mut Translation,
+    findings: &mut Vec<super::Finding>,
+) -> Result<(), CheckError> {
+    let m = r.map(node, path)?;
+    r.ignore_unknown(
+        node,
+        path,
+        &["maxAttempts", "hedgingDelay", "nonFatalStatusCodes"],
+    );
+    t.line = node.line;
+    if let Some(l) = line_of(m, "maxAttempts") {
+        t.field_lines.push(("maxAttempts", l));
+    }
+    let copies = attempts(r, m, node.line, path, t, findings)?;
+    let delay = match get(m, "hedgingDelay") {
+        Some(n) => r.duration(n, &format!("{path}.hedgingDelay"), Units::Proto)?,
+        None => {
+            t.defaults.push("hedgingDelay");
+            Duration::ZERO
+        }
+    };
+    if let Some(n) = get(m, "nonFatalStatusCodes") {
+        t.retry_on = codes(r, n, &format!("{path}.nonFatalStatusCodes"))?;
+    }
+    t.max_attempts = Some(copies);
+    t.hedging = Some(Hedging {
+        max_attempts: copies,
+        delay,
+    });
+    // Hedges go out on a timer, not after a failure: a constant pause of the hedging delay.
+    t.backoff = Backoff {
+        rule: if delay.is_zero() {
+            RuleName::Immediate
+        } else {
+            RuleName::Constant
+        },
+        base: delay,
+        cap: delay,
+        multiplier: 1.0,
+        jitter: 0.0,
+    };
+    Ok(())
+}

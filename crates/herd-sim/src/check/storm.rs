@@ -1,0 +1,365 @@
+//! A translated policy in the storm model (docs/model.md), beside its suggested fix.
+//!
+//! The storm gives each of its clients one call that meets the outage; a policy sets how
+//! those calls retry: `clients.max_attempts` from the attempts, the rule and its `base_ms` /
+//! `cap_ms` / `pause_ms` from the backoff, `clients.deadline_s` from the whole call's
+//! timeout, and `retry.budget_percent` from a ratio budget (Linkerd's `retryRatio`). Pauses
+//! are drawn in nanoseconds (`pauses = "continuous"`), with a 10 ms step when the policy's
+//! pauses are shorter than the scenario's step.
+//!
+//! What the storm model cannot express is said, never dropped: each [`StormComparison`] carries
+//! `notes` such as "throttle not simulated: envoy-max-retries …" or the rule that stands in
+//! for a multiplier other than the storm's.
+use std::time::Duration;
+
+use herd::RuleName;
+
+use super::{Backoff, Translation, ms};
+use crate::{Limits, Pauses, RunResult, Scenario, ScenarioError, Simulation};
+
+/// The figures `herd check` reports for one side of a comparison.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StormOutcome {
+    /// Clients served by the horizon.
+    pub served: u64,
+    /// Clients that gave up (attempts, deadline or budget).
+    pub gave_up: u64,
+    /// When the last client was served, if every client was.
+    pub all_served_s: Option<f64>,
+    /// Attempts per client.
+    pub requests_per_client: f64,
+    /// The most attempts in one window after the outage.
+    pub peak_after_outage: u64,
+}
+
+impl From<&RunResult> for StormOutcome {
+    fn from(r: &RunResult) -> Self {
+        Self {
+            served: r.served,
+            gave_up: r.gave_up,
+            all_served_s: r.all_served_s,
+            requests_per_client: r.requests_per_client,
+            peak_after_outage: r.peak_after_outage,
+        }
+    }
+}
+
+/// One policy's storm beside its suggested fix.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StormComparison {
+    /// The policy's file.
+    pub file: String,
+    /// The policy's name.
+    pub name: String,
+    /// The storm with the policy as configured.
+    pub config: StormOutcome,
+    /// The storm with the suggested fix.
+    pub fix: StormOutcome,
+    /// What the fix changes, in words.
+    pub fix_summary: String,
+    /// What the storm could not express, and the approximations it made.
+    pub notes: Vec<String>,
+    /// The scenario the policy ran in (the fix's differs at most in its rule and budget).
+    pub scenario: Scenario,
+    /// The two runs whole, for charts: as configured, then the fix.
+    pub runs: [RunResult; 2],
+}
+
+/// The fix herd suggests for a policy's storm: full jitter where the pauses have none (or
+/// too little), with the policy's own base and cap. Budgets are findings, not part of this
+/// fix: in the storm a denied retry is a give-up, so a budget trades served clients for a
+/// lighter load, a choice the owner makes (`herd storm` with `retry.budget_percent` shows it).
+#[must_use]
+pub fn suggested_fix(t: &Translation) -> (Translation, String) {
+    let mut fixed = t.clone();
+    let b = t.backoff;
+    let weak = !b.rule.is_jittered() || (b.rule == RuleName::Grpc && b.jitter < 0.1);
+    if !(weak && t.retries() && t.hedging.is_none()) {
+        return (fixed, "none: the pauses are already jittered".to_owned());
+    }
+    let base = if b.base.is_zero() {
+        Duration::from_millis(100)
+    } else {
+        b.base
+    };
+    fixed.backoff = Backoff {
+        rule: RuleName::Full,
+        base,
+        cap: b.cap.max(base),
+        multiplier: 2.0,
+        jitter: 1.0,
+    };
+    let summary = format!(
+        "full jitter from {} ms, capped at {} ms",
+        ms(base),
+        ms(fixed.backoff.cap)
+    );
+    (fixed, summary)
+}
+
+/// `base` run with `t`'s semantics: the scenario, the rule, and what could not be expressed.
+///
+/// # Errors
+///
+/// A field of the resulting scenario out of the storm's range (a pause beyond its limits),
+/// naming the field.
+pub fn scenario_for(
+    t: &Translation,
+    base: &Scenario,
+) -> Result<(Scenario, RuleName, Vec<String>), ScenarioError> {
+    let mut s = base.clone();
+    let mut notes = Vec::new();
+    s.pauses = Pauses::Continuous;
+    s.clients.max_attempts = t.max_attempts.unwrap_or(0);
+    if let Some(timeout) = t.timeout {
+        s.clients.deadline_s = timeout.as_secs_f64().min(s.horizon_s);
+    }
+    if let Some(p) = t.per_try_timeout {
+        notes.push(format!(
+            "per-try timeout ({} ms) not simulated: the storm's failed attempts are refused at once",
+            ms(p)
+        ));
+    }
+    if let Some(h) = t.hedging {
+        notes.push(format!(
+            "hedging simulated as retries every {} ms: in an outage every copy fails, as a retry would",
+            ms(h.delay)
+        ));
+    }
+    let b = t.backoff;
+    let rule = match b.rule {
+        RuleName::Full | RuleName::Exponential if (b.multiplier - 2.0).abs() > 1e-9 => {
+            notes.push(format!(
+                "storm approximation: the pauses grow ×{} here, ×2 in the storm's {} rule",
+                b.multiplier, b.rule
+            ));
+            b.rule
+        }
+        RuleName::Grpc if (b.multiplier - 1.6).abs() > 1e-9 || (b.jitter - 0.2).abs() > 1e-9 => {
+            notes.push(format!(
+                "storm approximation: ×{} ±{:.0} % here, ×1.6 ±20 % in the storm's grpc rule",
+                b.multiplier,
+                b.jitter * 100.0
+            ));
+            b.rule
+        }
+        r => r,
+    };
+    let base_ms = duration_ms(b.base).max(1e-6);
+    s.retry.rules = vec![rule];
+    s.retry.base_ms = base_ms;
+    s.retry.cap_ms = duration_ms(b.cap).max(base_ms);
+    s.retry.pause_ms = base_ms;
+    if !b.base.is_zero() && base_ms < s.step_ms {
+        // A finer step changes nothing else only when no threshold is counted per step.
+        if s.server.collapse_above == 0 && s.window_ms % 10.0 == 0.0 && s.step_ms > 10.0 {
+            s.step_ms = 10.0;
+            notes.push(format!(
+                "step refined to 10 ms for pauses from {} ms",
+                ms(b.base)
+            ));
+        } else {
+            notes.push(format!(
+                "pauses from {} ms are rounded up to the scenario's {} ms step",
+                ms(b.base),
+                s.step_ms
+            ));
+        }
+    }
+    s.retry.budget_percent = 0.0;
+    if let Some(th) = &t.throttle {
+        match (th.kind, th.param("retry_ratio")) {
+            ("ratio", Some(ratio)) => {
+                s.retry.budget_percent = ratio * 100.0;
+                if th.param("min_retries_per_second").is_some_and(|m| m > 0.0) {
+                    notes.push(
+                        "budget floor (minRetriesPerSecond) not simulated: the storm's budget has no reserve".to_owned(),
+                    );
+                }
+            }
+            (kind, _) => notes.push(format!(
+                "throttle not simulated: {kind} ({}); the storm runs without it",
+                th.params
+                    .iter()
+                    .map(|(k, v)| format!("{k} {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+    Ok((s, rule, notes))
+}
+
+fn duration_ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+/// Runs `t` and its suggested fix in the storm `base`, with `seed`.
+///
+/// # Errors
+///
+/// A scenario the storm refuses (out of range, or beyond `limits`), naming the field.
+pub fn compare(
+    t: &Translation,
+    base: &Scenario,
+    limits: &Limits,
+    seed: u64,
+) -> Result<StormComparison, ScenarioError> {
+    let (fixed, fix_summary) = suggested_fix(t);
+    let run = |t: &Translation| -> Result<(RunResult, Scenario, Vec<String>), ScenarioError> {
+        let (s, rule, notes) = scenario_for(t, base)?;
+        let result = Simulation::new(&s, limits)?.run(rule, seed)?;
+        Ok((result, s, notes))
+    };
+    let (config, scenario, notes) = run(t)?;
+    let (fix, _, _) = run(&fixed)?;
+    Ok(StormComparison {
+        file: t.file.clone(),
+        name: t.name.clone(),
+        config: StormOutcome::from(&config),
+        fix: StormOutcome::from(&fix),
+        fix_summary,
+        notes,
+        scenario,
+        runs: [config, fix],
+    })
+}
+
+/// The retrying layers of `configs` in the order given (the caller first): a layer is a file,
+/// or one Kubernetes object of a file (a `VirtualService`, a `ServiceProfile`).
+#[must_use]
+pub fn layers(configs: &[Translation]) -> Vec<Vec<&Translation>> {
+    let mut out: Vec<(String, Vec<&Translation>)> = Vec::new();
+    for t in configs.iter().filter(|t| t.retries()) {
+        let key = super::findings::layer_of(t);
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, ts)) => ts.push(t),
+            None => out.push((key, vec![t])),
+        }
+    }
+    out.into_iter().map(|(_, ts)| ts).collect()
+}
+
+/// Retries at every layer of one call path against retries at the bottom layer only, in the
+/// storm: the bottom service meets each caller's call `a₁ × a₂ × …` times (the layers' most
+/// attempts multiplied), drawn with the bottom layer's pauses; the fix keeps the bottom
+/// layer's own attempts, jittered and budgeted. `None` with fewer than two layers.
+///
+/// This is an approximation, said in the notes: nested retries also wait for the inner
+/// layers' whole sequences and timeouts, which the one-client storm does not model.
+///
+/// # Errors
+///
+/// As [`compare`].
+pub fn compare_layers(
+    configs: &[Translation],
+    base: &Scenario,
+    limits: &Limits,
+    seed: u64,
+) -> Result<Option<StormComparison>, ScenarioError> {
+    let layers = layers(configs);
+    let Some(bottom) = layers
+        .last()
+        .and_then(|l| l.iter().max_by_key(|t| t.max_attempts))
+    else {
+        return Ok(None);
+    };
+    if layers.len() < 2 {
+        return Ok(None);
+    }
+    let per_layer: Vec<Option<u32>> = layers
+        .iter()
+        .map(|l| l.iter().map(|t| t.max_attempts).max().flatten())
+        .collect();
+    let product = per_layer
+        .iter()
+        .try_fold(1u32, |acc, a| a.map(|a| acc.saturating_mul(a)));
+    let mut all = (*bottom).clone();
+    // Each caller retries its whole call, so the bottom sees the attempts multiplied.
+    all.name = format!("all {} layers", layers.len());
+    all.file = format!("{} files or objects", layers.len());
+    all.max_attempts = product;
+    all.throttle = None;
+    all.timeout = None;
+    all.per_try_timeout = None;
+    let mut c = compare(&all, base, limits, seed)?;
+    // The fix: the bottom layer alone retries, jittered and budgeted.
+    let (fixed, _) = suggested_fix(bottom);
+    let (s, rule, _) = scenario_for(&fixed, base)?;
+    let fix = Simulation::new(&s, limits)?.run(rule, seed)?;
+    c.fix = StormOutcome::from(&fix);
+    c.runs[1] = fix;
+    c.fix_summary = format!(
+        "retries at the bottom layer only ({} attempts); {}",
+        bottom
+            .max_attempts
+            .map_or("budget-bound".to_owned(), |a| a.to_string()),
+        suggested_fix(bottom).1
+    );
+    c.notes.push(format!(
+        "layers multiplied: {} attempts at the bottom; the outer layers' pauses and timeouts are not simulated",
+        per_layer
+            .iter()
+            .map(|a| a.map_or("budget-bound".to_owned(), |a| a.to_string()))
+            .collect::<Vec<_>>()
+            .join(" × ")
+    ));
+    Ok(Some(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::{Input, check};
+
+    fn one(file: &str, text: &str) -> Translation {
+        check(&[Input::new(file, text)]).unwrap().configs.remove(0)
+    }
+
+    #[test]
+    fn a_ratio_budget_reaches_the_storm_and_others_are_named() {
+        let linkerd = one(
+            "sp.yaml",
+            "apiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nmetadata: {name: a}\nspec:\n  routes:\n  - name: r\n    isRetryable: true\n",
+        );
+        let (s, rule, notes) = scenario_for(&linkerd, &Scenario::default()).unwrap();
+        assert_eq!(s.retry.budget_percent, 20.0);
+        assert_eq!(rule, RuleName::Immediate);
+        assert_eq!(s.clients.max_attempts, 0);
+        assert_eq!(s.clients.deadline_s, 10.0);
+        assert!(
+            notes.iter().any(|n| n.contains("minRetriesPerSecond")),
+            "{notes:?}"
+        );
+
+        let aws = one("config", "[default]\nretry_mode = standard\n");
+        let (s, _, notes) = scenario_for(&aws, &Scenario::default()).unwrap();
+        assert_eq!(s.retry.budget_percent, 0.0);
+        assert_eq!(s.clients.max_attempts, 3);
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.starts_with("throttle not simulated: aws-standard")),
+            "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn the_fix_jitters_and_budgets_what_had_neither() {
+        let r4j = one(
+            "application.yml",
+            "resilience4j:\n  retry:\n    instances:\n      partner:\n        maxAttempts: 5\n        waitDuration: 1s\n        enableExponentialBackoff: true\n        exponentialBackoffMultiplier: 2\n        exponentialMaxWaitDuration: 30s\n",
+        );
+        assert_eq!(r4j.backoff.rule, RuleName::Exponential);
+        let (fixed, summary) = suggested_fix(&r4j);
+        assert_eq!(fixed.backoff.rule, RuleName::Full);
+        assert_eq!(fixed.backoff.cap, Duration::from_secs(30));
+        assert_eq!(fixed.throttle, None);
+        assert!(summary.contains("full jitter"), "{summary}");
+        let c = compare(&r4j, &Scenario::default(), &Limits::default(), 1).unwrap();
+        // Five attempts of doubling pauses end inside the 10 s outage either way; jitter
+        // moves the last ones apart, and no client makes more than five.
+        assert_eq!(c.config.requests_per_client, 5.0);
+        assert!(c.fix.requests_per_client <= 5.0, "{c:?}");
+    }
+}
