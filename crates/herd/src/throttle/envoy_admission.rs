@@ -122,10 +122,11 @@ struct Shared<C> {
 /// }
 /// // (1000 − 500 / 0.95) / 1001
 /// assert_eq!(filter.rejection_probability(), (1000.0 - 500.0 / 0.95) / 1001.0);
-/// for _ in 0..1000 {
+/// for _ in 0..9000 {
 ///     filter.record(false);
 /// }
-/// assert_eq!(filter.rejection_probability(), 0.8); // the cap
+/// // (10000 − 500 / 0.95) / 10001 ≈ 0.95, above the 80 % cap
+/// assert_eq!(filter.rejection_probability(), 0.8);
 /// # Ok::<(), herd::throttle::InvalidThrottle>(())
 /// ```
 #[derive(Clone)]
