@@ -303,8 +303,10 @@ mod tests {
     use crate::clock::FakeClock;
 
     fn filter(window_s: u64, clock: &FakeClock) -> AdmissionControl<FakeClock> {
-        let mut config = AdmissionControlConfig::default();
-        config.sampling_window = Duration::from_secs(window_s);
+        let config = AdmissionControlConfig {
+            sampling_window: Duration::from_secs(window_s),
+            ..AdmissionControlConfig::default()
+        };
         AdmissionControl::new(config, clock.clone()).unwrap()
     }
 
@@ -411,8 +413,10 @@ mod tests {
     fn aggression_threshold_and_rps() {
         let clock = FakeClock::new();
         let with = |edit: fn(&mut AdmissionControlConfig)| {
-            let mut c = AdmissionControlConfig::default();
-            c.max_rejection_probability = 100.0;
+            let mut c = AdmissionControlConfig {
+                max_rejection_probability: 100.0,
+                ..AdmissionControlConfig::default()
+            };
             edit(&mut c);
             let f = AdmissionControl::new(c, clock.clone()).unwrap();
             for i in 0..100 {

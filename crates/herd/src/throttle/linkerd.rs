@@ -94,8 +94,10 @@ mod tests {
     #[test]
     fn ratio_and_reserve_behave_as_linkerd_says() {
         let clock = FakeClock::new();
-        let mut settings = LinkerdRetryBudget::default();
-        settings.min_retries_per_second = 0;
+        let settings = LinkerdRetryBudget {
+            min_retries_per_second: 0,
+            ..LinkerdRetryBudget::default()
+        };
         let budget = settings.build(clock.clone()).unwrap();
         for _ in 0..100 {
             budget.deposit();

@@ -383,7 +383,9 @@ mod tests {
         const E: u8 = 0;
         const A: u8 = 1;
         const T: u8 = 2;
-        let cases: [(&str, u32, [u64; 3], [u8; 3], [u64; 3], [u64; 3]); 4] = [
+        /// Name, bins, ticks, responses, accepts and throttles wanted.
+        type Case = (&'static str, u32, [u64; 3], [u8; 3], [u64; 3], [u64; 3]);
+        let cases: [Case; 4] = [
             ("Accumulate", 3, [0, 1, 2], [A, T, E], [1, 1, 1], [0, 1, 1]),
             (
                 "LightTimeTravel",
