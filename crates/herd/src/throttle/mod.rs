@@ -39,7 +39,7 @@
 //!   `acquire(kind)`.
 //!
 //! Time always comes from an injected [`Clock`](crate::clock::Clock); the random draws of
-//! the probabilistic throttles come from a seeded [`SplitMix64`](crate::rng::SplitMix64)
+//! the probabilistic throttles come from a seeded [`SplitMix64`]
 //! held by the throttle (or from a generator the caller passes), never from a global source.
 //!
 //! The guide [`throttles`](crate::guide::throttles) maps every field of every system onto
