@@ -322,6 +322,55 @@ impl ThrottleTable {
     }
 }
 
+impl ThrottleTable {
+    /// The table with every setting of its kind written out (the given ones, the system's
+    /// defaults for the rest), so that `herd sweep --set retry.throttle.k=…` finds the path.
+    pub(crate) fn filled(&self) -> Result<Self, ScenarioError> {
+        let mut t = Self {
+            kind: self.kind.clone(),
+            ..Self::default()
+        };
+        match self.check()? {
+            ThrottleSpec::Sre(c) => {
+                t.k = Some(c.k);
+                t.padding = Some(c.padding);
+                t.history_s = Some(c.history.as_secs_f64());
+                t.bins = Some(c.bins);
+            }
+            ThrottleSpec::Aws(c) => {
+                t.capacity = Some(c.capacity);
+                t.retry_cost = Some(c.retry_cost);
+                t.no_retry_increment = Some(c.no_retry_increment);
+            }
+            ThrottleSpec::AwsAdaptive => {}
+            ThrottleSpec::Envoy(c) => match c.retry_budget {
+                Some(b) => {
+                    t.budget_percent = Some(b.budget_percent);
+                    t.min_retry_concurrency = Some(b.min_retry_concurrency);
+                }
+                None => t.max_retries = Some(c.max_retries),
+            },
+            ThrottleSpec::Admission(c) => {
+                t.sampling_window_s = Some(c.sampling_window.as_secs_f64());
+                t.sr_threshold = Some(c.sr_threshold);
+                t.aggression = Some(c.aggression);
+                t.rps_threshold = Some(c.rps_threshold);
+                t.max_rejection_probability = Some(c.max_rejection_probability);
+            }
+            ThrottleSpec::Grpc(c) => {
+                t.max_tokens = Some(c.max_tokens);
+                t.token_ratio = Some(c.token_ratio);
+            }
+            ThrottleSpec::Ratio(c) => {
+                t.retry_ratio = Some(c.percent / 100.0);
+                t.min_retries_per_second = Some(c.min_per_sec);
+                t.ttl_s = Some(c.window.as_secs_f64());
+            }
+        }
+        Ok(t)
+    }
+}
+
 /// A library budget error, named by the scenario's field.
 fn budget_error(e: &herd::budget::InvalidBudget) -> ScenarioError {
     use herd::budget::InvalidBudget;

@@ -109,3 +109,37 @@ fn the_cohort_engine_says_it_needs_the_agent_engine() {
         "{e}"
     );
 }
+
+/// `herd sweep --set retry.throttle.k=1.5,2,3`: a throttle's settings can be swept even when
+/// the scenario gives only its kind, and each value reaches the runs.
+#[test]
+fn a_sweep_varies_a_throttle_setting() {
+    use herd_sim::sweep::{Axis, Sweep};
+    let base: toml::Value = toml::from_str(
+        "horizon_s = 60.0\n[clients]\ncount = 200\n[server]\ncapacity = 5\noutages = []\n\
+         [retry]\nrules = [\"full\"]\n[retry.throttle]\nkind = \"grpc-adaptive\"\n",
+    )
+    .unwrap();
+    let axes: Vec<Axis> = vec!["retry.throttle.k=1,2,3".parse().unwrap()];
+    let sweep = Sweep::new(&base, axes, None, None, 1, &Limits::default()).unwrap();
+    let rows = sweep.run(&|| {}).unwrap();
+    assert_eq!(rows.len(), 3);
+    let requests: Vec<f64> = rows
+        .iter()
+        .map(|r| r.metric("requests_per_client").unwrap().mean.unwrap())
+        .collect();
+    // A larger K throttles less: more attempts per client.
+    assert!(requests[0] < requests[2], "{requests:?}");
+    let err = Sweep::new(
+        &base,
+        vec!["retry.throttle.capacity=5".parse().unwrap()],
+        None,
+        None,
+        1,
+        &Limits::default(),
+    )
+    .map(|_| ())
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("retry.throttle.capacity"), "{err}");
+}
