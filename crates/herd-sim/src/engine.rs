@@ -42,6 +42,7 @@ use crate::metrics::{Meter, RunResult};
 use crate::plan::{Plan, PlannedRule};
 use crate::record::{Deadlined, Identified, Plain, Record, Remembering};
 use crate::server::{ServerState, Verdict};
+use crate::throttle::{FirstAttempt, SimThrottle};
 use crate::trace::{GiveUp, Observer, Outcome};
 use herd::rng::Rng;
 
@@ -97,6 +98,11 @@ fn run<R: Record, O: Observer>(
     let mut gave_up = 0u64;
     let mut denied_by_budget = 0u64;
     let budget = SimBudget::new(plan.budget_percent)?;
+    // `[retry.throttle]` (exclusive with the budget): see crate::throttle.
+    let mut throttle = plan
+        .throttle
+        .as_ref()
+        .map(|spec| SimThrottle::new(spec, plan.step_ns));
     // Refused clients whose retry asks the budget at this step, with where they go if allowed.
     let mut asking: Vec<(R, Fate)> = Vec::new();
     let mut beyond_horizon = 0u64;
@@ -120,6 +126,38 @@ fn run<R: Record, O: Observer>(
             next_id += new;
         }
 
+        if let Some(t) = &mut throttle {
+            t.at(step);
+            if t.gates_first_attempts() {
+                // New clients' first attempts, in order: sent, refused locally (a give-up the
+                // throttle caused) or delayed by the rate limiter.
+                let mut kept = returning;
+                for i in returning..due.len() {
+                    let client = due[i];
+                    match t.first_attempt(&mut rng) {
+                        FirstAttempt::Send => {
+                            due[kept] = client;
+                            kept += 1;
+                        }
+                        // It never reaches the server: no attempt, no trace event.
+                        FirstAttempt::Refuse => {
+                            gave_up += 1;
+                            denied_by_budget += 1;
+                        }
+                        FirstAttempt::Delay(d) => {
+                            let next = step.saturating_add(d);
+                            if next < plan.steps {
+                                calendar.push(next, client);
+                            } else {
+                                beyond_horizon += 1;
+                            }
+                        }
+                    }
+                }
+                due.truncate(kept);
+            }
+        }
+
         if let Some(b) = &budget {
             b.at(plan, step);
             for _ in returning..due.len() {
@@ -136,6 +174,9 @@ fn run<R: Record, O: Observer>(
                 Verdict::Serve(s) => (s, Outcome::Refused),
             };
             meter.record(step, arrivals, served);
+            if let Some(t) = &mut throttle {
+                t.arriving(arrivals);
+            }
             if meter.requests >= report_at {
                 report_at = meter.requests + PROGRESS_EVERY;
                 observer.progress(step as f64 / plan.steps as f64);
@@ -160,6 +201,11 @@ fn run<R: Record, O: Observer>(
                     observer.attempt(client.id(), step, Outcome::Served, None);
                 }
             }
+            if let Some(t) = &mut throttle {
+                for (i, client) in due.iter().enumerate() {
+                    t.answered(i < served, client.state().failures() > 0);
+                }
+            }
             let after = AfterFailure::new(plan, step, verdict);
             for client in &mut due[served..] {
                 let id = client.id();
@@ -182,14 +228,17 @@ fn run<R: Record, O: Observer>(
                     }
                 };
                 // The retry's latency is drawn right after the wait (and its jitter).
-                let wait = wait.saturating_add(after.latency(&mut rng));
+                let mut wait = wait.saturating_add(after.latency(&mut rng));
+                if let Some(t) = &throttle {
+                    wait = wait.saturating_add(t.retry_delay());
+                }
                 // With a budget, the retries that ask are admitted together below.
                 let mut asks = false;
                 let fate = after.fate(wait, client.first(), || {
                     asks = true;
                     true
                 });
-                if asks && budget.is_some() {
+                if asks && (budget.is_some() || throttle.is_some()) {
                     asking.push((*client, fate));
                     continue;
                 }
@@ -208,15 +257,23 @@ fn run<R: Record, O: Observer>(
                     }
                 }
             }
-            if let Some(b) = &budget {
+            if budget.is_some() || throttle.is_some() {
                 // The budget allows `admitted` of the retries that ask (one withdrawal each,
                 // in a row, until one fails), chosen uniformly among them: after every pause
-                // of the step is drawn, one partial Fisher–Yates shuffle.
-                let mut admitted = 0;
-                while admitted < asking.len() && b.withdraw() {
-                    admitted += 1;
-                }
-                choose_admitted(&mut asking, admitted, &mut rng);
+                // of the step is drawn, one partial Fisher–Yates shuffle. A throttle chooses
+                // its own way (crate::throttle::SimThrottle::admit).
+                let admitted = match (&budget, &mut throttle) {
+                    (Some(b), _) => {
+                        let mut admitted = 0;
+                        while admitted < asking.len() && b.withdraw() {
+                            admitted += 1;
+                        }
+                        choose_admitted(&mut asking, admitted, &mut rng);
+                        admitted
+                    }
+                    (None, Some(t)) => t.admit(&mut asking, &mut rng),
+                    (None, None) => unreachable!("checked above"),
+                };
                 for (i, &(client, fate)) in asking.iter().enumerate() {
                     let id = client.id();
                     match fate {

@@ -57,6 +57,7 @@ mod scenario;
 mod server;
 pub mod storm;
 pub mod sweep;
+mod throttle;
 mod trace;
 
 /// The [`Model`](model::Model) methods that a model keeping its checked scenario writes the
@@ -101,6 +102,7 @@ pub use error::ScenarioError;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
 pub use scenario::{Clients, Latency, LatencyDistribution, Pauses, Retry, Scenario, Server};
+pub use throttle::{KINDS as THROTTLE_KINDS, ThrottleTable};
 pub use trace::{GiveUp, MAX_TRACE_CLIENTS, MAX_TRACE_EVENTS, Outcome, Trace, TraceEvent};
 
 use plan::Plan;

@@ -57,6 +57,8 @@ pub(crate) struct Plan {
     pub(crate) pauses: Pauses,
     pub(crate) rules: Vec<(RuleName, PlannedRule)>,
     pub(crate) budget_percent: f64,
+    /// `[retry.throttle]`, checked (`None`: none).
+    pub(crate) throttle: Option<crate::throttle::ThrottleSpec>,
     pub(crate) max_run_attempts: u64,
 }
 
@@ -282,6 +284,17 @@ impl Plan {
                 ),
             ));
         }
+        let throttle = r
+            .throttle
+            .as_ref()
+            .map(crate::throttle::ThrottleTable::check)
+            .transpose()?;
+        if throttle.is_some() && r.budget_percent > 0.0 {
+            return Err(ScenarioError::field(
+                "retry.throttle",
+                "set either budget_percent or a throttle, not both",
+            ));
+        }
 
         let plan = Plan {
             step_ns,
@@ -307,6 +320,7 @@ impl Plan {
             pauses: s.pauses,
             rules,
             budget_percent: r.budget_percent,
+            throttle,
             max_run_attempts: limits.max_run_attempts,
         };
         plan.check_memory(s, limits)?;

@@ -217,6 +217,10 @@ pub struct Retry {
     /// `budget_percent / 100` of a retry, deposits count for 10 s, there is no reserve; a
     /// retry the budget denies is a give-up (counted in `gave_up` and `denied_by_budget`).
     pub budget_percent: f64,
+    /// `[retry.throttle]`: a throttle or budget a real system ships (`herd::throttle`),
+    /// shared by all clients, instead of `budget_percent` (agent engine only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<crate::throttle::ThrottleTable>,
 }
 
 impl Default for Scenario {
@@ -270,6 +274,7 @@ impl Default for Retry {
             cap_ms: 20_000.0,
             pause_ms: 1000.0,
             budget_percent: 0.0,
+            throttle: None,
         }
     }
 }

@@ -71,7 +71,12 @@ impl Model for Simulation {
     }
 
     fn sweepable(&self) -> Result<Value, ScenarioError> {
-        let mut tree = model::to_tree(self.scenario(), Self::NAME)?;
+        // A throttle's settings all written out, so that a sweep can set any of them.
+        let mut scenario = self.scenario().clone();
+        if let Some(throttle) = &scenario.retry.throttle {
+            scenario.retry.throttle = Some(throttle.filled()?);
+        }
+        let mut tree = model::to_tree(&scenario, Self::NAME)?;
         if let Value::Table(t) = &mut tree {
             let engine = Value::String(self.engine().as_str().to_owned());
             t.insert(ENGINE_KEY.to_owned(), engine);

@@ -81,6 +81,80 @@ pub trait Budget: Send + Sync {
     fn on_failure(&self) {}
     /// May one more retry be sent? Consumes it when the answer is yes.
     fn try_retry(&self) -> bool;
+    /// May one more retry be sent? Like [`try_retry`](Self::try_retry), but hands back what
+    /// the retry holds until its outcome is known: a concurrency slot (Envoy's retry budget)
+    /// or a cost that a success returns (the AWS SDKs' retry quota). The retry loop keeps the
+    /// permit while the retry waits and runs, calls [`RetryPermit::succeeded`] if it
+    /// succeeds, and otherwise drops it; a cancelled call drops it too, so nothing leaks.
+    ///
+    /// The default asks [`try_retry`](Self::try_retry) and holds nothing.
+    fn try_retry_permit(&self) -> Option<RetryPermit> {
+        self.try_retry().then(RetryPermit::empty)
+    }
+}
+
+/// A budget that reserves something for each retry it admits and wants to hear when that
+/// retry ends (see [`Budget::try_retry_permit`]).
+pub trait PermitHolder: Send + Sync {
+    /// The retry admitted with `token` ended; `succeeded` says whether its attempt succeeded
+    /// (`false` also when the permit was dropped unused: a failure, a stop or a cancellation).
+    fn release(&self, token: u64, succeeded: bool);
+}
+
+/// What one retry holds of a budget (see [`Budget::try_retry_permit`]): released as a
+/// failure when dropped, as a success through [`succeeded`](Self::succeeded).
+#[must_use = "dropping the permit ends the retry's hold at once"]
+pub struct RetryPermit {
+    holder: Option<Arc<dyn PermitHolder>>,
+    token: u64,
+}
+
+impl RetryPermit {
+    /// A permit that holds nothing (a ratio budget's or gRPC throttling's).
+    pub fn empty() -> Self {
+        Self {
+            holder: None,
+            token: 0,
+        }
+    }
+
+    /// A permit that tells `holder` with `token` when the retry ends.
+    pub fn new(holder: Arc<dyn PermitHolder>, token: u64) -> Self {
+        Self {
+            holder: Some(holder),
+            token,
+        }
+    }
+
+    /// The retry's attempt succeeded: release the permit as a success.
+    pub fn succeeded(mut self) {
+        if let Some(holder) = self.holder.take() {
+            holder.release(self.token, true);
+        }
+    }
+
+    /// Whether the permit holds nothing.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.holder.is_none()
+    }
+}
+
+impl Drop for RetryPermit {
+    fn drop(&mut self) {
+        if let Some(holder) = self.holder.take() {
+            holder.release(self.token, false);
+        }
+    }
+}
+
+impl fmt::Debug for RetryPermit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RetryPermit")
+            .field("held", &!self.is_empty())
+            .field("token", &self.token)
+            .finish()
+    }
 }
 
 impl<B: Budget + ?Sized> Budget for Arc<B> {
@@ -95,6 +169,9 @@ impl<B: Budget + ?Sized> Budget for Arc<B> {
     }
     fn try_retry(&self) -> bool {
         (**self).try_retry()
+    }
+    fn try_retry_permit(&self) -> Option<RetryPermit> {
+        (**self).try_retry_permit()
     }
 }
 

@@ -21,6 +21,9 @@
 //!   stop), one pure function shared with the simulator.
 //! - [`budget`]: retry budgets shared by many calls (ratio form and gRPC throttling), exact
 //!   under contention.
+//! - [`throttle`]: the throttles and budgets real systems ship, each as its owner defines
+//!   it: Google SRE adaptive throttling, the AWS SDKs' retry quota and adaptive rate limiter,
+//!   Envoy's retry budget, `max_retries` and admission control, Linkerd's budget.
 //! - [`breaker`]: a circuit breaker with a sliding window and jittered cool-down, whose
 //!   outcomes are tied to the permits they were admitted under.
 //! - [`idempotency`]: one OS-seeded key per logical call; non-idempotent calls retried only
@@ -96,6 +99,10 @@ pub mod guide {
     pub mod layer_in_real_stacks {
         #![doc = include_str!("../docs/layer-in-real-stacks.md")]
     }
+
+    pub mod throttles {
+        #![doc = include_str!("../docs/throttles.md")]
+    }
 }
 pub mod hedge;
 pub mod idempotency;
@@ -112,6 +119,7 @@ pub mod rng;
 pub mod rule;
 pub mod server_delay;
 mod sync;
+pub mod throttle;
 mod window;
 
 /// Builder methods that each set one plain setting, with the attributes (docs) written before

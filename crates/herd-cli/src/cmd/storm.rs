@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use clap::{Args, ValueEnum};
 use herd::RuleName;
-use herd_sim::{Engine, Limits, Pauses, RunResult, Scenario, Simulation};
+use herd_sim::{
+    Engine, Limits, Pauses, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable,
+};
 use rayon::prelude::*;
 
 use super::progress;
@@ -72,6 +74,12 @@ pub(crate) struct StormArgs {
     /// whole steps. docs/model.md defines both and shows the difference.
     #[arg(long, value_enum, value_name = "MODE")]
     pauses: Option<PausesArg>,
+    /// Throttles to compare, by `[retry.throttle]` kind, each with its system's defaults and
+    /// one table each (repeatable; a comma list is accepted: --throttle envoy-budget,grpc);
+    /// `none` runs without one. Replaces the scenario's own `[retry.throttle]`; docs/model.md
+    /// lists the kinds.
+    #[arg(long = "throttle", value_name = "KIND", value_delimiter = ',')]
+    throttles: Vec<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -235,12 +243,74 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         }
     }
     let (scenario, name) = scenario(args)?;
+    let variants = throttled(args, &scenario, &name)?;
+    let mut out = BufWriter::new(io::stdout().lock());
+    for (i, (scenario, name)) in variants.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        run_one(args, scenario, name, chart_file, &mut out)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+/// The scenario once per `--throttle` kind (or as it is, without the flag), with its name.
+fn throttled(
+    args: &StormArgs,
+    scenario: &Scenario,
+    name: &str,
+) -> CliResult<Vec<(Scenario, String)>> {
+    if args.throttles.is_empty() {
+        return Ok(vec![(scenario.clone(), name.to_owned())]);
+    }
+    if args.throttles.len() > 1 && args.format != Format::Table {
+        return Err(CliError::input(
+            "--throttle with several kinds prints one table each: use --format table, or one kind",
+        ));
+    }
+    if args.throttles.len() > 1 && args.chart.is_some() {
+        return Err(CliError::input(
+            "--chart takes one --throttle kind at a time",
+        ));
+    }
+    args.throttles
+        .iter()
+        .map(|kind| {
+            let kind = kind.trim();
+            let mut s = scenario.clone();
+            s.retry.throttle = match kind {
+                "none" => None,
+                k if THROTTLE_KINDS.contains(&k) => Some(ThrottleTable {
+                    kind: k.to_owned(),
+                    ..ThrottleTable::default()
+                }),
+                _ => {
+                    return Err(CliError::input(format!(
+                        "--throttle: expected none or one of {}, got `{kind}`",
+                        THROTTLE_KINDS.join(", ")
+                    )));
+                }
+            };
+            Ok((s, format!("{name}, throttle {kind}")))
+        })
+        .collect()
+}
+
+/// Runs one scenario and prints it.
+fn run_one(
+    args: &StormArgs,
+    scenario: &Scenario,
+    name: &str,
+    chart_file: Option<chart::ChartFile<'_>>,
+    out: &mut impl Write,
+) -> CliResult {
     // For the cohort engine, `max_attempts` bounds cohort updates instead (its unit of work).
     let limits = Limits {
         max_run_attempts: MAX_ATTEMPTS_PER_RUN,
         ..Limits::default()
     };
-    let sim = Simulation::with_engine(&scenario, &limits, args.engine.into()).map_err(|e| {
+    let sim = Simulation::with_engine(scenario, &limits, args.engine.into()).map_err(|e| {
         let prefix = args
             .scenario
             .as_ref()
@@ -262,16 +332,14 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
             .iter()
             .filter_map(|r| results.iter().find(|x| x.rule == *r))
             .collect();
-        chart::draw(file, &scenario, &first).map_err(CliError::Run)?;
+        chart::draw(file, scenario, &first).map_err(CliError::Run)?;
     }
 
-    let mut out = BufWriter::new(io::stdout().lock());
     match args.format {
-        Format::Table => table::write(&mut out, &name, &scenario, &rules, &results)?,
-        Format::Json => output::json(&mut out, &scenario, &rules, &results)?,
-        Format::Csv => output::csv(&mut out, &results)?,
+        Format::Table => table::write(out, name, scenario, &rules, &results)?,
+        Format::Json => output::json(out, scenario, &rules, &results)?,
+        Format::Csv => output::csv(out, &results)?,
     }
-    out.flush()?;
     Ok(())
 }
 

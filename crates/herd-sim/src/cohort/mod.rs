@@ -145,6 +145,14 @@ pub(crate) struct Prepared {
 /// Checks what the cohort engine cannot run, after the plan is built, and prepares what its
 /// runs share.
 pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<Prepared, ScenarioError> {
+    if plan.throttle.is_some() {
+        return Err(ScenarioError::field(
+            "retry.throttle",
+            "needs the agent engine: a throttle answers each request in turn (a random draw, a \
+             token, a place held until that retry is answered), which clients kept as counts \
+             cannot give it; use --engine agent",
+        ));
+    }
     for (name, rule) in &plan.rules {
         Laws::of(*name, rule)?;
     }
