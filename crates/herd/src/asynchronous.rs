@@ -199,6 +199,37 @@ pub(crate) async fn with_limit<F: Future, S: Sleeper + ?Sized>(
     .await
 }
 
+/// Like [`with_limit`], but the timer is made only if `future` is not ready at its first poll:
+/// a failed response's body that is already in memory (the common case) is drained without
+/// one.
+#[cfg(feature = "tower")]
+pub(crate) async fn within<F: Future, S: Sleeper + ?Sized>(
+    future: F,
+    limit: Duration,
+    sleeper: &S,
+) -> Option<F::Output> {
+    let mut future = pin!(future);
+    let mut sleep = pin!(None::<S::Sleep>);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = future.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if sleep.is_none() {
+            sleep.set(Some(sleeper.sleep(limit)));
+        }
+        let fired = sleep
+            .as_mut()
+            .as_pin_mut()
+            .is_some_and(|timer| timer.poll(cx).is_ready());
+        if fired {
+            Poll::Ready(None)
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
 impl<C, Op, Fut, K, H, G, R, B, T, E> Call<'_, C, Op, K, H, G, R, B>
 where
     C: Clock,

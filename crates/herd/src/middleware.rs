@@ -6,7 +6,8 @@
 //! cut at it), the per-attempt timeout, the budget and the breaker, `Retry-After`, idempotency
 //! by method (a POST is retried only when it carries an `Idempotency-Key`, or after a failure
 //! that proves it was not processed), the `retry-exhausted` mark, and failed responses drained
-//! before the pause so their connections go back to the pool. A request whose body cannot be
+//! before the pause so their connections go back to the pool (up to a size and a time limit:
+//! a body that stalls is dropped with its connection). A request whose body cannot be
 //! copied (a stream) is sent once. Every response it returns carries a
 //! [`RetryOutcome`] in its extensions.
 //!
@@ -30,17 +31,18 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::{Extensions, HeaderValue};
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next, Result};
 
-use crate::asynchronous::{AttemptTimedOut, Sleeper, TokioClock, TokioSleep, with_limit};
+use crate::asynchronous::{AttemptTimedOut, Sleeper, TokioClock, TokioSleep, with_limit, within};
 use crate::classify::{self, Verdict};
 use crate::clock::Clock;
 use crate::layer::{
-    DEFAULT_DRAIN_LIMIT, Failure, GivingUp, RETRY_EXHAUSTED, RetryOutcome, Retrying,
-    request_is_idempotent,
+    DEFAULT_DRAIN_LIMIT, DEFAULT_DRAIN_TIMEOUT, Failure, GivingUp, RETRY_EXHAUSTED, RetryOutcome,
+    Retrying, drain_bound, request_is_idempotent,
 };
 use crate::outcome::StopReason;
 use crate::policy::{CallState, Decision, RetryPolicy};
@@ -55,6 +57,7 @@ pub struct RetryMiddleware<C: Clock = TokioClock, S = TokioSleep> {
     mark_exhausted: bool,
     respect_exhausted: bool,
     drain_limit: usize,
+    drain_timeout: Duration,
     classify: Option<ResponseClassifier>,
     on_retry: Option<RetryHook>,
     on_give_up: Option<GiveUpHook>,
@@ -82,6 +85,7 @@ impl<C: Clock> RetryMiddleware<C, TokioSleep> {
             mark_exhausted: true,
             respect_exhausted: true,
             drain_limit: DEFAULT_DRAIN_LIMIT,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             classify: None,
             on_retry: None,
             on_give_up: None,
@@ -99,6 +103,7 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
             mark_exhausted: self.mark_exhausted,
             respect_exhausted: self.respect_exhausted,
             drain_limit: self.drain_limit,
+            drain_timeout: self.drain_timeout,
             classify: self.classify,
             on_retry: self.on_retry,
             on_give_up: self.on_give_up,
@@ -142,6 +147,24 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
     #[must_use]
     pub fn respect_exhausted(mut self, respect: bool) -> Self {
         self.respect_exhausted = respect;
+        self
+    }
+
+    /// How many bytes of a failed response's body to read before the pause, so that its
+    /// connection is released to the pool (default [`DEFAULT_DRAIN_LIMIT`]; 0 drops the body
+    /// unread), as [`RetryLayer::drain_limit`](crate::layer::RetryLayer::drain_limit).
+    #[must_use]
+    pub fn drain_limit(mut self, limit: usize) -> Self {
+        self.drain_limit = limit;
+        self
+    }
+
+    /// How long to read a failed response's body before the pause, at most (default
+    /// [`DEFAULT_DRAIN_TIMEOUT`]; the attempt timeout and the deadline cut it shorter), as
+    /// [`RetryLayer::drain_timeout`](crate::layer::RetryLayer::drain_timeout).
+    #[must_use]
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
         self
     }
 }
@@ -277,18 +300,22 @@ where
                         std::mem::replace(&mut last, Last::Nothing)
                     {
                         last = Last::Drained(response.status());
-                        // Release the connection before the pause.
+                        // Release the connection before the pause; a body that is too long
+                        // or stalls is dropped with its connection.
                         let limit = self.drain_limit;
-                        let drain = async move {
-                            let mut read = 0usize;
-                            while let Ok(Some(chunk)) = response.chunk().await {
-                                read = read.saturating_add(chunk.len());
-                                if read > limit {
-                                    break;
+                        if limit > 0 {
+                            let drain = async move {
+                                let mut read = 0usize;
+                                while let Ok(Some(chunk)) = response.chunk().await {
+                                    read = read.saturating_add(chunk.len());
+                                    if read > limit {
+                                        break;
+                                    }
                                 }
-                            }
-                        };
-                        let _ = with_limit(drain, policy.remaining(&state), &self.sleeper).await;
+                            };
+                            let bound = drain_bound(self.drain_timeout, policy, &state);
+                            let _ = within(drain, bound, &self.sleeper).await;
+                        }
                     }
                     if !pause.is_zero() {
                         self.sleeper.sleep(pause).await;

@@ -340,7 +340,10 @@ const BIG: usize = 1 << 20;
 
 /// Regression: a failed response was held through the pause and the next attempt, so its
 /// HTTP/1 connection stayed busy and every retry opened a new one.
-#[tokio::test]
+///
+/// In tokio's paused time: the drain is bounded in time, and a sleeper that returns at once
+/// would cut it short.
+#[tokio::test(start_paused = true)]
 async fn a_failed_response_is_drained_so_its_connection_is_reused() {
     let (status, seen) = drained(2 * BIG).await;
     assert_eq!(status, StatusCode::OK);
@@ -368,7 +371,6 @@ async fn drained(limit: usize) -> (StatusCode, Seen) {
     })
     .await;
     let mut svc = RetryLayer::new(policy(3))
-        .sleeper(Recorder::default())
         .drain_limit(limit)
         .layer(full_client());
     (send(&mut svc, get(addr)).await.unwrap().status(), seen)

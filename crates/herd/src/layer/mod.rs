@@ -19,7 +19,9 @@
 //! A failed response that will be retried is **released before the pause**: its body is
 //! read and dropped (up to [`RetryLayer::drain_limit`], 64 KiB by default), so that an HTTP/1
 //! connection goes back to the client's pool instead of being held through the pause or
-//! closed.
+//! closed. The read is bounded in time too ([`RetryLayer::drain_timeout`], 250 ms by default,
+//! and never past the attempt timeout or the deadline): a body that stalls (a 503's headers
+//! arrive, then nothing) is dropped with its connection, and the retry goes ahead.
 //!
 //! # Layer-aware retries: `retry-exhausted`
 //!
@@ -102,6 +104,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use http::{HeaderName, Method, Request, Response};
 use tower_layer::Layer;
@@ -117,6 +120,8 @@ pub use grpc::{GrpcCode, GrpcCodes, InvalidGrpcCode};
 pub use protocol::{ClassifyResponse, DefaultHttp, Grpc, Http, Protocol, http_default};
 pub use replay::{BufferBody, CloneBody, CloneWith, Kept, Pending, Replay};
 pub use report::{Failure, GaveUp, GivingUp, RetryOutcome, Retrying};
+#[cfg(feature = "reqwest")]
+pub(crate) use run::drain_bound;
 
 /// A boxed error, as tower uses.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -131,6 +136,11 @@ pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key
 /// How much of a failed response's body the layer reads to release its connection, by
 /// default.
 pub const DEFAULT_DRAIN_LIMIT: usize = 64 * 1024;
+
+/// How long the layer reads a failed response's body, at most, by default: 250 ms. A body
+/// that has not ended by then (a stalled or slow server) is dropped with its connection;
+/// waiting longer to save one new connection costs more than the connection's handshake.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_millis(250);
 
 type RetryHook = Arc<dyn Fn(&Retrying<'_>) + Send + Sync>;
 type GiveUpHook = Arc<dyn Fn(&GivingUp<'_>) + Send + Sync>;
@@ -164,6 +174,7 @@ pub(crate) struct Config<C: Clock, S, R, P> {
     respect_exhausted: bool,
     send_idempotency_key: bool,
     drain_limit: usize,
+    drain_timeout: Duration,
     on_retry: Option<RetryHook>,
     on_give_up: Option<GiveUpHook>,
 }
@@ -176,6 +187,7 @@ impl<C: Clock, S, R, P> fmt::Debug for RetryLayer<C, S, R, P> {
             .field("respect_exhausted", &self.config.respect_exhausted)
             .field("send_idempotency_key", &self.config.send_idempotency_key)
             .field("drain_limit", &self.config.drain_limit)
+            .field("drain_timeout", &self.config.drain_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -195,6 +207,7 @@ impl<C: Clock> RetryLayer<C, TokioSleep, CloneBody, Http> {
                 respect_exhausted: true,
                 send_idempotency_key: false,
                 drain_limit: DEFAULT_DRAIN_LIMIT,
+                drain_timeout: DEFAULT_DRAIN_TIMEOUT,
                 on_retry: None,
                 on_give_up: None,
             }),
@@ -236,6 +249,7 @@ impl<C: Clock, S, R, P> RetryLayer<C, S, R, P> {
                 respect_exhausted: c.respect_exhausted,
                 send_idempotency_key: c.send_idempotency_key,
                 drain_limit: c.drain_limit,
+                drain_timeout: c.drain_timeout,
                 on_retry: c.on_retry,
                 on_give_up: c.on_give_up,
             }),
@@ -270,6 +284,11 @@ impl<C: Clock, S: Clone, R: Clone, P: Clone> RetryLayer<C, S, R, P> {
         /// unread, which closes an HTTP/1 connection).
         #[must_use]
         drain_limit: usize;
+        /// How long to read a failed response's body before the pause, at most (default
+        /// [`DEFAULT_DRAIN_TIMEOUT`]; the attempt timeout and the deadline cut it shorter). A body
+        /// not read to its end by then is dropped, closing its connection.
+        #[must_use]
+        drain_timeout: Duration;
     }
 
     /// Called before each retry's pause, with the failed attempt and the pause.

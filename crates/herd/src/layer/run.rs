@@ -2,6 +2,7 @@
 //! release a failed response, pause, and report.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::{HeaderValue, Request, Response};
 use tower_service::Service;
@@ -12,7 +13,7 @@ use super::{
     BoxError, Config, Failure, GaveUp, GivingUp, IDEMPOTENCY_KEY, Protocol, RETRY_EXHAUSTED,
     Replay, RetryOutcome, Retrying, request_is_idempotent,
 };
-use crate::asynchronous::{AttemptTimedOut, Sleeper, with_limit};
+use crate::asynchronous::{AttemptTimedOut, Sleeper, with_limit, within};
 use crate::classify::{self, Verdict};
 use crate::clock::Clock;
 use crate::outcome::StopReason;
@@ -201,9 +202,9 @@ where
                     // Release the connection before the pause, not after the next attempt.
                     if P::DRAIN && config.drain_limit > 0 {
                         let body = response.into_body();
-                        let _ = with_limit(
+                        let _ = within(
                             drain(body, config.drain_limit),
-                            policy.remaining(&state),
+                            drain_bound(config.drain_timeout, policy, &state),
                             &config.sleeper,
                         )
                         .await;
@@ -215,6 +216,18 @@ where
             }
         }
     }
+}
+
+/// How long a failed response's body may be read before the pause: the drain's own limit,
+/// cut at the attempt timeout and at the deadline.
+pub(crate) fn drain_bound<C: Clock>(
+    drain_timeout: Duration,
+    policy: &RetryPolicy<C>,
+    state: &CallState,
+) -> Duration {
+    policy
+        .attempt_limit(state)
+        .map_or(drain_timeout, |limit| limit.min(drain_timeout))
 }
 
 fn outcome<C: Clock>(
