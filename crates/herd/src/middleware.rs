@@ -42,7 +42,7 @@ use crate::classify::{self, Verdict};
 use crate::clock::Clock;
 use crate::layer::{
     DEFAULT_DRAIN_LIMIT, DEFAULT_DRAIN_TIMEOUT, Failure, GivingUp, RETRY_EXHAUSTED, RetryOutcome,
-    Retrying, drain_bound, request_is_idempotent,
+    Retrying, drain_bound, error_default, request_is_idempotent,
 };
 use crate::outcome::StopReason;
 use crate::policy::{CallState, Decision, RetryPolicy};
@@ -59,11 +59,13 @@ pub struct RetryMiddleware<C: Clock = TokioClock, S = TokioSleep> {
     drain_limit: usize,
     drain_timeout: Duration,
     classify: Option<ResponseClassifier>,
+    classify_error: Option<ErrorClassifier>,
     on_retry: Option<RetryHook>,
     on_give_up: Option<GiveUpHook>,
 }
 
 type ResponseClassifier = Arc<dyn Fn(&Response, Option<Verdict>) -> Option<Verdict> + Send + Sync>;
+type ErrorClassifier = Arc<dyn Fn(&reqwest_middleware::Error, Verdict) -> Verdict + Send + Sync>;
 type RetryHook = Arc<dyn Fn(&Retrying<'_>) + Send + Sync>;
 type GiveUpHook = Arc<dyn Fn(&GivingUp<'_>) + Send + Sync>;
 
@@ -87,6 +89,7 @@ impl<C: Clock> RetryMiddleware<C, TokioSleep> {
             drain_limit: DEFAULT_DRAIN_LIMIT,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             classify: None,
+            classify_error: None,
             on_retry: None,
             on_give_up: None,
         }
@@ -105,6 +108,7 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
             drain_limit: self.drain_limit,
             drain_timeout: self.drain_timeout,
             classify: self.classify,
+            classify_error: self.classify_error,
             on_retry: self.on_retry,
             on_give_up: self.on_give_up,
         }
@@ -119,6 +123,19 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
         classify: impl Fn(&Response, Option<Verdict>) -> Option<Verdict> + Send + Sync + 'static,
     ) -> Self {
         self.classify = Some(Arc::new(classify));
+        self
+    }
+
+    /// Classify errors with your own reading: `classify(error, default)` returns the
+    /// [`Verdict`]; `default` is herd's ([`error_default`] of the reqwest error, or of the
+    /// middleware error's chain), as in
+    /// [`RetryLayer::classify_error`](crate::layer::RetryLayer::classify_error).
+    #[must_use]
+    pub fn classify_error(
+        mut self,
+        classify: impl Fn(&reqwest_middleware::Error, Verdict) -> Verdict + Send + Sync + 'static,
+    ) -> Self {
+        self.classify_error = Some(Arc::new(classify));
         self
     }
 
@@ -254,7 +271,14 @@ where
                     verdict
                 }
                 Some(Err(error)) => {
-                    let verdict = classify::error_chain(&error);
+                    let default = match &error {
+                        reqwest_middleware::Error::Reqwest(e) => error_default(e),
+                        reqwest_middleware::Error::Middleware(e) => error_default(e.as_ref()),
+                    };
+                    let verdict = match &self.classify_error {
+                        Some(classify) => classify(&error, default),
+                        None => default,
+                    };
                     last = Last::Error(error);
                     verdict
                 }

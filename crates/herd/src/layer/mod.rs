@@ -10,9 +10,12 @@
 //!
 //! What counts as a failure: a response with status ≥ 400 classified by
 //! [`classify::http_response`](crate::classify::http_response) (408, 425, 429, 500, 502, 503,
-//! 504 transient), and an error from the inner service classified by the socket error in its
-//! chain ([`classify::error_chain`](crate::classify::error_chain)). Your own reading goes in
-//! [`RetryLayer::classify`]. When the layer gives up, it returns the **last response** (not
+//! 504 transient), and an error from the inner service read by [`error_default`] (hyper's,
+//! hyper-util's and reqwest's error kinds, and the socket error in the chain: a redirect
+//! loop, a bad URL, a scheme the client cannot speak, a failed TLS handshake are permanent; a
+//! refused, reset or broken connection, a timeout, a peer that closed mid-answer are
+//! transient). Your own reading goes in [`RetryLayer::classify`] for responses and
+//! [`RetryLayer::classify_error`] for errors. When the layer gives up, it returns the **last response** (not
 //! an error) if there was one, so the caller sees the server's own status and body; every
 //! response carries a [`RetryOutcome`] in its extensions.
 //!
@@ -86,6 +89,7 @@
 //! ```
 
 mod body;
+mod errors;
 mod grpc;
 mod sealed {
     /// Keeps [`Replay`](super::Replay) and [`Protocol`](super::Protocol) to this crate's
@@ -116,6 +120,8 @@ use crate::outcome::StopReason;
 use crate::policy::RetryPolicy;
 
 pub use body::Buffered;
+pub use errors::error_default;
+pub(crate) use errors::{ErrorClassifier, classify_error};
 pub use grpc::{GrpcCode, GrpcCodes, InvalidGrpcCode};
 pub use protocol::{ClassifyResponse, DefaultHttp, Grpc, Http, Protocol, http_default};
 pub use replay::{BufferBody, CloneBody, CloneWith, Kept, Pending, Replay};
@@ -175,6 +181,7 @@ pub(crate) struct Config<C: Clock, S, R, P> {
     send_idempotency_key: bool,
     drain_limit: usize,
     drain_timeout: Duration,
+    classify_error: Option<ErrorClassifier>,
     on_retry: Option<RetryHook>,
     on_give_up: Option<GiveUpHook>,
 }
@@ -208,6 +215,7 @@ impl<C: Clock> RetryLayer<C, TokioSleep, CloneBody, Http> {
                 send_idempotency_key: false,
                 drain_limit: DEFAULT_DRAIN_LIMIT,
                 drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+                classify_error: None,
                 on_retry: None,
                 on_give_up: None,
             }),
@@ -250,6 +258,7 @@ impl<C: Clock, S, R, P> RetryLayer<C, S, R, P> {
                 send_idempotency_key: c.send_idempotency_key,
                 drain_limit: c.drain_limit,
                 drain_timeout: c.drain_timeout,
+                classify_error: c.classify_error,
                 on_retry: c.on_retry,
                 on_give_up: c.on_give_up,
             }),
@@ -357,6 +366,24 @@ impl<C: Clock, S: Clone, R: Clone, P: Clone> RetryLayer<C, S, R, P> {
             + 'static,
     {
         self.protocol_with(Http(classify))
+    }
+
+    /// Classify the inner service's errors with your own reading: `classify(error, default)`
+    /// returns the [`Verdict`](crate::classify::Verdict); `default` is what herd would say
+    /// ([`error_default`]), so return it for the cases you leave alone. E.g. your client's
+    /// error type that means "the server refused the request before reading it".
+    #[must_use]
+    pub fn classify_error<K>(self, classify: K) -> Self
+    where
+        K: Fn(
+                &(dyn std::error::Error + Send + Sync + 'static),
+                crate::classify::Verdict,
+            ) -> crate::classify::Verdict
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.with(|c| c.classify_error = Some(Arc::new(classify)))
     }
 
     /// gRPC mode: read each response body into memory, up to `limit` bytes, to reach the

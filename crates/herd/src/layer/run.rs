@@ -11,10 +11,10 @@ use super::body::drain;
 use super::grpc::limit_grpc_timeout;
 use super::{
     BoxError, Config, Failure, GaveUp, GivingUp, IDEMPOTENCY_KEY, Protocol, RETRY_EXHAUSTED,
-    Replay, RetryOutcome, Retrying, request_is_idempotent,
+    Replay, RetryOutcome, Retrying, classify_error, request_is_idempotent,
 };
 use crate::asynchronous::{AttemptTimedOut, Sleeper, with_limit, within};
-use crate::classify::{self, Verdict};
+use crate::classify::Verdict;
 use crate::clock::Clock;
 use crate::outcome::StopReason;
 use crate::policy::{CallState, Decision, RetryPolicy};
@@ -148,7 +148,7 @@ where
                 }
             }
             Some(Err(error)) => {
-                let verdict = classify::error_chain(&*error);
+                let verdict = classify_error(config.classify_error.as_ref(), &*error);
                 last = Last::Error(error);
                 verdict
             }
