@@ -50,6 +50,8 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::deposit::{charged, charged_sync};
+
 use crate::call::{Call, Failed, Last, PauseSource};
 use crate::classify::{Classify, Verdict};
 use crate::clock::{Clock, FakeClock};
@@ -268,7 +270,10 @@ where
         loop {
             let attempt = self.next_attempt(&mut state, key, &mut last)?;
             let limit = policy.attempt_limit(&state);
-            let (failed, verdict) = match with_limit((self.op)(attempt), limit, sleeper).await {
+            let budget = policy.budget_ref();
+            let op = &mut self.op;
+            let attempt_future = charged(budget, charged_sync(budget, || op(attempt)));
+            let (failed, verdict) = match with_limit(attempt_future, limit, sleeper).await {
                 Some(Ok(value)) => return Ok(self.succeed(&state, value)),
                 Some(Err(error)) => {
                     let verdict = self.classify.classify(&error);

@@ -96,7 +96,9 @@ where
         let mut last = Last::none();
         loop {
             let attempt = self.next_attempt(&mut state, key, &mut last)?;
-            let error = match (self.op)(attempt) {
+            let op = &mut self.op;
+            let error = match crate::deposit::charged_sync(self.policy.budget_ref(), || op(attempt))
+            {
                 Ok(value) => return Ok(self.succeed(&state, value)),
                 Err(error) => error,
             };

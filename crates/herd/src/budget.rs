@@ -81,6 +81,13 @@ pub trait Budget: Send + Sync {
     fn on_failure(&self) {}
     /// May one more retry be sent? Consumes it when the answer is yes.
     fn try_retry(&self) -> bool;
+    /// Identifies the state behind this handle: two handles onto one budget (clones, or an
+    /// `Arc` around one) return the same number. A retry loop and a hedge inside it that
+    /// share the budget use it so that one logical call deposits once. The default is the
+    /// handle's own address; a `Clone` handle onto shared state returns that state's address.
+    fn identity(&self) -> usize {
+        (self as *const Self).cast::<()>() as usize
+    }
 }
 
 impl<B: Budget + ?Sized> Budget for Arc<B> {
@@ -95,6 +102,9 @@ impl<B: Budget + ?Sized> Budget for Arc<B> {
     }
     fn try_retry(&self) -> bool {
         (**self).try_retry()
+    }
+    fn identity(&self) -> usize {
+        (**self).identity()
     }
 }
 
@@ -294,6 +304,9 @@ impl<C: Clock> Budget for RetryBudget<C> {
     fn try_retry(&self) -> bool {
         self.withdraw()
     }
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner).cast::<()>() as usize
+    }
 }
 
 /// Settings of gRPC retry throttling ([`GrpcThrottle`]), as in a gRPC service config's
@@ -422,6 +435,9 @@ impl Budget for GrpcThrottle {
     }
     fn try_retry(&self) -> bool {
         self.allows_retry()
+    }
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner).cast::<()>() as usize
     }
 }
 

@@ -82,6 +82,7 @@ pub mod budget;
 pub mod call;
 pub mod classify;
 pub mod clock;
+mod deposit;
 pub mod guide {
     //! Guides: longer explanations, with examples that are compiled and run as doctests.
 

@@ -40,6 +40,7 @@ use reqwest_middleware::{Middleware, Next, Result};
 use crate::asynchronous::{AttemptTimedOut, Sleeper, TokioClock, TokioSleep, with_limit, within};
 use crate::classify::{self, Verdict};
 use crate::clock::Clock;
+use crate::deposit::charged;
 use crate::layer::{
     DEFAULT_DRAIN_LIMIT, DEFAULT_DRAIN_TIMEOUT, Failure, GivingUp, RETRY_EXHAUSTED, RetryOutcome,
     Retrying, drain_bound, error_default, request_is_idempotent,
@@ -237,8 +238,8 @@ where
             };
             next_request = request.try_clone();
             let limit = policy.attempt_limit(&state);
-            let answer =
-                with_limit(next.clone().run(request, extensions), limit, &self.sleeper).await;
+            let attempt = charged(policy.budget_ref(), next.clone().run(request, extensions));
+            let answer = with_limit(attempt, limit, &self.sleeper).await;
             let verdict = match answer {
                 Some(Ok(response)) => {
                     let status = response.status();

@@ -345,6 +345,11 @@ impl<C: Clock> RetryPolicy<C> {
         &self.clock
     }
 
+    /// The budget, to mark it charged while a call's attempts run.
+    pub(crate) fn budget_ref(&self) -> Option<&dyn Budget> {
+        self.budget.as_deref()
+    }
+
     /// A copy of this policy with a different attempt limit (the tower layer uses it when a
     /// request cannot be sent again).
     #[must_use]
@@ -447,8 +452,11 @@ impl<C: Clock> RetryPolicy<C> {
             }
         }
         if state.attempts == 0 {
-            if let Some(budget) = &self.budget {
-                // Only a call that is actually sent earns retries.
+            if let Some(budget) = &self.budget
+                && !crate::deposit::is_charged(&**budget)
+            {
+                // Only a call that is actually sent earns retries, and only once: a loop
+                // inside another call on the same budget does not deposit again.
                 budget.on_request();
             }
         }

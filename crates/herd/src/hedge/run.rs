@@ -250,7 +250,11 @@ where
         };
         let start = clock.now();
         let delay = policy.delay_at(start);
-        if let Some(budget) = policy.budget() {
+        if let Some(budget) = policy.budget()
+            && !crate::deposit::is_charged(budget)
+        {
+            // A hedged call inside a retry loop on the same budget is one of that call's
+            // attempts: the loop deposited for it.
             budget.on_request();
         }
         let (s1, s2, s3, s4, s5) = (
@@ -302,9 +306,9 @@ where
             flight.timer.set(None);
             flight.arm = flight.sent < copies;
         };
-        send(&mut flight, None);
+        crate::deposit::charged_sync(policy.budget(), || send(&mut flight, None));
         let classify = &self.classify;
-        std::future::poll_fn(move |cx| {
+        let flights = std::future::poll_fn(move |cx| {
             loop {
                 let sent_before = flight.sent;
                 for i in 0..flight.sent as usize {
@@ -375,7 +379,8 @@ where
                 send(&mut flight, Some(HedgeCause::Delay));
                 // Loop: poll the copy just sent, and its timer.
             }
-        })
-        .await
+        });
+        // The copies run inside this call: a retry loop within one deposits no more.
+        crate::deposit::charged(policy.budget(), flights).await
     }
 }

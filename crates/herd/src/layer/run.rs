@@ -16,6 +16,7 @@ use super::{
 use crate::asynchronous::{AttemptTimedOut, Sleeper, with_limit, within};
 use crate::classify::Verdict;
 use crate::clock::Clock;
+use crate::deposit::charged;
 use crate::outcome::StopReason;
 use crate::policy::{CallState, Decision, RetryPolicy};
 use crate::rng::ThreadRng;
@@ -115,13 +116,13 @@ where
             limit_grpc_timeout(request.headers_mut(), limit);
         }
         let answer = with_limit(
-            async {
+            charged(policy.budget_ref(), async {
                 let response = match inner.call(request).await {
                     Ok(response) => response,
                     Err(e) => return Err(e.into()),
                 };
                 config.protocol.read(response).await
-            },
+            }),
             limit,
             &config.sleeper,
         )
