@@ -269,11 +269,15 @@ where
         let mut last = Last::none();
         loop {
             let attempt = self.next_attempt(&mut state, key, &mut last)?;
+            // Dropping this future mid-attempt gives a half-open probe's permit back.
+            let guard = policy.attempt_guard(&state);
             let limit = policy.attempt_limit(&state);
             let budget = policy.budget_ref();
             let op = &mut self.op;
             let attempt_future = charged(budget, charged_sync(budget, || op(attempt)));
-            let (failed, verdict) = match with_limit(attempt_future, limit, sleeper).await {
+            let answer = with_limit(attempt_future, limit, sleeper).await;
+            guard.disarm();
+            let (failed, verdict) = match answer {
                 Some(Ok(value)) => return Ok(self.succeed(&state, value)),
                 Some(Err(error)) => {
                     let verdict = self.classify.classify(&error);

@@ -97,8 +97,11 @@ where
         loop {
             let attempt = self.next_attempt(&mut state, key, &mut last)?;
             let op = &mut self.op;
-            let error = match crate::deposit::charged_sync(self.policy.budget_ref(), || op(attempt))
-            {
+            // An attempt that panics gives a half-open probe's permit back.
+            let guard = self.policy.attempt_guard(&state);
+            let answer = crate::deposit::charged_sync(self.policy.budget_ref(), || op(attempt));
+            guard.disarm();
+            let error = match answer {
                 Ok(value) => return Ok(self.succeed(&state, value)),
                 Err(error) => error,
             };

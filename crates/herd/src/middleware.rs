@@ -233,6 +233,8 @@ where
             if let Err(reason) = policy.before_attempt(&mut state) {
                 return self.finish(policy, &state, last, reason);
             }
+            // Dropping this call mid-attempt gives a half-open probe's permit back.
+            let guard = policy.attempt_guard(&state);
             let Some(request) = next_request.take() else {
                 return self.finish(policy, &state, last, StopReason::NotReplayable);
             };
@@ -240,6 +242,7 @@ where
             let limit = policy.attempt_limit(&state);
             let attempt = charged(policy.budget_ref(), next.clone().run(request, extensions));
             let answer = with_limit(attempt, limit, &self.sleeper).await;
+            guard.disarm();
             let verdict = match answer {
                 Some(Ok(response)) => {
                     let status = response.status();

@@ -293,6 +293,29 @@ impl CallState {
     }
 }
 
+/// Gives an admitted attempt's breaker permit back when dropped before the attempt ended
+/// (see [`RetryPolicy::attempt_guard`]).
+#[must_use = "the guard gives the permit back when dropped"]
+pub(crate) struct AttemptGuard<'p> {
+    held: Option<(&'p dyn Breaker, BreakerPermit)>,
+}
+
+impl AttemptGuard<'_> {
+    /// The attempt ended: its outcome is recorded by `on_success` or `on_failure`.
+    #[inline]
+    pub(crate) fn disarm(mut self) {
+        self.held = None;
+    }
+}
+
+impl Drop for AttemptGuard<'_> {
+    fn drop(&mut self) {
+        if let Some((breaker, permit)) = self.held.take() {
+            breaker.record(permit, BreakerOutcome::Dropped);
+        }
+    }
+}
+
 /// What to do after a failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -479,6 +502,20 @@ impl<C: Clock> RetryPolicy<C> {
 
     /// Records an attempt's outcome with the breaker, through the permit it was admitted
     /// under.
+    /// A guard over the breaker permit of the attempt `before_attempt` just admitted: if it
+    /// is dropped before [`disarm`](AttemptGuard::disarm) (the attempt's future was dropped
+    /// by a timeout above the loop, or the call cancelled), it records
+    /// [`BreakerOutcome::Dropped`], so a half-open probe gives its permit back.
+    #[inline]
+    pub(crate) fn attempt_guard(&self, state: &CallState) -> AttemptGuard<'_> {
+        AttemptGuard {
+            held: match (&self.breaker, state.permit) {
+                (Some(breaker), Some(permit)) => Some((&**breaker, permit)),
+                _ => None,
+            },
+        }
+    }
+
     #[inline]
     fn record(&self, state: &CallState, outcome: BreakerOutcome) {
         if let (Some(breaker), Some(permit)) = (&self.breaker, state.permit) {

@@ -107,6 +107,9 @@ where
             Ok(attempt) => attempt,
             Err(reason) => return finish(&config, policy, &state, last, reason),
         };
+        // Dropping this call mid-attempt (a timeout above the layer) gives a half-open
+        // probe's permit back.
+        let guard = policy.attempt_guard(&state);
         let Some(mut request) = config.replay.next(&mut held) else {
             return finish(&config, policy, &state, last, StopReason::NotReplayable);
         };
@@ -127,6 +130,7 @@ where
             &config.sleeper,
         )
         .await;
+        guard.disarm();
         let verdict = match answer {
             Some(Ok(response)) => {
                 let Some(verdict) = config.protocol.classify(&response, policy.clock()) else {
