@@ -9,6 +9,7 @@
 mod support;
 
 use std::io;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -58,5 +59,66 @@ async fn a_retry_loop_and_a_hedge_inside_it_deposit_once_per_call() {
         assert!(result.is_err());
     }
     // 100 deposits of 0.1 retry: exactly 10 sends beyond the first of each call.
+    assert_eq!(sent.load(Ordering::SeqCst) - CALLS, 10);
+}
+/// The same through the tower layers: a `RetryLayer` over a `HedgeLayer`, one budget.
+#[tokio::test(start_paused = true)]
+async fn a_retry_layer_over_a_hedge_layer_deposits_once_per_call() {
+    use herd::hedge::HedgeLayer;
+    use herd::layer::RetryLayer;
+    use tower::{Layer, ServiceExt};
+
+    let clock = TokioClock::new();
+    let budget = shared(&clock);
+    let retry = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(3)
+        .budget(budget.clone())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let hedge = HedgePolicy::builder(HedgeDelay::fixed(Duration::from_millis(10)))
+        .max_copies(2)
+        .budget(budget.clone())
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let sent = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&sent);
+    let inner = tower::service_fn(move |_: http::Request<String>| {
+        counted.fetch_add(1, Ordering::SeqCst);
+        async {
+            Ok::<_, io::Error>(
+                http::Response::builder()
+                    .status(503)
+                    .body(String::new())
+                    .unwrap(),
+            )
+        }
+    });
+    let hedged = HedgeLayer::new(hedge)
+        .clone_request(|r: &http::Request<String>| {
+            let mut copy = http::Request::new(r.body().clone());
+            *copy.uri_mut() = r.uri().clone();
+            Some(copy)
+        })
+        .classify(
+            |answer: Result<&http::Response<String>, &io::Error>| match answer {
+                Ok(res) if res.status().is_server_error() => {
+                    Some(herd::classify::Verdict::transient())
+                }
+                Ok(_) => None,
+                Err(_) => Some(herd::classify::Verdict::transient()),
+            },
+        )
+        .layer(inner);
+    let svc = RetryLayer::new(retry).layer(hedged);
+    for _ in 0..CALLS {
+        let response = svc
+            .clone()
+            .oneshot(http::Request::new(String::new()))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 503);
+    }
     assert_eq!(sent.load(Ordering::SeqCst) - CALLS, 10);
 }

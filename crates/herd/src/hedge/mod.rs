@@ -65,7 +65,7 @@ use std::time::Duration;
 
 pub use histogram::LatencyHistogram;
 #[cfg(feature = "tower")]
-pub use layer::{Hedge, HedgeLayer, http_idempotent};
+pub use layer::{CloneRequest, Hedge, HedgeLayer, HedgeOutcome, IntoOutcome, http_idempotent};
 pub use run::{
     HedgeCall, HedgeCause, HedgeError, HedgeEvent, HedgeStop, Hedged, NoHedgeHook, OnHedge,
 };
