@@ -2,14 +2,21 @@
 //!
 //! reqwest does not use tower, so the [`RetryLayer`](crate::layer::RetryLayer) cannot wrap it;
 //! [`RetryMiddleware`] does the same work in a `reqwest_middleware::ClientWithMiddleware`
-//! (the place of `reqwest-retry`): your classifier and hooks, the rule, the attempt limit, the deadline (each attempt is
-//! cut at it), the per-attempt timeout, the budget and the breaker, `Retry-After`, idempotency
-//! by method (a POST is retried only when it carries an `Idempotency-Key`, or after a failure
-//! that proves it was not processed), the `retry-exhausted` mark, and failed responses drained
+//! (the place of `reqwest-retry`): your classifiers (of responses and of errors) and hooks,
+//! the rule, the attempt limit, the deadline (each attempt is cut at it), the per-attempt
+//! timeout, the budget and the breaker, `Retry-After`, idempotency by method (a POST or PATCH
+//! is retried after an ambiguous failure only when the policy says the server deduplicates,
+//! `server_deduplicates`; otherwise only after a failure that proves it was not processed,
+//! such as a refused connection or a 429; a key the request carries, or one the middleware
+//! sends with [`RetryMiddleware::send_idempotency_key`], is no such proof), the
+//! `retry-exhausted` mark, tracing (a span per call, an event per retry naming what failed),
+//! and failed responses drained
 //! before the pause so their connections go back to the pool (up to a size and a time limit:
 //! a body that stalls is dropped with its connection). A request whose body cannot be
 //! copied (a stream) is sent once. Every response it returns carries a
-//! [`RetryOutcome`] in its extensions.
+//! [`RetryOutcome`] in its extensions; when the last attempt ended in an error, the error is
+//! the layer's [`GaveUp`](crate::layer::GaveUp) (why, after how many attempts) with the
+//! reqwest error as its source.
 //!
 //! # Examples
 //!
@@ -41,9 +48,11 @@ use crate::asynchronous::{AttemptTimedOut, Sleeper, TokioClock, TokioSleep, with
 use crate::classify::{self, Verdict};
 use crate::clock::Clock;
 use crate::deposit::charged;
+use crate::layer::observe;
 use crate::layer::{
-    DEFAULT_DRAIN_LIMIT, DEFAULT_DRAIN_TIMEOUT, Failure, GivingUp, RETRY_EXHAUSTED, RetryOutcome,
-    Retrying, drain_bound, error_default, request_is_idempotent,
+    DEFAULT_DRAIN_LIMIT, DEFAULT_DRAIN_TIMEOUT, Failure, GivingUp, IDEMPOTENCY_KEY,
+    RETRY_EXHAUSTED, RetryOutcome, Retrying, Target, drain_bound, error_default,
+    request_is_idempotent,
 };
 use crate::outcome::StopReason;
 use crate::policy::{CallState, Decision, RetryPolicy};
@@ -59,6 +68,7 @@ pub struct RetryMiddleware<C: Clock = TokioClock, S = TokioSleep> {
     respect_exhausted: bool,
     drain_limit: usize,
     drain_timeout: Duration,
+    send_idempotency_key: bool,
     classify: Option<ResponseClassifier>,
     classify_error: Option<ErrorClassifier>,
     on_retry: Option<RetryHook>,
@@ -89,6 +99,7 @@ impl<C: Clock> RetryMiddleware<C, TokioSleep> {
             respect_exhausted: true,
             drain_limit: DEFAULT_DRAIN_LIMIT,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            send_idempotency_key: false,
             classify: None,
             classify_error: None,
             on_retry: None,
@@ -108,6 +119,7 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
             respect_exhausted: self.respect_exhausted,
             drain_limit: self.drain_limit,
             drain_timeout: self.drain_timeout,
+            send_idempotency_key: self.send_idempotency_key,
             classify: self.classify,
             classify_error: self.classify_error,
             on_retry: self.on_retry,
@@ -168,6 +180,17 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
         self
     }
 
+    /// Add an `Idempotency-Key` header (the call's key, the same on every attempt) to requests
+    /// that have none (default false), as
+    /// [`RetryLayer::send_idempotency_key`](crate::layer::RetryLayer::send_idempotency_key).
+    /// Sending a key does not make POST and PATCH retryable after ambiguous failures: the
+    /// policy's `server_deduplicates` does.
+    #[must_use]
+    pub fn send_idempotency_key(mut self, send: bool) -> Self {
+        self.send_idempotency_key = send;
+        self
+    }
+
     /// How many bytes of a failed response's body to read before the pause, so that its
     /// connection is released to the pool (default [`DEFAULT_DRAIN_LIMIT`]; 0 drops the body
     /// unread), as [`RetryLayer::drain_limit`](crate::layer::RetryLayer::drain_limit).
@@ -218,6 +241,30 @@ where
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> Result<Response> {
+        let target = Target::of_reqwest(&request);
+        #[cfg(feature = "tracing")]
+        {
+            let span = target.span();
+            tracing::Instrument::instrument(self.run(request, extensions, next, target), span).await
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.run(request, extensions, next, target).await
+    }
+}
+
+impl<C, S> RetryMiddleware<C, S>
+where
+    C: Clock,
+    S: Sleeper + Send + Sync + 'static,
+    S::Sleep: Send,
+{
+    async fn run(
+        &self,
+        mut request: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+        target: Target,
+    ) -> Result<Response> {
         let base = &self.policy;
         let idempotent = request_is_idempotent(
             base.server_deduplicates(),
@@ -227,16 +274,22 @@ where
         let policy = base.with_idempotent_cow(idempotent);
         let policy = &*policy;
         let mut state = policy.begin_with_key(crate::idempotency::IdempotencyKey::generate());
+        if self.send_idempotency_key && !request.headers().contains_key(IDEMPOTENCY_KEY) {
+            if let Ok(value) = HeaderValue::from_str(&state.key().to_string()) {
+                request.headers_mut().insert(IDEMPOTENCY_KEY, value);
+            }
+        }
         let mut next_request = Some(request);
         let mut last = Last::Nothing;
         loop {
             if let Err(reason) = policy.before_attempt(&mut state) {
-                return self.finish(policy, &state, last, reason);
+                return self.finish(&target, policy, &state, last, reason);
             }
+            observe::attempts(state.attempts());
             // Dropping this call mid-attempt gives a half-open probe's permit back.
             let guard = policy.attempt_guard(&state);
             let Some(request) = next_request.take() else {
-                return self.finish(policy, &state, last, StopReason::NotReplayable);
+                return self.finish(&target, policy, &state, last, StopReason::NotReplayable);
             };
             next_request = request.try_clone();
             let limit = policy.attempt_limit(&state);
@@ -310,12 +363,20 @@ where
                 }
             };
             match decision {
-                Decision::Stop(reason) => return self.finish(policy, &state, last, reason),
+                Decision::Stop(reason) => {
+                    return self.finish(&target, policy, &state, last, reason);
+                }
                 Decision::Retry {
                     pause,
                     server_delay,
                 } => {
-                    crate::event_retry!(state.attempts(), pause, server_delay);
+                    observe::retrying(
+                        &target,
+                        state.attempts(),
+                        pause,
+                        server_delay,
+                        last.failure(),
+                    );
                     if let (Some(hook), Some(failure)) = (&self.on_retry, last.failure()) {
                         hook(&Retrying {
                             attempt: state.attempts(),
@@ -357,20 +418,22 @@ where
 impl<C: Clock, S> RetryMiddleware<C, S> {
     fn finish(
         &self,
+        target: &Target,
         policy: &RetryPolicy<C>,
         state: &CallState,
         last: Last,
         reason: StopReason,
     ) -> Result<Response> {
         let (attempts, elapsed) = (state.attempts(), policy.elapsed(state));
-        crate::event_give_up!(attempts, elapsed, reason);
+        let outcome = RetryOutcome {
+            attempts,
+            elapsed,
+            reason: Some(reason),
+        };
+        observe::gave_up(target, &outcome, last.failure());
         if let Some(hook) = &self.on_give_up {
             hook(&GivingUp {
-                outcome: RetryOutcome {
-                    attempts,
-                    elapsed,
-                    reason: Some(reason),
-                },
+                outcome,
                 failure: last.failure(),
             });
         }
@@ -388,7 +451,15 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
                 }
                 Ok(response)
             }
-            Last::Error(error) => Err(error),
+            // The layer's shape: why and after how many attempts, the error as the source.
+            Last::Error(error) => Err(reqwest_middleware::Error::middleware(
+                crate::layer::GaveUp {
+                    reason,
+                    attempts,
+                    elapsed,
+                    source: Some(Box::new(error)),
+                },
+            )),
             Last::Drained(status) => Err(reqwest_middleware::Error::middleware(
                 crate::layer::GaveUp {
                     reason,

@@ -398,8 +398,9 @@ fn hooks_see_each_retry_and_the_give_up_once() {
         ]
     );
     assert_eq!(dead_letters, [(err.key(), StopReason::Attempts)]);
+    assert_eq!(err.to_string(), "gave up after 3 attempts in 4s (attempts)");
     assert_eq!(
-        err.to_string(),
+        format!("{err:#}"),
         "gave up after 3 attempts in 4s (attempts): failure 3"
     );
 

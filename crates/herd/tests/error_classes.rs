@@ -6,6 +6,7 @@
 mod support;
 
 use support::Recorder;
+use support::http::gave_up_on;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -193,7 +194,9 @@ async fn a_redirect_loop_is_permanent_in_the_middleware() {
         .send()
         .await
         .unwrap_err();
-    assert!(error.is_redirect(), "{error}");
+    let (cause, reason, attempts) = gave_up_on(&error);
+    assert!(cause.is_redirect(), "{error:#}");
+    assert_eq!((reason, attempts), (StopReason::Permanent, 1));
     // reqwest follows at most 10 redirects: one attempt is 11 requests.
     assert_eq!(hits.load(Ordering::SeqCst), 11);
 }
@@ -222,7 +225,7 @@ async fn the_middleware_takes_a_user_error_classifier() {
         .send()
         .await
         .unwrap_err();
-    assert!(error.is_redirect(), "{error}");
+    assert!(gave_up_on(&error).0.is_redirect(), "{error:#}");
     assert_eq!(hits.load(Ordering::SeqCst), 33);
     assert_eq!(recorder.pauses().len(), 2);
 }
@@ -240,7 +243,7 @@ async fn a_refused_connection_proves_a_post_unsent_in_the_middleware() {
         .send()
         .await
         .unwrap_err();
-    assert!(error.is_connect(), "{error}");
+    assert!(gave_up_on(&error).0.is_connect(), "{error:#}");
     assert_eq!(
         recorder.pauses().len(),
         2,

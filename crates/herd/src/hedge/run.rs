@@ -86,7 +86,12 @@ impl<E: fmt::Display> fmt::Display for HedgeError<E> {
             HedgeStop::Fatal => "a copy failed permanently",
             HedgeStop::AllFailed => "every copy failed",
         };
-        write!(f, "{why} ({} sent): {}", self.copies_sent, self.error)
+        write!(f, "{why} ({} sent)", self.copies_sent)?;
+        // The error is the `source`: only the alternate form (`{:#}`) repeats it.
+        if f.alternate() {
+            write!(f, ": {}", self.error)?;
+        }
+        Ok(())
     }
 }
 

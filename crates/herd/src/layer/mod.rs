@@ -91,6 +91,7 @@
 mod body;
 mod errors;
 mod grpc;
+pub(crate) mod observe;
 mod sealed {
     /// Keeps [`Replay`](super::Replay) and [`Protocol`](super::Protocol) to this crate's
     /// implementations, so they can grow without breaking anyone.
@@ -123,6 +124,8 @@ pub use body::Buffered;
 pub use errors::error_default;
 pub(crate) use errors::{ErrorClassifier, classify_error};
 pub use grpc::{GrpcCode, GrpcCodes, InvalidGrpcCode};
+#[cfg(feature = "reqwest")]
+pub(crate) use observe::Target;
 pub use protocol::{ClassifyResponse, DefaultHttp, Grpc, Http, Protocol, http_default};
 pub use replay::{BufferBody, CloneBody, CloneWith, Kept, Pending, Replay};
 pub use report::{Failure, GaveUp, GivingUp, RetryOutcome, Retrying};
@@ -518,6 +521,16 @@ where
         let inner = std::mem::replace(&mut self.inner, clone);
         self.waiting = None;
         let config = Arc::clone(&self.config);
-        Box::pin(run::run(config, inner, request))
+        let target = observe::Target::of(&request);
+        #[cfg(feature = "tracing")]
+        {
+            let span = target.span();
+            Box::pin(tracing::Instrument::instrument(
+                run::run(config, inner, request, target),
+                span,
+            ))
+        }
+        #[cfg(not(feature = "tracing"))]
+        Box::pin(run::run(config, inner, request, target))
     }
 }

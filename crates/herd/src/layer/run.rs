@@ -9,6 +9,7 @@ use tower_service::Service;
 
 use super::body::drain;
 use super::grpc::limit_grpc_timeout;
+use super::observe::{self, Target};
 use super::{
     BoxError, Config, Failure, GaveUp, GivingUp, IDEMPOTENCY_KEY, Protocol, RETRY_EXHAUSTED,
     Replay, RetryOutcome, Retrying, classify_error, request_is_idempotent,
@@ -59,6 +60,7 @@ pub(super) async fn run<Svc, C, S, R, P, ReqB, ResB>(
     config: Arc<Config<C, S, R, P>>,
     mut inner: Svc,
     request: Request<ReqB>,
+    target: Target,
 ) -> Result<Response<P::Body>, BoxError>
 where
     Svc: Service<Request<ReqB>, Response = Response<ResB>>,
@@ -100,18 +102,28 @@ where
             match with_limit(ready, policy.remaining(&state), &config.sleeper).await {
                 Some(Ok(())) => {}
                 Some(Err(e)) => return Err(e.into()),
-                None => return finish(&config, policy, &state, last, StopReason::Deadline),
+                None => {
+                    return finish(&config, &target, policy, &state, last, StopReason::Deadline);
+                }
             }
         }
         let attempt = match policy.before_attempt(&mut state) {
             Ok(attempt) => attempt,
-            Err(reason) => return finish(&config, policy, &state, last, reason),
+            Err(reason) => return finish(&config, &target, policy, &state, last, reason),
         };
+        observe::attempts(attempt.number);
         // Dropping this call mid-attempt (a timeout above the layer) gives a half-open
         // probe's permit back.
         let guard = policy.attempt_guard(&state);
         let Some(mut request) = config.replay.next(&mut held) else {
-            return finish(&config, policy, &state, last, StopReason::NotReplayable);
+            return finish(
+                &config,
+                &target,
+                policy,
+                &state,
+                last,
+                StopReason::NotReplayable,
+            );
         };
         let limit = policy.attempt_limit(&state);
         if let (true, Some(limit)) = (P::GRPC_TIMEOUT, limit) {
@@ -184,12 +196,14 @@ where
             }
         };
         match decision {
-            Decision::Stop(reason) => return finish(&config, policy, &state, last, reason),
+            Decision::Stop(reason) => {
+                return finish(&config, &target, policy, &state, last, reason);
+            }
             Decision::Retry {
                 pause,
                 server_delay,
             } => {
-                crate::event_retry!(attempt.number, pause, server_delay);
+                observe::retrying(&target, attempt.number, pause, server_delay, last.failure());
                 if let Some(hook) = &config.on_retry {
                     if let Some(failure) = last.failure() {
                         hook(&Retrying {
@@ -261,13 +275,14 @@ fn with_outcome<C: Clock, B>(
 
 fn finish<C: Clock, S, R, P, B>(
     config: &Config<C, S, R, P>,
+    target: &Target,
     policy: &RetryPolicy<C>,
     state: &CallState,
     last: Last<B>,
     reason: StopReason,
 ) -> Result<Response<B>, BoxError> {
     let report = outcome(policy, state, Some(reason));
-    crate::event_give_up!(report.attempts, report.elapsed, reason);
+    observe::gave_up(target, &report, last.failure());
     if let Some(hook) = &config.on_give_up {
         hook(&GivingUp {
             outcome: report,
