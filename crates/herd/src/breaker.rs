@@ -147,6 +147,7 @@ impl<B: Breaker + ?Sized> Breaker for Arc<B> {
 
 /// The three states of a breaker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BreakerState {
     /// Calls go through; failures are counted.
     Closed,
@@ -204,6 +205,8 @@ macro_rules! setters {
         }
     )*};
 }
+
+pub(crate) use setters;
 
 impl BreakerConfig {
     setters! {

@@ -143,7 +143,7 @@ impl<E: ?Sized, P: Fn(&E) -> bool> crate::classify::Classify<E> for When<P> {
 
 impl<C: Clock> RetryPolicy<C> {
     /// Starts a call of `op` under this policy. `op` receives an
-    /// [`Attempt`](crate::idempotency::Attempt) (its number, the call's idempotency key, the
+    /// [`Attempt`] (its number, the call's idempotency key, the
     /// time left) and returns a `Result` (blocking) or a future of one (async). The error type
     /// is yours, any type at all.
     pub fn call<Op, Out>(&self, op: Op) -> Call<'_, C, Op>

@@ -274,10 +274,11 @@ where
         let policy = base.with_idempotent_cow(idempotent);
         let policy = &*policy;
         let mut state = policy.begin_with_key(crate::idempotency::IdempotencyKey::generate());
-        if self.send_idempotency_key && !request.headers().contains_key(IDEMPOTENCY_KEY) {
-            if let Ok(value) = HeaderValue::from_str(&state.key().to_string()) {
-                request.headers_mut().insert(IDEMPOTENCY_KEY, value);
-            }
+        if self.send_idempotency_key
+            && !request.headers().contains_key(IDEMPOTENCY_KEY)
+            && let Ok(value) = HeaderValue::from_str(&state.key().to_string())
+        {
+            request.headers_mut().insert(IDEMPOTENCY_KEY, value);
         }
         let mut next_request = Some(request);
         let mut last = Last::Nothing;

@@ -98,6 +98,7 @@ impl fmt::Display for StopReason {
 
 /// A successful call: the value, and how many attempts it took.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Success<T> {
     /// What the operation returned.
     pub value: T,

@@ -17,7 +17,7 @@
 //! would end past it stops the loop at once with the last error, rather than sleeping only to
 //! give up (or, worse, sleeping past it because the server said `Retry-After: 3600`).
 //!
-//! A server's delay is never undercut: [`server_delay::decide`](crate::server_delay::decide)
+//! A server's delay is never undercut: [`server_delay::decide`]
 //! turns it into a wait (a `Retry-After` is a floor under the rule's pause, jittered upwards
 //! by up to [`server_delay_jitter`](PolicyBuilder::server_delay_jitter); a gRPC pushback is
 //! waited exactly, and restarts the backoff sequence) or stops the call with
@@ -474,14 +474,13 @@ impl<C: Clock> RetryPolicy<C> {
                 None => return Err(StopReason::Breaker),
             }
         }
-        if state.attempts == 0 {
-            if let Some(budget) = &self.budget
-                && !crate::deposit::is_charged(&**budget)
-            {
-                // Only a call that is actually sent earns retries, and only once: a loop
-                // inside another call on the same budget does not deposit again.
-                budget.on_request();
-            }
+        if state.attempts == 0
+            && let Some(budget) = &self.budget
+            && !crate::deposit::is_charged(&**budget)
+        {
+            // Only a call that is actually sent earns retries, and only once: a loop inside
+            // another call on the same budget does not deposit again.
+            budget.on_request();
         }
         state.attempts = state.attempts.saturating_add(1);
         Ok(Attempt {

@@ -27,7 +27,7 @@ fn breaker(clock: &TokioClock) -> CircuitBreaker<TokioClock> {
             .min_calls(1)
             .cool_down(COOL_DOWN)
             .cool_down_jitter(0.0),
-        clock.clone(),
+        *clock,
         1,
     )
     .unwrap()
@@ -57,7 +57,7 @@ async fn a_dropped_probe_gives_its_permit_back() {
     let policy = RetryPolicy::builder(Rule::immediate())
         .max_attempts(1)
         .breaker(breaker.clone())
-        .clock(clock.clone())
+        .clock(clock)
         .build()
         .unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
@@ -94,7 +94,7 @@ async fn a_dropped_probe_in_the_async_loop_gives_its_permit_back() {
     let policy = RetryPolicy::builder(Rule::immediate())
         .max_attempts(1)
         .breaker(breaker.clone())
-        .clock(clock.clone())
+        .clock(clock)
         .build()
         .unwrap();
     let failed = policy.call(|_| async { Err::<(), _>("down") }).run_async();

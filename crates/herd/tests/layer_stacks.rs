@@ -535,11 +535,10 @@ async fn herd_policy_stops_before_a_pause_that_would_end_past_the_deadline() {
 #[tokio::test]
 async fn a_request_sent_once_leaves_the_budget_to_calls_that_can_retry() {
     let budget = herd::budget::RetryBudget::new(
-        herd::budget::BudgetConfig {
-            percent: 0.0,
-            min_per_sec: 1,
-            window: Duration::from_secs(1),
-        },
+        herd::budget::BudgetConfig::default()
+            .percent(0.0)
+            .min_per_sec(1)
+            .window(Duration::from_secs(1)),
         TokioClock::new(),
     )
     .unwrap();

@@ -34,13 +34,13 @@ async fn a_retry_loop_and_a_hedge_inside_it_deposit_once_per_call() {
     let retry = RetryPolicy::builder(Rule::immediate())
         .max_attempts(3)
         .budget(budget.clone())
-        .clock(clock.clone())
+        .clock(clock)
         .build()
         .unwrap();
     let hedge = HedgePolicy::builder(HedgeDelay::fixed(Duration::from_millis(10)))
         .max_copies(2)
         .budget(budget.clone())
-        .clock(clock.clone())
+        .clock(clock)
         .build()
         .unwrap();
     let sent = AtomicUsize::new(0);
@@ -73,13 +73,13 @@ async fn a_retry_layer_over_a_hedge_layer_deposits_once_per_call() {
     let retry = RetryPolicy::builder(Rule::immediate())
         .max_attempts(3)
         .budget(budget.clone())
-        .clock(clock.clone())
+        .clock(clock)
         .build()
         .unwrap();
     let hedge = HedgePolicy::builder(HedgeDelay::fixed(Duration::from_millis(10)))
         .max_copies(2)
         .budget(budget.clone())
-        .clock(clock.clone())
+        .clock(clock)
         .build()
         .unwrap();
     let sent = Arc::new(AtomicUsize::new(0));

@@ -24,7 +24,7 @@
 //! as [`RetryLayer`](crate::layer::RetryLayer): a function that copies a request
 //! ([`HedgeLayer::clone_request`], `None` = send it once, unhedged), or a body read into
 //! memory up to a limit ([`HedgeLayer::buffer_body`]; a longer body is sent once, unhedged).
-//! In these modes the service's error is a [`BoxError`](crate::layer::BoxError) (reading the
+//! In these modes the service's error is a [`BoxError`] (reading the
 //! body may fail), and every response carries a [`HedgeOutcome`] in its extensions: which
 //! copy answered and how many were sent, for measuring the hedge's win rate.
 //!

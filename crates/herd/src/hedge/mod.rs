@@ -56,7 +56,7 @@
 
 mod histogram;
 #[cfg(feature = "tower")]
-mod layer;
+pub mod layer;
 mod run;
 
 use std::fmt;

@@ -2,26 +2,7 @@
 //! layer and the middleware see (hyper, hyper-util's legacy client, reqwest, and the socket
 //! errors inside them), and the hook through which a user replaces it.
 //!
-//! The table follows what the clients themselves and reqwest-retry do
-//! (`reqwest-retry/src/retryable_strategy.rs`, `default_on_request_failure`), walking the
-//! error's `source()` chain from the outside in; the first entry that decides wins:
-//!
-//! | error | verdict |
-//! |---|---|
-//! | reqwest: redirect (a loop, too many), builder (a bad URL, a scheme it cannot send), decode, body | permanent |
-//! | reqwest: timeout | transient |
-//! | reqwest or hyper-util: connect (the request never left) | transient, proves not processed, unless its cause is permanent |
-//! | hyper-util's connector: "invalid URL, …" (a scheme it cannot speak: `https` to a plain `HttpConnector`, no host) | permanent |
-//! | hyper-util: a request it refuses (`UserUnsupportedRequestMethod`, `UserUnsupportedVersion`, `UserAbsoluteUriRequired`) | permanent |
-//! | hyper: incomplete message, canceled, closed, timeout, body write aborted | transient |
-//! | hyper: parse error, user error | permanent |
-//! | `http::Error`, `http::uri::InvalidUri` (a request that cannot be built) | permanent |
-//! | `io::Error` | [`classify::io_kind`]: refused (proves not processed), reset, aborted, `BrokenPipe`, `UnexpectedEof`, timed out, interrupted transient; TLS failures (`InvalidData`) and the rest permanent |
-//! | an attempt herd timed out | transient |
-//! | anything else | transient (may have been processed) |
-//!
-//! A transient verdict is retried only for an idempotent request, unless it proves the
-//! request was not processed (the policy decides; see the guide).
+//! The table is on [`error_default`].
 
 use std::error::Error as StdError;
 use std::io;
@@ -38,7 +19,28 @@ pub(crate) type ErrorClassifier = std::sync::Arc<
 /// How deep the chain is walked (in case of a cyclic `source()`).
 const MAX_DEPTH: usize = 32;
 
-/// herd's reading of an HTTP client's error: the table in the [module docs](self).
+/// herd's reading of an HTTP client's error.
+///
+/// The table follows what the clients themselves and reqwest-retry do
+/// (`reqwest-retry/src/retryable_strategy.rs`, `default_on_request_failure`), walking the
+/// error's `source()` chain from the outside in; the first entry that decides wins:
+///
+/// | error | verdict |
+/// |---|---|
+/// | reqwest: redirect (a loop, too many), builder (a bad URL, a scheme it cannot send), decode, body | permanent |
+/// | reqwest: timeout | transient |
+/// | reqwest or hyper-util: connect (the request never left) | transient, proves not processed, unless its cause is permanent |
+/// | hyper-util's connector: "invalid URL, …" (a scheme it cannot speak: `https` to a plain `HttpConnector`, no host) | permanent |
+/// | hyper-util: a request it refuses (`UserUnsupportedRequestMethod`, `UserUnsupportedVersion`, `UserAbsoluteUriRequired`) | permanent |
+/// | hyper: incomplete message, canceled, closed, timeout, body write aborted | transient |
+/// | hyper: parse error, user error | permanent |
+/// | `http::Error`, `http::uri::InvalidUri` (a request that cannot be built) | permanent |
+/// | `io::Error` | [`classify::io_kind`]: refused (proves not processed), reset, aborted, `BrokenPipe`, `UnexpectedEof`, timed out, interrupted transient; TLS failures (`InvalidData`) and the rest permanent |
+/// | an attempt herd timed out | transient |
+/// | anything else | transient (may have been processed) |
+///
+/// A transient verdict is retried only for an idempotent request, unless it proves the
+/// request was not processed (the policy decides; see the guide).
 ///
 /// # Examples
 ///

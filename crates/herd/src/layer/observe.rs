@@ -6,10 +6,12 @@
 //!
 //! Without the feature every function here is empty and the target holds nothing.
 
+#[cfg(feature = "tracing")]
 use std::fmt;
 use std::time::Duration;
 
 use super::{Failure, RetryOutcome};
+#[cfg(feature = "tracing")]
 use crate::outcome::StopReason;
 
 /// The method and the target of the request a call is about.
@@ -87,8 +89,10 @@ pub(crate) fn attempts(n: u32) {
 }
 
 /// What failed, for a log line: the status, the gRPC code, or the error with its causes.
+#[cfg(feature = "tracing")]
 pub(crate) struct Described<'a>(pub(crate) Failure<'a>);
 
+#[cfg(feature = "tracing")]
 impl fmt::Display for Described<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.0 {
@@ -169,6 +173,7 @@ pub(crate) fn gave_up(target: &Target, outcome: &RetryOutcome, failure: Option<F
 
 /// Whether a give-up is the caller's business rather than an operator's: the first attempt
 /// ended in a permanent answer (a 404, bad input), with nothing retried.
-pub(crate) fn quiet(outcome: &RetryOutcome) -> bool {
+#[cfg(feature = "tracing")]
+fn quiet(outcome: &RetryOutcome) -> bool {
     outcome.attempts <= 1 && outcome.reason == Some(StopReason::Permanent)
 }

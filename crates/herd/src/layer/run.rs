@@ -87,10 +87,11 @@ where
     let policy = &*policy;
     let mut rng = ThreadRng;
     let mut state = policy.begin_with_key(crate::idempotency::IdempotencyKey::generate());
-    if config.send_idempotency_key && !has_key {
-        if let Ok(value) = HeaderValue::from_str(&state.key().to_string()) {
-            request.headers_mut().insert(IDEMPOTENCY_KEY, value);
-        }
+    if config.send_idempotency_key
+        && !has_key
+        && let Ok(value) = HeaderValue::from_str(&state.key().to_string())
+    {
+        request.headers_mut().insert(IDEMPOTENCY_KEY, value);
     }
     let mut held = config.replay.hold(request).await?;
     let mut last: Last<P::Body> = Last::Nothing;
@@ -204,15 +205,15 @@ where
                 server_delay,
             } => {
                 observe::retrying(&target, attempt.number, pause, server_delay, last.failure());
-                if let Some(hook) = &config.on_retry {
-                    if let Some(failure) = last.failure() {
-                        hook(&Retrying {
-                            attempt: attempt.number,
-                            failure,
-                            pause,
-                            server_delay,
-                        });
-                    }
+                if let Some(hook) = &config.on_retry
+                    && let Some(failure) = last.failure()
+                {
+                    hook(&Retrying {
+                        attempt: attempt.number,
+                        failure,
+                        pause,
+                        server_delay,
+                    });
                 }
                 if let Last::Response(response, failure) =
                     std::mem::replace(&mut last, Last::Nothing)
