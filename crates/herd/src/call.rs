@@ -435,7 +435,10 @@ impl<C: Clock, Op, K, H, G, R: Rng, B: PauseSource<R>> Call<'_, C, Op, K, H, G, 
     }
 }
 
-/// Builds the final error, calls the give-up hook and emits the event.
+/// Builds the final error, calls the give-up hook and emits the event. Cold: kept out of the
+/// loops, whose success path stays small.
+#[cold]
+#[inline(never)]
 pub(crate) fn give_up<C: Clock, E, G: crate::outcome::OnGiveUp<E>>(
     policy: &RetryPolicy<C>,
     state: &CallState,

@@ -368,6 +368,13 @@ impl<C: Clock> RetryPolicy<C> {
         &self.clock
     }
 
+    /// Whether the policy holds state shared between calls (a budget or a breaker): only then
+    /// does an attempt need a guard and a charged budget around it.
+    #[inline]
+    pub(crate) fn shares_state(&self) -> bool {
+        self.budget.is_some() || self.breaker.is_some()
+    }
+
     /// The budget, to mark it charged while a call's attempts run.
     pub(crate) fn budget_ref(&self) -> Option<&dyn Budget> {
         self.budget.as_deref()
