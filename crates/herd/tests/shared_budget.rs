@@ -119,6 +119,9 @@ async fn a_retry_layer_over_a_hedge_layer_deposits_once_per_call() {
             .await
             .unwrap();
         assert_eq!(response.status(), 503);
+        // No copy answered well: the hedge's outcome says so.
+        let outcome = response.extensions().get::<herd::hedge::HedgeOutcome>();
+        assert_eq!(outcome.map(|o| o.copy), Some(0));
     }
     assert_eq!(sent.load(Ordering::SeqCst) - CALLS, 10);
 }

@@ -106,7 +106,8 @@ pub struct CloneRequest;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HedgeOutcome {
-    /// The copy whose answer is returned (1 for the first).
+    /// The copy whose good answer is returned (1 for the first), or 0 when no copy answered
+    /// well and the response is a failure (the fatal one, or the last).
     pub copy: u32,
     /// How many copies were sent in all.
     pub copies_sent: u32,
