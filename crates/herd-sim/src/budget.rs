@@ -29,11 +29,10 @@ pub(crate) fn on_fake_clock(
     percent: f64,
 ) -> Result<(RetryBudget<FakeClock>, FakeClock), herd::budget::InvalidBudget> {
     let clock = FakeClock::new();
-    let config = BudgetConfig {
-        percent,
-        min_per_sec: 0,
-        window: BUDGET_WINDOW,
-    };
+    let config = BudgetConfig::default()
+        .percent(percent)
+        .min_per_sec(0)
+        .window(BUDGET_WINDOW);
     Ok((RetryBudget::new(config, clock.clone())?, clock))
 }
 

@@ -184,7 +184,7 @@ impl<'p> AfterFailure<'p> {
                 Err(GiveUp::ServerDelay)
             }
             // The simulator's servers send only `Retry-After`, never a gRPC "do not retry".
-            ServerWait::Stop(other) => unreachable!("no Retry-After stops with {other}"),
+            other => unreachable!("no Retry-After stops with {other:?}"),
         }
     }
 
@@ -326,7 +326,7 @@ impl<'p> AfterFailure<'p> {
             &mut probe,
         ) {
             ServerWait::Wait(w) => as_steps(w),
-            ServerWait::Stop(_) => max_pause_steps,
+            _ => max_pause_steps,
         }
     }
 }
@@ -441,7 +441,7 @@ mod tests {
                 &mut theirs,
             ) {
                 ServerWait::Wait(w) => Ok(w.as_nanos() as u64),
-                ServerWait::Stop(_) => Err(GiveUp::ServerDelay),
+                _ => Err(GiveUp::ServerDelay),
             };
             assert_eq!(
                 after.wait(pause, first, &mut ours),

@@ -16,7 +16,7 @@ pub(crate) const NANOS_PER_SEC: f64 = 1e9;
 /// `ceil(a / b)` for `b > 0`: every length is rounded up to whole steps.
 #[inline]
 pub(crate) const fn ceil_div(a: u64, b: u64) -> u64 {
-    a / b + (a % b != 0) as u64
+    a.div_ceil(b)
 }
 
 /// A number of seconds in `[0, 10^9]` as whole nanoseconds (rounded to the nearest).

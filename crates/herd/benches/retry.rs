@@ -115,11 +115,10 @@ fn with_a_second_thread<T, P>(
 
 fn budget(c: &mut Criterion) {
     let mut group = c.benchmark_group("budget");
-    let config = BudgetConfig {
-        percent: 10.0,
-        min_per_sec: 10,
-        window: Duration::from_secs(10),
-    };
+    let config = BudgetConfig::default()
+        .percent(10.0)
+        .min_per_sec(10)
+        .window(Duration::from_secs(10));
 
     let fake = RetryBudget::new(config, FakeClock::new()).expect("valid");
     group.bench_function("deposit+withdraw/fake-clock/1-thread", |b| {

@@ -50,6 +50,8 @@ use std::pin::{Pin, pin};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use crate::deposit::{charged, charged_sync};
+
 use crate::call::{Call, Failed, Last, PauseSource};
 use crate::classify::{Classify, Verdict};
 use crate::clock::{Clock, FakeClock};
@@ -199,6 +201,37 @@ pub(crate) async fn with_limit<F: Future, S: Sleeper + ?Sized>(
     .await
 }
 
+/// Like [`with_limit`], but the timer is made only if `future` is not ready at its first poll:
+/// a failed response's body that is already in memory (the common case) is drained without
+/// one.
+#[cfg(feature = "tower")]
+pub(crate) async fn within<F: Future, S: Sleeper + ?Sized>(
+    future: F,
+    limit: Duration,
+    sleeper: &S,
+) -> Option<F::Output> {
+    let mut future = pin!(future);
+    let mut sleep = pin!(None::<S::Sleep>);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(out) = future.as_mut().poll(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if sleep.is_none() {
+            sleep.set(Some(sleeper.sleep(limit)));
+        }
+        let fired = sleep
+            .as_mut()
+            .as_pin_mut()
+            .is_some_and(|timer| timer.poll(cx).is_ready());
+        if fired {
+            Poll::Ready(None)
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
+}
+
 impl<C, Op, Fut, K, H, G, R, B, T, E> Call<'_, C, Op, K, H, G, R, B>
 where
     C: Clock,
@@ -236,8 +269,15 @@ where
         let mut last = Last::none();
         loop {
             let attempt = self.next_attempt(&mut state, key, &mut last)?;
+            // Dropping this future mid-attempt gives a half-open probe's permit back.
+            let guard = policy.attempt_guard(&state);
             let limit = policy.attempt_limit(&state);
-            let (failed, verdict) = match with_limit((self.op)(attempt), limit, sleeper).await {
+            let budget = policy.budget_ref();
+            let op = &mut self.op;
+            let attempt_future = charged(budget, charged_sync(budget, || op(attempt)));
+            let answer = with_limit(attempt_future, limit, sleeper).await;
+            guard.disarm();
+            let (failed, verdict) = match answer {
                 Some(Ok(value)) => return Ok(self.succeed(&state, value)),
                 Some(Err(error)) => {
                     let verdict = self.classify.classify(&error);

@@ -96,7 +96,17 @@ where
         let mut last = Last::none();
         loop {
             let attempt = self.next_attempt(&mut state, key, &mut last)?;
-            let error = match (self.op)(attempt) {
+            let answer = if self.policy.shares_state() {
+                let op = &mut self.op;
+                // An attempt that panics gives a half-open probe's permit back.
+                let guard = self.policy.attempt_guard(&state);
+                let answer = crate::deposit::charged_sync(self.policy.budget_ref(), || op(attempt));
+                guard.disarm();
+                answer
+            } else {
+                (self.op)(attempt)
+            };
+            let error = match answer {
                 Ok(value) => return Ok(self.succeed(&state, value)),
                 Err(error) => error,
             };

@@ -98,6 +98,10 @@ pub enum BreakerOutcome {
     Failure,
     /// It failed permanently; counted as [`BreakerConfig::permanent`] says.
     Permanent,
+    /// It was abandoned before it had an outcome: its future was dropped (a timeout above
+    /// the retry loop, a cancelled request). Nothing is counted, and a half-open probe's
+    /// permit is given back, so the next call probes at once.
+    Dropped,
 }
 
 /// How a breaker counts permanent errors.
@@ -143,6 +147,7 @@ impl<B: Breaker + ?Sized> Breaker for Arc<B> {
 
 /// The three states of a breaker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum BreakerState {
     /// Calls go through; failures are counted.
     Closed,
@@ -200,6 +205,8 @@ macro_rules! setters {
         }
     )*};
 }
+
+pub(crate) use setters;
 
 impl BreakerConfig {
     setters! {
@@ -356,10 +363,12 @@ impl<C: Clock> CircuitBreaker<C> {
     /// May an attempt be made now? Closed: yes. Open: no, until the cool-down ends, when the
     /// breaker turns half-open. Half-open: yes for the first `half_open_probes` callers.
     ///
-    /// A probe whose outcome is never recorded (its future was dropped, its thread panicked)
-    /// would hold its permit forever; so when every permit is out and a whole cool-down has
-    /// passed without a verdict, a fresh round of probes is issued (in a new generation, so
-    /// the lost probes' late answers no longer count).
+    /// A probe whose call is dropped gives its permit back through
+    /// [`BreakerOutcome::Dropped`] (herd's loops and layers record it from a guard's `Drop`).
+    /// A probe whose outcome is never recorded at all (its thread panicked, a loop of your own
+    /// forgot) would hold its permit forever; so when every permit is out and a whole
+    /// cool-down has passed without a verdict, a fresh round of probes is issued (in a new
+    /// generation, so the lost probes' late answers no longer count).
     pub fn try_acquire(&self) -> Option<BreakerPermit> {
         let state = self.shared.state.load(Ordering::Acquire);
         if state & CLOSED == CLOSED {
@@ -432,6 +441,7 @@ impl<C: Clock> CircuitBreaker<C> {
     /// with a fresh window.
     pub fn record(&self, permit: BreakerPermit, outcome: BreakerOutcome) {
         let failed = match (outcome, self.shared.config.permanent) {
+            (BreakerOutcome::Dropped, _) => return self.give_back(permit),
             (BreakerOutcome::Success, _)
             | (BreakerOutcome::Permanent, PermanentErrors::Success) => false,
             (BreakerOutcome::Failure, _)
@@ -477,6 +487,21 @@ impl<C: Clock> CircuitBreaker<C> {
                 }
             }
             Phase::Open { .. } => {}
+        }
+    }
+
+    /// A probe abandoned without an outcome: its permit goes back to the round it was issued
+    /// in (a permit from another generation, or from the closed state, changes nothing).
+    fn give_back(&self, permit: BreakerPermit) {
+        if self.shared.state.load(Ordering::Acquire) & CLOSED == CLOSED {
+            return;
+        }
+        let mut inner = self.lock();
+        if inner.generation != permit.generation {
+            return;
+        }
+        if let Phase::HalfOpen { issued, .. } = &mut inner.phase {
+            *issued = issued.saturating_sub(1);
         }
     }
 
@@ -694,6 +719,32 @@ mod tests {
             "the lost probe's late answer belongs to the expired round"
         );
         assert_eq!(recorded(&b, fresh, Success), Closed);
+    }
+
+    #[test]
+    fn a_dropped_probe_gives_its_permit_back_to_its_own_round_only() {
+        let (b, clock) = breaker(exact(1));
+        fail(&b);
+        clock.advance(Duration::from_secs(5));
+        let probe = b.try_acquire().unwrap();
+        assert!(b.try_acquire().is_none());
+        b.record(probe, BreakerOutcome::Dropped);
+        let again = b.try_acquire().unwrap();
+        // A second drop of the first permit (or any permit from before) changes nothing
+        // once its round is over.
+        b.record(again, BreakerOutcome::Failure);
+        assert_eq!(b.state(), BreakerState::Open);
+        clock.advance(Duration::from_secs(5));
+        let probe = b.try_acquire().unwrap();
+        b.record(again, BreakerOutcome::Dropped);
+        assert!(
+            b.try_acquire().is_none(),
+            "a permit of an earlier round gave nothing back"
+        );
+        b.record(probe, BreakerOutcome::Success);
+        assert_eq!(b.state(), BreakerState::Closed);
+        b.record(probe, BreakerOutcome::Dropped);
+        assert_eq!(b.state(), BreakerState::Closed);
     }
 
     #[test]

@@ -46,7 +46,7 @@
 //!
 //! let clock = FakeClock::new();
 //! let budget = RetryBudget::new(
-//!     BudgetConfig { percent: 10.0, min_per_sec: 0, window: Duration::from_secs(10) },
+//!     BudgetConfig::default().percent(10.0).min_per_sec(0).window(Duration::from_secs(10)),
 //!     clock.clone(),
 //! )?;
 //! assert!(!budget.withdraw(), "no requests yet, no reserve: no retries");
@@ -90,6 +90,13 @@ pub trait Budget: Send + Sync {
     /// The default asks [`try_retry`](Self::try_retry) and holds nothing.
     fn try_retry_permit(&self) -> Option<RetryPermit> {
         self.try_retry().then(RetryPermit::empty)
+    }
+    /// Identifies the state behind this handle: two handles onto one budget (clones, or an
+    /// `Arc` around one) return the same number. A retry loop and a hedge inside it that
+    /// share the budget use it so that one logical call deposits once. The default is the
+    /// handle's own address; a `Clone` handle onto shared state returns that state's address.
+    fn identity(&self) -> usize {
+        (self as *const Self).cast::<()>() as usize
     }
 }
 
@@ -173,6 +180,9 @@ impl<B: Budget + ?Sized> Budget for Arc<B> {
     fn try_retry_permit(&self) -> Option<RetryPermit> {
         (**self).try_retry_permit()
     }
+    fn identity(&self) -> usize {
+        (**self).identity()
+    }
 }
 
 /// Why a budget could not be built. Each variant names the field.
@@ -216,8 +226,10 @@ impl fmt::Display for InvalidBudget {
 
 impl std::error::Error for InvalidBudget {}
 
-/// Settings of the ratio form, [`RetryBudget`].
+/// Settings of the ratio form, [`RetryBudget`]. Start from [`BudgetConfig::default`] and
+/// change fields with the setters (the struct may gain fields).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct BudgetConfig {
     /// Retries allowed, as a percentage of requests in the window (10.0 means one retry per
     /// ten requests). `[0, 1000]`.
@@ -239,6 +251,14 @@ impl Default for BudgetConfig {
             min_per_sec: 10,
             window: Duration::from_secs(10),
         }
+    }
+}
+
+impl BudgetConfig {
+    crate::breaker::setters! {
+        percent: f64,
+        min_per_sec: u32,
+        window: Duration,
     }
 }
 
@@ -269,7 +289,7 @@ struct Ratio<C> {
 ///
 /// // A reserve of 2 retries per second over a 1 s window, and no traffic.
 /// let budget = RetryBudget::new(
-///     BudgetConfig { percent: 10.0, min_per_sec: 2, window: Duration::from_secs(1) },
+///     BudgetConfig::default().percent(10.0).min_per_sec(2).window(Duration::from_secs(1)),
 ///     FakeClock::new(),
 /// )?;
 /// assert!(budget.withdraw());
@@ -371,11 +391,16 @@ impl<C: Clock> Budget for RetryBudget<C> {
     fn try_retry(&self) -> bool {
         self.withdraw()
     }
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner).cast::<()>() as usize
+    }
 }
 
 /// Settings of gRPC retry throttling ([`GrpcThrottle`]), as in a gRPC service config's
-/// `retryThrottling`.
+/// `retryThrottling`. Start from [`GrpcThrottleConfig::default`] and change fields with the
+/// setters (the struct may gain fields).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct GrpcThrottleConfig {
     /// Bucket size, `(0, 1000]`. The bucket starts full.
     pub max_tokens: f64,
@@ -390,6 +415,13 @@ impl Default for GrpcThrottleConfig {
             max_tokens: 10.0,
             token_ratio: 0.1,
         }
+    }
+}
+
+impl GrpcThrottleConfig {
+    crate::breaker::setters! {
+        max_tokens: f64,
+        token_ratio: f64,
     }
 }
 
@@ -409,7 +441,7 @@ struct Tokens {
 /// ```
 /// use herd::budget::{GrpcThrottle, GrpcThrottleConfig};
 ///
-/// let throttle = GrpcThrottle::new(GrpcThrottleConfig { max_tokens: 4.0, token_ratio: 0.5 })?;
+/// let throttle = GrpcThrottle::new(GrpcThrottleConfig::default().max_tokens(4.0).token_ratio(0.5))?;
 /// assert!(throttle.allows_retry());
 /// throttle.record_failure(); // 3 tokens left, still more than 2
 /// assert!(throttle.allows_retry());
@@ -499,6 +531,9 @@ impl Budget for GrpcThrottle {
     }
     fn try_retry(&self) -> bool {
         self.allows_retry()
+    }
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner).cast::<()>() as usize
     }
 }
 

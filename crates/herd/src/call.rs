@@ -143,7 +143,7 @@ impl<E: ?Sized, P: Fn(&E) -> bool> crate::classify::Classify<E> for When<P> {
 
 impl<C: Clock> RetryPolicy<C> {
     /// Starts a call of `op` under this policy. `op` receives an
-    /// [`Attempt`](crate::idempotency::Attempt) (its number, the call's idempotency key, the
+    /// [`Attempt`] (its number, the call's idempotency key, the
     /// time left) and returns a `Result` (blocking) or a future of one (async). The error type
     /// is yours, any type at all.
     pub fn call<Op, Out>(&self, op: Op) -> Call<'_, C, Op>
@@ -435,7 +435,10 @@ impl<C: Clock, Op, K, H, G, R: Rng, B: PauseSource<R>> Call<'_, C, Op, K, H, G, 
     }
 }
 
-/// Builds the final error, calls the give-up hook and emits the event.
+/// Builds the final error, calls the give-up hook and emits the event. Cold: kept out of the
+/// loops, whose success path stays small.
+#[cold]
+#[inline(never)]
 pub(crate) fn give_up<C: Clock, E, G: crate::outcome::OnGiveUp<E>>(
     policy: &RetryPolicy<C>,
     state: &CallState,

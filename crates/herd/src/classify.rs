@@ -299,17 +299,22 @@ pub fn http_response<C: crate::clock::Clock>(
     )
 }
 
-/// I/O error kinds: connection reset, refused and aborted, timed out and interrupted are
-/// transient; everything else is permanent. A refused connection proves the request was not
-/// processed (it never reached the server).
+/// I/O error kinds: connection reset, refused and aborted, a broken pipe, an unexpected end
+/// of file (the peer closed mid-exchange), timed out and interrupted are transient; everything
+/// else (`InvalidData`, which TLS libraries use for a failed handshake, among them) is
+/// permanent. A refused connection proves the request was not processed (it never reached
+/// the server).
 #[must_use]
 pub fn io_kind(kind: io::ErrorKind) -> Verdict {
     use io::ErrorKind as K;
     match kind {
         K::ConnectionRefused => Verdict::transient().not_processed(),
-        K::ConnectionReset | K::ConnectionAborted | K::TimedOut | K::Interrupted => {
-            Verdict::transient()
-        }
+        K::ConnectionReset
+        | K::ConnectionAborted
+        | K::BrokenPipe
+        | K::UnexpectedEof
+        | K::TimedOut
+        | K::Interrupted => Verdict::transient(),
         _ => Verdict::permanent(),
     }
 }
@@ -330,8 +335,9 @@ pub fn io_error(error: &io::Error) -> Verdict {
 }
 
 /// Finds an [`io::Error`] anywhere in an error's `source()` chain and classifies it with
-/// [`io_kind`]; an error chain without one is transient (may have been processed). Useful for
-/// HTTP client errors that wrap the socket error (hyper, reqwest).
+/// [`io_kind`]; an error chain without one is transient (may have been processed). The tower
+/// layer and the reqwest middleware read HTTP client errors more closely (hyper's and
+/// reqwest's own kinds first): see `layer::error_default` (feature `tower`).
 #[must_use]
 pub fn error_chain(error: &(dyn std::error::Error + 'static)) -> Verdict {
     let mut current = Some(error);
@@ -385,6 +391,8 @@ mod tests {
             K::ConnectionReset,
             K::ConnectionRefused,
             K::ConnectionAborted,
+            K::BrokenPipe,
+            K::UnexpectedEof,
             K::TimedOut,
             K::Interrupted,
         ] {

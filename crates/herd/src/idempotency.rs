@@ -229,6 +229,7 @@ impl fmt::Display for IdempotencyKey {
 
 /// What the operation learns about the attempt it is making.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Attempt {
     /// 1 for the first attempt, 2 for the first retry, …
     pub number: u32,

@@ -85,6 +85,7 @@ pub mod budget;
 pub mod call;
 pub mod classify;
 pub mod clock;
+mod deposit;
 pub mod guide {
     //! Guides: longer explanations, with examples that are compiled and run as doctests.
 
@@ -178,9 +179,15 @@ macro_rules! event_retry {
 pub(crate) use event_retry;
 
 /// Emits a `tracing` event when a call gives up (feature `tracing`).
+/// At DEBUG when the first attempt ended in a permanent answer (the caller's business, not
+/// an operator's), else at INFO.
 macro_rules! event_give_up {
     ($attempts:expr, $elapsed:expr, $reason:expr) => {
-        $crate::event!(info, "gave up", attempts = $attempts; elapsed_ms = $elapsed; reason = $reason.as_str())
+        if $attempts <= 1 && matches!($reason, $crate::StopReason::Permanent) {
+            $crate::event!(debug, "gave up", attempts = $attempts; elapsed_ms = $elapsed; reason = $reason.as_str())
+        } else {
+            $crate::event!(info, "gave up", attempts = $attempts; elapsed_ms = $elapsed; reason = $reason.as_str())
+        }
     };
 }
 pub(crate) use event_give_up;

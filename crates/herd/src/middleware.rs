@@ -2,13 +2,21 @@
 //!
 //! reqwest does not use tower, so the [`RetryLayer`](crate::layer::RetryLayer) cannot wrap it;
 //! [`RetryMiddleware`] does the same work in a `reqwest_middleware::ClientWithMiddleware`
-//! (the place of `reqwest-retry`): your classifier and hooks, the rule, the attempt limit, the deadline (each attempt is
-//! cut at it), the per-attempt timeout, the budget and the breaker, `Retry-After`, idempotency
-//! by method (a POST is retried only when it carries an `Idempotency-Key`, or after a failure
-//! that proves it was not processed), the `retry-exhausted` mark, and failed responses drained
-//! before the pause so their connections go back to the pool. A request whose body cannot be
+//! (the place of `reqwest-retry`): your classifiers (of responses and of errors) and hooks,
+//! the rule, the attempt limit, the deadline (each attempt is cut at it), the per-attempt
+//! timeout, the budget and the breaker, `Retry-After`, idempotency by method (a POST or PATCH
+//! is retried after an ambiguous failure only when the policy says the server deduplicates,
+//! `server_deduplicates`; otherwise only after a failure that proves it was not processed,
+//! such as a refused connection or a 429; a key the request carries, or one the middleware
+//! sends with [`RetryMiddleware::send_idempotency_key`], is no such proof), the
+//! `retry-exhausted` mark, tracing (a span per call, an event per retry naming what failed),
+//! and failed responses drained
+//! before the pause so their connections go back to the pool (up to a size and a time limit:
+//! a body that stalls is dropped with its connection). A request whose body cannot be
 //! copied (a stream) is sent once. Every response it returns carries a
-//! [`RetryOutcome`] in its extensions.
+//! [`RetryOutcome`] in its extensions; when the last attempt ended in an error, the error is
+//! the layer's [`GaveUp`](crate::layer::GaveUp) (why, after how many attempts) with the
+//! reqwest error as its source.
 //!
 //! # Examples
 //!
@@ -30,16 +38,20 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::{Extensions, HeaderValue};
 use reqwest::{Request, Response};
 use reqwest_middleware::{Middleware, Next, Result};
 
-use crate::asynchronous::{AttemptTimedOut, Sleeper, TokioClock, TokioSleep, with_limit};
+use crate::asynchronous::{AttemptTimedOut, Sleeper, TokioClock, TokioSleep, with_limit, within};
 use crate::classify::{self, Verdict};
 use crate::clock::Clock;
+use crate::deposit::charged;
+use crate::layer::observe;
 use crate::layer::{
-    DEFAULT_DRAIN_LIMIT, Failure, GivingUp, RETRY_EXHAUSTED, RetryOutcome, Retrying,
+    DEFAULT_DRAIN_LIMIT, DEFAULT_DRAIN_TIMEOUT, Failure, GivingUp, IDEMPOTENCY_KEY,
+    RETRY_EXHAUSTED, RetryOutcome, Retrying, Target, drain_bound, error_default,
     request_is_idempotent,
 };
 use crate::outcome::StopReason;
@@ -55,12 +67,16 @@ pub struct RetryMiddleware<C: Clock = TokioClock, S = TokioSleep> {
     mark_exhausted: bool,
     respect_exhausted: bool,
     drain_limit: usize,
+    drain_timeout: Duration,
+    send_idempotency_key: bool,
     classify: Option<ResponseClassifier>,
+    classify_error: Option<ErrorClassifier>,
     on_retry: Option<RetryHook>,
     on_give_up: Option<GiveUpHook>,
 }
 
 type ResponseClassifier = Arc<dyn Fn(&Response, Option<Verdict>) -> Option<Verdict> + Send + Sync>;
+type ErrorClassifier = Arc<dyn Fn(&reqwest_middleware::Error, Verdict) -> Verdict + Send + Sync>;
 type RetryHook = Arc<dyn Fn(&Retrying<'_>) + Send + Sync>;
 type GiveUpHook = Arc<dyn Fn(&GivingUp<'_>) + Send + Sync>;
 
@@ -82,7 +98,10 @@ impl<C: Clock> RetryMiddleware<C, TokioSleep> {
             mark_exhausted: true,
             respect_exhausted: true,
             drain_limit: DEFAULT_DRAIN_LIMIT,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            send_idempotency_key: false,
             classify: None,
+            classify_error: None,
             on_retry: None,
             on_give_up: None,
         }
@@ -99,7 +118,10 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
             mark_exhausted: self.mark_exhausted,
             respect_exhausted: self.respect_exhausted,
             drain_limit: self.drain_limit,
+            drain_timeout: self.drain_timeout,
+            send_idempotency_key: self.send_idempotency_key,
             classify: self.classify,
+            classify_error: self.classify_error,
             on_retry: self.on_retry,
             on_give_up: self.on_give_up,
         }
@@ -114,6 +136,19 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
         classify: impl Fn(&Response, Option<Verdict>) -> Option<Verdict> + Send + Sync + 'static,
     ) -> Self {
         self.classify = Some(Arc::new(classify));
+        self
+    }
+
+    /// Classify errors with your own reading: `classify(error, default)` returns the
+    /// [`Verdict`]; `default` is herd's ([`error_default`] of the reqwest error, or of the
+    /// middleware error's chain), as in
+    /// [`RetryLayer::classify_error`](crate::layer::RetryLayer::classify_error).
+    #[must_use]
+    pub fn classify_error(
+        mut self,
+        classify: impl Fn(&reqwest_middleware::Error, Verdict) -> Verdict + Send + Sync + 'static,
+    ) -> Self {
+        self.classify_error = Some(Arc::new(classify));
         self
     }
 
@@ -142,6 +177,35 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
     #[must_use]
     pub fn respect_exhausted(mut self, respect: bool) -> Self {
         self.respect_exhausted = respect;
+        self
+    }
+
+    /// Add an `Idempotency-Key` header (the call's key, the same on every attempt) to requests
+    /// that have none (default false), as
+    /// [`RetryLayer::send_idempotency_key`](crate::layer::RetryLayer::send_idempotency_key).
+    /// Sending a key does not make POST and PATCH retryable after ambiguous failures: the
+    /// policy's `server_deduplicates` does.
+    #[must_use]
+    pub fn send_idempotency_key(mut self, send: bool) -> Self {
+        self.send_idempotency_key = send;
+        self
+    }
+
+    /// How many bytes of a failed response's body to read before the pause, so that its
+    /// connection is released to the pool (default [`DEFAULT_DRAIN_LIMIT`]; 0 drops the body
+    /// unread), as [`RetryLayer::drain_limit`](crate::layer::RetryLayer::drain_limit).
+    #[must_use]
+    pub fn drain_limit(mut self, limit: usize) -> Self {
+        self.drain_limit = limit;
+        self
+    }
+
+    /// How long to read a failed response's body before the pause, at most (default
+    /// [`DEFAULT_DRAIN_TIMEOUT`]; the attempt timeout and the deadline cut it shorter), as
+    /// [`RetryLayer::drain_timeout`](crate::layer::RetryLayer::drain_timeout).
+    #[must_use]
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
         self
     }
 }
@@ -177,6 +241,30 @@ where
         extensions: &mut Extensions,
         next: Next<'_>,
     ) -> Result<Response> {
+        let target = Target::of_reqwest(&request);
+        #[cfg(feature = "tracing")]
+        {
+            let span = target.span();
+            tracing::Instrument::instrument(self.run(request, extensions, next, target), span).await
+        }
+        #[cfg(not(feature = "tracing"))]
+        self.run(request, extensions, next, target).await
+    }
+}
+
+impl<C, S> RetryMiddleware<C, S>
+where
+    C: Clock,
+    S: Sleeper + Send + Sync + 'static,
+    S::Sleep: Send,
+{
+    async fn run(
+        &self,
+        mut request: Request,
+        extensions: &mut Extensions,
+        next: Next<'_>,
+        target: Target,
+    ) -> Result<Response> {
         let base = &self.policy;
         let idempotent = request_is_idempotent(
             base.server_deduplicates(),
@@ -186,19 +274,29 @@ where
         let policy = base.with_idempotent_cow(idempotent);
         let policy = &*policy;
         let mut state = policy.begin_with_key(crate::idempotency::IdempotencyKey::generate());
+        if self.send_idempotency_key
+            && !request.headers().contains_key(IDEMPOTENCY_KEY)
+            && let Ok(value) = HeaderValue::from_str(&state.key().to_string())
+        {
+            request.headers_mut().insert(IDEMPOTENCY_KEY, value);
+        }
         let mut next_request = Some(request);
         let mut last = Last::Nothing;
         loop {
             if let Err(reason) = policy.before_attempt(&mut state) {
-                return self.finish(policy, &state, last, reason);
+                return self.finish(&target, policy, &state, last, reason);
             }
+            observe::attempts(state.attempts());
+            // Dropping this call mid-attempt gives a half-open probe's permit back.
+            let guard = policy.attempt_guard(&state);
             let Some(request) = next_request.take() else {
-                return self.finish(policy, &state, last, StopReason::NotReplayable);
+                return self.finish(&target, policy, &state, last, StopReason::NotReplayable);
             };
             next_request = request.try_clone();
             let limit = policy.attempt_limit(&state);
-            let answer =
-                with_limit(next.clone().run(request, extensions), limit, &self.sleeper).await;
+            let attempt = charged(policy.budget_ref(), next.clone().run(request, extensions));
+            let answer = with_limit(attempt, limit, &self.sleeper).await;
+            guard.disarm();
             let verdict = match answer {
                 Some(Ok(response)) => {
                     let status = response.status();
@@ -231,7 +329,14 @@ where
                     verdict
                 }
                 Some(Err(error)) => {
-                    let verdict = classify::error_chain(&error);
+                    let default = match &error {
+                        reqwest_middleware::Error::Reqwest(e) => error_default(e),
+                        reqwest_middleware::Error::Middleware(e) => error_default(e.as_ref()),
+                    };
+                    let verdict = match &self.classify_error {
+                        Some(classify) => classify(&error, default),
+                        None => default,
+                    };
                     last = Last::Error(error);
                     verdict
                 }
@@ -259,12 +364,20 @@ where
                 }
             };
             match decision {
-                Decision::Stop(reason) => return self.finish(policy, &state, last, reason),
+                Decision::Stop(reason) => {
+                    return self.finish(&target, policy, &state, last, reason);
+                }
                 Decision::Retry {
                     pause,
                     server_delay,
                 } => {
-                    crate::event_retry!(state.attempts(), pause, server_delay);
+                    observe::retrying(
+                        &target,
+                        state.attempts(),
+                        pause,
+                        server_delay,
+                        last.failure(),
+                    );
                     if let (Some(hook), Some(failure)) = (&self.on_retry, last.failure()) {
                         hook(&Retrying {
                             attempt: state.attempts(),
@@ -277,18 +390,22 @@ where
                         std::mem::replace(&mut last, Last::Nothing)
                     {
                         last = Last::Drained(response.status());
-                        // Release the connection before the pause.
+                        // Release the connection before the pause; a body that is too long
+                        // or stalls is dropped with its connection.
                         let limit = self.drain_limit;
-                        let drain = async move {
-                            let mut read = 0usize;
-                            while let Ok(Some(chunk)) = response.chunk().await {
-                                read = read.saturating_add(chunk.len());
-                                if read > limit {
-                                    break;
+                        if limit > 0 {
+                            let drain = async move {
+                                let mut read = 0usize;
+                                while let Ok(Some(chunk)) = response.chunk().await {
+                                    read = read.saturating_add(chunk.len());
+                                    if read > limit {
+                                        break;
+                                    }
                                 }
-                            }
-                        };
-                        let _ = with_limit(drain, policy.remaining(&state), &self.sleeper).await;
+                            };
+                            let bound = drain_bound(self.drain_timeout, policy, &state);
+                            let _ = within(drain, bound, &self.sleeper).await;
+                        }
                     }
                     if !pause.is_zero() {
                         self.sleeper.sleep(pause).await;
@@ -302,20 +419,22 @@ where
 impl<C: Clock, S> RetryMiddleware<C, S> {
     fn finish(
         &self,
+        target: &Target,
         policy: &RetryPolicy<C>,
         state: &CallState,
         last: Last,
         reason: StopReason,
     ) -> Result<Response> {
         let (attempts, elapsed) = (state.attempts(), policy.elapsed(state));
-        crate::event_give_up!(attempts, elapsed, reason);
+        let outcome = RetryOutcome {
+            attempts,
+            elapsed,
+            reason: Some(reason),
+        };
+        observe::gave_up(target, &outcome, last.failure());
         if let Some(hook) = &self.on_give_up {
             hook(&GivingUp {
-                outcome: RetryOutcome {
-                    attempts,
-                    elapsed,
-                    reason: Some(reason),
-                },
+                outcome,
                 failure: last.failure(),
             });
         }
@@ -333,7 +452,15 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
                 }
                 Ok(response)
             }
-            Last::Error(error) => Err(error),
+            // The layer's shape: why and after how many attempts, the error as the source.
+            Last::Error(error) => Err(reqwest_middleware::Error::middleware(
+                crate::layer::GaveUp {
+                    reason,
+                    attempts,
+                    elapsed,
+                    source: Some(Box::new(error)),
+                },
+            )),
             Last::Drained(status) => Err(reqwest_middleware::Error::middleware(
                 crate::layer::GaveUp {
                     reason,

@@ -98,6 +98,7 @@ impl fmt::Display for StopReason {
 
 /// A successful call: the value, and how many attempts it took.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Success<T> {
     /// What the operation returned.
     pub value: T,
@@ -197,9 +198,12 @@ impl<E: fmt::Display> fmt::Display for RetryError<E> {
             self.elapsed,
             self.reason
         )?;
+        // The last error is the `source` (for an error type): `Display` does not repeat it,
+        // and the alternate form (`{:#}`) adds it, for error types that are only `Display`
+        // and for one-line logs. A timed-out last attempt is not the source, so it is said.
         if let Some(t) = &self.timed_out {
             write!(f, ": {t}")?;
-        } else if let Some(e) = &self.last_error {
+        } else if let (true, Some(e)) = (f.alternate(), &self.last_error) {
             write!(f, ": {e}")?;
         }
         Ok(())

@@ -17,7 +17,7 @@
 //! would end past it stops the loop at once with the last error, rather than sleeping only to
 //! give up (or, worse, sleeping past it because the server said `Retry-After: 3600`).
 //!
-//! A server's delay is never undercut: [`server_delay::decide`](crate::server_delay::decide)
+//! A server's delay is never undercut: [`server_delay::decide`]
 //! turns it into a wait (a `Retry-After` is a floor under the rule's pause, jittered upwards
 //! by up to [`server_delay_jitter`](PolicyBuilder::server_delay_jitter); a gRPC pushback is
 //! waited exactly, and restarts the backoff sequence) or stops the call with
@@ -293,6 +293,29 @@ impl CallState {
     }
 }
 
+/// Gives an admitted attempt's breaker permit back when dropped before the attempt ended
+/// (see [`RetryPolicy::attempt_guard`]).
+#[must_use = "the guard gives the permit back when dropped"]
+pub(crate) struct AttemptGuard<'p> {
+    held: Option<(&'p dyn Breaker, BreakerPermit)>,
+}
+
+impl AttemptGuard<'_> {
+    /// The attempt ended: its outcome is recorded by `on_success` or `on_failure`.
+    #[inline]
+    pub(crate) fn disarm(mut self) {
+        self.held = None;
+    }
+}
+
+impl Drop for AttemptGuard<'_> {
+    fn drop(&mut self) {
+        if let Some((breaker, permit)) = self.held.take() {
+            breaker.record(permit, BreakerOutcome::Dropped);
+        }
+    }
+}
+
 /// What to do after a failed attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -343,6 +366,18 @@ impl<C: Clock> RetryPolicy<C> {
     #[must_use]
     pub const fn clock(&self) -> &C {
         &self.clock
+    }
+
+    /// Whether the policy holds state shared between calls (a budget or a breaker): only then
+    /// does an attempt need a guard and a charged budget around it.
+    #[inline]
+    pub(crate) fn shares_state(&self) -> bool {
+        self.budget.is_some() || self.breaker.is_some()
+    }
+
+    /// The budget, to mark it charged while a call's attempts run.
+    pub(crate) fn budget_ref(&self) -> Option<&dyn Budget> {
+        self.budget.as_deref()
     }
 
     /// A copy of this policy with a different attempt limit (the tower layer uses it when a
@@ -446,11 +481,13 @@ impl<C: Clock> RetryPolicy<C> {
                 None => return Err(StopReason::Breaker),
             }
         }
-        if state.attempts == 0 {
-            if let Some(budget) = &self.budget {
-                // Only a call that is actually sent earns retries.
-                budget.on_request();
-            }
+        if state.attempts == 0
+            && let Some(budget) = &self.budget
+            && !crate::deposit::is_charged(&**budget)
+        {
+            // Only a call that is actually sent earns retries, and only once: a loop inside
+            // another call on the same budget does not deposit again.
+            budget.on_request();
         }
         state.attempts = state.attempts.saturating_add(1);
         Ok(Attempt {
@@ -471,6 +508,20 @@ impl<C: Clock> RetryPolicy<C> {
 
     /// Records an attempt's outcome with the breaker, through the permit it was admitted
     /// under.
+    /// A guard over the breaker permit of the attempt `before_attempt` just admitted: if it
+    /// is dropped before [`disarm`](AttemptGuard::disarm) (the attempt's future was dropped
+    /// by a timeout above the loop, or the call cancelled), it records
+    /// [`BreakerOutcome::Dropped`], so a half-open probe gives its permit back.
+    #[inline]
+    pub(crate) fn attempt_guard(&self, state: &CallState) -> AttemptGuard<'_> {
+        AttemptGuard {
+            held: match (&self.breaker, state.permit) {
+                (Some(breaker), Some(permit)) => Some((&**breaker, permit)),
+                _ => None,
+            },
+        }
+    }
+
     #[inline]
     fn record(&self, state: &CallState, outcome: BreakerOutcome) {
         if let (Some(breaker), Some(permit)) = (&self.breaker, state.permit) {

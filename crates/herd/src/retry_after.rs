@@ -64,6 +64,7 @@ pub fn parse_retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 
 /// What a `grpc-retry-pushback-ms` value asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Pushback {
     /// Retry after this delay.
     After(Duration),

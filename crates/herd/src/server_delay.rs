@@ -105,6 +105,7 @@ pub enum ServerStop {
 
 /// What to do about a server delay.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ServerWait {
     /// Wait this long, then retry.
     Wait(Duration),

@@ -190,6 +190,7 @@ fn pushback_stop_ends_the_call() {
         .classify(|v: &&str| match herd::retry_after::parse_pushback(v) {
             herd::retry_after::Pushback::Stop => Verdict::pushback_stop(),
             herd::retry_after::Pushback::After(d) => Verdict::transient().pushback(d),
+            _ => Verdict::pushback_stop(),
         })
         .run_with(&clock)
         .unwrap_err();
@@ -294,10 +295,11 @@ fn an_empty_budget_stops_retries_and_says_so() {
 #[test]
 fn grpc_throttle_stops_retrying_at_half_the_tokens() {
     let clock = FakeClock::new();
-    let throttle = GrpcThrottle::new(GrpcThrottleConfig {
-        max_tokens: 4.0,
-        token_ratio: 0.1,
-    })
+    let throttle = GrpcThrottle::new(
+        GrpcThrottleConfig::default()
+            .max_tokens(4.0)
+            .token_ratio(0.1),
+    )
     .unwrap();
     let policy = constant(secs(1), &clock)
         .max_attempts(10)
@@ -398,8 +400,9 @@ fn hooks_see_each_retry_and_the_give_up_once() {
         ]
     );
     assert_eq!(dead_letters, [(err.key(), StopReason::Attempts)]);
+    assert_eq!(err.to_string(), "gave up after 3 attempts in 4s (attempts)");
     assert_eq!(
-        err.to_string(),
+        format!("{err:#}"),
         "gave up after 3 attempts in 4s (attempts): failure 3"
     );
 

@@ -231,11 +231,10 @@ async fn hedges_spend_the_retry_budget_shared_with_retries() {
     // A reserve of 2 retries and no percentage: two hedges in all, whatever the traffic.
     let budget = Arc::new(
         RetryBudget::new(
-            BudgetConfig {
-                percent: 0.0,
-                min_per_sec: 2,
-                window: Duration::from_secs(1),
-            },
+            BudgetConfig::default()
+                .percent(0.0)
+                .min_per_sec(2)
+                .window(Duration::from_secs(1)),
             TokioClock::new(),
         )
         .unwrap(),

@@ -158,6 +158,25 @@ fn breaker_half_open_admits_exactly_its_probes() {
     });
 }
 
+/// Half-open with one probe: the probe's call is dropped (its permit given back) while
+/// another thread asks. Whoever asks after both finds exactly one permit out, or none: the
+/// given-back permit is never lost nor handed out twice.
+#[test]
+fn breaker_a_dropped_probe_racing_an_ask_leaves_one_permit() {
+    loom::model(|| {
+        let clock = FakeClock::new();
+        let b = breaker(&clock, 1);
+        trip_and_cool(&clock, &b);
+        let probe = b.try_acquire().unwrap();
+        let other = b.clone();
+        let t = thread::spawn(move || other.try_acquire().is_some());
+        b.record(probe, BreakerOutcome::Dropped);
+        let there = t.join().unwrap();
+        let later = b.try_acquire().is_some();
+        assert!(there ^ later, "{there} {later}");
+    });
+}
+
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
 }

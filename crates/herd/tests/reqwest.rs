@@ -5,7 +5,7 @@
 mod support;
 
 use support::Recorder;
-use support::http::{busy_once_then_hello, ended_after};
+use support::http::{busy_once_then_hello, ended_after, gave_up_on};
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -144,7 +144,9 @@ async fn a_refused_connection_is_retried_then_reported() {
     };
     let (error, recorder) = get(addr).await;
     let error = error.unwrap_err();
-    assert!(error.is_connect(), "{error}");
+    let (cause, reason, attempts) = gave_up_on(&error);
+    assert!(cause.is_connect(), "{error:#}");
+    assert_eq!((reason, attempts), (StopReason::Attempts, 3));
     assert_eq!(recorder.pauses().len(), 2, "3 attempts, 2 pauses");
 }
 
@@ -189,4 +191,66 @@ async fn a_classifier_and_hooks_as_the_layer_has() {
     assert_eq!(*retries.lock().unwrap(), [1]);
     let outcome = gave_up.lock().unwrap().unwrap();
     assert_eq!(ended_after(outcome), (2, Some(StopReason::Permanent)));
+}
+
+/// Regression: the middleware could not send idempotency keys, as the layer can: every
+/// attempt of a call now carries the same key, and a key the caller set is kept.
+#[tokio::test]
+async fn the_middleware_sends_one_idempotency_key_per_call() {
+    let keys = Arc::new(Mutex::new(Vec::new()));
+    let app = Router::new()
+        .route(
+            "/",
+            any(
+                |State(keys): State<Arc<Mutex<Vec<Option<String>>>>>,
+                 headers: axum::http::HeaderMap| async move {
+                    let mut keys = keys.lock().unwrap();
+                    keys.push(
+                        headers
+                            .get("idempotency-key")
+                            .map(|k| k.to_str().unwrap().to_owned()),
+                    );
+                    if keys.len() % 2 == 1 {
+                        (StatusCode::SERVICE_UNAVAILABLE, "busy").into_response()
+                    } else {
+                        (StatusCode::OK, "done").into_response()
+                    }
+                },
+            ),
+        )
+        .with_state(Arc::clone(&keys));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(3)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(
+            RetryMiddleware::new(policy)
+                .sleeper(Recorder::default())
+                .send_idempotency_key(true),
+        )
+        .build();
+    let url = format!("http://{addr}/");
+    assert_eq!(client.get(&url).send().await.unwrap().status(), 200);
+    let response = client
+        .get(&url)
+        .header("idempotency-key", "mine")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let keys = keys.lock().unwrap().clone();
+    assert_eq!(keys.len(), 4);
+    let sent = keys[0].clone().expect("a key was sent");
+    assert_eq!(
+        keys[1].as_deref(),
+        Some(&*sent),
+        "the same key on the retry"
+    );
+    assert_eq!(keys[2].as_deref(), Some("mine"));
+    assert_eq!(keys[3].as_deref(), Some("mine"));
 }

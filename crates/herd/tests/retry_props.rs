@@ -64,7 +64,7 @@ proptest! {
                 prop_assert!(delay <= limits.max_server_delay());
                 prop_assert!(left.is_some_and(|l| delay >= l));
             }
-            ServerWait::Stop(other) => prop_assert!(false, "{other:?}"),
+            other => prop_assert!(false, "{other:?}"),
         }
     }
 
@@ -75,7 +75,7 @@ proptest! {
     ) {
         let clock = FakeClock::new();
         let budget = RetryBudget::new(
-            BudgetConfig { percent, min_per_sec: 0, window: Duration::from_secs(10) },
+            BudgetConfig::default().percent(percent).min_per_sec(0).window(Duration::from_secs(10)),
             clock.clone(),
         ).unwrap();
         let (mut deposits, mut retries) = (0u32, 0u32);

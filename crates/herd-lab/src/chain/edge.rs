@@ -95,11 +95,10 @@ pub(crate) fn edge_service(
         .attempt_timeout(config.attempt_timeout);
     if config.budget_percent > 0.0 {
         let budget = RetryBudget::new(
-            BudgetConfig {
-                percent: config.budget_percent,
-                min_per_sec: 0,
-                window: Duration::from_secs(86_400),
-            },
+            BudgetConfig::default()
+                .percent(config.budget_percent)
+                .min_per_sec(0)
+                .window(Duration::from_secs(86_400)),
             clock,
         )?;
         policy = policy.budget(budget);

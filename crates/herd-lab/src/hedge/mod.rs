@@ -295,11 +295,10 @@ impl LabHedge {
         if let Some(percent) = p.budget_percent {
             // As the model: that percentage of sub-requests over its window, no reserve.
             let budget = RetryBudget::new(
-                BudgetConfig {
-                    percent,
-                    min_per_sec: 0,
-                    window: self.real(latency::BUDGET_WINDOW.as_secs_f64() * 1000.0),
-                },
+                BudgetConfig::default()
+                    .percent(percent)
+                    .min_per_sec(0)
+                    .window(self.real(latency::BUDGET_WINDOW.as_secs_f64() * 1000.0)),
                 TokioClock::new(),
             )
             .map_err(|e| LabHedgeError::Input(format!("{}: {e}", p.name)))?;

@@ -189,11 +189,11 @@ pub(crate) fn simulate(
                 window.gave_up += 1;
                 continue;
             }
-            if let Some(b) = &budget {
-                if !b.withdraw() {
-                    window.denied_by_budget += 1;
-                    continue;
-                }
+            if let Some(b) = &budget
+                && !b.withdraw()
+            {
+                window.denied_by_budget += 1;
+                continue;
             }
             let pause = rule.pause(&mut request.state, &mut rng);
             let pause_ns = u64::try_from(pause.as_nanos()).unwrap_or(u64::MAX);

@@ -342,11 +342,12 @@ impl MetastablePlan {
                     format!("must be between 0.001 and 86400 seconds, got {window}"),
                 ));
             }
-            Some(herd::budget::BudgetConfig {
-                percent: budget_percent,
-                min_per_sec: r.budget_min_per_s,
-                window: Duration::from_secs_f64(window),
-            })
+            Some(
+                herd::budget::BudgetConfig::default()
+                    .percent(budget_percent)
+                    .min_per_sec(r.budget_min_per_s)
+                    .window(Duration::from_secs_f64(window)),
+            )
         } else {
             None
         };

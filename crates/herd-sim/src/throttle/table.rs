@@ -401,11 +401,12 @@ mod tests {
         assert_eq!(
             table("kind = \"ratio\"\nretry_ratio = 0.1\nmin_retries_per_second = 0\nttl_s = 5.0")
                 .unwrap(),
-            ThrottleSpec::Ratio(BudgetConfig {
-                percent: 10.0,
-                min_per_sec: 0,
-                window: Duration::from_secs(5),
-            })
+            ThrottleSpec::Ratio(
+                BudgetConfig::default()
+                    .percent(10.0)
+                    .min_per_sec(0)
+                    .window(Duration::from_secs(5))
+            )
         );
         let ThrottleSpec::Aws(c) = table("kind = \"aws-standard-2026\"\ncapacity = 30").unwrap()
         else {

@@ -22,7 +22,9 @@
 //! call whose first copy answers in time allocates nothing.
 //!
 //! To retry *and* hedge, put the hedge inside the retry loop: each retry attempt is then a
-//! hedged call, and one budget can serve both.
+//! hedged call, and one budget can serve both. Such a call deposits once: the retry loop
+//! marks its budget as paid while its attempts run, and a hedge on the same budget inside it
+//! does not deposit again.
 //!
 //! # Examples
 //!
@@ -54,7 +56,7 @@
 
 mod histogram;
 #[cfg(feature = "tower")]
-mod layer;
+pub mod layer;
 mod run;
 
 use std::fmt;
@@ -63,7 +65,7 @@ use std::time::Duration;
 
 pub use histogram::LatencyHistogram;
 #[cfg(feature = "tower")]
-pub use layer::{Hedge, HedgeLayer, http_idempotent};
+pub use layer::{CloneRequest, Hedge, HedgeLayer, HedgeOutcome, IntoOutcome, http_idempotent};
 pub use run::{
     HedgeCall, HedgeCause, HedgeError, HedgeEvent, HedgeStop, Hedged, NoHedgeHook, OnHedge,
 };
@@ -171,9 +173,12 @@ impl<C: Clock> HedgeBuilder<C> {
     }
 
     /// A budget shared with retries: each hedge spends one retry from it, and each call
-    /// deposits as a request.
-    pub fn budget(mut self, budget: Arc<dyn Budget>) -> Self {
-        self.budget = Some(budget);
+    /// deposits as a request, unless it runs as an attempt of a retry loop on the same budget
+    /// (then the loop's call deposited once for all its attempts). Takes any [`Budget`], as
+    /// [`PolicyBuilder::budget`](crate::policy::PolicyBuilder::budget) does: a handle such as
+    /// [`RetryBudget`](crate::budget::RetryBudget) clones onto the same budget.
+    pub fn budget(mut self, budget: impl Budget + 'static) -> Self {
+        self.budget = Some(Arc::new(budget));
         self
     }
 

@@ -86,7 +86,12 @@ impl<E: fmt::Display> fmt::Display for HedgeError<E> {
             HedgeStop::Fatal => "a copy failed permanently",
             HedgeStop::AllFailed => "every copy failed",
         };
-        write!(f, "{why} ({} sent): {}", self.copies_sent, self.error)
+        write!(f, "{why} ({} sent)", self.copies_sent)?;
+        // The error is the `source`: only the alternate form (`{:#}`) repeats it.
+        if f.alternate() {
+            write!(f, ": {}", self.error)?;
+        }
+        Ok(())
     }
 }
 
@@ -241,141 +246,200 @@ where
         mut self,
         sleeper: &S,
     ) -> Result<Hedged<T>, HedgeError<E>> {
-        let policy = self.policy;
-        let clock = policy.clock();
-        let copies = if self.idempotent {
-            policy.max_copies()
-        } else {
-            1
-        };
-        let start = clock.now();
-        let delay = policy.delay_at(start);
-        if let Some(budget) = policy.budget() {
-            budget.on_request();
+        let mut op = self.op;
+        fly(
+            self.policy,
+            Always(&mut op),
+            &self.classify,
+            &mut self.on_hedge,
+            self.idempotent,
+            sleeper,
+        )
+        .await
+    }
+}
+
+/// Where a hedged call's copies come from: the caller's operation (every copy can be made),
+/// or the tower layer's replay of a request (a body too long to keep is sent once).
+pub(crate) trait Copies<Fut> {
+    /// Whether another copy can be made.
+    fn more(&self) -> bool;
+    /// Makes copy `copy.number`; called only after [`more`](Self::more) said yes.
+    fn make(&mut self, copy: HedgeCopy) -> Fut;
+}
+
+/// The caller's operation: every copy can be made.
+struct Always<'a, Op>(&'a mut Op);
+
+impl<Op: FnMut(HedgeCopy) -> Fut, Fut> Copies<Fut> for Always<'_, Op> {
+    #[inline]
+    fn more(&self) -> bool {
+        true
+    }
+    #[inline]
+    fn make(&mut self, copy: HedgeCopy) -> Fut {
+        (self.0)(copy)
+    }
+}
+
+/// Runs a hedged call whose copies come from `copies`: the delay, the budget, the classifier,
+/// the hook. The first copy must be makeable.
+pub(crate) async fn fly<C, M, Fut, T, E, K, H, S>(
+    policy: &HedgePolicy<C>,
+    mut copies_from: M,
+    classify: &K,
+    on_hedge: &mut H,
+    idempotent: bool,
+    sleeper: &S,
+) -> Result<Hedged<T>, HedgeError<E>>
+where
+    C: Clock,
+    M: Copies<Fut>,
+    Fut: Future<Output = Result<T, E>>,
+    K: Classify<E>,
+    H: OnHedge,
+    S: Sleeper + ?Sized,
+{
+    debug_assert!(copies_from.more(), "the first copy can always be made");
+    let clock = policy.clock();
+    let copies = if idempotent { policy.max_copies() } else { 1 };
+    let start = clock.now();
+    let delay = policy.delay_at(start);
+    if let Some(budget) = policy.budget()
+        && !crate::deposit::is_charged(budget)
+    {
+        // A hedged call inside a retry loop on the same budget is one of that call's
+        // attempts: the loop deposited for it.
+        budget.on_request();
+    }
+    let (s1, s2, s3, s4, s5) = (
+        pin!(None::<Fut>),
+        pin!(None::<Fut>),
+        pin!(None::<Fut>),
+        pin!(None::<Fut>),
+        pin!(None::<Fut>),
+    );
+    let mut flight = Flight {
+        slots: [s1, s2, s3, s4, s5],
+        started: [Duration::ZERO; MAX_COPIES as usize],
+        timer: pin!(None::<S::Sleep>),
+        arm: false,
+        sent: 0,
+        outstanding: 0,
+    };
+    // Sends copy number `flight.sent + 1` unless the copies or the budget are spent.
+    let mut send = |flight: &mut Flight<'_, Fut, S::Sleep>, cause: Option<HedgeCause>| {
+        if flight.sent >= copies {
+            return;
         }
-        let (s1, s2, s3, s4, s5) = (
-            pin!(None::<Fut>),
-            pin!(None::<Fut>),
-            pin!(None::<Fut>),
-            pin!(None::<Fut>),
-            pin!(None::<Fut>),
-        );
-        let mut flight = Flight {
-            slots: [s1, s2, s3, s4, s5],
-            started: [Duration::ZERO; MAX_COPIES as usize],
-            timer: pin!(None::<S::Sleep>),
-            arm: false,
-            sent: 0,
-            outstanding: 0,
-        };
-        // Sends copy number `flight.sent + 1` unless the copies or the budget are spent.
-        let mut send = |flight: &mut Flight<'_, Fut, S::Sleep>, cause: Option<HedgeCause>| {
-            if flight.sent >= copies {
-                return;
-            }
-            let now = match cause {
-                None => start,
-                Some(cause) => {
-                    if let Some(budget) = policy.budget()
-                        && !budget.try_retry()
-                    {
-                        flight.timer.set(None);
-                        flight.arm = false;
-                        return;
-                    }
-                    let now = clock.now();
-                    self.on_hedge.on_hedge(&HedgeEvent {
-                        copy: flight.sent + 1,
-                        after: now.saturating_sub(start),
-                        cause,
-                    });
-                    now
+        let now = match cause {
+            None => start,
+            Some(cause) => {
+                if !copies_from.more() {
+                    // The request cannot be sent again: no more hedges.
+                    flight.timer.set(None);
+                    flight.arm = false;
+                    return;
                 }
-            };
-            let i = flight.sent as usize;
-            flight.slots[i].set(Some((self.op)(HedgeCopy {
-                number: flight.sent + 1,
-            })));
-            flight.started[i] = now;
-            flight.sent += 1;
-            flight.outstanding += 1;
-            flight.timer.set(None);
-            flight.arm = flight.sent < copies;
+                if let Some(budget) = policy.budget()
+                    && !budget.try_retry()
+                {
+                    flight.timer.set(None);
+                    flight.arm = false;
+                    return;
+                }
+                let now = clock.now();
+                on_hedge.on_hedge(&HedgeEvent {
+                    copy: flight.sent + 1,
+                    after: now.saturating_sub(start),
+                    cause,
+                });
+                now
+            }
         };
-        send(&mut flight, None);
-        let classify = &self.classify;
-        std::future::poll_fn(move |cx| {
-            loop {
-                let sent_before = flight.sent;
-                for i in 0..flight.sent as usize {
-                    let Some(copy) = flight.slots[i].as_mut().as_pin_mut() else {
-                        continue;
-                    };
-                    let Poll::Ready(result) = copy.poll(cx) else {
-                        continue;
-                    };
-                    flight.slots[i].set(None);
-                    flight.outstanding -= 1;
-                    let error = match result {
-                        Ok(value) => {
-                            if let Some(budget) = policy.budget() {
-                                budget.on_success();
-                            }
-                            if let Some(h) = policy.histogram() {
-                                let now = clock.now();
-                                h.record(now, now.saturating_sub(flight.started[i]));
-                            }
-                            return Poll::Ready(Ok(Hedged {
-                                value,
-                                copy: i as u32 + 1,
-                                copies_sent: flight.sent,
-                            }));
-                        }
-                        Err(error) => error,
-                    };
-                    let verdict = classify.classify(&error);
-                    if !verdict.is_transient() {
+        let i = flight.sent as usize;
+        flight.slots[i].set(Some(copies_from.make(HedgeCopy {
+            number: flight.sent + 1,
+        })));
+        flight.started[i] = now;
+        flight.sent += 1;
+        flight.outstanding += 1;
+        flight.timer.set(None);
+        flight.arm = flight.sent < copies;
+    };
+    crate::deposit::charged_sync(policy.budget(), || send(&mut flight, None));
+    let flights = std::future::poll_fn(move |cx| {
+        loop {
+            let sent_before = flight.sent;
+            for i in 0..flight.sent as usize {
+                let Some(copy) = flight.slots[i].as_mut().as_pin_mut() else {
+                    continue;
+                };
+                let Poll::Ready(result) = copy.poll(cx) else {
+                    continue;
+                };
+                flight.slots[i].set(None);
+                flight.outstanding -= 1;
+                let error = match result {
+                    Ok(value) => {
                         if let Some(budget) = policy.budget() {
                             budget.on_success();
                         }
-                        return Poll::Ready(Err(HedgeError {
-                            error,
-                            reason: HedgeStop::Fatal,
+                        if let Some(h) = policy.histogram() {
+                            let now = clock.now();
+                            h.record(now, now.saturating_sub(flight.started[i]));
+                        }
+                        return Poll::Ready(Ok(Hedged {
+                            value,
+                            copy: i as u32 + 1,
                             copies_sent: flight.sent,
                         }));
                     }
+                    Err(error) => error,
+                };
+                let verdict = classify.classify(&error);
+                if !verdict.is_transient() {
                     if let Some(budget) = policy.budget() {
-                        budget.on_failure();
+                        budget.on_success();
                     }
-                    send(&mut flight, Some(HedgeCause::NonFatalError));
-                    if flight.outstanding == 0 {
-                        return Poll::Ready(Err(HedgeError {
-                            error,
-                            reason: HedgeStop::AllFailed,
-                            copies_sent: flight.sent,
-                        }));
-                    }
+                    return Poll::Ready(Err(HedgeError {
+                        error,
+                        reason: HedgeStop::Fatal,
+                        copies_sent: flight.sent,
+                    }));
                 }
-                if flight.sent > sent_before {
-                    continue; // a copy sent after a non-fatal error: poll it
+                if let Some(budget) = policy.budget() {
+                    budget.on_failure();
                 }
-                if flight.arm {
-                    flight.arm = false;
-                    flight.timer.set(Some(sleeper.sleep(delay)));
+                send(&mut flight, Some(HedgeCause::NonFatalError));
+                if flight.outstanding == 0 {
+                    return Poll::Ready(Err(HedgeError {
+                        error,
+                        reason: HedgeStop::AllFailed,
+                        copies_sent: flight.sent,
+                    }));
                 }
-                let fired = flight
-                    .timer
-                    .as_mut()
-                    .as_pin_mut()
-                    .is_some_and(|t| t.poll(cx).is_ready());
-                if !fired {
-                    return Poll::Pending;
-                }
-                flight.timer.set(None);
-                send(&mut flight, Some(HedgeCause::Delay));
-                // Loop: poll the copy just sent, and its timer.
             }
-        })
-        .await
-    }
+            if flight.sent > sent_before {
+                continue; // a copy sent after a non-fatal error: poll it
+            }
+            if flight.arm {
+                flight.arm = false;
+                flight.timer.set(Some(sleeper.sleep(delay)));
+            }
+            let fired = flight
+                .timer
+                .as_mut()
+                .as_pin_mut()
+                .is_some_and(|t| t.poll(cx).is_ready());
+            if !fired {
+                return Poll::Pending;
+            }
+            flight.timer.set(None);
+            send(&mut flight, Some(HedgeCause::Delay));
+            // Loop: poll the copy just sent, and its timer.
+        }
+    });
+    // The copies run inside this call: a retry loop within one deposits no more.
+    crate::deposit::charged(policy.budget(), flights).await
 }

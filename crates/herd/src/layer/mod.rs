@@ -10,16 +10,21 @@
 //!
 //! What counts as a failure: a response with status ≥ 400 classified by
 //! [`classify::http_response`](crate::classify::http_response) (408, 425, 429, 500, 502, 503,
-//! 504 transient), and an error from the inner service classified by the socket error in its
-//! chain ([`classify::error_chain`](crate::classify::error_chain)). Your own reading goes in
-//! [`RetryLayer::classify`]. When the layer gives up, it returns the **last response** (not
+//! 504 transient), and an error from the inner service read by [`error_default`] (hyper's,
+//! hyper-util's and reqwest's error kinds, and the socket error in the chain: a redirect
+//! loop, a bad URL, a scheme the client cannot speak, a failed TLS handshake are permanent; a
+//! refused, reset or broken connection, a timeout, a peer that closed mid-answer are
+//! transient). Your own reading goes in [`RetryLayer::classify`] for responses and
+//! [`RetryLayer::classify_error`] for errors. When the layer gives up, it returns the **last response** (not
 //! an error) if there was one, so the caller sees the server's own status and body; every
 //! response carries a [`RetryOutcome`] in its extensions.
 //!
 //! A failed response that will be retried is **released before the pause**: its body is
 //! read and dropped (up to [`RetryLayer::drain_limit`], 64 KiB by default), so that an HTTP/1
 //! connection goes back to the client's pool instead of being held through the pause or
-//! closed.
+//! closed. The read is bounded in time too ([`RetryLayer::drain_timeout`], 250 ms by default,
+//! and never past the attempt timeout or the deadline): a body that stalls (a 503's headers
+//! arrive, then nothing) is dropped with its connection, and the retry goes ahead.
 //!
 //! # Layer-aware retries: `retry-exhausted`
 //!
@@ -84,7 +89,9 @@
 //! ```
 
 mod body;
+mod errors;
 mod grpc;
+pub(crate) mod observe;
 mod sealed {
     /// Keeps [`Replay`](super::Replay) and [`Protocol`](super::Protocol) to this crate's
     /// implementations, so they can grow without breaking anyone.
@@ -102,6 +109,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use http::{HeaderName, Method, Request, Response};
 use tower_layer::Layer;
@@ -113,10 +121,16 @@ use crate::outcome::StopReason;
 use crate::policy::RetryPolicy;
 
 pub use body::Buffered;
+pub use errors::error_default;
+pub(crate) use errors::{ErrorClassifier, classify_error};
 pub use grpc::{GrpcCode, GrpcCodes, InvalidGrpcCode};
+#[cfg(feature = "reqwest")]
+pub(crate) use observe::Target;
 pub use protocol::{ClassifyResponse, DefaultHttp, Grpc, Http, Protocol, http_default};
 pub use replay::{BufferBody, CloneBody, CloneWith, Kept, Pending, Replay};
 pub use report::{Failure, GaveUp, GivingUp, RetryOutcome, Retrying};
+#[cfg(feature = "reqwest")]
+pub(crate) use run::drain_bound;
 
 /// A boxed error, as tower uses.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
@@ -131,6 +145,11 @@ pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key
 /// How much of a failed response's body the layer reads to release its connection, by
 /// default.
 pub const DEFAULT_DRAIN_LIMIT: usize = 64 * 1024;
+
+/// How long the layer reads a failed response's body, at most, by default: 250 ms. A body
+/// that has not ended by then (a stalled or slow server) is dropped with its connection;
+/// waiting longer to save one new connection costs more than the connection's handshake.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_millis(250);
 
 type RetryHook = Arc<dyn Fn(&Retrying<'_>) + Send + Sync>;
 type GiveUpHook = Arc<dyn Fn(&GivingUp<'_>) + Send + Sync>;
@@ -164,6 +183,8 @@ pub(crate) struct Config<C: Clock, S, R, P> {
     respect_exhausted: bool,
     send_idempotency_key: bool,
     drain_limit: usize,
+    drain_timeout: Duration,
+    classify_error: Option<ErrorClassifier>,
     on_retry: Option<RetryHook>,
     on_give_up: Option<GiveUpHook>,
 }
@@ -176,6 +197,7 @@ impl<C: Clock, S, R, P> fmt::Debug for RetryLayer<C, S, R, P> {
             .field("respect_exhausted", &self.config.respect_exhausted)
             .field("send_idempotency_key", &self.config.send_idempotency_key)
             .field("drain_limit", &self.config.drain_limit)
+            .field("drain_timeout", &self.config.drain_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -195,6 +217,8 @@ impl<C: Clock> RetryLayer<C, TokioSleep, CloneBody, Http> {
                 respect_exhausted: true,
                 send_idempotency_key: false,
                 drain_limit: DEFAULT_DRAIN_LIMIT,
+                drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+                classify_error: None,
                 on_retry: None,
                 on_give_up: None,
             }),
@@ -236,6 +260,8 @@ impl<C: Clock, S, R, P> RetryLayer<C, S, R, P> {
                 respect_exhausted: c.respect_exhausted,
                 send_idempotency_key: c.send_idempotency_key,
                 drain_limit: c.drain_limit,
+                drain_timeout: c.drain_timeout,
+                classify_error: c.classify_error,
                 on_retry: c.on_retry,
                 on_give_up: c.on_give_up,
             }),
@@ -270,6 +296,11 @@ impl<C: Clock, S: Clone, R: Clone, P: Clone> RetryLayer<C, S, R, P> {
         /// unread, which closes an HTTP/1 connection).
         #[must_use]
         drain_limit: usize;
+        /// How long to read a failed response's body before the pause, at most (default
+        /// [`DEFAULT_DRAIN_TIMEOUT`]; the attempt timeout and the deadline cut it shorter). A body
+        /// not read to its end by then is dropped, closing its connection.
+        #[must_use]
+        drain_timeout: Duration;
     }
 
     /// Called before each retry's pause, with the failed attempt and the pause.
@@ -338,6 +369,24 @@ impl<C: Clock, S: Clone, R: Clone, P: Clone> RetryLayer<C, S, R, P> {
             + 'static,
     {
         self.protocol_with(Http(classify))
+    }
+
+    /// Classify the inner service's errors with your own reading: `classify(error, default)`
+    /// returns the [`Verdict`](crate::classify::Verdict); `default` is what herd would say
+    /// ([`error_default`]), so return it for the cases you leave alone. E.g. your client's
+    /// error type that means "the server refused the request before reading it".
+    #[must_use]
+    pub fn classify_error<K>(self, classify: K) -> Self
+    where
+        K: Fn(
+                &(dyn std::error::Error + Send + Sync + 'static),
+                crate::classify::Verdict,
+            ) -> crate::classify::Verdict
+            + Send
+            + Sync
+            + 'static,
+    {
+        self.with(|c| c.classify_error = Some(Arc::new(classify)))
     }
 
     /// gRPC mode: read each response body into memory, up to `limit` bytes, to reach the
@@ -472,6 +521,16 @@ where
         let inner = std::mem::replace(&mut self.inner, clone);
         self.waiting = None;
         let config = Arc::clone(&self.config);
-        Box::pin(run::run(config, inner, request))
+        let target = observe::Target::of(&request);
+        #[cfg(feature = "tracing")]
+        {
+            let span = target.span();
+            Box::pin(tracing::Instrument::instrument(
+                run::run(config, inner, request, target),
+                span,
+            ))
+        }
+        #[cfg(not(feature = "tracing"))]
+        Box::pin(run::run(config, inner, request, target))
     }
 }

@@ -72,6 +72,9 @@ pub struct GaveUp {
     pub(crate) source: Option<BoxError>,
 }
 
+/// The cause is the error's [`source`](std::error::Error::source), and `Display` does not
+/// repeat it (a report such as anyhow's prints the chain); the alternate form (`{:#}`) adds
+/// it, for a one-line log.
 impl fmt::Display for GaveUp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
@@ -79,7 +82,7 @@ impl fmt::Display for GaveUp {
             "request failed after {} attempt(s) ({})",
             self.attempts, self.reason
         )?;
-        if let Some(source) = &self.source {
+        if let (true, Some(source)) = (f.alternate(), &self.source) {
             write!(f, ": {source}")?;
         }
         Ok(())

@@ -2,19 +2,22 @@
 //! release a failed response, pause, and report.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use http::{HeaderValue, Request, Response};
 use tower_service::Service;
 
 use super::body::drain;
 use super::grpc::limit_grpc_timeout;
+use super::observe::{self, Target};
 use super::{
     BoxError, Config, Failure, GaveUp, GivingUp, IDEMPOTENCY_KEY, Protocol, RETRY_EXHAUSTED,
-    Replay, RetryOutcome, Retrying, request_is_idempotent,
+    Replay, RetryOutcome, Retrying, classify_error, request_is_idempotent,
 };
-use crate::asynchronous::{AttemptTimedOut, Sleeper, with_limit};
-use crate::classify::{self, Verdict};
+use crate::asynchronous::{AttemptTimedOut, Sleeper, with_limit, within};
+use crate::classify::Verdict;
 use crate::clock::Clock;
+use crate::deposit::charged;
 use crate::outcome::StopReason;
 use crate::policy::{CallState, Decision, RetryPolicy};
 use crate::rng::ThreadRng;
@@ -57,6 +60,7 @@ pub(super) async fn run<Svc, C, S, R, P, ReqB, ResB>(
     config: Arc<Config<C, S, R, P>>,
     mut inner: Svc,
     request: Request<ReqB>,
+    target: Target,
 ) -> Result<Response<P::Body>, BoxError>
 where
     Svc: Service<Request<ReqB>, Response = Response<ResB>>,
@@ -83,10 +87,11 @@ where
     let policy = &*policy;
     let mut rng = ThreadRng;
     let mut state = policy.begin_with_key(crate::idempotency::IdempotencyKey::generate());
-    if config.send_idempotency_key && !has_key {
-        if let Ok(value) = HeaderValue::from_str(&state.key().to_string()) {
-            request.headers_mut().insert(IDEMPOTENCY_KEY, value);
-        }
+    if config.send_idempotency_key
+        && !has_key
+        && let Ok(value) = HeaderValue::from_str(&state.key().to_string())
+    {
+        request.headers_mut().insert(IDEMPOTENCY_KEY, value);
     }
     let mut held = config.replay.hold(request).await?;
     let mut last: Last<P::Body> = Last::Nothing;
@@ -98,15 +103,28 @@ where
             match with_limit(ready, policy.remaining(&state), &config.sleeper).await {
                 Some(Ok(())) => {}
                 Some(Err(e)) => return Err(e.into()),
-                None => return finish(&config, policy, &state, last, StopReason::Deadline),
+                None => {
+                    return finish(&config, &target, policy, &state, last, StopReason::Deadline);
+                }
             }
         }
         let attempt = match policy.before_attempt(&mut state) {
             Ok(attempt) => attempt,
-            Err(reason) => return finish(&config, policy, &state, last, reason),
+            Err(reason) => return finish(&config, &target, policy, &state, last, reason),
         };
+        observe::attempts(attempt.number);
+        // Dropping this call mid-attempt (a timeout above the layer) gives a half-open
+        // probe's permit back.
+        let guard = policy.attempt_guard(&state);
         let Some(mut request) = config.replay.next(&mut held) else {
-            return finish(&config, policy, &state, last, StopReason::NotReplayable);
+            return finish(
+                &config,
+                &target,
+                policy,
+                &state,
+                last,
+                StopReason::NotReplayable,
+            );
         };
         let limit = policy.attempt_limit(&state);
         if let (true, Some(limit)) = (P::GRPC_TIMEOUT, limit) {
@@ -114,17 +132,18 @@ where
             limit_grpc_timeout(request.headers_mut(), limit);
         }
         let answer = with_limit(
-            async {
+            charged(policy.budget_ref(), async {
                 let response = match inner.call(request).await {
                     Ok(response) => response,
                     Err(e) => return Err(e.into()),
                 };
                 config.protocol.read(response).await
-            },
+            }),
             limit,
             &config.sleeper,
         )
         .await;
+        guard.disarm();
         let verdict = match answer {
             Some(Ok(response)) => {
                 let Some(verdict) = config.protocol.classify(&response, policy.clock()) else {
@@ -147,7 +166,7 @@ where
                 }
             }
             Some(Err(error)) => {
-                let verdict = classify::error_chain(&*error);
+                let verdict = classify_error(config.classify_error.as_ref(), &*error);
                 last = Last::Error(error);
                 verdict
             }
@@ -178,21 +197,23 @@ where
             }
         };
         match decision {
-            Decision::Stop(reason) => return finish(&config, policy, &state, last, reason),
+            Decision::Stop(reason) => {
+                return finish(&config, &target, policy, &state, last, reason);
+            }
             Decision::Retry {
                 pause,
                 server_delay,
             } => {
-                crate::event_retry!(attempt.number, pause, server_delay);
-                if let Some(hook) = &config.on_retry {
-                    if let Some(failure) = last.failure() {
-                        hook(&Retrying {
-                            attempt: attempt.number,
-                            failure,
-                            pause,
-                            server_delay,
-                        });
-                    }
+                observe::retrying(&target, attempt.number, pause, server_delay, last.failure());
+                if let Some(hook) = &config.on_retry
+                    && let Some(failure) = last.failure()
+                {
+                    hook(&Retrying {
+                        attempt: attempt.number,
+                        failure,
+                        pause,
+                        server_delay,
+                    });
                 }
                 if let Last::Response(response, failure) =
                     std::mem::replace(&mut last, Last::Nothing)
@@ -201,9 +222,9 @@ where
                     // Release the connection before the pause, not after the next attempt.
                     if P::DRAIN && config.drain_limit > 0 {
                         let body = response.into_body();
-                        let _ = with_limit(
+                        let _ = within(
                             drain(body, config.drain_limit),
-                            policy.remaining(&state),
+                            drain_bound(config.drain_timeout, policy, &state),
                             &config.sleeper,
                         )
                         .await;
@@ -215,6 +236,18 @@ where
             }
         }
     }
+}
+
+/// How long a failed response's body may be read before the pause: the drain's own limit,
+/// cut at the attempt timeout and at the deadline.
+pub(crate) fn drain_bound<C: Clock>(
+    drain_timeout: Duration,
+    policy: &RetryPolicy<C>,
+    state: &CallState,
+) -> Duration {
+    policy
+        .attempt_limit(state)
+        .map_or(drain_timeout, |limit| limit.min(drain_timeout))
 }
 
 fn outcome<C: Clock>(
@@ -243,13 +276,14 @@ fn with_outcome<C: Clock, B>(
 
 fn finish<C: Clock, S, R, P, B>(
     config: &Config<C, S, R, P>,
+    target: &Target,
     policy: &RetryPolicy<C>,
     state: &CallState,
     last: Last<B>,
     reason: StopReason,
 ) -> Result<Response<B>, BoxError> {
     let report = outcome(policy, state, Some(reason));
-    crate::event_give_up!(report.attempts, report.elapsed, reason);
+    observe::gave_up(target, &report, last.failure());
     if let Some(hook) = &config.on_give_up {
         hook(&GivingUp {
             outcome: report,

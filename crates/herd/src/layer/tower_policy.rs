@@ -13,6 +13,16 @@
 //! concurrent use. tower's `Retry` has no attempt timeout: put a `tower::timeout` layer inside
 //! it if attempts can hang.
 //!
+//! # The breaker does not gate the first attempt
+//!
+//! tower's `Retry` sends the first attempt before it asks the policy anything, so a breaker in
+//! the [`RetryPolicy`] cannot refuse it: an open breaker stops *retries* (and records each
+//! first attempt's outcome), but every call still reaches the dependency once. When the
+//! breaker must shed the first attempt too, drive the call with herd instead of tower's
+//! `Retry`: the [`RetryLayer`](super::RetryLayer) for HTTP and gRPC, or
+//! [`RetryPolicy::call`]`(…).run_async()` for any other request (both ask the breaker before
+//! every attempt and answer [`StopReason::Breaker`](crate::StopReason::Breaker) at once).
+//!
 //! # Examples
 //!
 //! ```
@@ -55,6 +65,11 @@ use crate::rng::ThreadRng;
 /// A [`tower::retry::Policy`] driven by a herd [`RetryPolicy`] and a classifier `K` over the
 /// result (`None` = success, or the failure's [`Verdict`]). See the
 /// [module documentation](self).
+///
+/// **An open breaker does not stop the first attempt**: tower's `Retry` sends it before
+/// asking the policy. Use [`RetryLayer`](super::RetryLayer) or
+/// [`RetryPolicy::call`]`(…).run_async()` when the breaker must shed every attempt (see
+/// [the module docs](self#the-breaker-does-not-gate-the-first-attempt)).
 pub struct HerdPolicy<K, C: Clock = TokioClock, S = TokioSleep> {
     policy: RetryPolicy<C>,
     classify: std::sync::Arc<K>,

@@ -294,6 +294,10 @@ impl<C: Clock> AwsRateLimiter<C> {
 /// a success updates the limiter as unthrottled and every transient failure as a throttle
 /// (the cautious reading; call [`update`](AwsRateLimiter::update) yourself to tell them apart).
 impl<C: Clock> Budget for AwsRateLimiter<C> {
+    /// Clones share one state, so they are one budget: a call deposits in it once.
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner).cast::<()>() as usize
+    }
     fn on_request(&self) {}
     fn on_success(&self) {
         self.update(false);

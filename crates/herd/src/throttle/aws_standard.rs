@@ -224,6 +224,10 @@ impl AwsRetryQuota {
 ///
 /// [`try_retry_permit`]: Budget::try_retry_permit
 impl Budget for AwsRetryQuota {
+    /// Clones share one state, so they are one budget: a call deposits in it once.
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner).cast::<()>() as usize
+    }
     fn on_request(&self) {}
     fn on_success(&self) {
         self.record_first_attempt_success();

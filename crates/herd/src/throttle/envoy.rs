@@ -228,6 +228,10 @@ impl EnvoyRetryLimit {
 /// is free now. Active requests are those whose [`start_request`](EnvoyRetryLimit::start_request)
 /// guards live.
 impl Budget for EnvoyRetryLimit {
+    /// Clones share one state, so they are one budget: a call deposits in it once.
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner).cast::<()>() as usize
+    }
     fn on_request(&self) {}
     fn try_retry(&self) -> bool {
         self.acquire_retry().is_some()

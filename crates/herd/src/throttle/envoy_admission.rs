@@ -285,6 +285,10 @@ fn reject(p: f64, r: u64) -> bool {
 /// recorded, a retry is sent only if [`admit`](AdmissionControl::admit) allows it; first
 /// attempts cannot be refused through the trait (call `admit` before each call).
 impl<C: Clock> Budget for AdmissionControl<C> {
+    /// Clones share one state, so they are one budget: a call deposits in it once.
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner).cast::<()>() as usize
+    }
     fn on_request(&self) {}
     fn on_success(&self) {
         self.record(true);

@@ -338,6 +338,10 @@ impl<C> Shared<C> {
 /// [`admit`](SreThrottle::admit) allows it; a success is an accept and a transient failure a
 /// rejection by the backend.
 impl<C: Clock> Budget for SreThrottle<C> {
+    /// Clones share one state, so they are one budget: a call deposits in it once.
+    fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner).cast::<()>() as usize
+    }
     fn on_request(&self) {
         self.record_send();
     }

@@ -24,11 +24,10 @@ pub fn secs(s: u64) -> Duration {
 /// A retry budget of `percent` of first attempts over a 10 s window, with no reserve.
 pub fn budget<C: Clock>(clock: &C, percent: f64) -> RetryBudget<C> {
     RetryBudget::new(
-        BudgetConfig {
-            percent,
-            min_per_sec: 0,
-            window: secs(10),
-        },
+        BudgetConfig::default()
+            .percent(percent)
+            .min_per_sec(0)
+            .window(secs(10)),
         clock.clone(),
     )
     .unwrap()
