@@ -36,6 +36,7 @@
 mod attempt_latency;
 mod budget;
 mod calendar;
+mod cancel;
 pub mod cohort;
 pub mod contention;
 mod engine;
@@ -96,6 +97,7 @@ use herd::RuleName;
 #[doc = include_str!("../../../docs/storm.md")]
 pub mod guide {}
 
+pub use cancel::{Cancel, Cancelled};
 pub use error::ScenarioError;
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};

@@ -14,6 +14,7 @@ use herd::hedge::{LatencyHistogram, MAX_COPIES};
 use herd::rng::{Rng, SplitMix64};
 
 use super::draws::{Pauses, arrivals_of, service_time, stream};
+use crate::cancel::{Cancel, Cancelled};
 use super::report::LatencyResult;
 use super::scenario::{Plan, Policy, PolicyKind};
 
@@ -586,8 +587,22 @@ impl World<'_> {
     }
 }
 
+/// Events between two looks at the cancel flag: a few microseconds of work.
+const CANCEL_CHECK_EVERY: u64 = 4096;
+
 /// Runs one policy of a checked scenario.
 pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
+    run_until(plan, policy, &Cancel::new())
+        .unwrap_or_else(|Cancelled| unreachable!("a flag nobody else holds was set"))
+}
+
+/// Runs one policy of a checked scenario, unless `cancel` is set first: it is read every
+/// [`CANCEL_CHECK_EVERY`] events.
+pub(crate) fn run_until(
+    plan: &Plan,
+    policy: &Policy,
+    cancel: &Cancel,
+) -> Result<(LatencyResult, Vec<u64>), Cancelled> {
     let budget = policy.budget_percent.map(|percent| {
         // The scenario's check kept `percent` in [0, 1000], which the budget accepts.
         crate::budget::on_fake_clock(percent)
@@ -626,7 +641,12 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
     let mut arrivals = arrivals_of(plan);
     let mut arrived = 0u64;
     let mut next_arrival = arrivals.next();
+    let mut events = 0u64;
     loop {
+        events += 1;
+        if events % CANCEL_CHECK_EVERY == 0 && cancel.is_cancelled() {
+            return Err(Cancelled);
+        }
         let done = world.completions.first();
         let (timer, run) = if timed {
             world.timers.first()
@@ -660,5 +680,5 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
         world.cancelled,
         world.busy_ns as f64 / (f64::from(plan.servers) * elapsed as f64),
     );
-    (result, world.latencies)
+    Ok((result, world.latencies))
 }

@@ -86,9 +86,10 @@ pub use model::METRICS;
 pub use report::{LatencyResult, nearest_rank, tail};
 pub use scenario::{
     Distribution, Hiccups, LatencyScenario, MAX_FAN_OUT, MAX_REQUESTS, MAX_SERVERS, PolicyKind,
-    PolicySpec, Servers, Service, Traffic,
+    MAX_EVENTS, MAX_SPAN_S, PolicySpec, Servers, Service, Traffic,
 };
 
+use crate::cancel::{Cancel, Cancelled};
 use crate::error::ScenarioError;
 
 /// A checked latency scenario, ready to run.
@@ -145,19 +146,64 @@ impl LatencyModel {
         Some(engine::run(&plan, policy))
     }
 
-    /// The number of sub-requests (copies included) one run sends at most, for estimating
-    /// work: requests × fan-out × the largest `max_copies`.
+    /// Runs policy number `index` with `seed` as [`LatencyModel::run_policy`] does, unless
+    /// `cancel` is set before it finishes (the engine looks every few thousand events).
+    ///
+    /// # Errors
+    ///
+    /// [`Cancelled`] when the flag stopped the run; `Ok(None)` when there is no such policy.
+    pub fn run_policy_until(
+        &self,
+        index: usize,
+        seed: u64,
+        cancel: &Cancel,
+    ) -> Result<Option<(LatencyResult, Vec<u64>)>, Cancelled> {
+        let Some(policy) = self.plan.policies.get(index) else {
+            return Ok(None);
+        };
+        let plan = scenario::Plan {
+            seed,
+            ..self.plan.clone()
+        };
+        engine::run_until(&plan, policy, cancel).map(Some)
+    }
+
+    /// The events one policy's run takes, estimated before it runs (the costliest policy's:
+    /// arrivals, copies sent and answered, the servers' pauses), for bounding work; never
+    /// above [`MAX_EVENTS`], which the scenario's check enforces.
     #[must_use]
     pub fn work_estimate(&self) -> u64 {
-        let copies = self
-            .plan
-            .policies
-            .iter()
-            .map(|p| p.max_copies)
-            .max()
-            .unwrap_or(1);
-        (self.plan.requests + self.plan.warmup)
-            .saturating_mul(u64::from(self.plan.fan_out))
-            .saturating_mul(u64::from(copies))
+        self.plan.estimate().events
+    }
+
+    /// The field whose change shrinks [`LatencyModel::work_estimate`] most.
+    #[must_use]
+    pub fn work_field(&self) -> &'static str {
+        self.plan.estimate().events_field
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancelled_run_stops_without_a_result() {
+        let model = LatencyModel::new(&LatencyScenario::default()).expect("default");
+        let cancel = Cancel::new();
+        cancel.cancel();
+        assert_eq!(
+            model.run_policy_until(0, 1, &cancel).map(|r| r.is_some()),
+            Err(Cancelled)
+        );
+        let small = LatencyScenario {
+            requests: 2_000,
+            warmup_requests: 0,
+            ..LatencyScenario::default()
+        };
+        let model = LatencyModel::new(&small).expect("small");
+        let ran = model.run_policy_until(1, 7, &Cancel::new()).expect("not cancelled");
+        assert_eq!(ran, model.run_policy(1, 7));
+        assert_eq!(model.run_policy_until(99, 7, &Cancel::new()), Ok(None));
     }
 }
