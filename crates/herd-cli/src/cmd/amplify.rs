@@ -48,8 +48,7 @@ pub(crate) use super::args::Format;
 
 /// Reads and validates a graph file; every problem is bad input (exit 2).
 pub(crate) fn load_graph(path: &Path) -> CliResult<Graph> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+    let text = super::input_file::read_input(path, "graph")?;
     Graph::from_toml(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))
 }
 

@@ -78,8 +78,7 @@ const MAX_UTILISATION: f64 = 2.0;
 fn load(args: &HedgeArgs) -> CliResult<LatencyScenario> {
     let mut scenario = match &args.scenario {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            let text = super::input_file::read_input(path, "scenario")?;
             LatencyScenario::from_toml(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?
         }
@@ -125,6 +124,16 @@ fn points(
         }
         let mut s = scenario.clone();
         s.traffic.rate_per_s = s.rate_at_utilisation(u);
+        // The rate is the flag's doing: name the flag (a tiny utilisation is a tiny rate).
+        if let Err(e) = LatencyModel::new(&s)
+            && e.field_name() == Some("traffic.rate_per_s")
+        {
+            return Err(CliError::input(format!(
+                "--utilisation {u} sets traffic.rate_per_s to {:e}: {}",
+                s.traffic.rate_per_s,
+                e.message()
+            )));
+        }
         out.push((Some(u), check(&s)?));
     }
     Ok(out)

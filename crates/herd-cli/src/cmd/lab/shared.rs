@@ -1,7 +1,6 @@
 //! What `herd lab storm` and `herd lab hedge` share: reading the scenario, the lab's errors,
 //! and the exit a run's verdicts lead to.
 use std::fmt::Display;
-use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -26,9 +25,7 @@ pub(crate) fn read_scenario<T, E: Display>(
             builtin_name.to_owned(),
         )),
         Some(path) => {
-            let text = fs::read_to_string(path).map_err(|e| {
-                CliError::input(format!("cannot read scenario {}: {e}", path.display()))
-            })?;
+            let text = crate::cmd::input_file::read_input(path, "scenario")?;
             let scenario =
                 parse(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             Ok((scenario, path.display().to_string()))
