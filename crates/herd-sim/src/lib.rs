@@ -98,7 +98,7 @@ use herd::RuleName;
 pub mod guide {}
 
 pub use cancel::{Cancel, Cancelled};
-pub use error::ScenarioError;
+pub use error::{ScenarioError, shorten_values};
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
 pub use scenario::{Clients, Latency, LatencyDistribution, Pauses, Retry, Scenario, Server};

@@ -67,7 +67,8 @@ impl std::error::Error for ApiError {}
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let busy = self.status == StatusCode::SERVICE_UNAVAILABLE;
-        let body = axum::Json(serde_json::json!({ "error": self.message }));
+        let message = herd_sim::shorten_values(&self.message);
+        let body = axum::Json(serde_json::json!({ "error": message }));
         let mut response = (self.status, body).into_response();
         if self.status == StatusCode::REQUEST_TIMEOUT {
             // The body was not read to its end: the connection cannot carry another request.
