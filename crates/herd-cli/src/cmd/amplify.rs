@@ -35,8 +35,9 @@ pub(crate) struct AmplifyArgs {
     /// Callers do not retry a failure marked "retries exhausted" by the layer below.
     #[arg(long)]
     layer_aware: bool,
-    /// Also run N entry requests with random failures and compare with the figures within
-    /// standard errors (run unasked, 200 000 requests, when the figures are approximate).
+    /// Also run N entry requests (at least 50) with random failures and compare with the
+    /// figures within standard errors (run unasked, 200 000 requests, when the figures are
+    /// approximate).
     #[arg(long, value_name = "N")]
     simulate: Option<u64>,
     /// Seed of the Monte Carlo run.
@@ -195,7 +196,7 @@ pub(crate) fn run(args: &AmplifyArgs) -> CliResult {
     });
     let simulation = match requests {
         Some(n) => {
-            Some(simulate(&graph, options, &prediction, n.max(1), args.seed).map_err(input)?)
+            Some(simulate(&graph, options, &prediction, n, args.seed).map_err(input)?)
         }
         None => None,
     };

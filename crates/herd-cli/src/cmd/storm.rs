@@ -229,6 +229,8 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         if models::run(args, path, &text)? {
             return Ok(());
         }
+    } else {
+        models::storm_only(args)?;
     }
     let (scenario, name) = scenario(args)?;
     // For the cohort engine, `max_attempts` bounds cohort updates instead (its unit of work).
