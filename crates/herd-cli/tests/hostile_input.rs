@@ -70,7 +70,7 @@ fn input_files_are_refused_when_not_regular_or_too_large() {
     for command in [
         &["storm", "/dev/zero"][..],
         &["hedge", "/dev/zero"],
-        &["sweep", "/dev/zero", "--set", "seed=1,2"],
+        &["sweep", "/dev/zero", "--set", "clients.count=100,200"],
         &["amplify", "/dev/zero"],
         &["lab", "storm", "/dev/zero"],
         &["lab", "chain", "/dev/zero"],
@@ -176,4 +176,89 @@ fn error_lines_shorten_the_values_they_quote() {
     let huge = format!("{}", 1e308);
     let err = usage_error(&["hedge", "--utilisation", &huge]);
     assert!(err.contains("got 1e308"), "{err}");
+}
+
+/// Starts `herd ARGS…` with stdout and stderr piped, from the repository's root.
+fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("herd runs")
+}
+
+fn ctrl_c(child: &std::process::Child) {
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -INT");
+}
+
+/// A folder of its own for one test's charts.
+fn chart_dir(name: &str) -> std::path::PathBuf {
+    let dir = temp(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("chart dir");
+    dir
+}
+
+/// Before: Ctrl-C printed only the table's header and exit 130.
+#[test]
+fn ctrl_c_on_storm_prints_the_runs_that_finished_marked_interrupted() {
+    let child = spawn(&["storm", "--runs", "2000", "--rule", "all"]);
+    // Let some runs finish (each takes a fraction of a second).
+    std::thread::sleep(Duration::from_millis(1500));
+    ctrl_c(&child);
+    let out = child.wait_with_output().expect("wait");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("error: interrupted after ") && last.ends_with(" of 16000 runs"),
+        "{err}"
+    );
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("herd storm: default scenario"), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("immediate ")), "{table}");
+}
+
+/// Before: the chart was created empty before the run, so an interrupted run left 0 bytes
+/// where the old chart was (from the start of the run); and `hedge --chart /proc/h.svg` failed only after simulating.
+#[test]
+fn charts_are_replaced_whole_or_not_at_all_and_checked_before_the_run() {
+    let dir = chart_dir("atomic");
+    let chart = dir.join("storm.svg");
+    std::fs::write(&chart, "old").expect("old chart");
+    let path = chart.to_str().expect("UTF-8 path");
+    let mut child = spawn(&["storm", "--runs", "2000", "--rule", "all", "--chart", path]);
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(
+        std::fs::read_to_string(&chart).expect("chart"),
+        "old",
+        "the old chart stays while the runs go on"
+    );
+    // Killed outright (a crash, a second Ctrl-C): the old chart is still whole.
+    child.kill().expect("kill");
+    let _ = child.wait();
+    assert_eq!(std::fs::read_to_string(&chart).expect("chart"), "old");
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "no partial file is left: {names:?}");
+    // A finished run replaces it.
+    let out = herd(&["storm", "--chart", path]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&chart).expect("chart").starts_with("<svg"));
+    for command in [
+        &["hedge", "--chart", "/proc/h.svg"][..],
+        &["storm", "--chart", "/proc/h.svg"],
+        &["sweep", "--set", "clients.count=100,200", "--chart", "/proc/h.svg"],
+    ] {
+        let (code, err) = within(command, Duration::from_secs(5));
+        assert_eq!(code, Some(2), "{command:?}: {err}");
+        assert!(err.starts_with("error: --chart: cannot write /proc/h.svg"), "{err}");
+    }
 }

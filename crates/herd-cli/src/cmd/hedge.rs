@@ -151,6 +151,9 @@ struct Point {
 
 pub(crate) fn run(args: &HedgeArgs) -> CliResult {
     let chart = ChartFile::of("--chart", args.chart.as_deref())?;
+    if let Some(file) = chart {
+        file.check()?;
+    }
     let scenario = load(args)?;
     let models = points(args, &scenario)?;
     let policies = models[0].1.policies().len();

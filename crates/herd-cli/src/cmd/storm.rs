@@ -9,6 +9,7 @@ use herd_sim::{Engine, Limits, Pauses, RunResult, Scenario, Simulation};
 use rayon::prelude::*;
 
 use super::progress;
+use super::interrupt::Interrupt;
 use crate::error::{CliError, CliResult};
 
 pub(crate) mod chart;
@@ -247,13 +248,20 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
     })?;
 
     if let Some(file) = chart_file {
-        file.create()?;
+        file.check()?;
     }
     let rules = sim.rules();
     let seeds: Vec<u64> = (0..u64::from(args.runs))
         .map(|k| scenario.seed.wrapping_add(k))
         .collect();
-    let results = run_all(&sim, &rules, &seeds)?;
+    let interrupt = Interrupt::watch();
+    let results = run_all(&sim, &rules, &seeds, &interrupt)?;
+    let total = rules.len() * seeds.len();
+    // After Ctrl-C: the rules that finished a run, and only those.
+    let rules: Vec<RuleName> = rules
+        .into_iter()
+        .filter(|r| results.iter().any(|x| x.rule == *r))
+        .collect();
 
     if let Some(file) = chart_file {
         let first: Vec<&RunResult> = rules
@@ -270,12 +278,24 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         Format::Csv => output::csv(&mut out, &results)?,
     }
     out.flush()?;
+    if results.len() < total {
+        return Err(CliError::Run(anyhow::anyhow!(
+            "interrupted after {} of {total} runs",
+            results.len()
+        )));
+    }
     Ok(())
 }
 
-/// Runs every rule with every seed in parallel, in the order rule-major, seed-minor.
+/// Runs every rule with every seed in parallel, in the order rule-major, seed-minor; after
+/// Ctrl-C (`interrupt`), the runs not yet started are left out.
 /// Shows a progress bar on a terminal when the runs take more than a moment.
-fn run_all(sim: &Simulation, rules: &[RuleName], seeds: &[u64]) -> CliResult<Vec<RunResult>> {
+fn run_all(
+    sim: &Simulation,
+    rules: &[RuleName],
+    seeds: &[u64],
+    interrupt: &Interrupt,
+) -> CliResult<Vec<RunResult>> {
     let jobs: Vec<(RuleName, u64)> = rules
         .iter()
         .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
@@ -289,12 +309,16 @@ fn run_all(sim: &Simulation, rules: &[RuleName], seeds: &[u64]) -> CliResult<Vec
             .par_iter()
             .zip(&done)
             .map(|(&(rule, seed), share)| {
+                if interrupt.is_set() {
+                    return Ok(None);
+                }
                 let run = sim.run_with_progress(rule, seed, |f| {
                     share.store((f * 1000.0) as u32, Ordering::Relaxed);
                 });
-                run.map(|r| keep_series_of_first(r, seeds[0]))
+                run.map(|r| Some(keep_series_of_first(r, seeds[0])))
             })
-            .collect::<Result<Vec<_>, _>>();
+            .collect::<Result<Vec<_>, _>>()
+            .map(|runs| runs.into_iter().flatten().collect());
         finished.store(true, Ordering::Release);
         bar.thread().unpark();
         let _ = bar.join();

@@ -225,7 +225,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     }
 
     for file in [heatmap, chart].into_iter().flatten() {
-        file.create()?;
+        file.check()?;
     }
     let rows = run_all(&sweep)?;
 
