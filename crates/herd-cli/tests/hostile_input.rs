@@ -262,3 +262,55 @@ fn charts_are_replaced_whole_or_not_at_all_and_checked_before_the_run() {
         assert!(err.starts_with("error: --chart: cannot write /proc/h.svg"), "{err}");
     }
 }
+
+/// Runs a lab whose table prints each run as it finishes, presses Ctrl-C once `first`
+/// appears, and returns stdout, stderr and the exit code.
+fn lab_interrupted_after(args: &[&str], first: &str) -> (String, String, Option<i32>) {
+    use std::io::BufRead;
+    let mut child = spawn(args);
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let mut printed = String::new();
+    for line in lines.by_ref() {
+        let line = line.expect("a line");
+        printed.push_str(&line);
+        printed.push('\n');
+        if line == first {
+            break;
+        }
+    }
+    ctrl_c(&child);
+    for line in lines {
+        printed.push_str(&line.expect("a line"));
+        printed.push('\n');
+    }
+    let out = child.wait_with_output().expect("wait");
+    (printed, stderr(&out), out.status.code())
+}
+
+/// Before: Ctrl-C on a lab printed only the table's header and the shell's exit 130.
+#[test]
+fn ctrl_c_on_the_labs_prints_what_finished_marked_interrupted() {
+    let (table, err, code) = lab_interrupted_after(
+        &["lab", "storm", "--clients", "20", "--rule", "full,equal"],
+        "== full",
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(table.contains("== full"), "{table}");
+    assert!(
+        err.trim_end().ends_with("error: interrupted after 1 of 2 runs"),
+        "{err}"
+    );
+    let (table, err, code) = lab_interrupted_after(
+        &[
+            "lab", "hedge", "--requests", "500", "--policy", "none", "--policy", "hedge-40ms",
+        ],
+        "== none",
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(table.contains("== none"), "{table}");
+    assert!(
+        err.trim_end().ends_with("error: interrupted after 1 of 2 policies"),
+        "{err}"
+    );
+}

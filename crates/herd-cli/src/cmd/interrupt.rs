@@ -1,5 +1,6 @@
 //! Ctrl-C for commands that run many independent runs (`storm`, `lab storm`, `lab hedge`):
-//! the first Ctrl-C asks the command to start no further run and print what finished,
+//! the first Ctrl-C asks the command to start no further run (a lab also drops the one
+//! under way; the simulator finishes it, a second or so) and print what finished,
 //! marked interrupted (as `lab chain` does); a second one ends the process at once, with
 //! the shell's usual 130.
 use std::sync::Arc;
@@ -28,10 +29,7 @@ impl Interrupt {
                         return;
                     }
                     set.store(true, Ordering::Release);
-                    eprintln!(
-                        "interrupted: finishing the runs under way, then printing what finished \
-                         (Ctrl-C again to stop at once)"
-                    );
+                    eprintln!("interrupted: printing what finished (Ctrl-C again to stop at once)");
                     if tokio::signal::ctrl_c().await.is_ok() {
                         std::process::exit(130);
                     }
