@@ -50,13 +50,19 @@ fn refused_in_time(args: &[&str], needle: &str) {
 /// up-times of 1 ns between pauses, drawn one at a time).
 #[test]
 fn latency_runs_that_would_never_end_are_refused_naming_the_field() {
-    let rate = scratch_file("rate.toml", "model = \"latency\"\n[traffic]\nrate_per_s = 1e-300\n");
+    let rate = scratch_file(
+        "rate.toml",
+        "model = \"latency\"\n[traffic]\nrate_per_s = 1e-300\n",
+    );
     refused_in_time(&["hedge", &rate], "traffic.rate_per_s: the run would cover");
     refused_in_time(
         &["sweep", &rate, "--set", "traffic.fan_out=1,2"],
         "traffic.rate_per_s",
     );
-    let hiccups = scratch_file("hiccups.toml", "model = \"latency\"\n[hiccups]\nevery_s = 1e-9\n");
+    let hiccups = scratch_file(
+        "hiccups.toml",
+        "model = \"latency\"\n[hiccups]\nevery_s = 1e-9\n",
+    );
     refused_in_time(&["hedge", &hiccups], "hiccups.every_s");
     refused_in_time(
         &["hedge", "--utilisation", "1e-300"],
@@ -111,7 +117,11 @@ fn several_runs_keep_the_series_of_the_first_run_only() {
     let out = herd(&["storm", "--runs", "3", "--rule", "full", "--format", "json"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-    let series = |i: usize| v["results"][i]["series"]["arrivals"].as_array().map(Vec::len);
+    let series = |i: usize| {
+        v["results"][i]["series"]["arrivals"]
+            .as_array()
+            .map(Vec::len)
+    };
     assert!(series(0).is_some_and(|n| n > 0), "{:?}", series(0));
     assert_eq!((series(1), series(2)), (Some(0), Some(0)));
     assert_eq!(v["summary"][0]["runs"], 3);
@@ -140,7 +150,9 @@ fn flags_that_cannot_mean_anything_are_refused() {
     for n in ["0", "1", "49"] {
         fails_with_input_error(
             &["amplify", "scenarios/graphs/chain.toml", "--simulate", n],
-            &format!("--simulate must be at least 50 (the standard errors come from 50 batches of requests), got {n}"),
+            &format!(
+                "--simulate must be at least 50 (the standard errors come from 50 batches of requests), got {n}"
+            ),
         );
     }
     fails_with_input_error(
@@ -221,7 +233,10 @@ fn ctrl_c_on_storm_prints_the_runs_that_finished_marked_interrupted() {
     );
     let table = String::from_utf8_lossy(&out.stdout);
     assert!(table.contains("herd storm: default scenario"), "{table}");
-    assert!(table.lines().any(|l| l.starts_with("immediate ")), "{table}");
+    assert!(
+        table.lines().any(|l| l.starts_with("immediate ")),
+        "{table}"
+    );
 }
 
 /// Before: the chart was created empty before the run, so an interrupted run left 0 bytes
@@ -251,15 +266,28 @@ fn charts_are_replaced_whole_or_not_at_all_and_checked_before_the_run() {
     // A finished run replaces it.
     let out = herd(&["storm", "--chart", path]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(std::fs::read_to_string(&chart).expect("chart").starts_with("<svg"));
+    assert!(
+        std::fs::read_to_string(&chart)
+            .expect("chart")
+            .starts_with("<svg")
+    );
     for command in [
         &["hedge", "--chart", "/proc/h.svg"][..],
         &["storm", "--chart", "/proc/h.svg"],
-        &["sweep", "--set", "clients.count=100,200", "--chart", "/proc/h.svg"],
+        &[
+            "sweep",
+            "--set",
+            "clients.count=100,200",
+            "--chart",
+            "/proc/h.svg",
+        ],
     ] {
         let (code, err) = within(command, Duration::from_secs(5));
         assert_eq!(code, Some(2), "{command:?}: {err}");
-        assert!(err.starts_with("error: --chart: cannot write /proc/h.svg"), "{err}");
+        assert!(
+            err.starts_with("error: --chart: cannot write /proc/h.svg"),
+            "{err}"
+        );
     }
 }
 
@@ -298,19 +326,28 @@ fn ctrl_c_on_the_labs_prints_what_finished_marked_interrupted() {
     assert_eq!(code, Some(1), "{err}");
     assert!(table.contains("== full"), "{table}");
     assert!(
-        err.trim_end().ends_with("error: interrupted after 1 of 2 runs"),
+        err.trim_end()
+            .ends_with("error: interrupted after 1 of 2 runs"),
         "{err}"
     );
     let (table, err, code) = lab_interrupted_after(
         &[
-            "lab", "hedge", "--requests", "500", "--policy", "none", "--policy", "hedge-40ms",
+            "lab",
+            "hedge",
+            "--requests",
+            "500",
+            "--policy",
+            "none",
+            "--policy",
+            "hedge-40ms",
         ],
         "== none",
     );
     assert_eq!(code, Some(1), "{err}");
     assert!(table.contains("== none"), "{table}");
     assert!(
-        err.trim_end().ends_with("error: interrupted after 1 of 2 policies"),
+        err.trim_end()
+            .ends_with("error: interrupted after 1 of 2 policies"),
         "{err}"
     );
 }

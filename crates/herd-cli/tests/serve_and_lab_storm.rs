@@ -113,7 +113,10 @@ fn serve_exits_in_time_on_ctrl_c_while_a_simulation_runs() {
         if let Some(status) = running.0.try_wait().expect("wait") {
             break status;
         }
-        assert!(started.elapsed() < limit, "still running {limit:?} after Ctrl-C");
+        assert!(
+            started.elapsed() < limit,
+            "still running {limit:?} after Ctrl-C"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success() || status.code().is_some(), "{status:?}");

@@ -84,8 +84,8 @@ async fn a_hedge_run_that_would_never_end_is_refused_before_it_takes_a_slot() {
     })
     .await;
     for utilisation in ["1e-300", "1e-320", "1e-7"] {
-        let body: Value = serde_json::from_str(&format!(r#"{{"utilisation": {utilisation}}}"#))
-            .expect("json");
+        let body: Value =
+            serde_json::from_str(&format!(r#"{{"utilisation": {utilisation}}}"#)).expect("json");
         let (status, answer) = server.post("hedge", &body).await;
         let message = answer["error"].as_str().unwrap_or_default();
         assert_eq!(status, 400, "{utilisation}: {answer}");
@@ -110,7 +110,9 @@ async fn bodies_sent_a_byte_at_a_time_are_cut_off_and_the_page_stays_reachable()
         tricklers.push(trickler(&server).await);
     }
     let started = Instant::now();
-    let mut next = TcpStream::connect(server.addr).await.expect("connect (backlog)");
+    let mut next = TcpStream::connect(server.addr)
+        .await
+        .expect("connect (backlog)");
     next.write_all(RULES).await.expect("send");
     let answer = read_to_close(&mut next, Duration::from_secs(5))
         .await
@@ -135,7 +137,10 @@ async fn a_simulation_past_the_time_limit_is_stopped_and_its_slot_given_back() {
     let (status, answer) = server.post("hedge", &heavy_hedge()).await;
     assert_eq!(status, 503, "{answer}");
     let message = answer["error"].as_str().unwrap_or_default();
-    assert!(message.contains("longer than the page's limit of 0.1 s"), "{message}");
+    assert!(
+        message.contains("longer than the page's limit of 0.1 s"),
+        "{message}"
+    );
     assert!(started.elapsed() < Duration::from_secs(2));
     assert!(
         until_dots_answer(&server, 200, Duration::from_secs(2)).await,

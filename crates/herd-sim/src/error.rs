@@ -161,7 +161,12 @@ fn shorten_word(word: &str) -> String {
         return word.to_owned();
     }
     // Quotes and brackets stay around the value; its length is the value's own.
-    let quoted = |c: char| matches!(c, '\'' | '"' | '`' | '(' | ')' | '[' | ']' | ',' | ':' | ';');
+    let quoted = |c: char| {
+        matches!(
+            c,
+            '\'' | '"' | '`' | '(' | ')' | '[' | ']' | ',' | ':' | ';'
+        )
+    };
     let value = word.trim_matches(quoted);
     let start = word.len() - word.trim_start_matches(quoted).len();
     let (before, after) = (&word[..start], &word[start + value.len()..]);

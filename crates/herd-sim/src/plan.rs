@@ -439,7 +439,10 @@ mod tests {
     fn a_window_longer_than_the_horizon_is_refused() {
         let err = plan(|s| s.window_ms = 1e12).unwrap_err();
         assert_eq!(err.field_name(), Some("window_ms"), "{err}");
-        assert!(err.message().contains("longer than the horizon (3600 s)"), "{err}");
+        assert!(
+            err.message().contains("longer than the horizon (3600 s)"),
+            "{err}"
+        );
         assert!(plan(|s| s.window_ms = 3_600_000.0).is_ok());
     }
 

@@ -38,7 +38,9 @@ fn limits() -> Limits {
 
 /// The shipped scenarios and each model's empty tree (its defaults).
 fn seeds() -> Vec<(String, Value)> {
-    let dir: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "scenarios"].iter().collect();
+    let dir: PathBuf = [env!("CARGO_MANIFEST_DIR"), "..", "..", "scenarios"]
+        .iter()
+        .collect();
     let mut out: Vec<(String, Value)> = std::fs::read_dir(&dir)
         .expect("scenarios/")
         .filter_map(|e| {
@@ -85,8 +87,15 @@ fn hostile(pick: u64, old: Option<&Value>) -> Option<Value> {
         Value::String("x".repeat(10_000)),
         Value::String(String::new()),
         Value::Boolean(true),
-        Value::Array(vec![Value::Integer(0), Value::Integer(10), Value::Integer(20)]),
-        Value::Array(vec![Value::Array(vec![Value::Integer(0), Value::Float(1e12)])]),
+        Value::Array(vec![
+            Value::Integer(0),
+            Value::Integer(10),
+            Value::Integer(20),
+        ]),
+        Value::Array(vec![Value::Array(vec![
+            Value::Integer(0),
+            Value::Float(1e12),
+        ])]),
         Value::Array(Vec::new()),
         Value::Table(toml::Table::new()),
     ];
@@ -176,7 +185,11 @@ fn mutate(tree: &Value, mutations: &[(u64, u64)]) -> Value {
         paths(&tree, &mut Vec::new(), &mut all);
         all.retain(|p| !p.is_empty() && p[0] != "model");
         if all.is_empty() || at % 13 == 0 {
-            set(&mut tree, &["no_such_field".to_owned()], hostile(pick, None));
+            set(
+                &mut tree,
+                &["no_such_field".to_owned()],
+                hostile(pick, None),
+            );
             continue;
         }
         let path = all[(at % all.len() as u64) as usize].clone();
@@ -270,4 +283,3 @@ fn mutated_scenarios_of_every_model_are_refused_or_run_within_bounds() {
         assert!(peak < PEAK_BYTES, "peak resident memory {peak} bytes");
     }
 }
-

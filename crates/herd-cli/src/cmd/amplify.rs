@@ -195,9 +195,7 @@ pub(crate) fn run(args: &AmplifyArgs) -> CliResult {
         })
     });
     let simulation = match requests {
-        Some(n) => {
-            Some(simulate(&graph, options, &prediction, n, args.seed).map_err(input)?)
-        }
+        Some(n) => Some(simulate(&graph, options, &prediction, n, args.seed).map_err(input)?),
         None => None,
     };
     let report = build_report(

@@ -13,12 +13,12 @@ use herd_lab::chain::{
 use herd_sim::graph::{Graph, Options, predict};
 use serde::Serialize;
 
+use self::shared::storm_error;
 use crate::cmd::amplify::{count, load_graph, name_width};
 use crate::cmd::args::{Format, csv_field};
-use self::shared::storm_error;
-use herd_lab::storm::descriptors::{self, Descriptors};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
+use herd_lab::storm::descriptors::{self, Descriptors};
 
 pub(crate) mod shared;
 

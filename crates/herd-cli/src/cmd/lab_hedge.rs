@@ -14,10 +14,10 @@ use herd_sim::latency::LatencyScenario;
 use serde::Serialize;
 
 use crate::cmd::args::{Format, check_closed, check_seed, csv_field};
+use crate::cmd::interrupt::Interrupt;
 use crate::cmd::lab::shared::{
     exit_on_verdicts, interrupted, print_results, read_scenario, storm_error, until_ctrl_c,
 };
-use crate::cmd::interrupt::Interrupt;
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
 
@@ -180,7 +180,8 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
         });
         let outcome = (|| -> CliResult<bool> {
             for (i, policy) in policies.iter().enumerate() {
-                let Some(report) = until_ctrl_c(&runtime, &interrupt, lab.run_policy(i, &done)) else {
+                let Some(report) = until_ctrl_c(&runtime, &interrupt, lab.run_policy(i, &done))
+                else {
                     return Ok(true);
                 };
                 let report = report.map_err(lab_error)?;

@@ -10,10 +10,10 @@ use herd_sim::Scenario;
 use serde::Serialize;
 
 use crate::cmd::args::{Format, check_closed};
+use crate::cmd::interrupt::Interrupt;
 use crate::cmd::lab::shared::{
     exit_on_verdicts, interrupted, print_results, read_scenario, storm_error, until_ctrl_c,
 };
-use crate::cmd::interrupt::Interrupt;
 use crate::cmd::progress;
 use crate::error::CliResult;
 

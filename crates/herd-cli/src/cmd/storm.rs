@@ -8,8 +8,8 @@ use herd::RuleName;
 use herd_sim::{Engine, Limits, Pauses, RunResult, Scenario, Simulation};
 use rayon::prelude::*;
 
-use super::progress;
 use super::interrupt::Interrupt;
+use super::progress;
 use crate::error::{CliError, CliResult};
 
 pub(crate) mod chart;

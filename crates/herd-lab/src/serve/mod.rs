@@ -190,7 +190,10 @@ async fn scene<R: Scene>(
     State(state): State<AppState>,
     request: Request,
 ) -> Result<Json<R::Answer>, ApiError> {
-    let read = tokio::time::timeout(state.body_read_timeout, ApiJson::<R>::from_request(request, &()));
+    let read = tokio::time::timeout(
+        state.body_read_timeout,
+        ApiJson::<R>::from_request(request, &()),
+    );
     let ApiJson(request) = read.await.map_err(|_| {
         ApiError::timed_out(format!(
             "request body not received within {} s",

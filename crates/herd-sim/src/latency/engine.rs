@@ -14,9 +14,9 @@ use herd::hedge::{LatencyHistogram, MAX_COPIES};
 use herd::rng::{Rng, SplitMix64};
 
 use super::draws::{Pauses, arrivals_of, service_time, stream};
-use crate::cancel::{Cancel, Cancelled};
 use super::report::LatencyResult;
 use super::scenario::{Plan, Policy, PolicyKind};
+use crate::cancel::{Cancel, Cancelled};
 
 /// Independent streams of one seed: arrivals, routing and service times, then one per
 /// server for its pauses. Arrivals and pauses do not depend on the policy, so every policy of

@@ -85,8 +85,8 @@ pub use engine::{LEARNING_MIN_SAMPLES, LEARNING_WINDOW};
 pub use model::METRICS;
 pub use report::{LatencyResult, nearest_rank, tail};
 pub use scenario::{
-    Distribution, Hiccups, LatencyScenario, MAX_FAN_OUT, MAX_REQUESTS, MAX_SERVERS, PolicyKind,
-    MAX_EVENTS, MAX_SPAN_S, PolicySpec, Servers, Service, Traffic,
+    Distribution, Hiccups, LatencyScenario, MAX_EVENTS, MAX_FAN_OUT, MAX_REQUESTS, MAX_SERVERS,
+    MAX_SPAN_S, PolicyKind, PolicySpec, Servers, Service, Traffic,
 };
 
 use crate::cancel::{Cancel, Cancelled};
@@ -202,7 +202,9 @@ mod tests {
             ..LatencyScenario::default()
         };
         let model = LatencyModel::new(&small).expect("small");
-        let ran = model.run_policy_until(1, 7, &Cancel::new()).expect("not cancelled");
+        let ran = model
+            .run_policy_until(1, 7, &Cancel::new())
+            .expect("not cancelled");
         assert_eq!(ran, model.run_policy(1, 7));
         assert_eq!(model.run_policy_until(99, 7, &Cancel::new()), Ok(None));
     }

@@ -493,7 +493,12 @@ impl Plan {
     /// divided by the share of time it is up.
     pub(crate) fn estimate(&self) -> Estimate {
         let users = (self.requests + self.warmup) as f64;
-        let copies_each = self.policies.iter().map(|p| p.max_copies).max().unwrap_or(1);
+        let copies_each = self
+            .policies
+            .iter()
+            .map(|p| p.max_copies)
+            .max()
+            .unwrap_or(1);
         let copies = users * f64::from(self.fan_out) * f64::from(copies_each);
         let arrivals_ns = users * self.interarrival_ns;
         let work_ns = copies * self.service_mean_ns / f64::from(self.servers);
@@ -586,6 +591,9 @@ mod tests {
         let events = estimate.events as f64;
         assert!(events >= users + 3.0 * copies, "{estimate:?}");
         assert!(events < users + 3.0 * copies + 1000.0, "{estimate:?}");
-        assert!((estimate.span_s - users / 600.0).abs() < 1e-6, "{estimate:?}");
+        assert!(
+            (estimate.span_s - users / 600.0).abs() < 1e-6,
+            "{estimate:?}"
+        );
     }
 }
