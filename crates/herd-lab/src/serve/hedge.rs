@@ -329,7 +329,7 @@ impl HedgeRequest {
         let mut results = Vec::with_capacity(POLICIES.len());
         for index in 0..POLICIES.len() {
             let (result, latencies) = latency
-                .run_policy_until(index, self.seed, cancel)
+                .run_policy_until(index, self.seed, cancel, None)
                 .map_err(|e| ApiError::busy(e.to_string()))?
                 .ok_or_else(|| ApiError::internal("a policy of the tree is missing"))?;
             results.push((result, tail(&latencies, TAIL_POINTS)));

@@ -16,9 +16,11 @@
 //! | `POST /api/hedge` | [`hedge::HedgeRequest`] → [`hedge::HedgeAnswer`] |
 //!
 //! The API is meant for one person's browser, but it is still a server: it validates every
-//! parameter (a 400 names the field), caps the work one request may ask for, limits body
-//! sizes (413) and the simulations running at once (503 with `Retry-After`), and runs them
-//! on the blocking pool so the page stays responsive. The command binds to loopback unless
+//! parameter (a 400 names the field), caps the work one request may ask for before it takes
+//! a simulation slot, limits body sizes (413) and the time a body may take to arrive (408),
+//! limits the simulations running at once (503 with `Retry-After`), and runs them on the
+//! blocking pool so the page stays responsive; a simulation whose client left, or that ran
+//! past [`ServeLimits::max_run_time`], is cancelled (docs/page-and-lab.md lists the limits). The command binds to loopback unless
 //! told otherwise, and then answers only requests addressed to loopback (a guard against DNS
 //! rebinding).
 use std::future::Future;

@@ -78,6 +78,8 @@ mod model;
 mod report;
 mod scenario;
 
+use std::sync::atomic::AtomicU64;
+
 use rayon::prelude::*;
 
 pub use crate::budget::BUDGET_WINDOW;
@@ -147,7 +149,9 @@ impl LatencyModel {
     }
 
     /// Runs policy number `index` with `seed` as [`LatencyModel::run_policy`] does, unless
-    /// `cancel` is set before it finishes (the engine looks every few thousand events).
+    /// `cancel` is set before it finishes (the engine looks every few thousand events, and
+    /// then writes the user requests arrived so far, warm-up included, to `arrived` when
+    /// given: a progress bar's count, out of `requests + warmup_requests`).
     ///
     /// # Errors
     ///
@@ -157,6 +161,7 @@ impl LatencyModel {
         index: usize,
         seed: u64,
         cancel: &Cancel,
+        arrived: Option<&AtomicU64>,
     ) -> Result<Option<(LatencyResult, Vec<u64>)>, Cancelled> {
         let Some(policy) = self.plan.policies.get(index) else {
             return Ok(None);
@@ -165,7 +170,7 @@ impl LatencyModel {
             seed,
             ..self.plan.clone()
         };
-        engine::run_until(&plan, policy, cancel).map(Some)
+        engine::run_until(&plan, policy, cancel, arrived).map(Some)
     }
 
     /// The events one policy's run takes, estimated before it runs (the costliest policy's:
@@ -193,7 +198,9 @@ mod tests {
         let cancel = Cancel::new();
         cancel.cancel();
         assert_eq!(
-            model.run_policy_until(0, 1, &cancel).map(|r| r.is_some()),
+            model
+                .run_policy_until(0, 1, &cancel, None)
+                .map(|r| r.is_some()),
             Err(Cancelled)
         );
         let small = LatencyScenario {
@@ -202,10 +209,17 @@ mod tests {
             ..LatencyScenario::default()
         };
         let model = LatencyModel::new(&small).expect("small");
+        let arrived = AtomicU64::new(0);
         let ran = model
-            .run_policy_until(1, 7, &Cancel::new())
+            .run_policy_until(1, 7, &Cancel::new(), Some(&arrived))
             .expect("not cancelled");
         assert_eq!(ran, model.run_policy(1, 7));
-        assert_eq!(model.run_policy_until(99, 7, &Cancel::new()), Ok(None));
+        // Written every 4096 events: some of the 2000 requests, never more.
+        let shown = arrived.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(shown > 0 && shown <= 2_000, "{shown}");
+        assert_eq!(
+            model.run_policy_until(99, 7, &Cancel::new(), None),
+            Ok(None)
+        );
     }
 }
