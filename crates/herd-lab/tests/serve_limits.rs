@@ -189,3 +189,15 @@ async fn shutdown_ends_within_its_grace_while_a_simulation_runs() {
     let mut rest = Vec::new();
     let _ = timeout(Duration::from_secs(2), client.read_to_end(&mut rest)).await;
 }
+
+/// Before: the error echoed a 10 KB rule name whole.
+#[tokio::test]
+async fn errors_quote_long_values_shortened() {
+    let server = PageServer::start(ServeLimits::default()).await;
+    let long = "x".repeat(10_000);
+    let (status, answer) = server.post("storm", &json!({ "rule": long })).await;
+    let message = answer["error"].as_str().unwrap_or_default();
+    assert_eq!(status, 400, "{answer}");
+    assert!(message.len() < 400, "{} bytes: {message}", message.len());
+    assert!(message.contains("(10000 characters)"), "{message}");
+}
