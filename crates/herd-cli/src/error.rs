@@ -23,15 +23,24 @@ impl CliError {
         }
     }
 
+    /// Whether the error is a write to a closed pipe (`herd … | head`), however it was
+    /// wrapped: an `io::Error` of kind `BrokenPipe`, or one carried inside another
+    /// (`io::Error::other(serde_json::Error)`, whose `source` skips the error it wraps).
     pub(crate) fn is_broken_pipe(&self) -> bool {
         match self {
-            CliError::Run(e) => e
-                .chain()
-                .filter_map(|c| c.downcast_ref::<std::io::Error>())
-                .any(|io| io.kind() == std::io::ErrorKind::BrokenPipe),
+            CliError::Run(e) => e.chain().any(broken_pipe),
             CliError::Input(_) => false,
         }
     }
+}
+
+fn broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
+    use std::io::ErrorKind::BrokenPipe;
+    if let Some(io) = e.downcast_ref::<std::io::Error>() {
+        return io.kind() == BrokenPipe || io.get_ref().is_some_and(|inner| broken_pipe(inner));
+    }
+    e.downcast_ref::<serde_json::Error>()
+        .is_some_and(|json| json.io_error_kind() == Some(BrokenPipe))
 }
 
 impl fmt::Display for CliError {

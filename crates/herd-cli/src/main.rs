@@ -79,7 +79,11 @@ fn usage_error(err: &clap::Error) -> ExitCode {
         .filter(|l| !l.is_empty())
         .collect::<Vec<_>>()
         .join(" ");
-    let _ = writeln!(io::stderr(), "{line} (see --help)");
+    let _ = writeln!(
+        io::stderr(),
+        "{} (see --help)",
+        herd_sim::shorten_values(&line)
+    );
     ExitCode::from(2)
 }
 
@@ -89,6 +93,8 @@ fn report(err: CliError) -> ExitCode {
     if err.is_broken_pipe() {
         return ExitCode::SUCCESS;
     }
-    let _ = writeln!(io::stderr(), "error: {err}");
+    // One line, whatever was quoted in it (a 100 KB name, 1e308 in 309 digits).
+    let line = herd_sim::shorten_values(&err.to_string());
+    let _ = writeln!(io::stderr(), "error: {line}");
     ExitCode::from(err.exit_code())
 }

@@ -65,8 +65,61 @@ fn serve_prints_its_loopback_url_and_serves_the_page() {
 fn serve_refuses_zero_concurrent_simulations() {
     fails_with_input_error(
         &["serve", "--max-concurrent", "0"],
-        "--max-concurrent must be at least 1",
+        "max_concurrent must be in [1, 1024], got 0 (--max-concurrent)",
     );
+}
+
+/// Before, a count past tokio's semaphore ceiling panicked.
+#[test]
+fn serve_refuses_a_count_of_simulations_past_its_range() {
+    fails_with_input_error(
+        &["serve", "--max-concurrent", "2305843009213693952"],
+        "max_concurrent must be in [1, 1024], got 2305843009213693952 (--max-concurrent)",
+    );
+}
+
+/// Ctrl-C while a simulation runs: the command ends within the server's grace. Before, the
+/// port closed but the process waited for the simulation (seconds; for ever on a run that
+/// never ended).
+#[test]
+fn serve_exits_in_time_on_ctrl_c_while_a_simulation_runs() {
+    let (mut running, line) = serve(&["--port", "0"]);
+    let addr = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix("http://"))
+        .expect("a URL")
+        .trim_end_matches('/')
+        .to_owned();
+    let body = format!(
+        r#"{{"fan_out": 10, "requests": {}}}"#,
+        herd_lab::serve::hedge::affordable(10)
+    );
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    write!(
+        stream,
+        "POST /api/hedge HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("request");
+    // Let the simulation start.
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = running.0.id().to_string();
+    let sent = Command::new("kill").args(["-INT", &pid]).status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -INT");
+    let started = std::time::Instant::now();
+    let limit = herd_lab::serve::SHUTDOWN_GRACE + Duration::from_secs(2);
+    let status = loop {
+        if let Some(status) = running.0.try_wait().expect("wait") {
+            break status;
+        }
+        assert!(
+            started.elapsed() < limit,
+            "still running {limit:?} after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success() || status.code().is_some(), "{status:?}");
 }
 
 #[test]

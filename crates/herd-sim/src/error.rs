@@ -94,7 +94,7 @@ impl fmt::Display for ScenarioError {
             (None, Some(line)) => write!(f, "line {line}: ")?,
             (None, None) => {}
         }
-        // Keep it to one line whatever the parser said.
+        // Keep it to one line whatever the parser said, and short whatever it quoted.
         let mut first = true;
         for part in self
             .message
@@ -105,7 +105,7 @@ impl fmt::Display for ScenarioError {
             if !first {
                 f.write_str("; ")?;
             }
-            f.write_str(part)?;
+            f.write_str(&shorten_values(part))?;
             first = false;
         }
         Ok(())
@@ -113,3 +113,65 @@ impl fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
+
+/// The longest word an error line quotes whole; longer ones are cut in the middle.
+const LONGEST_QUOTED: usize = 80;
+
+/// `line` with long values shortened, for an error message that quotes what it was given: a
+/// number written in more than 20 digits (`1e308` prints as 309) in scientific notation,
+/// any other word over 80 characters cut to its start and end with its length. A line
+/// without such values is returned as it is.
+///
+/// # Examples
+///
+/// ```
+/// use herd_sim::shorten_values;
+///
+/// assert_eq!(shorten_values(&format!("got {}", 1e308)), "got 1e308");
+/// let long = "x".repeat(100_000);
+/// let short = shorten_values(&format!("unknown rule `{long}`"));
+/// assert!(short.len() < 120 && short.contains("(100000 characters)"), "{short}");
+/// assert_eq!(shorten_values("got 0.5 (--rate)"), "got 0.5 (--rate)");
+/// ```
+#[must_use]
+pub fn shorten_values(line: &str) -> String {
+    if line.split(' ').all(|w| w.chars().count() <= 20) {
+        return line.to_owned();
+    }
+    line.split(' ')
+        .map(shorten_word)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn shorten_word(word: &str) -> String {
+    let chars = word.chars().count();
+    if chars <= 20 {
+        return word.to_owned();
+    }
+    // A long number, perhaps with punctuation around it (`[1000…0,` or `…0).`).
+    let number = word.trim_matches(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'));
+    if !number.is_empty()
+        && let Ok(x) = number.parse::<f64>()
+        && number.chars().filter(char::is_ascii_digit).count() > 20
+    {
+        return word.replacen(number, &format!("{x:e}"), 1);
+    }
+    if chars <= LONGEST_QUOTED {
+        return word.to_owned();
+    }
+    // Quotes and brackets stay around the value; its length is the value's own.
+    let quoted = |c: char| {
+        matches!(
+            c,
+            '\'' | '"' | '`' | '(' | ')' | '[' | ']' | ',' | ':' | ';'
+        )
+    };
+    let value = word.trim_matches(quoted);
+    let start = word.len() - word.trim_start_matches(quoted).len();
+    let (before, after) = (&word[..start], &word[start + value.len()..]);
+    let chars = value.chars().count();
+    let head: String = value.chars().take(40).collect();
+    let tail: String = value.chars().skip(chars.saturating_sub(16)).collect();
+    format!("{before}{head}…{tail}{after} ({chars} characters)")
+}

@@ -141,6 +141,26 @@ pub(crate) fn millis(field: &'static str, ms: f64) -> Result<Duration, ScenarioE
     })
 }
 
+/// Reads a list of outages, each exactly two numbers `[start_s, end_s]`: serde reads a
+/// fixed-size pair from a longer list and drops the rest, so `[0, 10, 20]` was `[0, 10]`.
+pub(crate) fn outage_pairs<'de, D>(deserializer: D) -> Result<Vec<[f64; 2]>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    use serde::Deserialize as _;
+    let lists = Vec::<Vec<f64>>::deserialize(deserializer)?;
+    lists
+        .into_iter()
+        .map(|list| match list[..] {
+            [start, end] => Ok([start, end]),
+            _ => Err(serde::de::Error::custom(format!(
+                "an outage is two numbers, [start_s, end_s]; got {} number(s)",
+                list.len()
+            ))),
+        })
+        .collect()
+}
+
 /// Outage intervals `[start_s, end_s)` in nanoseconds, sorted: each end a number of seconds
 /// (see [`nanos`]), each ending after it starts and starting before the horizon, and no two
 /// overlapping. Every model checks its outages here.
@@ -258,6 +278,24 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_outage_of_three_numbers_is_refused() {
+        #[derive(Debug, serde::Deserialize)]
+        struct Server {
+            #[serde(deserialize_with = "outage_pairs")]
+            #[allow(dead_code)]
+            outages: Vec<[f64; 2]>,
+        }
+        let err = toml::from_str::<Server>("outages = [[0, 10, 20]]").unwrap_err();
+        assert!(
+            err.message()
+                .contains("an outage is two numbers, [start_s, end_s]; got 3 number(s)"),
+            "{err}"
+        );
+        assert!(toml::from_str::<Server>("outages = [[0, 10], [30]]").is_err());
+        assert!(toml::from_str::<Server>("outages = [[0, 10], [20, 30]]").is_ok());
+    }
 
     #[test]
     fn outages_are_checked_alike_for_every_model_in_nanoseconds() {

@@ -36,6 +36,7 @@
 mod attempt_latency;
 mod budget;
 mod calendar;
+mod cancel;
 pub mod check;
 pub mod cohort;
 pub mod contention;
@@ -98,7 +99,8 @@ use herd::RuleName;
 #[doc = include_str!("../../../docs/storm.md")]
 pub mod guide {}
 
-pub use error::ScenarioError;
+pub use cancel::{Cancel, Cancelled};
+pub use error::{ScenarioError, shorten_values};
 pub use limits::Limits;
 pub use metrics::{RunResult, Series};
 pub use scenario::{Clients, Latency, LatencyDistribution, Pauses, Retry, Scenario, Server};

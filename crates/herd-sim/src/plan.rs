@@ -174,6 +174,17 @@ impl Plan {
         let steps_per_window = window_ns / step_ns;
 
         let horizon_ns = fields::nanos("horizon_s", s.horizon_s)?;
+        if window_ns > horizon_ns {
+            // Every figure per window (the peak after an outage, the chart's axis) would
+            // come from one window past the end of the run.
+            return Err(ScenarioError::field(
+                "window_ms",
+                format!(
+                    "a window of {} ms is longer than the horizon ({} s)",
+                    s.window_ms, s.horizon_s
+                ),
+            ));
+        }
         let steps = ceil_div(horizon_ns, step_ns);
         if steps == 0 {
             return Err(ScenarioError::field(
@@ -434,6 +445,19 @@ mod tests {
         assert_eq!(p.windows, 36_000);
         assert_eq!(p.outages, vec![(0, 100)]);
         assert_eq!(p.total_clients(), 2000);
+    }
+
+    /// A window of 10^12 ms over an hour ran, and reported a peak of 0 on an axis of
+    /// 0 to 10^9 s.
+    #[test]
+    fn a_window_longer_than_the_horizon_is_refused() {
+        let err = plan(|s| s.window_ms = 1e12).unwrap_err();
+        assert_eq!(err.field_name(), Some("window_ms"), "{err}");
+        assert!(
+            err.message().contains("longer than the horizon (3600 s)"),
+            "{err}"
+        );
+        assert!(plan(|s| s.window_ms = 3_600_000.0).is_ok());
     }
 
     #[test]

@@ -188,6 +188,7 @@ pub struct Server {
     /// A step with more arrivals than this serves none of them (0 = off).
     pub collapse_above: u64,
     /// `[start_s, end_s)` intervals in which every attempt fails.
+    #[serde(deserialize_with = "crate::fields::outage_pairs")]
     pub outages: Vec<[f64; 2]>,
     /// After an outage, capacity ramps linearly from 0 over this many seconds (0 = at once).
     pub warmup_s: f64,

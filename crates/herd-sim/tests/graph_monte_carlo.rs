@@ -119,8 +119,13 @@ fn absurd_runs_are_refused() {
     let exact = predict(&g, Options::default()).expect("prediction");
     let e = simulate(&g, Options::default(), &exact, 100_000_000, 1).expect_err("too big");
     assert!(e.to_string().contains("at most"), "{e}");
-    let e = simulate(&g, Options::default(), &exact, 0, 1).expect_err("zero");
-    assert!(e.to_string().contains("at least 1"), "{e}");
+    // Fewer requests than the standard error's batches: every standard error was 0, and one
+    // request "agreed within 4 standard errors".
+    for requests in [0, 1, 49] {
+        let e = simulate(&g, Options::default(), &exact, requests, 1).expect_err("too few");
+        assert!(e.to_string().contains("at least 50"), "{e}");
+    }
+    assert!(simulate(&g, Options::default(), &exact, 50, 1).is_ok());
 }
 
 /// A random DAG of 2..=5 services (`graphs::dag`) whose edges fail with probability 0, 0.1,

@@ -35,8 +35,9 @@ pub(crate) struct AmplifyArgs {
     /// Callers do not retry a failure marked "retries exhausted" by the layer below.
     #[arg(long)]
     layer_aware: bool,
-    /// Also run N entry requests with random failures and compare with the figures within
-    /// standard errors (run unasked, 200 000 requests, when the figures are approximate).
+    /// Also run N entry requests (at least 50) with random failures and compare with the
+    /// figures within standard errors (run unasked, 200 000 requests, when the figures are
+    /// approximate).
     #[arg(long, value_name = "N")]
     simulate: Option<u64>,
     /// Seed of the Monte Carlo run.
@@ -48,8 +49,7 @@ pub(crate) use super::args::Format;
 
 /// Reads and validates a graph file; every problem is bad input (exit 2).
 pub(crate) fn load_graph(path: &Path) -> CliResult<Graph> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+    let text = super::input_file::read_input(path, "graph")?;
     Graph::from_toml(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))
 }
 
@@ -195,9 +195,7 @@ pub(crate) fn run(args: &AmplifyArgs) -> CliResult {
         })
     });
     let simulation = match requests {
-        Some(n) => {
-            Some(simulate(&graph, options, &prediction, n.max(1), args.seed).map_err(input)?)
-        }
+        Some(n) => Some(simulate(&graph, options, &prediction, n, args.seed).map_err(input)?),
         None => None,
     };
     let report = build_report(

@@ -193,7 +193,7 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
                 "--chart: nothing to draw: no policy retries (or --no-storm)",
             ));
         }
-        file.create()?;
+        file.check()?;
     }
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());

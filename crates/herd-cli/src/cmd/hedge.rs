@@ -1,15 +1,17 @@
 //! `herd hedge`: what hedged requests do to the tail latency, and what they cost.
-use std::io::{self, BufWriter, IsTerminal, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use anyhow::Context;
 use clap::{Args, ValueEnum};
+use herd_sim::Cancel;
 use herd_sim::latency::{LatencyModel, LatencyResult, LatencyScenario};
-use indicatif::{ProgressBar, ProgressStyle};
 use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::cmd::args::check_seed;
+use crate::cmd::progress;
 use crate::cmd::storm::chart::ChartFile;
 use crate::error::{CliError, CliResult};
 
@@ -78,8 +80,7 @@ const MAX_UTILISATION: f64 = 2.0;
 fn load(args: &HedgeArgs) -> CliResult<LatencyScenario> {
     let mut scenario = match &args.scenario {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            let text = super::input_file::read_input(path, "scenario")?;
             LatencyScenario::from_toml(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?
         }
@@ -125,6 +126,16 @@ fn points(
         }
         let mut s = scenario.clone();
         s.traffic.rate_per_s = s.rate_at_utilisation(u);
+        // The rate is the flag's doing: name the flag (a tiny utilisation is a tiny rate).
+        if let Err(e) = LatencyModel::new(&s)
+            && e.field_name() == Some("traffic.rate_per_s")
+        {
+            return Err(CliError::input(format!(
+                "--utilisation {u} sets traffic.rate_per_s to {:e}: {}",
+                s.traffic.rate_per_s,
+                e.message()
+            )));
+        }
         out.push((Some(u), check(&s)?));
     }
     Ok(out)
@@ -142,42 +153,67 @@ struct Point {
 
 pub(crate) fn run(args: &HedgeArgs) -> CliResult {
     let chart = ChartFile::of("--chart", args.chart.as_deref())?;
+    if let Some(file) = chart {
+        file.check()?;
+    }
     let scenario = load(args)?;
     let models = points(args, &scenario)?;
     let policies = models[0].1.policies().len();
-    let total = (models.len() * policies) as u64;
-    let bar = if io::stderr().is_terminal() && total > 1 {
-        let bar = ProgressBar::new(total);
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} {pos}/{len} runs {wide_bar} {elapsed}")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
-    let seed = scenario.seed;
-    let points: Vec<Point> = models
-        .iter()
-        .map(|(u, model)| {
-            let runs: Vec<(LatencyResult, Vec<u64>)> = (0..policies)
-                .into_par_iter()
-                .map(|i| {
-                    let run = model.run_policy(i, seed).expect("index in range");
-                    bar.inc(1);
-                    run
-                })
-                .collect();
-            let (results, latencies) = runs.into_iter().unzip();
-            Point {
-                utilisation: *u,
-                rate_per_s: model.scenario().traffic.rate_per_s,
-                results,
-                latencies,
-            }
-        })
+    // Progress: the user requests each run has seen arrive, written by the engine every few
+    // thousand events, so that one long run moves the bar too.
+    let users = scenario.requests + scenario.warmup_requests;
+    let arrived: Vec<AtomicU64> = (0..models.len() * policies)
+        .map(|_| AtomicU64::new(0))
         .collect();
-    bar.finish_and_clear();
+    let finished = AtomicBool::new(false);
+    let seed = scenario.seed;
+    let never = Cancel::new();
+    let points: CliResult<Vec<Point>> = std::thread::scope(|scope| {
+        let bar = scope.spawn(|| {
+            progress::draw(
+                users * arrived.len() as u64,
+                "{spinner} {elapsed} [{bar:30}] {percent}% {msg}",
+                &finished,
+                || {
+                    let sum = arrived.iter().map(|a| a.load(Ordering::Relaxed)).sum();
+                    (sum, format!("{} runs", arrived.len()))
+                },
+            );
+        });
+        let points = models
+            .iter()
+            .enumerate()
+            .map(|(m, (u, model))| {
+                let runs = (0..policies)
+                    .into_par_iter()
+                    .map(|i| {
+                        let shown = Some(&arrived[m * policies + i]);
+                        match model.run_policy_until(i, seed, &never, shown) {
+                            Ok(Some(run)) => {
+                                arrived[m * policies + i].store(users, Ordering::Relaxed);
+                                Ok(run)
+                            }
+                            Ok(None) | Err(_) => {
+                                Err(CliError::Run(anyhow::anyhow!("policy {i} did not run")))
+                            }
+                        }
+                    })
+                    .collect::<CliResult<Vec<(LatencyResult, Vec<u64>)>>>()?;
+                let (results, latencies) = runs.into_iter().unzip();
+                Ok(Point {
+                    utilisation: *u,
+                    rate_per_s: model.scenario().traffic.rate_per_s,
+                    results,
+                    latencies,
+                })
+            })
+            .collect();
+        finished.store(true, Ordering::Release);
+        bar.thread().unpark();
+        let _ = bar.join();
+        points
+    });
+    let points = points?;
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match args.format {

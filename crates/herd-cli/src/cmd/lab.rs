@@ -13,10 +13,12 @@ use herd_lab::chain::{
 use herd_sim::graph::{Graph, Options, predict};
 use serde::Serialize;
 
+use self::shared::storm_error;
 use crate::cmd::amplify::{count, load_graph, name_width};
 use crate::cmd::args::{Format, csv_field};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
+use herd_lab::storm::descriptors::{self, Descriptors};
 
 pub(crate) mod shared;
 
@@ -134,6 +136,15 @@ struct JsonOut<'a> {
     results: &'a [Report<'a>],
 }
 
+/// Descriptors a chain needs: a listener per service, and per call edge (and the entry's
+/// own client) a connection in use and one idle in the client's pool, each a socket at
+/// both ends; calls are made one at a time, so no more are open at once.
+fn chain_descriptors(graph: &Graph) -> u64 {
+    let services = graph.services().len() as u64;
+    let edges = graph.edges().count() as u64;
+    descriptors::SPARE_DESCRIPTORS + services + 4 * (edges + 1)
+}
+
 fn run_chain(args: &ChainArgs) -> CliResult {
     let (graph, label) = match &args.graph {
         Some(path) => (load_graph(path)?, path.display().to_string()),
@@ -175,6 +186,18 @@ fn run_chain(args: &ChainArgs) -> CliResult {
             "--views {} would send about {requests:.3e} requests; at most {MAX_REQUESTS:.0e}",
             args.views
         )));
+    }
+    // Too few descriptors fail connections, which would read as a wrong count: refuse up
+    // front, as `lab storm` does.
+    let needed = chain_descriptors(&graph);
+    if let Descriptors::Raised { from, to } = descriptors::ensure_for(
+        needed,
+        &format!("{} services", graph.services().len()),
+        "use a smaller graph",
+    )
+    .map_err(storm_error)?
+    {
+        eprintln!("note: raised the open-file limit from {from} to {to} ({needed} needed)");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -14,7 +14,10 @@ use herd_sim::latency::LatencyScenario;
 use serde::Serialize;
 
 use crate::cmd::args::{Format, check_closed, check_seed, csv_field};
-use crate::cmd::lab::shared::{exit_on_verdicts, print_results, read_scenario, storm_error};
+use crate::cmd::interrupt::Interrupt;
+use crate::cmd::lab::shared::{
+    exit_on_verdicts, interrupted, print_results, read_scenario, storm_error, until_ctrl_c,
+};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
 
@@ -165,6 +168,7 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
     let done = AtomicU64::new(0);
     let finished = AtomicBool::new(false);
     let mut reports = Vec::new();
+    let interrupt = Interrupt::watch();
     let outcome = std::thread::scope(|scope| {
         scope.spawn(|| {
             progress::draw(
@@ -174,11 +178,13 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
                 || (done.load(Ordering::Relaxed), String::new()),
             );
         });
-        let outcome = (|| -> CliResult {
+        let outcome = (|| -> CliResult<bool> {
             for (i, policy) in policies.iter().enumerate() {
-                let report = runtime
-                    .block_on(lab.run_policy(i, &done))
-                    .map_err(lab_error)?;
+                let Some(report) = until_ctrl_c(&runtime, &interrupt, lab.run_policy(i, &done))
+                else {
+                    return Ok(true);
+                };
+                let report = report.map_err(lab_error)?;
                 if table {
                     writeln!(stdout, "\n== {policy}")?;
                     write!(stdout, "{}", report.render())?;
@@ -186,12 +192,12 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
                 }
                 reports.push(report);
             }
-            Ok(())
+            Ok(false)
         })();
         finished.store(true, Ordering::Release);
         outcome
     });
-    outcome?;
+    let stopped = outcome?;
     let json = JsonOut {
         scenario: lab.scenario(),
         time_scale: lab.time_scale(),
@@ -200,6 +206,9 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
     print_results(&mut stdout, args.format, &json, |out| {
         write_csv(out, &reports)
     })?;
+    if stopped {
+        return Err(interrupted(reports.len(), policies.len(), "policies"));
+    }
     exit_on_verdicts(
         reports.iter().map(|r| r.verdict.verdict),
         reports.len(),

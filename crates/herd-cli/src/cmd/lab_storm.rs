@@ -10,7 +10,10 @@ use herd_sim::Scenario;
 use serde::Serialize;
 
 use crate::cmd::args::{Format, check_closed};
-use crate::cmd::lab::shared::{exit_on_verdicts, print_results, read_scenario, storm_error};
+use crate::cmd::interrupt::Interrupt;
+use crate::cmd::lab::shared::{
+    exit_on_verdicts, interrupted, print_results, read_scenario, storm_error, until_ctrl_c,
+};
 use crate::cmd::progress;
 use crate::error::CliResult;
 
@@ -126,6 +129,8 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
         )?;
     }
     let mut reports = Vec::new();
+    let mut stopped = false;
+    let interrupt = Interrupt::watch();
     for (i, lab) in labs.iter().enumerate() {
         let spinner = progress::spinner(format!(
             "lab storm: run {} of {}, rule {}, seed {}",
@@ -134,8 +139,12 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
             lab.rule(),
             lab.seed()
         ));
-        let report = runtime.block_on(lab.run());
+        let report = until_ctrl_c(&runtime, &interrupt, lab.run());
         spinner.finish_and_clear();
+        let Some(report) = report else {
+            stopped = true;
+            break;
+        };
         let report = report.map_err(storm_error)?;
         if table {
             writeln!(stdout, "\n== {}", report.rule)?;
@@ -151,6 +160,9 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
     print_results(&mut stdout, args.format, &json, |out| {
         write_csv(out, &reports)
     })?;
+    if stopped {
+        return Err(interrupted(reports.len(), labs.len(), "runs"));
+    }
     exit_on_verdicts(
         reports
             .iter()

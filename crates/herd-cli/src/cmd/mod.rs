@@ -3,6 +3,8 @@ pub(crate) mod amplify;
 pub(crate) mod args;
 pub(crate) mod check;
 pub(crate) mod hedge;
+pub(crate) mod input_file;
+pub(crate) mod interrupt;
 pub(crate) mod lab;
 pub(crate) mod lab_hedge;
 pub(crate) mod lab_storm;

@@ -1,6 +1,6 @@
 //! Progress for long work, drawn on stderr only when it is a terminal: a pipe or a test
 //! sees nothing. A spinner for work of unknown length (`lab storm`, `lab chain`), a bar for
-//! work counted in units (`storm`, `sweep`) that appears once the work has taken half a
+//! work counted in units (`storm`, `sweep`, `hedge`) that appears once the work has taken half a
 //! second.
 use std::io::{self, IsTerminal};
 use std::sync::atomic::{AtomicBool, Ordering};

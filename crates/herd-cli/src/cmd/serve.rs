@@ -1,10 +1,12 @@
 //! `herd serve`: the interactive page on loopback.
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
 use herd_lab::serve::{self, ServeLimits};
 
+use super::args::check_closed;
 use crate::error::{CliError, CliResult};
 
 /// Serve the interactive page: pick a rule and watch the load.
@@ -26,15 +28,14 @@ pub(crate) struct ServeArgs {
     /// Open the page in the default browser; a failure to open is only a note.
     #[arg(long)]
     open: bool,
-    /// Simulations that may run at once; more requests get 503 until one finishes.
+    /// Simulations that may run at once (1 to 1024); more requests get 503 until one
+    /// finishes.
     #[arg(long, default_value_t = ServeLimits::default().max_concurrent, value_name = "N")]
     max_concurrent: usize,
 }
 
 pub(crate) fn run(args: &ServeArgs) -> CliResult {
-    if args.max_concurrent == 0 {
-        return Err(CliError::input("--max-concurrent must be at least 1"));
-    }
+    check_closed("max_concurrent", args.max_concurrent, 1, MAX_CONCURRENT)?;
     let addr = resolve(&args.host, args.port)?;
     let loopback = addr.ip().is_loopback();
     if !loopback {
@@ -53,7 +54,7 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("binding {addr}"))?;
@@ -69,8 +70,20 @@ pub(crate) fn run(args: &ServeArgs) -> CliResult {
         .await
         .context("serving the page")?;
         Ok::<(), CliError>(())
-    })
+    });
+    // Requests still open were dropped at the end of the grace, and their simulations
+    // cancelled; one that cannot stop (a storm, bounded to a second or two) is not waited
+    // for beyond this.
+    runtime.shutdown_timeout(EXIT_GRACE);
+    served
 }
+
+/// Most simulations `--max-concurrent` may allow: far more than the cores of any machine.
+const MAX_CONCURRENT: usize = 1024;
+
+/// How long the command waits, after the server stopped, for simulations to notice their
+/// cancellation before it exits anyway.
+const EXIT_GRACE: Duration = Duration::from_millis(500);
 
 /// The address to bind: `--host` as an address, or a name resolved (loopback first, so that
 /// `localhost` binds 127.0.0.1 or ::1 rather than whatever the resolver lists first).

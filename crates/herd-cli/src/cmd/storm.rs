@@ -1,5 +1,4 @@
 //! `herd storm`: what each retry rule does to a recovering server.
-use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -11,6 +10,7 @@ use herd_sim::{
 };
 use rayon::prelude::*;
 
+use super::interrupt::Interrupt;
 use super::progress;
 use crate::error::{CliError, CliResult};
 
@@ -43,7 +43,8 @@ pub(crate) struct StormArgs {
     /// Seed of the first run; defaults to the scenario's seed.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
-    /// Run seeds S..S+K-1 in parallel and report mean, min and max.
+    /// Run seeds S..S+K-1 in parallel and report mean, min and max (1 to 100 000; only
+    /// the first seed's run keeps its per-window series, in the table, chart and JSON).
     #[arg(long, value_name = "K", default_value_t = 1)]
     runs: u32,
     /// Clients in the burst (overrides `clients.count`; capacity is not scaled unless
@@ -155,9 +156,7 @@ fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
             (scenario, "default scenario".to_owned())
         }
         Some(path) => {
-            let text = fs::read_to_string(path).map_err(|e| {
-                CliError::input(format!("cannot read scenario {}: {e}", path.display()))
-            })?;
+            let text = super::input_file::read_input(path, "scenario")?;
             let engine = Engine::from(args.engine);
             // `--pauses` before the check: it decides whether the rules' times must be whole
             // steps.
@@ -235,12 +234,12 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
     let chart_file = chart::ChartFile::of("--chart", args.chart.as_deref())?;
     if let Some(path) = &args.scenario {
         // `model = "metastable"` or `"contention"` runs another model (storm/models.rs).
-        let text = fs::read_to_string(path).map_err(|e| {
-            CliError::input(format!("cannot read scenario {}: {e}", path.display()))
-        })?;
+        let text = super::input_file::read_input(path, "scenario")?;
         if models::run(args, path, &text)? {
             return Ok(());
         }
+    } else {
+        models::storm_only(args)?;
     }
     let (scenario, name) = scenario(args)?;
     let variants = throttled(args, &scenario, &name)?;
@@ -319,13 +318,20 @@ fn run_one(
     })?;
 
     if let Some(file) = chart_file {
-        file.create()?;
+        file.check()?;
     }
     let rules = sim.rules();
     let seeds: Vec<u64> = (0..u64::from(args.runs))
         .map(|k| scenario.seed.wrapping_add(k))
         .collect();
-    let results = run_all(&sim, &rules, &seeds)?;
+    let interrupt = Interrupt::watch();
+    let results = run_all(&sim, &rules, &seeds, &interrupt)?;
+    let total = rules.len() * seeds.len();
+    // After Ctrl-C: the rules that finished a run, and only those.
+    let rules: Vec<RuleName> = rules
+        .into_iter()
+        .filter(|r| results.iter().any(|x| x.rule == *r))
+        .collect();
 
     if let Some(file) = chart_file {
         let first: Vec<&RunResult> = rules
@@ -340,12 +346,25 @@ fn run_one(
         Format::Json => output::json(out, scenario, &rules, &results)?,
         Format::Csv => output::csv(out, &results)?,
     }
+    out.flush()?;
+    if results.len() < total {
+        return Err(CliError::Run(anyhow::anyhow!(
+            "interrupted after {} of {total} runs",
+            results.len()
+        )));
+    }
     Ok(())
 }
 
-/// Runs every rule with every seed in parallel, in the order rule-major, seed-minor.
+/// Runs every rule with every seed in parallel, in the order rule-major, seed-minor; after
+/// Ctrl-C (`interrupt`), the runs not yet started are left out.
 /// Shows a progress bar on a terminal when the runs take more than a moment.
-fn run_all(sim: &Simulation, rules: &[RuleName], seeds: &[u64]) -> CliResult<Vec<RunResult>> {
+fn run_all(
+    sim: &Simulation,
+    rules: &[RuleName],
+    seeds: &[u64],
+    interrupt: &Interrupt,
+) -> CliResult<Vec<RunResult>> {
     let jobs: Vec<(RuleName, u64)> = rules
         .iter()
         .flat_map(|&r| seeds.iter().map(move |&s| (r, s)))
@@ -359,17 +378,34 @@ fn run_all(sim: &Simulation, rules: &[RuleName], seeds: &[u64]) -> CliResult<Vec
             .par_iter()
             .zip(&done)
             .map(|(&(rule, seed), share)| {
-                sim.run_with_progress(rule, seed, |f| {
+                if interrupt.is_set() {
+                    return Ok(None);
+                }
+                let run = sim.run_with_progress(rule, seed, |f| {
                     share.store((f * 1000.0) as u32, Ordering::Relaxed);
-                })
+                });
+                run.map(|r| Some(keep_series_of_first(r, seeds[0])))
             })
-            .collect::<Result<Vec<_>, _>>();
+            .collect::<Result<Vec<_>, _>>()
+            .map(|runs| runs.into_iter().flatten().collect());
         finished.store(true, Ordering::Release);
         bar.thread().unpark();
         let _ = bar.join();
         results
     });
     results.map_err(CliError::input)
+}
+
+/// A run's result as kept until the output: its figures, and its series (the load in each
+/// window, hundreds of kilobytes an hour's run) only for the first seed, the only run the
+/// table and the chart draw. So memory and `--format json` grow by a few hundred bytes a
+/// run, not by its series: 100 000 runs of the default scenario once took 6 GB.
+fn keep_series_of_first(mut result: RunResult, first_seed: u64) -> RunResult {
+    if result.seed != first_seed {
+        result.series.arrivals = Vec::new();
+        result.series.served = Vec::new();
+    }
+    result
 }
 
 /// Draws a bar on stderr until `finished` (see [`progress::draw`]): each run counts 1000.

@@ -1,6 +1,5 @@
 //! `herd sweep`: a grid of scenario fields × rules × seeds, in parallel, as a table and a
 //! heat map.
-use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -127,9 +126,7 @@ fn base(args: &SweepArgs) -> CliResult<(Value, String)> {
             "default scenario".to_owned(),
         )),
         Some(path) => {
-            let text = fs::read_to_string(path).map_err(|e| {
-                CliError::input(format!("cannot read scenario {}: {e}", path.display()))
-            })?;
+            let text = super::input_file::read_input(path, "scenario")?;
             let value = toml::from_str::<toml::Table>(&text).map_err(|e| {
                 CliError::input(format!(
                     "{}: {}",
@@ -228,7 +225,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     }
 
     for file in [heatmap, chart].into_iter().flatten() {
-        file.create()?;
+        file.check()?;
     }
     let rows = run_all(&sweep)?;
 

@@ -31,6 +31,14 @@ impl ApiError {
         }
     }
 
+    /// 408: the request's body did not arrive in time (the connection is closed after it).
+    pub fn timed_out(message: impl Into<String>) -> Self {
+        Self {
+            status: StatusCode::REQUEST_TIMEOUT,
+            message: message.into(),
+        }
+    }
+
     /// 503: every simulation slot is taken; the client should come back shortly.
     pub fn busy(message: impl Into<String>) -> Self {
         Self {
@@ -59,8 +67,15 @@ impl std::error::Error for ApiError {}
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let busy = self.status == StatusCode::SERVICE_UNAVAILABLE;
-        let body = axum::Json(serde_json::json!({ "error": self.message }));
+        let message = herd_sim::shorten_values(&self.message);
+        let body = axum::Json(serde_json::json!({ "error": message }));
         let mut response = (self.status, body).into_response();
+        if self.status == StatusCode::REQUEST_TIMEOUT {
+            // The body was not read to its end: the connection cannot carry another request.
+            response
+                .headers_mut()
+                .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        }
         if busy {
             // A retry library's page should say when to come back.
             response

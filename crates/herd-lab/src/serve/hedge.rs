@@ -14,7 +14,7 @@
 //! with a 400 naming `requests`.
 use herd_sim::latency::{LatencyModel, LatencyResult, LatencyScenario, tail};
 use herd_sim::model::{self, MODEL_KEY, Model};
-use herd_sim::{Limits, ScenarioError};
+use herd_sim::{Cancel, Limits, ScenarioError};
 use serde::{Deserialize, Serialize};
 use toml::Value;
 
@@ -287,9 +287,23 @@ impl HedgeRequest {
     ///
     /// A 400 [`ApiError`] for a bad parameter, or when the run would exceed the page's cap.
     pub fn run(&self) -> Result<HedgeAnswer, ApiError> {
+        self.run_until(&Cancel::new())
+    }
+
+    /// Checks the request and the scenario it describes, through the model interface as
+    /// `herd hedge` and `herd sweep` check a scenario (`model::check`, which estimates the
+    /// run's events and refuses what the page's cap does not allow): the chosen policy's
+    /// index, the requests to measure, whether they were cut, and the checked model. Cheap:
+    /// nothing runs.
+    ///
+    /// # Errors
+    ///
+    /// A 400 [`ApiError`] naming the parameter at fault (`utilisation` for a rate whose run
+    /// would cover more simulated time, or take more events, than allowed).
+    pub fn model(&self) -> Result<(usize, u64, bool, LatencyModel), ApiError> {
         let (chosen, requests, capped) = self.check()?;
         let limits = Limits {
-            // Per policy; the five together are bounded by `check`.
+            // Events per policy; the five policies' copies together are bounded by `check`.
             max_run_attempts: MAX_HEDGE_COPIES,
             ..Limits::interactive()
         };
@@ -299,11 +313,24 @@ impl HedgeRequest {
         let latency = checked
             .as_any()
             .downcast_ref::<LatencyModel>()
-            .ok_or_else(|| ApiError::internal("the hedge tree did not give the latency model"))?;
+            .ok_or_else(|| ApiError::internal("the hedge tree did not give the latency model"))?
+            .clone();
+        Ok((chosen, requests, capped, latency))
+    }
+
+    /// [`HedgeRequest::run`], stopped between two policies' events when `cancel` is set
+    /// (the client left, the server is stopping, or the page's time limit passed).
+    ///
+    /// # Errors
+    ///
+    /// As [`HedgeRequest::run`]; a 503 when cancelled (nobody reads it).
+    pub fn run_until(&self, cancel: &Cancel) -> Result<HedgeAnswer, ApiError> {
+        let (chosen, requests, capped, latency) = self.model()?;
         let mut results = Vec::with_capacity(POLICIES.len());
         for index in 0..POLICIES.len() {
             let (result, latencies) = latency
-                .run_policy(index, self.seed)
+                .run_policy_until(index, self.seed, cancel, None)
+                .map_err(|e| ApiError::busy(e.to_string()))?
                 .ok_or_else(|| ApiError::internal("a policy of the tree is missing"))?;
             results.push((result, tail(&latencies, TAIL_POINTS)));
         }

@@ -6,7 +6,9 @@
 //! waiting* (a busy server answers 503 with `Retry-After` rather than building a queue; the
 //! page's own requests are few) and runs on the blocking pool.
 use std::sync::Arc;
+use std::time::Duration;
 
+use herd_sim::Cancel;
 use tokio::sync::Semaphore;
 
 use super::error::ApiError;
@@ -60,7 +62,15 @@ pub struct ServeLimits {
     pub max_connections: usize,
     /// A connection whose request headers have not all arrived within this is closed, so a
     /// half-sent request cannot hold a connection (or shutdown) for ever.
-    pub header_read_timeout: std::time::Duration,
+    pub header_read_timeout: Duration,
+    /// A request whose body has not all arrived within this (counted from when its handler
+    /// starts reading it, not between bytes) gets 408 and its connection is closed, so a
+    /// body sent a byte at a time cannot hold a connection.
+    pub body_read_timeout: Duration,
+    /// A simulation still running after this is cancelled and answered 503: the most
+    /// wall-clock time one request may take of a simulation slot (the work caps keep the
+    /// page's own requests far below it).
+    pub max_run_time: Duration,
 }
 
 impl Default for ServeLimits {
@@ -70,30 +80,49 @@ impl Default for ServeLimits {
             max_concurrent: 2,
             any_host: false,
             max_connections: 64,
-            header_read_timeout: std::time::Duration::from_secs(10),
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            max_run_time: Duration::from_secs(10),
         }
     }
 }
 
-/// Admission to the blocking pool: at most `max_concurrent` simulations at once.
+/// Admission to the blocking pool: at most `max_concurrent` simulations at once, each for
+/// at most `max_run_time`.
 #[derive(Clone, Debug)]
 pub(crate) struct Gate {
     permits: Arc<Semaphore>,
     size: usize,
+    max_run_time: Duration,
+}
+
+/// Sets its flag when dropped: the handler that waits for a simulation is dropped when its
+/// client goes away or the server shuts down, and the simulation then stops.
+struct CancelOnDrop(Cancel);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
 }
 
 impl Gate {
-    pub(crate) fn new(size: usize) -> Self {
+    pub(crate) fn new(size: usize, max_run_time: Duration) -> Self {
         Self {
-            permits: Arc::new(Semaphore::new(size)),
+            // Past tokio's ceiling the semaphore panics; nobody runs that many anyway.
+            permits: Arc::new(Semaphore::new(size.min(Semaphore::MAX_PERMITS))),
             size,
+            max_run_time,
         }
     }
 
-    /// Runs `work` on the blocking pool if a slot is free, else answers 503 at once.
+    /// Runs `work` on the blocking pool if a slot is free, else answers 503 at once. `work`
+    /// is handed a flag that is set when the answer is no longer wanted: the wait dropped
+    /// (the client left, the server is shutting down) or past `max_run_time` (then 503). The
+    /// slot is held until `work` returns, so a simulation that ignores the flag still counts.
     pub(crate) async fn run<T, F>(&self, work: F) -> Result<T, ApiError>
     where
-        F: FnOnce() -> Result<T, ApiError> + Send + 'static,
+        F: FnOnce(&Cancel) -> Result<T, ApiError> + Send + 'static,
         T: Send + 'static,
     {
         let Ok(permit) = Arc::clone(&self.permits).try_acquire_owned() else {
@@ -102,14 +131,25 @@ impl Gate {
                 self.size
             )));
         };
-        let joined = tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            work()
-        })
+        let cancel = Cancel::new();
+        let guard = CancelOnDrop(cancel.clone());
+        let joined = tokio::time::timeout(
+            self.max_run_time,
+            tokio::task::spawn_blocking(move || {
+                let _permit = permit;
+                work(&cancel)
+            }),
+        )
         .await;
+        drop(guard);
         match joined {
-            Ok(result) => result,
-            Err(e) => Err(ApiError::internal(format!("simulation failed: {e}"))),
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => Err(ApiError::internal(format!("simulation failed: {e}"))),
+            Err(_) => Err(ApiError::busy(format!(
+                "the simulation took longer than the page's limit of {} s and was stopped; \
+                 ask for less work",
+                self.max_run_time.as_secs_f64()
+            ))),
         }
     }
 }

@@ -16,18 +16,22 @@
 //! | `POST /api/hedge` | [`hedge::HedgeRequest`] → [`hedge::HedgeAnswer`] |
 //!
 //! The API is meant for one person's browser, but it is still a server: it validates every
-//! parameter (a 400 names the field), caps the work one request may ask for, limits body
-//! sizes (413) and the simulations running at once (503 with `Retry-After`), and runs them
-//! on the blocking pool so the page stays responsive. The command binds to loopback unless
+//! parameter (a 400 names the field), caps the work one request may ask for before it takes
+//! a simulation slot, limits body sizes (413) and the time a body may take to arrive (408),
+//! limits the simulations running at once (503 with `Retry-After`), and runs them on the
+//! blocking pool so the page stays responsive; a simulation whose client left, or that ran
+//! past [`ServeLimits::max_run_time`], is cancelled (docs/page-and-lab.md lists the limits). The command binds to loopback unless
 //! told otherwise, and then answers only requests addressed to loopback (a guard against DNS
 //! rebinding).
 use std::future::Future;
 use std::io;
+use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, Request, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use herd::RuleName;
+use herd_sim::Cancel;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -59,12 +63,14 @@ use limits::Gate;
 #[derive(Clone, Debug)]
 struct AppState {
     gate: Gate,
+    body_read_timeout: Duration,
 }
 
 /// The page and its API.
 pub fn router(limits: ServeLimits) -> Router {
     let state = AppState {
-        gate: Gate::new(limits.max_concurrent),
+        gate: Gate::new(limits.max_concurrent, limits.max_run_time),
+        body_read_timeout: limits.body_read_timeout,
     };
     let api = Router::new()
         .route("/rules", get(rules_info))
@@ -139,8 +145,9 @@ pub(crate) trait Scene: DeserializeOwned + Send + 'static {
         Ok(())
     }
 
-    /// Computes the answer (CPU work: called off the executor).
-    fn answer(&self) -> Result<Self::Answer, ApiError>;
+    /// Computes the answer (CPU work: called off the executor), stopping early when
+    /// `cancel` is set (the answer is no longer wanted) if the scene's engine can.
+    fn answer(&self, cancel: &Cancel) -> Result<Self::Answer, ApiError>;
 }
 
 /// `Scene` for a request whose method `$answer` checks it and computes the scene, and whose
@@ -154,24 +161,48 @@ macro_rules! scene {
                 self.$check().map(drop)
             })?
 
-            fn answer(&self) -> Result<$answer_type, ApiError> {
+            fn answer(&self, _cancel: &Cancel) -> Result<$answer_type, ApiError> {
                 self.$answer()
             }
         }
     };
 }
 
+// The storm's engine has no cancel flag: its work cap keeps a run to a second or two.
 scene!(storm::StormRequest => storm::StormAnswer, run, checked by check);
 scene!(six::SixRequest => six::SixTimeline, run);
 scene!(dots::DotsRequest => dots::Dots, compute);
 scene!(layers::LayersRequest => layers::Layers, compute);
-scene!(hedge::HedgeRequest => hedge::HedgeAnswer, run, checked by check);
+
+impl Scene for hedge::HedgeRequest {
+    type Answer = hedge::HedgeAnswer;
+
+    /// Everything but the run: the page's ranges, and the model's own check of the
+    /// scenario, work estimate included.
+    fn precheck(&self) -> Result<(), ApiError> {
+        self.model().map(drop)
+    }
+
+    fn answer(&self, cancel: &Cancel) -> Result<hedge::HedgeAnswer, ApiError> {
+        self.run_until(cancel)
+    }
+}
 
 async fn scene<R: Scene>(
     State(state): State<AppState>,
-    ApiJson(request): ApiJson<R>,
+    request: Request,
 ) -> Result<Json<R::Answer>, ApiError> {
+    let read = tokio::time::timeout(
+        state.body_read_timeout,
+        ApiJson::<R>::from_request(request, &()),
+    );
+    let ApiJson(request) = read.await.map_err(|_| {
+        ApiError::timed_out(format!(
+            "request body not received within {} s",
+            state.body_read_timeout.as_secs_f64()
+        ))
+    })??;
     request.precheck()?;
-    let result = state.gate.run(move || request.answer()).await?;
+    let result = state.gate.run(move |cancel| request.answer(cancel)).await?;
     Ok(Json(result))
 }

@@ -181,8 +181,13 @@ pub fn simulate(
     requests: u64,
     seed: u64,
 ) -> Result<MonteCarlo, GraphError> {
-    if requests == 0 {
-        return Err(GraphError("--simulate must be at least 1".to_owned()));
+    if requests < BATCHES {
+        // Fewer requests than batches leave batches empty: the standard errors would be
+        // zero, and any simulated mean would "agree" within the floor of one request.
+        return Err(GraphError(format!(
+            "--simulate must be at least {BATCHES} (the standard errors come from {BATCHES} \
+             batches of requests), got {requests}"
+        )));
     }
     let calls = expected.total() * requests as f64;
     if calls > MAX_SIMULATED_CALLS {

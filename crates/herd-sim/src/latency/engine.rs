@@ -6,6 +6,7 @@
 //! takes its completion out at once), and hedge timers in runs that are already sorted
 //! (timers scheduled while the delay does not shrink come due in the order they were set).
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use herd::budget::{Budget, RetryBudget};
@@ -16,6 +17,7 @@ use herd::rng::{Rng, SplitMix64};
 use super::draws::{Pauses, arrivals_of, service_time, stream};
 use super::report::LatencyResult;
 use super::scenario::{Plan, Policy, PolicyKind};
+use crate::cancel::{Cancel, Cancelled};
 
 /// Independent streams of one seed: arrivals, routing and service times, then one per
 /// server for its pauses. Arrivals and pauses do not depend on the policy, so every policy of
@@ -586,8 +588,24 @@ impl World<'_> {
     }
 }
 
+/// Events between two looks at the cancel flag: a few microseconds of work.
+const CANCEL_CHECK_EVERY: u64 = 4096;
+
 /// Runs one policy of a checked scenario.
 pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
+    run_until(plan, policy, &Cancel::new(), None)
+        .unwrap_or_else(|Cancelled| unreachable!("a flag nobody else holds was set"))
+}
+
+/// Runs one policy of a checked scenario, unless `cancel` is set first: it is read every
+/// [`CANCEL_CHECK_EVERY`] events, when `arrived` (for a progress bar) is given the user
+/// requests arrived so far.
+pub(crate) fn run_until(
+    plan: &Plan,
+    policy: &Policy,
+    cancel: &Cancel,
+    arrived_so_far: Option<&AtomicU64>,
+) -> Result<(LatencyResult, Vec<u64>), Cancelled> {
     let budget = policy.budget_percent.map(|percent| {
         // The scenario's check kept `percent` in [0, 1000], which the budget accepts.
         crate::budget::on_fake_clock(percent)
@@ -626,7 +644,17 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
     let mut arrivals = arrivals_of(plan);
     let mut arrived = 0u64;
     let mut next_arrival = arrivals.next();
+    let mut events = 0u64;
     loop {
+        events += 1;
+        if events % CANCEL_CHECK_EVERY == 0 {
+            if cancel.is_cancelled() {
+                return Err(Cancelled);
+            }
+            if let Some(shown) = arrived_so_far {
+                shown.store(arrived, Ordering::Relaxed);
+            }
+        }
         let done = world.completions.first();
         let (timer, run) = if timed {
             world.timers.first()
@@ -660,5 +688,5 @@ pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
         world.cancelled,
         world.busy_ns as f64 / (f64::from(plan.servers) * elapsed as f64),
     );
-    (result, world.latencies)
+    Ok((result, world.latencies))
 }

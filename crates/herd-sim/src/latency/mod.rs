@@ -78,6 +78,8 @@ mod model;
 mod report;
 mod scenario;
 
+use std::sync::atomic::AtomicU64;
+
 use rayon::prelude::*;
 
 pub use crate::budget::BUDGET_WINDOW;
@@ -85,10 +87,11 @@ pub use engine::{LEARNING_MIN_SAMPLES, LEARNING_WINDOW};
 pub use model::METRICS;
 pub use report::{LatencyResult, nearest_rank, tail};
 pub use scenario::{
-    Distribution, Hiccups, LatencyScenario, MAX_FAN_OUT, MAX_REQUESTS, MAX_SERVERS, PolicyKind,
-    PolicySpec, Servers, Service, Traffic,
+    Distribution, Hiccups, LatencyScenario, MAX_EVENTS, MAX_FAN_OUT, MAX_REQUESTS, MAX_SERVERS,
+    MAX_SPAN_S, PolicyKind, PolicySpec, Servers, Service, Traffic,
 };
 
+use crate::cancel::{Cancel, Cancelled};
 use crate::error::ScenarioError;
 
 /// A checked latency scenario, ready to run.
@@ -145,19 +148,78 @@ impl LatencyModel {
         Some(engine::run(&plan, policy))
     }
 
-    /// The number of sub-requests (copies included) one run sends at most, for estimating
-    /// work: requests × fan-out × the largest `max_copies`.
+    /// Runs policy number `index` with `seed` as [`LatencyModel::run_policy`] does, unless
+    /// `cancel` is set before it finishes (the engine looks every few thousand events, and
+    /// then writes the user requests arrived so far, warm-up included, to `arrived` when
+    /// given: a progress bar's count, out of `requests + warmup_requests`).
+    ///
+    /// # Errors
+    ///
+    /// [`Cancelled`] when the flag stopped the run; `Ok(None)` when there is no such policy.
+    pub fn run_policy_until(
+        &self,
+        index: usize,
+        seed: u64,
+        cancel: &Cancel,
+        arrived: Option<&AtomicU64>,
+    ) -> Result<Option<(LatencyResult, Vec<u64>)>, Cancelled> {
+        let Some(policy) = self.plan.policies.get(index) else {
+            return Ok(None);
+        };
+        let plan = scenario::Plan {
+            seed,
+            ..self.plan.clone()
+        };
+        engine::run_until(&plan, policy, cancel, arrived).map(Some)
+    }
+
+    /// The events one policy's run takes, estimated before it runs (the costliest policy's:
+    /// arrivals, copies sent and answered, the servers' pauses), for bounding work; never
+    /// above [`MAX_EVENTS`], which the scenario's check enforces.
     #[must_use]
     pub fn work_estimate(&self) -> u64 {
-        let copies = self
-            .plan
-            .policies
-            .iter()
-            .map(|p| p.max_copies)
-            .max()
-            .unwrap_or(1);
-        (self.plan.requests + self.plan.warmup)
-            .saturating_mul(u64::from(self.plan.fan_out))
-            .saturating_mul(u64::from(copies))
+        self.plan.estimate().events
+    }
+
+    /// The field whose change shrinks [`LatencyModel::work_estimate`] most.
+    #[must_use]
+    pub fn work_field(&self) -> &'static str {
+        self.plan.estimate().events_field
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cancelled_run_stops_without_a_result() {
+        let model = LatencyModel::new(&LatencyScenario::default()).expect("default");
+        let cancel = Cancel::new();
+        cancel.cancel();
+        assert_eq!(
+            model
+                .run_policy_until(0, 1, &cancel, None)
+                .map(|r| r.is_some()),
+            Err(Cancelled)
+        );
+        let small = LatencyScenario {
+            requests: 2_000,
+            warmup_requests: 0,
+            ..LatencyScenario::default()
+        };
+        let model = LatencyModel::new(&small).expect("small");
+        let arrived = AtomicU64::new(0);
+        let ran = model
+            .run_policy_until(1, 7, &Cancel::new(), Some(&arrived))
+            .expect("not cancelled");
+        assert_eq!(ran, model.run_policy(1, 7));
+        // Written every 4096 events: some of the 2000 requests, never more.
+        let shown = arrived.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(shown > 0 && shown <= 2_000, "{shown}");
+        assert_eq!(
+            model.run_policy_until(99, 7, &Cancel::new(), None),
+            Ok(None)
+        );
     }
 }

@@ -6,7 +6,7 @@ use toml::Value;
 
 use super::{LatencyModel, LatencyScenario};
 use crate::error::ScenarioError;
-use crate::limits::Limits;
+use crate::limits::{self, Limits};
 use crate::model::{self, Metrics, Model, Variant};
 
 /// The metrics of one run, in order.
@@ -30,17 +30,14 @@ impl Model for LatencyModel {
     fn check(tree: &Value, limits: &Limits) -> Result<Self, ScenarioError> {
         let scenario: LatencyScenario = model::from_tree(tree, &[])?;
         let checked = LatencyModel::new(&scenario)?;
-        if checked.work_estimate() > limits.max_run_attempts {
-            return Err(ScenarioError::field(
-                "requests",
-                format!(
-                    "a run may send {} copies, more than the {} this run allows: fewer requests, \
-                     a smaller fan-out or fewer copies",
-                    checked.work_estimate(),
-                    limits.max_run_attempts
-                ),
-            ));
-        }
+        let field = checked.work_field();
+        limits::within(
+            checked.work_estimate(),
+            limits.max_run_attempts,
+            "events",
+            field,
+            super::scenario::advice(field),
+        )?;
         Ok(checked)
     }
 

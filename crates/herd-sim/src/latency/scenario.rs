@@ -2,6 +2,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::ScenarioError;
+use crate::limits;
 
 /// The most user requests one run may measure (latencies are kept to compute exact
 /// percentiles: 8 bytes each).
@@ -10,6 +11,14 @@ pub const MAX_REQUESTS: u64 = 20_000_000;
 pub const MAX_SERVERS: u32 = 100_000;
 /// The widest fan-out.
 pub const MAX_FAN_OUT: u32 = 10_000;
+/// The most events one policy's run may take, estimated before it starts (arrivals, copies
+/// sent and answered, and the servers' pauses drawn): at tens of millions of events a second,
+/// a few minutes of one core. A run estimated past it is refused, naming the field that
+/// makes it so.
+pub const MAX_EVENTS: u64 = 10_000_000_000;
+/// The longest stretch of simulated time a run may cover, in seconds (about three years):
+/// times are whole nanoseconds, and a run that long is a typo (a rate of `1e-300`).
+pub const MAX_SPAN_S: f64 = 1e8;
 
 /// A latency scenario. Every field is optional; the defaults are a fan-out at moderate load
 /// where hiccups make the tail: 600 user requests a second, each needing 10 sub-requests,
@@ -415,7 +424,7 @@ impl LatencyScenario {
                 cancel_losers: p.cancel_losers,
             });
         }
-        Ok(Plan {
+        let plan = Plan {
             seed: self.seed,
             requests,
             warmup,
@@ -428,6 +437,163 @@ impl LatencyScenario {
             hiccup_every_ns: (every > 0.0).then_some(every * 1e9),
             hiccup_ns: ms_to_ns(pause),
             policies,
-        })
+        };
+        let estimate = plan.estimate();
+        if estimate.span_s > MAX_SPAN_S {
+            return Err(ScenarioError::field(
+                estimate.span_field,
+                format!(
+                    "the run would cover about {:.3e} s of simulated time, more than the \
+                     {MAX_SPAN_S:e} s a run may ({})",
+                    estimate.span_s,
+                    advice(estimate.span_field)
+                ),
+            ));
+        }
+        limits::within(
+            estimate.events,
+            MAX_EVENTS,
+            "events",
+            estimate.events_field,
+            advice(estimate.events_field),
+        )?;
+        Ok(plan)
+    }
+}
+
+/// How to shrink a run through `field`.
+pub(crate) fn advice(field: &str) -> &'static str {
+    match field {
+        "traffic.rate_per_s" => "a higher rate or fewer requests",
+        "hiccups.every_s" => "longer up-times between pauses, shorter pauses, or no hiccups",
+        "service.mean_ms" => "shorter service times, more servers or fewer requests",
+        _ => "fewer requests, a smaller fan-out or fewer copies",
+    }
+}
+
+/// What a run will cost, estimated from its checked plan before it starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Estimate {
+    /// Events of the costliest policy: arrivals, copies sent and answered, pauses drawn.
+    pub(crate) events: u64,
+    /// The field that contributes most of them.
+    pub(crate) events_field: &'static str,
+    /// Simulated seconds the run covers: the arrivals' span, or the time the servers need
+    /// for the work sent (pauses included) when that is longer.
+    pub(crate) span_s: f64,
+    /// The field that makes the span what it is.
+    pub(crate) span_field: &'static str,
+}
+
+impl Plan {
+    /// The run's cost, from its means (an estimate, not a bound: a run's draws scatter around
+    /// it by a few percent). Every copy costs a dispatch and an answer (a hedge timer at
+    /// most one more); a server draws one pause per up-time and pause
+    /// (`every + pause`) of the simulated span, and its span is at least the work sent to it
+    /// divided by the share of time it is up.
+    pub(crate) fn estimate(&self) -> Estimate {
+        let users = (self.requests + self.warmup) as f64;
+        let copies_each = self
+            .policies
+            .iter()
+            .map(|p| p.max_copies)
+            .max()
+            .unwrap_or(1);
+        let copies = users * f64::from(self.fan_out) * f64::from(copies_each);
+        let arrivals_ns = users * self.interarrival_ns;
+        let work_ns = copies * self.service_mean_ns / f64::from(self.servers);
+        let (busy_ns, pauses) = match self.hiccup_every_ns {
+            Some(every) => {
+                let cycle = every + self.hiccup_ns as f64;
+                let busy = work_ns * cycle / every;
+                let span = arrivals_ns.max(busy);
+                (busy, f64::from(self.servers) * span / cycle)
+            }
+            None => (work_ns, 0.0),
+        };
+        let span_s = arrivals_ns.max(busy_ns) / 1e9;
+        let span_field = if arrivals_ns >= busy_ns {
+            "traffic.rate_per_s"
+        } else if self.hiccup_every_ns.is_some() && busy_ns > 2.0 * work_ns {
+            "hiccups.every_s"
+        } else {
+            "service.mean_ms"
+        };
+        let others = users + 3.0 * copies;
+        let events_field = if pauses > others {
+            "hiccups.every_s"
+        } else {
+            "requests"
+        };
+        Estimate {
+            // `as` saturates: an infinite estimate is `u64::MAX`, past any limit.
+            events: (others + pauses).ceil() as u64,
+            events_field,
+            span_s,
+            span_field,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(edit: impl FnOnce(&mut LatencyScenario)) -> ScenarioError {
+        let mut scenario = LatencyScenario::default();
+        edit(&mut scenario);
+        scenario.plan().expect_err("refused before it runs")
+    }
+
+    /// A rate of 1e-300 passed the "above 0" check and the run never ended: its arrivals
+    /// were spread over 10^300 s, and the pauses in between drawn one by one.
+    #[test]
+    fn a_vanishing_rate_is_refused_naming_the_rate() {
+        for rate in [1e-300, 1e-320, 1e-5] {
+            let err = refusal(|s| s.traffic.rate_per_s = rate);
+            assert_eq!(err.field_name(), Some("traffic.rate_per_s"), "{err}");
+            assert!(err.message().contains("1e8 s"), "{err}");
+        }
+    }
+
+    /// Up-times of 1 ns between 100 ms pauses made each 1 ms of service take 10^5 s and a
+    /// million pauses: the run never ended.
+    #[test]
+    fn pauses_that_leave_no_time_to_work_are_refused_naming_the_hiccups() {
+        let err = refusal(|s| s.hiccups.every_s = 1e-9);
+        assert_eq!(err.field_name(), Some("hiccups.every_s"), "{err}");
+        let err = refusal(|s| {
+            s.hiccups.every_s = 1e-7;
+            s.hiccups.pause_ms = 1e-6;
+        });
+        assert_eq!(err.field_name(), Some("hiccups.every_s"), "{err}");
+        assert!(err.message().contains(&MAX_EVENTS.to_string()), "{err}");
+    }
+
+    #[test]
+    fn too_many_copies_are_refused_naming_the_requests() {
+        let err = refusal(|s| {
+            s.requests = MAX_REQUESTS;
+            s.traffic.fan_out = MAX_FAN_OUT;
+            s.traffic.rate_per_s = 1e9;
+        });
+        assert_eq!(err.field_name(), Some("requests"), "{err}");
+    }
+
+    /// The estimate is of the right size: the default run's events are its arrivals and
+    /// copies (a few pauses), within the copies the costliest policy may send.
+    #[test]
+    fn the_default_estimate_counts_arrivals_and_copies() {
+        let plan = LatencyScenario::default().plan().expect("default runs");
+        let estimate = plan.estimate();
+        let users = 220_000.0;
+        let copies = users * 10.0 * 3.0;
+        let events = estimate.events as f64;
+        assert!(events >= users + 3.0 * copies, "{estimate:?}");
+        assert!(events < users + 3.0 * copies + 1000.0, "{estimate:?}");
+        assert!(
+            (estimate.span_s - users / 600.0).abs() < 1e-6,
+            "{estimate:?}"
+        );
     }
 }

@@ -70,6 +70,7 @@ pub struct SlowingServer {
     pub knee_queue: u64,
     /// `[start_s, end_s)` intervals in which the server is unreachable: attempts sent then are
     /// lost (the client learns it at its timeout) and the server does no work.
+    #[serde(deserialize_with = "crate::fields::outage_pairs")]
     pub outages: Vec<[f64; 2]>,
     /// Mitigation, a bounded queue (admission control by queue length): an attempt that
     /// finds this many waiting is refused at once, and its client learns it at once (0 =

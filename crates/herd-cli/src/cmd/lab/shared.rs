@@ -1,7 +1,6 @@
 //! What `herd lab storm` and `herd lab hedge` share: reading the scenario, the lab's errors,
 //! and the exit a run's verdicts lead to.
 use std::fmt::Display;
-use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -10,6 +9,7 @@ use herd_lab::storm::{LabStormError, Verdict};
 use serde::Serialize;
 
 use crate::cmd::args::Format;
+use crate::cmd::interrupt::Interrupt;
 use crate::error::{CliError, CliResult};
 
 /// A lab command's scenario and the name it prints: the file at `path`, or the built-in
@@ -26,9 +26,7 @@ pub(crate) fn read_scenario<T, E: Display>(
             builtin_name.to_owned(),
         )),
         Some(path) => {
-            let text = fs::read_to_string(path).map_err(|e| {
-                CliError::input(format!("cannot read scenario {}: {e}", path.display()))
-            })?;
+            let text = crate::cmd::input_file::read_input(path, "scenario")?;
             let scenario =
                 parse(&text).map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             Ok((scenario, path.display().to_string()))
@@ -92,4 +90,31 @@ pub(crate) fn print_results<W: Write>(
         Format::Csv => write_csv(out)?,
     }
     Ok(())
+}
+
+/// Runs `work` on `runtime` unless Ctrl-C comes first (then `None`, and `work` is dropped:
+/// its servers and clients stop with it), so that a lab prints the runs that finished. One
+/// [`Interrupt`] watches for the whole command, so a Ctrl-C between two runs is not lost.
+pub(crate) fn until_ctrl_c<T>(
+    runtime: &tokio::runtime::Runtime,
+    interrupt: &Interrupt,
+    work: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    runtime.block_on(async {
+        tokio::select! {
+            done = work => Some(done),
+            () = async {
+                while !interrupt.is_set() {
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            } => None,
+        }
+    })
+}
+
+/// The error a lab ends with after Ctrl-C, once it printed what finished (as `lab chain`).
+pub(crate) fn interrupted(finished: usize, total: usize, what: &str) -> CliError {
+    CliError::Run(anyhow::anyhow!(
+        "interrupted after {finished} of {total} {what}"
+    ))
 }

@@ -4,7 +4,7 @@
 //! Text is drawn with a small DejaVu Sans subset bundled in the binary (see
 //! `crates/herd-cli/assets/README.md`), so PNG charts work on a machine without fonts.
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::anyhow;
@@ -64,16 +64,54 @@ impl<'a> ChartFile<'a> {
         .transpose()
     }
 
-    /// Creates the file before anything is simulated, so that a path that cannot be written
-    /// fails at once, naming the flag.
-    pub(crate) fn create(self) -> Result<(), CliError> {
-        fs::File::create(self.path).map(drop).map_err(|e| {
+    /// Checks, before anything is simulated, that the chart can be written: a temporary file
+    /// beside it can be created (and is removed again), and the path is not a folder. The
+    /// chart itself is left as it is until the drawing has succeeded ([`render`]).
+    pub(crate) fn check(self) -> Result<(), CliError> {
+        let fail = |why: String| {
             CliError::input(format!(
-                "{}: cannot write {}: {e}",
+                "{}: cannot write {}: {why}",
                 self.flag,
                 self.path.display()
             ))
-        })
+        };
+        if self.path.is_dir() {
+            return Err(fail("it is a folder".to_owned()));
+        }
+        let temp = self.temp_path();
+        fs::File::create(&temp).map_err(|e| fail(e.to_string()))?;
+        let _ = fs::remove_file(&temp);
+        Ok(())
+    }
+
+    /// Where the chart is drawn before it is renamed into place: a hidden file beside it
+    /// (the same file system, so the rename is atomic), with the same extension (the PNG
+    /// encoder goes by it).
+    pub(crate) fn temp_path(self) -> PathBuf {
+        let name = self
+            .path
+            .file_name()
+            .map_or_else(|| "chart".into(), |n| n.to_string_lossy().into_owned());
+        let ext = match self.kind {
+            Kind::Svg => "svg",
+            Kind::Png => "png",
+        };
+        self.path
+            .with_file_name(format!(".{name}.{}.partial.{ext}", std::process::id()))
+    }
+
+    /// Moves a finished drawing at [`ChartFile::temp_path`] into place, or removes it when
+    /// drawing failed: the chart is replaced whole or not at all.
+    pub(crate) fn finish(self, drawn: anyhow::Result<()>) -> anyhow::Result<()> {
+        let temp = self.temp_path();
+        let placed = drawn.and_then(|()| {
+            fs::rename(&temp, self.path)
+                .map_err(|e| anyhow!("{}: moving the chart into place: {e}", self.flag))
+        });
+        if placed.is_err() {
+            let _ = fs::remove_file(&temp);
+        }
+        placed
     }
 }
 
@@ -109,13 +147,17 @@ pub(crate) fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
 /// with the bundled font:
 /// `$draw` is generic drawing code over `$root`, the whole drawing area, written once and
 /// compiled for both backends. An error names the option and the file.
+///
+/// The drawing goes to a temporary file beside the chart, renamed into place once it is
+/// complete: an interrupted or failed drawing leaves the old chart as it was.
 macro_rules! render {
     ($file:expr, $size:expr, |$root:ident| $draw:expr) => {{
         use anyhow::Context as _;
         let file: $crate::cmd::storm::chart::ChartFile<'_> = $file;
-        let path = file.path;
         $crate::cmd::storm::chart::font()?;
-        match file.kind {
+        let temp = file.temp_path();
+        let path = temp.as_path();
+        let drawn = (|| match file.kind {
             $crate::cmd::storm::chart::Kind::Svg => {
                 let $root = plotters::prelude::SVGBackend::new(path, $size).into_drawing_area();
                 $draw?;
@@ -126,8 +168,9 @@ macro_rules! render {
                 $draw?;
                 $root.present().map_err(|e| anyhow::anyhow!("{e}"))
             }
-        }
-        .with_context(|| format!("{}: drawing {}", file.flag, path.display()))
+        })()
+        .with_context(|| format!("{}: drawing {}", file.flag, file.path.display()));
+        file.finish(drawn)
     }};
 }
 pub(crate) use render;

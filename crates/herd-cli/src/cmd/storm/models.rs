@@ -120,12 +120,14 @@ pub(crate) fn run(args: &StormArgs, path: &Path, text: &str) -> CliResult<bool> 
     Ok(true)
 }
 
-/// The storm's flags are the storm's own; `Ok(false)`: run the storm.
-fn storm_only(args: &StormArgs) -> CliResult<bool> {
+/// The storm's flags are the storm's own; `Ok(false)`: run the storm. The default
+/// scenario (no file) is the storm too.
+pub(crate) fn storm_only(args: &StormArgs) -> CliResult<bool> {
     if args.models.sweep_offered.is_some() || args.models.sweep_clients.is_some() {
         return Err(CliError::input(
-            "--sweep-offered and --sweep-clients apply to model = \"metastable\" and \
-             \"contention\"; use `herd sweep` for the storm",
+            "--sweep-offered and --sweep-clients vary the open-loop arrivals of \
+             model = \"metastable\" and the clients of \"contention\"; the storm has \
+             neither: use `herd sweep` to vary it",
         ));
     }
     Ok(false)

@@ -119,7 +119,12 @@ pub(crate) fn write(
     results: &[RunResult],
 ) -> io::Result<()> {
     let several = results.len() > rules.len();
-    let runs = results.len() / rules.len().max(1);
+    // The most runs of one rule (all rules have as many, unless Ctrl-C cut the runs short).
+    let runs = rules
+        .iter()
+        .map(|r| results.iter().filter(|x| x.rule == *r).count())
+        .max()
+        .unwrap_or(0);
     let first: Vec<&RunResult> = rules
         .iter()
         .filter_map(|r| results.iter().find(|x| x.rule == *r))
@@ -160,6 +165,8 @@ pub(crate) fn write(
     ]];
     for (rule, one) in rules.iter().zip(&first) {
         let s = summarise(*rule, results);
+        // Each rule's own runs: after Ctrl-C, rules may have finished different numbers.
+        let runs = s.runs;
         rows.push(vec![
             rule.to_string(),
             cell(s.served, runs, number, ""),
