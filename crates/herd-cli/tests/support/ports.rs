@@ -78,7 +78,10 @@ pub fn matches_herd_rules(program: &str, pre: &[&str]) {
                 let ours = run(env!("CARGO_BIN_EXE_herd"), &["rules"], &args);
                 let theirs = run(program, pre, &args);
                 assert_eq!(ours.lines().count(), 40);
-                assert_eq!(ours, theirs, "{program}: rule {rule}, seed {seed}, {params:?}");
+                assert_eq!(
+                    ours, theirs,
+                    "{program}: rule {rule}, seed {seed}, {params:?}"
+                );
                 compared += 1;
             }
         }
