@@ -28,6 +28,13 @@ func TestDeriveIsTheMixedSeed(t *testing.T) {
 			t.Fatalf("%v: got %#x, want %#x", c, got, want)
 		}
 	}
+	// docs/rng.md's check values.
+	if got := Derive(1, 1).NextU64(); got != 0x7B863400BC026A40 {
+		t.Fatalf("derive(1, 1): %#x", got)
+	}
+	if got := Derive(7, 4).NextU64(); got != 0x8172296E9634BEE3 {
+		t.Fatalf("derive(7, 4): %#x", got)
+	}
 	if Derive(1, 1).NextU64() == Derive(1, 2).NextU64() {
 		t.Fatal("two streams of one seed begin alike")
 	}

@@ -2,8 +2,8 @@
 //! hedge timers, cancellation.
 //!
 //! Events run in (time, order scheduled). They are kept where that order is cheap to find:
-//! each server's one pending completion in a tournament tree (a copy stopped in service
-//! takes its completion out at once), and hedge timers in runs that are already sorted
+//! each server's one pending event in a tournament tree (a completion, or the end of a
+//! pause with copies waiting; a copy stopped in service takes its completion out at once), and hedge timers in runs that are already sorted
 //! (timers scheduled while the delay does not shrink come due in the order they were set).
 use std::collections::VecDeque;
 use std::time::Duration;
