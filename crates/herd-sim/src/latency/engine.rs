@@ -3,8 +3,9 @@
 //!
 //! Events run in (time, order scheduled). They are kept where that order is cheap to find:
 //! each server's one pending event in a tournament tree (a completion, or the end of a
-//! pause with copies waiting; a copy stopped in service takes its completion out at once), and hedge timers in runs that are already sorted
-//! (timers scheduled while the delay does not shrink come due in the order they were set).
+//! pause with copies waiting; a copy stopped in service takes its completion out at once),
+//! and hedge timers in runs that are already sorted (timers scheduled while the delay does
+//! not shrink come due in the order they were set).
 use std::collections::VecDeque;
 use std::time::Duration;
 
@@ -135,8 +136,10 @@ impl Server {
 /// it was scheduled in, then (for a completion) its server, which never decides the order
 /// (no two events share a `seq`) but rides along. `NEVER` is no event.
 ///
-/// `seq` fits its 47 bits: a run makes at most 9 events per sub-request (5 completions,
-/// 4 timers), and at most 2·10⁷ × 2 requests × 10⁴ sub-requests, 3.6·10¹² < 2⁴⁷ events.
+/// `seq` fits its 47 bits: a run makes at most 14 events per sub-request (5 completions,
+/// 4 timers, and 5 ends of pauses: a server that waits out a pause then starts a copy, or
+/// drops cancelled ones, so it waits at most once per copy), and at most
+/// 2·10⁷ × 2 requests × 10⁴ sub-requests, 5.6·10¹² < 2⁴⁷ events.
 type Key = u128;
 const NEVER: Key = Key::MAX;
 const SERVER_BITS: u32 = 17;
