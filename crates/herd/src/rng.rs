@@ -170,8 +170,11 @@ impl SplitMix64 {
 
     /// A generator for an independent sub-stream, derived from this seed and a stream number.
     ///
-    /// The derived seed is the first output of `SplitMix64::new(seed ^ stream.rotate_left(32))`
-    /// mixed once more; use it to give each run of a sweep its own reproducible stream.
+    /// The derived generator's seed is the first output of
+    /// `SplitMix64::new(seed ^ stream.rotate_left(32))`: a hash of both, so the sub-streams
+    /// of one seed start at unrelated places of SplitMix64's cycle, where seeds a few
+    /// multiples of its increment apart would make one sequence shifted by a few draws
+    /// (`docs/rng.md`).
     #[must_use]
     pub fn derive(seed: u64, stream: u64) -> Self {
         let mut mixer = SplitMix64::new(seed ^ stream.rotate_left(32));
@@ -248,6 +251,15 @@ mod tests {
         for want in expected {
             assert_eq!(rng.next_u64(), want);
         }
+    }
+
+    /// docs/rng.md's check values, which the Python and Go ports are held to as well.
+    #[test]
+    fn derive_matches_the_documented_check_values() {
+        assert_eq!(SplitMix64::derive(1, 1).next_u64(), 0x7B86_3400_BC02_6A40);
+        assert_eq!(SplitMix64::derive(7, 4).next_u64(), 0x8172_296E_9634_BEE3);
+        let mixed = SplitMix64::new(7 ^ (4 << 32)).next_u64();
+        assert_eq!(SplitMix64::derive(7, 4), SplitMix64::new(mixed));
     }
 
     #[test]

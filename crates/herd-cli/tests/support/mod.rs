@@ -2,6 +2,8 @@
 //! what it printed, and the paths of shipped scenarios and scratch files.
 #![allow(dead_code)] // each test binary uses its own share of these
 
+pub mod ports;
+
 use std::path::PathBuf;
 use std::process::{Command, Output};
 

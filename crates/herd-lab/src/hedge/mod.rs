@@ -68,8 +68,12 @@ pub const MAX_SEEDS: u32 = 200;
 /// Simulated seeds by default.
 pub const DEFAULT_SEEDS: u32 = 30;
 
-/// Seed stream of the clients' routing (the arrivals are the simulator's).
-const ROUTING: u64 = 1 << 40;
+/// Seed streams of the clients' routing, one a sub-request from here (the arrivals are the
+/// simulator's). Below 2³² with every user and sub-request the bounds allow (2·10⁵), as
+/// every stream number of the latency model, so that `SplitMix64::derive` never seeds two
+/// of them alike (docs/rng.md).
+const ROUTING: u64 = 1 << 24;
+const _: () = assert!(ROUTING + MAX_REQUESTS * MAX_FAN_OUT as u64 <= 1 << 32);
 
 /// The delay of a percentile policy before its first window has enough samples: in the
 /// model no copy is hedged then, so the lab waits longer than any run.

@@ -3,8 +3,9 @@
 //!
 //! Each server keeps the model's timeline exactly, in scenario nanoseconds since the run's
 //! epoch (real time over the time scale): a copy that arrives at `a` starts at `max(a, when
-//! the previous copy finished)`, takes a service time drawn at its start, and is stopped by
-//! every pause in between, as `herd_sim::latency` defines it (docs/model.md). The pauses are
+//! the previous copy finished)`, or when the pause under way then ends (a paused server
+//! starts nothing), takes a service time drawn at its start, and is stopped by every pause
+//! in between, as `herd_sim::latency` defines it (docs/model.md). The pauses are
 //! the simulator's own for the seed ([`herd_sim::latency::draws::Pauses`]), so the lab's
 //! servers pause when the simulated ones do. The worker sleeps until that ideal finish
 //! and answers; a late timer delays the answer but not the next copy's start, so the lateness
@@ -160,7 +161,9 @@ async fn work(
     let mut free_at = 0u64;
     while let Some(job) = queue.recv().await {
         // The model's timeline, in scenario nanoseconds.
-        let start = law.to_scenario(job.arrived).max(free_at);
+        // A paused server starts nothing: the copy starts when the pause ends.
+        let ready = law.to_scenario(job.arrived).max(free_at);
+        let start = pauses.paused_until(ready).unwrap_or(ready);
         let finish_scenario = pauses.finish(start, law.service(&mut service));
         free_at = finish_scenario;
         let finish = law.to_real(finish_scenario);

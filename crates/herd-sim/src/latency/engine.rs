@@ -2,9 +2,10 @@
 //! hedge timers, cancellation.
 //!
 //! Events run in (time, order scheduled). They are kept where that order is cheap to find:
-//! each server's one pending completion in a tournament tree (a copy stopped in service
-//! takes its completion out at once), and hedge timers in runs that are already sorted
-//! (timers scheduled while the delay does not shrink come due in the order they were set).
+//! each server's one pending event in a tournament tree (a completion, or the end of a
+//! pause with copies waiting; a copy stopped in service takes its completion out at once),
+//! and hedge timers in runs that are already sorted (timers scheduled while the delay does
+//! not shrink come due in the order they were set).
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -14,17 +15,10 @@ use herd::clock::FakeClock;
 use herd::hedge::{LatencyHistogram, MAX_COPIES};
 use herd::rng::{Rng, SplitMix64};
 
-use super::draws::{Pauses, arrivals_of, service_time, stream};
+use super::draws::{Pauses, ROUTING, SERVICE, arrivals_of, service_time, stream};
 use super::report::LatencyResult;
 use super::scenario::{Plan, Policy, PolicyKind};
 use crate::cancel::{Cancel, Cancelled};
-
-/// Independent streams of one seed: arrivals, routing and service times, then one per
-/// server for its pauses. Arrivals and pauses do not depend on the policy, so every policy of
-/// a scenario meets the same users and the same hiccups (common random numbers).
-/// The streams of routing and service times (arrivals and pauses: `draws`).
-const ROUTING: u64 = 2;
-const SERVICE: u64 = 3;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CopyState {
@@ -120,6 +114,9 @@ impl<T> std::ops::IndexMut<u32> for Slab<T> {
 struct Server {
     queue: VecDeque<u64>,
     busy: Option<u64>,
+    /// Paused with copies waiting: its pending event is the end of the pause, when it
+    /// takes the next copy, not a completion.
+    resuming: bool,
     /// When the copy in service started.
     busy_since: u64,
     pauses: Pauses,
@@ -130,6 +127,7 @@ impl Server {
         Self {
             queue: VecDeque::new(),
             busy: None,
+            resuming: false,
             busy_since: 0,
             pauses: Pauses::of_plan(plan, index),
         }
@@ -140,8 +138,10 @@ impl Server {
 /// it was scheduled in, then (for a completion) its server, which never decides the order
 /// (no two events share a `seq`) but rides along. `NEVER` is no event.
 ///
-/// `seq` fits its 47 bits: a run makes at most 9 events per sub-request (5 completions,
-/// 4 timers), and at most 2·10⁷ × 2 requests × 10⁴ sub-requests, 3.6·10¹² < 2⁴⁷ events.
+/// `seq` fits its 47 bits: a run makes at most 14 events per sub-request (5 completions,
+/// 4 timers, and 5 ends of pauses: a server that waits out a pause then starts a copy, or
+/// drops cancelled ones, so it waits at most once per copy), and at most
+/// 2·10⁷ × 2 requests × 10⁴ sub-requests, 5.6·10¹² < 2⁴⁷ events.
 type Key = u128;
 const NEVER: Key = Key::MAX;
 const SERVER_BITS: u32 = 17;
@@ -419,16 +419,27 @@ impl World<'_> {
         s.live += 1;
         let copy = copy_id(sub, k);
         let srv = &mut self.servers[server as usize];
-        if srv.busy.is_none() {
-            // An idle server's queue is empty: the copy goes straight to service.
-            self.try_start(server, copy);
-        } else {
-            srv.queue.push_back(copy);
+        srv.queue.push_back(copy);
+        if srv.busy.is_none() && !srv.resuming {
+            // The server was idle, its queue empty: it starts the copy, unless paused.
+            self.start_next(server);
         }
     }
 
     /// The server takes the next copy from its queue that is still wanted, or goes idle.
+    /// A paused server starts nothing: with copies waiting, it takes the next when the
+    /// pause ends (Dean and Barroso's tied requests cancel when a server *begins* a copy,
+    /// and a paused process dequeues nothing).
     fn start_next(&mut self, server: u32) {
+        let srv = &mut self.servers[server as usize];
+        if !srv.queue.is_empty()
+            && let Some(end) = srv.pauses.paused_until(self.now)
+        {
+            srv.resuming = true;
+            self.seq += 1;
+            self.completions.set(server, key(end, self.seq, server));
+            return;
+        }
         while let Some(copy) = self.servers[server as usize].queue.pop_front() {
             if self.try_start(server, copy) {
                 return;
@@ -437,7 +448,8 @@ impl World<'_> {
         self.completions.set(server, NEVER);
     }
 
-    /// Starts serving `copy` on the idle `server` if it is still wanted; otherwise drops it.
+    /// Starts serving `copy` on the idle, running `server` if it is still wanted; otherwise
+    /// drops it.
     fn try_start(&mut self, server: u32, copy: u64) -> bool {
         let (sub, k) = copy_parts(copy);
         let s = &self.subs[sub];
@@ -491,6 +503,17 @@ impl World<'_> {
         let s = &self.subs[sub];
         if s.done && s.live == 0 && s.timers == 0 {
             self.subs.remove(sub);
+        }
+    }
+
+    /// The server's pending event: a completion, or the end of a pause with copies waiting.
+    fn on_server_event(&mut self, server: u32) {
+        let srv = &mut self.servers[server as usize];
+        if srv.resuming {
+            srv.resuming = false;
+            self.start_next(server);
+        } else {
+            self.on_done(server);
         }
     }
 
@@ -675,7 +698,7 @@ pub(crate) fn run_until(
             world.on_hedge_timer(sub);
         } else {
             world.now = key_time(done);
-            world.on_done(key_server(done));
+            world.on_server_event(key_server(done));
         }
     }
     let elapsed = world.now.max(world.stopped_until).max(1);

@@ -17,25 +17,30 @@
 //!   sub-requests, all sent at its arrival; its **latency** is the time until its last
 //!   sub-request is answered.
 //! - **Servers**: `servers.count` servers, each with its own FIFO queue, serving one copy at a
-//!   time. A copy goes to a server drawn uniformly at random; a further copy of the same
-//!   sub-request goes to a server that sub-request has not used (while there is one).
+//!   time. Each sub-request's first copy goes to a server drawn uniformly at random (two
+//!   sub-requests of one user request may meet on one server); a further copy of the same
+//!   sub-request goes to a server drawn among those it has not used (while there is one).
 //! - **Service**: a copy takes a time drawn when it starts service: `constant`,
 //!   `exponential` or `lognormal` with mean `service.mean_ms` (and shape `sigma`).
 //! - **Hiccups**: each server runs for an exponential time of mean `hiccups.every_s`, then
 //!   pauses for `hiccups.pause_ms` (garbage collection, a background job), and so on; a pause
-//!   stops the copy in service too, which resumes when the pause ends.
+//!   stops the copy in service too, which resumes when the pause ends. A paused server
+//!   starts nothing: a copy that reaches it waits until the pause ends (a stopped process
+//!   dequeues nothing, and tied requests cancel when a server begins a copy).
 //! - **Policies**, one result row each:
 //!   - `none`: one copy per sub-request;
 //!   - `delay`: while no copy has answered, a further copy every `delay_ms`, up to
 //!     `max_copies` in all;
-//!   - `percentile`: the same with the delay at the `quantile` of recent sub-request
-//!     latencies, learned by herd's own [`LatencyHistogram`](herd::hedge::LatencyHistogram)
-//!     over windows of 1 s with at least 100 samples (no hedge until a window has them);
+//!   - `percentile`: the same with the delay at the `quantile` of recent latencies, learned
+//!     by herd's own [`LatencyHistogram`](herd::hedge::LatencyHistogram) over windows of 1 s
+//!     with at least 100 samples (no hedge until a window has them); each answered
+//!     sub-request records its winning copy's own latency, from when that copy was sent (as
+//!     the library's hedge and tower's record it);
 //!   - `tied`: two copies at once to two servers; when one starts service the other is
 //!     cancelled (Dean and Barroso's tied requests);
 //!   - `budget_percent` adds herd's [`RetryBudget`](herd::budget::RetryBudget) (that
 //!     percentage of sub-requests over 10 s, no reserve), which each hedge must pass.
-//!   - `cancel_losers` (default true): once a copy answers, the others leave their queues
+//!   - `cancel_losers` (default false): once a copy answers, the others leave their queues
 //!     and stop in service. When false they run to the end, as wasted work.
 //!
 //! Every copy occupies a queue and a server like any request. Events at the same
@@ -52,8 +57,8 @@
 //!
 //! # Randomness
 //!
-//! One seed, split into streams: arrivals, routing, service times, and one per server for
-//! its pauses. Arrivals and pauses do not depend on the policy, so every policy of a run
+//! One seed, split into streams (`SplitMix64::derive(seed, n)`, docs/rng.md): arrivals,
+//! routing, service times, and one per server for its pauses, none overlapping another. Arrivals and pauses do not depend on the policy, so every policy of a run
 //! meets the same users and the same hiccups. Exponential draws are `−mean · ln(1 − u)`,
 //! normal draws Box–Muller, both through libm (`ln`, `exp`, `cos`), so their last bits may
 //! differ across platforms.

@@ -1,0 +1,3 @@
+module herdtools
+
+go 1.19
