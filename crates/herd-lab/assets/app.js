@@ -1191,7 +1191,7 @@ function showCheck() {
 
 // One policy: its values in herd's terms, then each field read, set on a line or defaulted.
 function policyBlock(p) {
-  const wrap = el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `${p.name}: translation (scrolls sideways)` });
+  const wrap = el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `${p.name} (line ${p.line}): translation (scrolls sideways)` });
   const table = el("table", { class: "results translation" });
   table.appendChild(el("caption", {}, `${p.name} (line ${p.line}) in herd's terms`));
   const tbody = table.createTBody();
@@ -1227,8 +1227,8 @@ function policyBlock(p) {
 // One policy's storm beside the fix: the figures side by side, the notes, a small chart.
 function stormBlock(run, i, storm) {
   const box = el("div", { class: "check-storm", "data-index": String(i) });
-  box.appendChild(el("h3", {}, `${run.name} (line ${run.line}) in the storm`));
-  const wrap = el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `${run.name}: storm beside the fix (scrolls sideways)` });
+  box.appendChild(el("h2", {}, `${run.name} (line ${run.line}) in the storm`));
+  const wrap = el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `${run.name} (line ${run.line}): storm beside the fix (scrolls sideways)` });
   const table = el("table", { class: "results storm-compare" });
   const outage = storm.outages.map(([a, b]) => `${fmtNumber(b - a)} s`).join(", ") || "none";
   table.appendChild(el("caption", {}, `${storm.clients} clients, an outage of ${outage}, seed ${storm.seed}; the fix: ${run.fix_summary}`));
