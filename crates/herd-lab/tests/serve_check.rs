@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use support::PageServer;
 
-/// A gRPC config written as the guide advises: three attempts, gRPC's own ±20 % jitter, a
+/// A gRPC config written as the guide advises: three attempts, gRPC's own full jitter, a
 /// retry throttle.
 const GOOD: &str = r#"{
   "methodConfig": [{
@@ -83,9 +83,10 @@ async fn a_good_config_is_translated_with_each_field_set_or_default() {
     assert_eq!(answer["system"], "grpc");
     assert_eq!(answer["detected"], true);
     let policy = &answer["policies"][0];
-    assert_eq!(policy["name"], "shop.Cart");
+    assert_eq!(policy["name"], "shop.Cart/*");
     assert_eq!(policy["max_attempts"], 3);
-    assert_eq!(policy["backoff"]["rule"], "grpc");
+    // gRPC draws each pause uniformly below the current backoff: full jitter.
+    assert_eq!(policy["backoff"]["rule"], "full");
     assert_eq!(policy["backoff"]["base_ms"], 200.0);
     assert_eq!(policy["timeout_ms"], 5000.0);
     assert_eq!(policy["throttle"]["kind"], "grpc");
@@ -181,7 +182,7 @@ async fn bad_fields_are_400s_naming_them() {
         (json!({ "text": GOOD, "format": "nginx" }), "format: unknown system"),
         (json!({ "text": "hello: world\n" }), "format: cannot tell"),
         (json!({ "text": "  \n" }), "text: empty"),
-        (json!({ "text": GOOD, "colour": 1 }), "unknown field `colour`"),
+        (json!({ "text": GOOD, "colour": 1 }), "colour: unknown field `colour`"),
         (
             json!({ "text": "x".repeat(MAX_CHECK_TEXT_BYTES + 1) }),
             "text: 65537 bytes",
