@@ -1233,7 +1233,7 @@ function stormBlock(run, i, storm) {
   const outage = storm.outages.map(([a, b]) => `${fmtNumber(b - a)} s`).join(", ") || "none";
   table.appendChild(el("caption", {}, `${storm.clients} clients, an outage of ${outage}, seed ${storm.seed}; the fix: ${run.fix_summary}`));
   const head = table.createTHead().insertRow();
-  for (const h of ["", "as configured", "with the fix"]) head.appendChild(el("th", { scope: "col" }, h));
+  for (const h of ["figure", "as configured", "with the fix"]) head.appendChild(el("th", { scope: "col" }, h));
   const tbody = table.createTBody();
   const rows = [
     ["served", (o) => `${o.served} of ${storm.clients}`],

@@ -1162,7 +1162,11 @@ async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) 
     );
     scene_ready(browser, "check", "Key", &key).await;
     assert_eq!(
-        script(browser, "return document.querySelector('#check-text').value;").await,
+        script(
+            browser,
+            "return document.querySelector('#check-text').value;"
+        )
+        .await,
         example,
         "the example is in the box"
     );
@@ -1175,23 +1179,12 @@ async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) 
     .await;
     let expected: Vec<Value> = findings
         .iter()
-        .map(|f| {
-            json!([
-                f["severity"],
-                f["line"].to_string(),
-                f["message"],
-                f["fix"]
-            ])
-        })
+        .map(|f| json!([f["severity"], f["line"].to_string(), f["message"], f["fix"]]))
         .collect();
     assert_eq!(rows, Value::Array(expected));
     assert!(!findings.is_empty(), "the example has findings");
     // Each field set on its line or defaulted.
-    let set = text(
-        browser,
-        "#check-policies li.set[data-field=maxAttempts]",
-    )
-    .await;
+    let set = text(browser, "#check-policies li.set[data-field=maxAttempts]").await;
     assert!(set.starts_with("maxAttempts: set, line "), "{set}");
     // The storm beside the fix: the API's figures, as configured and fixed.
     let run = &api["storm"]["runs"][0];

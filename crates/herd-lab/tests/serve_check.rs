@@ -144,7 +144,9 @@ async fn a_config_with_findings_shows_them_by_line_and_its_storm_beside_the_fix(
         .expect("the example sets 8")
         + 1;
     assert!(
-        shown.iter().any(|(code, l, _)| code == "clamped" && *l == line as u64),
+        shown
+            .iter()
+            .any(|(code, l, _)| code == "clamped" && *l == line as u64),
         "{shown:?}"
     );
     assert_eq!(answer["policies"][1]["max_attempts"], 5);
@@ -179,10 +181,16 @@ async fn a_malformed_yaml_is_a_400_naming_text_and_its_line() {
 async fn bad_fields_are_400s_naming_them() {
     let server = server().await;
     let cases = [
-        (json!({ "text": GOOD, "format": "nginx" }), "format: unknown system"),
+        (
+            json!({ "text": GOOD, "format": "nginx" }),
+            "format: unknown system",
+        ),
         (json!({ "text": "hello: world\n" }), "format: cannot tell"),
         (json!({ "text": "  \n" }), "text: empty"),
-        (json!({ "text": GOOD, "colour": 1 }), "colour: unknown field `colour`"),
+        (
+            json!({ "text": GOOD, "colour": 1 }),
+            "colour: unknown field `colour`",
+        ),
         (
             json!({ "text": "x".repeat(MAX_CHECK_TEXT_BYTES + 1) }),
             "text: 65537 bytes",
@@ -192,7 +200,10 @@ async fn bad_fields_are_400s_naming_them() {
         let (status, answer) = server.post("check", &body).await;
         assert_eq!(status, 400, "{answer}");
         let error = answer["error"].as_str().expect("error");
-        assert!(error.starts_with(start), "{error:?} should start with {start:?}");
+        assert!(
+            error.starts_with(start),
+            "{error:?} should start with {start:?}"
+        );
     }
     // A named format overrides detection: gRPC's JSON read as Envoy finds no route.
     let (status, answer) = server
@@ -214,10 +225,8 @@ async fn an_over_size_body_is_a_413() {
 #[tokio::test]
 async fn the_examples_are_the_shipped_files() {
     let server = server().await;
-    let client = hyper_util::client::legacy::Client::builder(
-        hyper_util::rt::TokioExecutor::new(),
-    )
-    .build_http::<http_body_util::Empty<hyper::body::Bytes>>();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Empty<hyper::body::Bytes>>();
     let uri: hyper::Uri = format!("http://{}/api/check/examples", server.addr)
         .parse()
         .expect("uri");

@@ -359,7 +359,10 @@ fn attempts_bound(t: &Translation, base: &Scenario) -> Result<u64, ScenarioError
 }
 
 fn storm_error(t: &Translation, e: &ScenarioError) -> ApiError {
-    ApiError::bad_request(format!("text: line {}: {} (the storm): {e}", t.line, t.name))
+    ApiError::bad_request(format!(
+        "text: line {}: {} (the storm): {e}",
+        t.line, t.name
+    ))
 }
 
 /// The retrying policies' storms, bounded before any runs.
@@ -510,7 +513,10 @@ mod tests {
             );
             for t in report.configs.iter().filter(|t| t.retries()) {
                 let bound = attempts_bound(t, &Scenario::default()).expect(name);
-                assert!(bound > 0 && bound <= MAX_STORM_ATTEMPTS / 2, "{name}: {bound}");
+                assert!(
+                    bound > 0 && bound <= MAX_STORM_ATTEMPTS / 2,
+                    "{name}: {bound}"
+                );
             }
         }
     }
