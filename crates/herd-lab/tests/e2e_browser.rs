@@ -1213,6 +1213,18 @@ async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) 
     let (red, _) = canvas_pixels(browser, ".check-chart[data-index='0']").await;
     assert!(red > 100, "the configured storm is drawn: {red} red pixels");
     screenshot(browser, "check.png").await;
+    script(
+        browser,
+        "document.querySelector('#check-findings-wrap').scrollIntoView();",
+    )
+    .await;
+    screenshot(browser, "check-findings.png").await;
+    script(
+        browser,
+        "document.querySelector('.check-storm').scrollIntoView();",
+    )
+    .await;
+    screenshot(browser, "check-storm.png").await;
     audit(browser, axe, "check").await;
 
     // A malformed YAML, typed into the box: the error names the text's line, nothing stale.
