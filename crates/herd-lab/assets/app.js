@@ -1267,7 +1267,7 @@ function stormBlock(run, i, storm) {
   });
   chart.appendChild(canvas);
   const legend = el("div", { class: "legend" });
-  legend.innerHTML = '<span class="sw chosen"></span> as configured <span class="sw fixline"></span> with the fix <span class="sw cap"></span> capacity';
+  legend.innerHTML = '<span class="sw chosen"></span> as configured <span class="sw fixline"></span> with the fix <span class="sw cap"></span> capacity <span class="sw outage"></span> outage';
   chart.appendChild(legend);
   box.appendChild(chart);
   return box;
@@ -1285,6 +1285,11 @@ function drawCheckChart(canvas) {
   const max = Math.max(run.capacity, ...run.config.arrivals, ...run.fix.arrivals, 1);
   const x = (i) => left + (i / n) * pw;
   const y = (v) => top + ph - (v / max) * ph;
+  ctx.fillStyle = "#99999944";
+  for (const [a, b] of check.data.storm.outages) {
+    const from = Math.min(a / run.window_s, n), to = Math.min(b / run.window_s, n);
+    if (to > from) ctx.fillRect(x(from), top, x(to) - x(from), ph);
+  }
   drawAxes(ctx, left, top, pw, ph);
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";

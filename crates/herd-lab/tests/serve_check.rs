@@ -250,3 +250,33 @@ async fn the_examples_are_the_shipped_files() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_storm_past_the_work_cap_is_refused_before_it_runs_naming_the_line() {
+    let server = server().await;
+    // A budget, not a count, bounds Linkerd's retries, and the route's timeout is an hour:
+    // 2000 clients may each try once a step for the whole hour, more than the cap allows.
+    let text = "apiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nmetadata:\n  name: slow\nspec:\n  routes:\n  - name: GET /report\n    isRetryable: true\n    timeout: 3600s\n";
+    let (status, answer) = server.post("check", &json!({ "text": text })).await;
+    assert_eq!(status, 400, "{answer}");
+    let error = answer["error"].as_str().expect("error");
+    let t = &check::check(&[Input::new("config", text)])
+        .expect("reads")
+        .configs[0];
+    assert!(
+        error.starts_with(&format!("text: line {}: {}: the storms", t.line, t.name)),
+        "{error}"
+    );
+    assert!(
+        error.contains("more than the page's cap of 20000000"),
+        "{error}"
+    );
+    // The same route with Linkerd's default 10 s timeout runs.
+    let (status, answer) = server
+        .post(
+            "check",
+            &json!({ "text": text.replace("    timeout: 3600s\n", "") }),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+}
