@@ -303,8 +303,10 @@ impl CheckRequest {
         let mut input = Input::new(FILE, self.text.clone());
         input.system = Some(system);
         let report = check::check(&[input]).map_err(|e| config_error(&e, false))?;
-        let mut base = Scenario::default();
-        base.seed = self.seed;
+        let base = Scenario {
+            seed: self.seed,
+            ..Scenario::default()
+        };
         let storm = storms(&report, &base)?;
         Ok(CheckAnswer {
             system: system.as_str(),
