@@ -1279,7 +1279,7 @@ function drawCheckChart(canvas) {
   if (!run) return;
   const { ctx, W, H } = sharpContext(canvas);
   ctx.clearRect(0, 0, W, H);
-  const left = 48, top = 10, right = 10, bottom = 26;
+  const left = 48, top = 10, right = 24, bottom = 26;
   const pw = W - left - right, ph = H - top - bottom;
   const n = Math.max(run.config.arrivals.length, run.fix.arrivals.length, 1);
   const max = Math.max(run.capacity, ...run.config.arrivals, ...run.fix.arrivals, 1);
