@@ -1073,6 +1073,262 @@ function showHedgeInfo() {
 window.addEventListener("resize", debounce(() => (hedge.error ? clearHedge() : drawHedge()), 100));
 loaders.hedge = () => { if (!hedge.data && !hedge.error) runHedge(); };
 
+// ---------------------------------------------------------------- Your config
+// The pasted text goes to /api/check, which reads it as `herd check` does; the page shows the
+// translation (each field set or default), the findings, and each policy's storm beside the fix.
+const check = { data: null, error: "", examples: null };
+const checkLatest = latest();
+
+function el(tag, attrs, text) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function loadCheckExamples() {
+  check.examples = [];
+  fetch("/api/check/examples")
+    .then((res) => res.json())
+    .then((list) => {
+      check.examples = list;
+      const box = $("#check-examples");
+      box.textContent = "";
+      for (const ex of list) {
+        const b = el("button", { type: "button", "data-example": ex.name, title: "scenarios/configs/" + ex.name }, ex.label);
+        b.addEventListener("click", () => {
+          $("#check-text").value = ex.text;
+          $("#check-format").value = "auto";
+          runCheck();
+        });
+        box.appendChild(b);
+      }
+      document.body.dataset.checkExamples = "ready";
+    })
+    .catch((e) => status("examples: " + e.message));
+}
+
+function runCheck() {
+  document.body.dataset.checkState = "loading";
+  $("#check-results").classList.add("stale");
+  const body = { text: $("#check-text").value, format: $("#check-format").value };
+  checkLatest(api("check", body), (data) => {
+    check.data = data;
+    check.error = "";
+    $("#check-results").classList.remove("stale");
+    $("#check-text").removeAttribute("aria-invalid");
+    $("#check-error").hidden = true;
+    showCheck();
+    document.body.dataset.checkKey = `${data.system}|${data.policies.length}|${data.findings.length}`;
+    document.body.dataset.checkState = "ready";
+  }, (message) => {
+    check.data = null;
+    check.error = message;
+    $("#check-results").classList.remove("stale");
+    clearCheck();
+    $("#check-text").setAttribute("aria-invalid", "true");
+    const error = $("#check-error");
+    error.textContent = message;
+    error.hidden = false;
+    document.body.dataset.checkState = "error";
+  });
+}
+
+// An error leaves nothing stale: no summary, no policy, no finding, no storm.
+function clearCheck() {
+  $("#check-summary").textContent = "";
+  $("#check-policies").textContent = "";
+  $("#check-findings tbody").textContent = "";
+  $("#check-findings-wrap").hidden = true;
+  $("#check-storms").textContent = "";
+}
+
+function fmtNumber(v) {
+  return Number.isInteger(v) ? String(v) : String(Math.round(v * 1000) / 1000);
+}
+
+function backoffText(b) {
+  if (b.rule === "immediate") return "immediate (no pause)";
+  if (b.rule === "constant") return `constant ${fmtNumber(b.base_ms)} ms`;
+  const jitter = b.rule === "grpc" ? `±${fmtNumber(b.jitter * 100)} % ` : "";
+  return `${b.rule}: ${jitter}×${fmtNumber(b.multiplier)} from ${fmtNumber(b.base_ms)} ms, cap ${fmtNumber(b.cap_ms)} ms`;
+}
+
+function msText(v) {
+  return v === null || v === undefined ? "none" : fmtNumber(v) + " ms";
+}
+
+function showCheck() {
+  clearCheck();
+  const d = check.data;
+  const count = (sev) => d.findings.filter((f) => f.severity === sev).length;
+  $("#check-summary").textContent =
+    `Read as ${d.system} (${d.detected ? "detected" : "as picked"}): ${d.policies.length} retry ` +
+    `${d.policies.length === 1 ? "policy" : "policies"}; findings: ${count("error")} error, ` +
+    `${count("warning")} warning, ${count("info")} info` +
+    (d.ignored.length ? `; ${d.ignored.length} keys no translator reads (${d.ignored.map(([l, f]) => f + " line " + l).join(", ")})` : "") + ".";
+  const policies = $("#check-policies");
+  for (const p of d.policies) policies.appendChild(policyBlock(p));
+  const tbody = $("#check-findings tbody");
+  for (const f of d.findings) {
+    const tr = tbody.insertRow();
+    tr.dataset.code = f.code;
+    tr.className = "sev-" + f.severity;
+    tr.insertCell().textContent = f.severity;
+    tr.insertCell().textContent = String(f.line);
+    tr.insertCell().textContent = f.message;
+    tr.insertCell().textContent = f.fix;
+  }
+  $("#check-findings-wrap").hidden = d.findings.length === 0;
+  const storms = $("#check-storms");
+  if (d.storm.runs.length === 0) storms.appendChild(el("p", {}, "No policy retries: there is no storm to run."));
+  d.storm.runs.forEach((run, i) => storms.appendChild(stormBlock(run, i, d.storm)));
+  if (d.storm.not_run > 0) {
+    storms.appendChild(el("p", {}, `${d.storm.not_run} more retrying policies were not run here (the page runs the first ${d.storm.runs.length}); herd check runs them all.`));
+  }
+  for (const canvas of storms.querySelectorAll("canvas")) drawCheckChart(canvas);
+}
+
+// One policy: its values in herd's terms, then each field read, set on a line or defaulted.
+function policyBlock(p) {
+  const wrap = el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `${p.name} (line ${p.line}): translation (scrolls sideways)` });
+  const table = el("table", { class: "results translation" });
+  table.appendChild(el("caption", {}, `${p.name} (line ${p.line}) in herd's terms`));
+  const tbody = table.createTBody();
+  const throttle = p.throttle ? `${p.throttle.kind} (${p.throttle.params.map(([k, v]) => k + " " + fmtNumber(v)).join(", ")})` : "none";
+  const rows = [
+    ["attempts", p.max_attempts === null ? "no count (a budget bounds them)" : String(p.max_attempts)],
+    ["pauses", backoffText(p.backoff)],
+    ["per-try timeout", msText(p.per_try_timeout_ms)],
+    ["timeout", msText(p.timeout_ms)],
+    ["retried on", p.retry_on.length ? p.retry_on.join(", ") : "–"],
+    ["throttle", throttle],
+  ];
+  if (p.hedging) rows.push(["hedging", `${p.hedging[0]} copies, ${fmtNumber(p.hedging[1])} ms apart`]);
+  for (const [name, value] of rows) {
+    const tr = tbody.insertRow();
+    tr.dataset.row = name;
+    tr.appendChild(el("th", { scope: "row" }, name));
+    tr.insertCell().textContent = value;
+  }
+  const tr = tbody.insertRow();
+  tr.dataset.row = "fields";
+  tr.appendChild(el("th", { scope: "row" }, "fields"));
+  const ul = el("ul", { class: "fields" });
+  for (const f of p.fields) {
+    const li = el("li", { class: f.source, "data-field": f.field }, f.source === "set" ? `${f.field}: set, line ${f.line}` : `${f.field}: default`);
+    ul.appendChild(li);
+  }
+  tr.insertCell().appendChild(ul);
+  wrap.appendChild(table);
+  return wrap;
+}
+
+// One policy's storm beside the fix: the figures side by side, the notes, a small chart.
+function stormBlock(run, i, storm) {
+  const box = el("div", { class: "check-storm", "data-index": String(i) });
+  box.appendChild(el("h2", {}, `${run.name} (line ${run.line}) in the storm`));
+  const wrap = el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `${run.name} (line ${run.line}): storm beside the fix (scrolls sideways)` });
+  const table = el("table", { class: "results storm-compare" });
+  const outage = storm.outages.map(([a, b]) => `${fmtNumber(b - a)} s`).join(", ") || "none";
+  table.appendChild(el("caption", {}, `${storm.clients} clients, an outage of ${outage}, seed ${storm.seed}; the fix: ${run.fix_summary}`));
+  const head = table.createTHead().insertRow();
+  for (const h of ["figure", "as configured", "with the fix"]) head.appendChild(el("th", { scope: "col" }, h));
+  const tbody = table.createTBody();
+  const rows = [
+    ["served", (o) => `${o.served} of ${storm.clients}`],
+    ["all served by", (o) => fmtSeconds(o.all_served_s)],
+    ["requests per client", (o) => o.requests_per_client.toFixed(2)],
+    ["peak after the outage", (o) => String(o.peak_after_outage)],
+  ];
+  for (const [name, show] of rows) {
+    const tr = tbody.insertRow();
+    tr.dataset.row = name;
+    tr.appendChild(el("th", { scope: "row" }, name));
+    tr.insertCell().textContent = show(run.config);
+    tr.insertCell().textContent = show(run.fix);
+  }
+  wrap.appendChild(table);
+  box.appendChild(wrap);
+  if (run.notes.length) {
+    const ul = el("ul", { class: "notes", "aria-label": "what the storm could not express" });
+    for (const n of run.notes) ul.appendChild(el("li", {}, n));
+    box.appendChild(ul);
+  }
+  const chart = el("div", { class: "chart-wrap" });
+  const seconds = fmtNumber(run.config.arrivals.length * run.window_s);
+  const canvas = el("canvas", {
+    class: "check-chart",
+    role: "img",
+    "data-index": String(i),
+    "aria-label": `requests per ${fmtNumber(run.window_s * 1000)} ms window over the first ${seconds} s: ` +
+      `peak after the outage ${run.config.peak_after_outage} as configured, ${run.fix.peak_after_outage} with the fix, ` +
+      `against a capacity of ${fmtNumber(run.capacity)}`,
+  });
+  chart.appendChild(canvas);
+  const legend = el("div", { class: "legend" });
+  legend.innerHTML = '<span class="sw chosen"></span> as configured <span class="sw fixline"></span> with the fix <span class="sw cap"></span> capacity <span class="sw outage"></span> outage';
+  chart.appendChild(legend);
+  box.appendChild(chart);
+  return box;
+}
+
+// Requests per window, as configured (red) over the fix (blue), with the capacity.
+function drawCheckChart(canvas) {
+  const run = check.data && check.data.storm.runs[Number(canvas.dataset.index)];
+  if (!run) return;
+  const { ctx, W, H } = sharpContext(canvas);
+  ctx.clearRect(0, 0, W, H);
+  const left = 48, top = 10, right = 24, bottom = 26;
+  const pw = W - left - right, ph = H - top - bottom;
+  const n = Math.max(run.config.arrivals.length, run.fix.arrivals.length, 1);
+  const max = Math.max(run.capacity, ...run.config.arrivals, ...run.fix.arrivals, 1);
+  const x = (i) => left + (i / n) * pw;
+  const y = (v) => top + ph - (v / max) * ph;
+  ctx.fillStyle = "#99999944";
+  for (const [a, b] of check.data.storm.outages) {
+    const from = Math.min(a / run.window_s, n), to = Math.min(b / run.window_s, n);
+    if (to > from) ctx.fillRect(x(from), top, x(to) - x(from), ph);
+  }
+  drawAxes(ctx, left, top, pw, ph);
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (const t of niceTicks(max, 4)) ctx.fillText(String(t), left - 4, y(t));
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  const secs = n * run.window_s;
+  for (const t of niceTicks(secs, 6)) ctx.fillText(t + " s", x(t / run.window_s), top + ph + 4);
+  ctx.strokeStyle = "#1d3557";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(left, y(run.capacity));
+  ctx.lineTo(left + pw, y(run.capacity));
+  ctx.stroke();
+  const line = (series, colour, width) => {
+    ctx.strokeStyle = colour;
+    ctx.lineWidth = width;
+    ctx.beginPath();
+    series.forEach((v, i) => {
+      if (i === 0) ctx.moveTo(x(i), y(v));
+      else ctx.lineTo(x(i), y(v));
+      ctx.lineTo(x(i + 1), y(v));
+    });
+    ctx.stroke();
+  };
+  line(run.fix.arrivals, "#457b9d", 2);
+  line(run.config.arrivals, "#e63946", 2);
+  canvas.dataset.drawn = "chart";
+}
+
+$("#check-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  runCheck();
+});
+window.addEventListener("resize", debounce(() => {
+  for (const canvas of document.querySelectorAll(".check-chart")) drawCheckChart(canvas);
+}, 100));
+loaders.check = () => { if (!check.examples) loadCheckExamples(); };
+
 // ---------------------------------------------------------------- start
 const initialScene = location.hash.slice(1);
 showScene(initialScene in loaders ? initialScene : "storm");

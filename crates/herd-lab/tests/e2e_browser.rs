@@ -305,6 +305,7 @@ async fn drive(browser: &Client, server: &PageServer, axe: Option<&str>) {
     check_layers(browser, server).await;
     audit(browser, axe, "layers").await;
     check_hedge(browser, server, axe).await;
+    check_config(browser, server, axe).await;
     check_tabs(browser, server).await;
     audit_on_a_phone(browser, axe).await;
 }
@@ -313,7 +314,7 @@ async fn drive(browser: &Client, server: &PageServer, axe: Option<&str>) {
 /// tables and grids that fit a desktop scroll sideways there.
 async fn audit_on_a_phone(browser: &Client, axe: Option<&str>) {
     browser.set_window_size(390, 844).await.expect("resize");
-    for scene in ["storm", "six", "dots", "layers", "hedge"] {
+    for scene in ["storm", "six", "dots", "layers", "hedge", "check"] {
         click(browser, &format!("#tab-{scene}")).await;
         wait_until(browser, &format!("location.hash === '#{scene}'")).await;
         audit(browser, axe, &format!("{scene} (phone)")).await;
@@ -384,7 +385,7 @@ fn key(k: Key) -> String {
 
 /// Tabs are links (the URL's hash) and move with the arrow keys.
 async fn check_tabs(browser: &Client, server: &PageServer) {
-    for scene in ["storm", "six", "dots", "layers", "hedge"] {
+    for scene in ["storm", "six", "dots", "layers", "hedge", "check"] {
         assert_eq!(
             attr(browser, &format!("#tab-{scene}"), "aria-controls").await,
             format!("scene-{scene}")
@@ -403,13 +404,15 @@ async fn check_tabs(browser: &Client, server: &PageServer) {
     press(browser, "#tab-dots", &key(Key::Home)).await;
     wait_until(browser, "location.hash === '#storm'").await;
     press(browser, "#tab-storm", &key(Key::Left)).await;
+    wait_until(browser, "location.hash === '#check'").await;
+    press(browser, "#tab-check", &key(Key::Left)).await;
     wait_until(browser, "location.hash === '#hedge'").await;
     press(browser, "#tab-hedge", &key(Key::Left)).await;
     wait_until(browser, "location.hash === '#layers'").await;
     press(browser, "#tab-layers", &key(Key::End)).await;
     wait_until(
         browser,
-        "location.hash === '#hedge' && !document.querySelector('#scene-hedge').hidden",
+        "location.hash === '#check' && !document.querySelector('#scene-check').hidden",
     )
     .await;
     // A link to a scene opens that scene.
@@ -1130,5 +1133,137 @@ async fn check_hedge(browser: &Client, server: &PageServer, axe: Option<&str>) {
     // As a person on a phone meets it: the table now scrolls sideways, so it must be reachable
     // by keyboard (axe's scrollable-region-focusable).
     audit(browser, axe, "hedge (phone)").await;
+    browser.set_window_size(1200, 1000).await.expect("resize");
+}
+
+/// Your config: an example loaded by its button, the translation, the findings and the storm
+/// beside the fix equal to the API's, the chart drawn; a malformed paste, typed as a person
+/// would, refused with its line and nothing stale; then the example again.
+async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) {
+    click(browser, "#tab-check").await;
+    wait_until(
+        browser,
+        "location.hash === '#check' && document.body.dataset.checkExamples === 'ready'",
+    )
+    .await;
+    let (name, _, example) = herd_lab::serve::check::EXAMPLES[0];
+    click(
+        browser,
+        &format!("#check-examples button[data-example='{name}']"),
+    )
+    .await;
+    let (status, api) = server.post("check", &json!({ "text": example })).await;
+    assert_eq!(status, 200, "{api}");
+    let findings = api["findings"].as_array().expect("findings");
+    let key = format!(
+        "grpc|{}|{}",
+        api["policies"].as_array().expect("policies").len(),
+        findings.len()
+    );
+    scene_ready(browser, "check", "Key", &key).await;
+    assert_eq!(
+        script(
+            browser,
+            "return document.querySelector('#check-text').value;"
+        )
+        .await,
+        example,
+        "the example is in the box"
+    );
+    // The findings table is the API's, row by row.
+    let rows = script(
+        browser,
+        "return [...document.querySelectorAll('#check-findings tbody tr')] \
+           .map((tr) => [...tr.cells].map((c) => c.textContent));",
+    )
+    .await;
+    let expected: Vec<Value> = findings
+        .iter()
+        .map(|f| json!([f["severity"], f["line"].to_string(), f["message"], f["fix"]]))
+        .collect();
+    assert_eq!(rows, Value::Array(expected));
+    assert!(!findings.is_empty(), "the example has findings");
+    // Each field set on its line or defaulted.
+    let set = text(browser, "#check-policies li.set[data-field=maxAttempts]").await;
+    assert!(set.starts_with("maxAttempts: set, line "), "{set}");
+    // The storm beside the fix: the API's figures, as configured and fixed.
+    let run = &api["storm"]["runs"][0];
+    let cells = script(
+        browser,
+        "return [...document.querySelectorAll(\".check-storm[data-index='0'] tr[data-row='requests per client'] td\")] \
+           .map((c) => c.textContent);",
+    )
+    .await;
+    let rpc = |side: &str| {
+        format!(
+            "{:.2}",
+            run[side]["requests_per_client"].as_f64().expect("rpc")
+        )
+    };
+    assert_eq!(cells, json!([rpc("config"), rpc("fix")]));
+    let served = text(
+        browser,
+        ".check-storm[data-index='0'] tr[data-row='served'] td",
+    )
+    .await;
+    assert_eq!(
+        served,
+        format!("{} of {}", run["config"]["served"], api["storm"]["clients"])
+    );
+    let (red, _) = canvas_pixels(browser, ".check-chart[data-index='0']").await;
+    assert!(red > 100, "the configured storm is drawn: {red} red pixels");
+    screenshot(browser, "check.png").await;
+    script(
+        browser,
+        "document.querySelector('#check-findings-wrap').scrollIntoView();",
+    )
+    .await;
+    screenshot(browser, "check-findings.png").await;
+    script(
+        browser,
+        "document.querySelector('.check-storm').scrollIntoView();",
+    )
+    .await;
+    screenshot(browser, "check-storm.png").await;
+    audit(browser, axe, "check").await;
+
+    // A malformed YAML, typed into the box: the error names the text's line, nothing stale.
+    let malformed = "apiVersion: networking.istio.io/v1\nkind: VirtualService\nspec:\n  http:\n  - retries: {attempts: 3\n    route: x\n";
+    retype(browser, "#check-text", malformed).await;
+    click(browser, "#check-run").await;
+    wait_until(browser, "document.body.dataset.checkState === 'error'").await;
+    let (status, refused) = server.post("check", &json!({ "text": malformed })).await;
+    assert_eq!(status, 400);
+    let error = text(browser, "#check-error").await;
+    assert_eq!(error, refused["error"].as_str().expect("error"));
+    assert!(error.starts_with("text: line "), "{error}");
+    assert_eq!(attr(browser, "#check-text", "aria-invalid").await, "true");
+    assert!(text(browser, "#check-summary").await.is_empty());
+    assert!(text(browser, "#check-storms").await.is_empty());
+    assert_eq!(
+        script(
+            browser,
+            "return document.querySelector('#check-findings-wrap').hidden;"
+        )
+        .await,
+        Value::Bool(true)
+    );
+    screenshot(browser, "check-error.png").await;
+    audit(browser, axe, "check (error)").await;
+
+    // The example again, then a phone's width: nothing wider than the screen.
+    click(
+        browser,
+        &format!("#check-examples button[data-example='{name}']"),
+    )
+    .await;
+    scene_ready(browser, "check", "Key", &key).await;
+    browser.set_window_size(390, 844).await.expect("resize");
+    wait_until(
+        browser,
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth",
+    )
+    .await;
+    screenshot(browser, "check-phone.png").await;
     browser.set_window_size(1200, 1000).await.expect("resize");
 }

@@ -11,9 +11,9 @@ use crate::error::{CliError, CliResult};
 
 /// Serve the interactive page: pick a rule and watch the load.
 ///
-/// Five scenes (Storm, Six clients, Dots, Layers, Hedging), every number computed by the
-/// simulator through a JSON API under /api. The page is embedded in the binary and works
-/// offline.
+/// Six scenes (Storm, Six clients, Dots, Layers, Hedging, Your config), every number
+/// computed by the simulator through a JSON API under /api. The page is embedded in the
+/// binary and works offline.
 /// Stop with Ctrl-C.
 #[derive(Debug, Args)]
 pub(crate) struct ServeArgs {

@@ -1,7 +1,7 @@
 //! The interactive page (`herd serve`): pick a rule and watch the load.
 //!
-//! One page (HTML, CSS and JavaScript embedded in the binary) with five scenes: *Storm*, *Six
-//! clients*, *Dots*, *Layers* and *Hedging*. The page computes nothing itself: every number it shows
+//! One page (HTML, CSS and JavaScript embedded in the binary) with six scenes: *Storm*, *Six
+//! clients*, *Dots*, *Layers*, *Hedging* and *Your config*. The page computes nothing itself: every number it shows
 //! comes from this JSON API, which calls `herd-sim` and `herd`, so the page and the command
 //! line can never disagree.
 //!
@@ -14,6 +14,8 @@
 //! | `POST /api/dots` | [`dots::DotsRequest`] → [`dots::Dots`] |
 //! | `POST /api/layers` | [`layers::LayersRequest`] → [`layers::Layers`] |
 //! | `POST /api/hedge` | [`hedge::HedgeRequest`] → [`hedge::HedgeAnswer`] |
+//! | `POST /api/check` | [`check::CheckRequest`] → [`check::CheckAnswer`] |
+//! | `GET /api/check/examples` | the shipped configurations ([`check::examples`]) |
 //!
 //! The API is meant for one person's browser, but it is still a server: it validates every
 //! parameter (a 400 names the field), caps the work one request may ask for before it takes
@@ -38,6 +40,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 mod assets;
+pub mod check;
 pub mod dots;
 mod error;
 pub mod hedge;
@@ -79,6 +82,13 @@ pub fn router(limits: ServeLimits) -> Router {
         .route("/dots", post(scene::<dots::DotsRequest>))
         .route("/layers", post(scene::<layers::LayersRequest>))
         .route("/hedge", post(scene::<hedge::HedgeRequest>))
+        // A pasted configuration may be larger than the other scenes' knobs.
+        .route(
+            "/check",
+            post(scene::<check::CheckRequest>)
+                .layer(DefaultBodyLimit::max(check::MAX_CHECK_BODY_BYTES)),
+        )
+        .route("/check/examples", get(|| async { Json(check::examples()) }))
         .fallback(|| async { ApiError::not_found("no such API route") })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .with_state(state);
@@ -173,6 +183,8 @@ scene!(storm::StormRequest => storm::StormAnswer, run, checked by check);
 scene!(six::SixRequest => six::SixTimeline, run);
 scene!(dots::DotsRequest => dots::Dots, compute);
 scene!(layers::LayersRequest => layers::Layers, compute);
+// herd check's storms are bounded by the work cap its check applies before the run.
+scene!(check::CheckRequest => check::CheckAnswer, run, checked by check);
 
 impl Scene for hedge::HedgeRequest {
     type Answer = hedge::HedgeAnswer;
