@@ -850,6 +850,26 @@ mod tests {
         assert_eq!(exp.pause(&mut state, &mut rng), ms(20_000));
     }
 
+    /// The engines draw through `pause_nanos`; the API through `pause`. Both must give the
+    /// same pause, state and generator for every rule, with and without the spread below the
+    /// cap, at every failure count a run reaches.
+    #[test]
+    fn pause_nanos_is_pause_in_nanoseconds() {
+        for name in RuleName::ALL {
+            let plain = name.build(&RuleParams::default()).unwrap();
+            for rule in [plain, plain.spread_below_cap(0.25).unwrap()] {
+                let (mut a, mut b) = (RuleState::default(), RuleState::default());
+                let (mut ra, mut rb) = (SplitMix64::new(17), SplitMix64::new(17));
+                for _ in 0..2000 {
+                    let nanos = rule.pause_nanos(&mut a, &mut ra);
+                    assert_eq!(Duration::from_nanos(nanos), rule.pause(&mut b, &mut rb));
+                    assert_eq!((a, &ra), (b, &rb), "{name}");
+                }
+                assert_eq!(rule.max_pause_nanos(), nanos(rule.max_pause()));
+            }
+        }
+    }
+
     #[test]
     fn validation_names_the_problem() {
         assert_eq!(Rule::full(ms(0), ms(10)), Err(InvalidRule::ZeroBase));
