@@ -5,7 +5,7 @@
 //! one, its first step only under a deadline. The world owns one [`SplitMix64`] seeded by the
 //! run's seed; it draws, in this order at each step, the served arrivals (a partial
 //! Fisher–Yates shuffle choosing `s` of `A`) and then, client by client, the refused ones'
-//! pauses through [`Rule::pause`](herd::Rule::pause), the library's own rule code (built in
+//! pauses through [`Rule::pause_nanos`](herd::Rule::pause_nanos), the library's own rule code (built in
 //! whole steps or in nanoseconds, as the scenario's `pauses` says: [`PlannedRule`]), each
 //! followed by its `Retry-After` jitter when the server gave one, then by its latency when it
 //! is random.
@@ -86,7 +86,7 @@ fn run<R: Record, O: Observer>(
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
     let (rule, per_step) = (&planned.rule, planned.per_step);
-    let max_pause_steps = pause_steps(rule.max_pause().as_nanos() as u64, per_step);
+    let max_pause_steps = pause_steps(rule.max_pause_nanos(), per_step);
     let max_wait = plan
         .timeout_steps
         .saturating_add(AfterFailure::longest_wait(plan, max_pause_steps))
@@ -215,9 +215,8 @@ fn run<R: Record, O: Observer>(
                     observer.attempt(id, step, refusal, Some(GiveUp::MaxAttempts));
                     continue;
                 }
-                let pause = rule.pause(&mut state, &mut rng);
+                let pause = pause_steps(rule.pause_nanos(&mut state, &mut rng), per_step);
                 client.set_state(state);
-                let pause = pause_steps(pause.as_nanos() as u64, per_step);
                 // The server's delay draws its jitter right after the rule's pause.
                 let wait = match after.wait(pause, client.first(), &mut rng) {
                     Ok(wait) => wait,

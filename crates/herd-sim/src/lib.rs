@@ -60,6 +60,7 @@ pub mod storm;
 pub mod sweep;
 mod throttle;
 mod trace;
+mod ziggurat;
 
 /// The [`Model`](model::Model) methods that a model keeping its checked scenario writes the
 /// same way: `check` reads `$scenario` from the tree (no keys of its own) and builds it with

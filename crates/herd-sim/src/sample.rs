@@ -102,6 +102,47 @@ pub(crate) fn ln_factorial_ratio(a: u64, b: u64) -> f64 {
         - stirling_correction(y)
 }
 
+/// What [`ln_factorial_ratio`] computes from `a` alone, computed once for an `a` that many
+/// ratios share (a distribution's mode): [`FactorialAt::ratio`] then gives
+/// `ln_factorial_ratio(a, b)` bit for bit, with the same operations in the same order, and
+/// half of its logarithms already done.
+#[derive(Clone, Copy, Debug)]
+struct FactorialAt {
+    a: u64,
+    /// `ln(a + 1)`.
+    ln_x: f64,
+    /// `stirling_correction(a + 1)` (only read when `a ≥ TABLE`).
+    correction: f64,
+}
+
+impl FactorialAt {
+    fn new(a: u64) -> Self {
+        let x = a as f64 + 1.0;
+        let big = a >= TABLE as u64;
+        Self {
+            a,
+            ln_x: if big { x.ln() } else { 0.0 },
+            correction: if big { stirling_correction(x) } else { 0.0 },
+        }
+    }
+
+    /// `ln_factorial_ratio(self.a, b)`, bit for bit.
+    #[inline]
+    fn ratio(&self, b: u64) -> f64 {
+        let a = self.a;
+        if a == b {
+            return 0.0;
+        }
+        if a < TABLE as u64 || b < TABLE as u64 {
+            return ln_factorial(a) - ln_factorial(b);
+        }
+        let y = b as f64 + 1.0;
+        let d = a as f64 - b as f64;
+        d * (self.ln_x - 1.0) + (y - 0.5) * (d / y).ln_1p() + self.correction
+            - stirling_correction(y)
+    }
+}
+
 /// A uniform float in `(0, 1]`: one minus the documented `[0, 1)` float.
 fn open_unit<R: Rng + ?Sized>(rng: &mut R) -> f64 {
     1.0 - rng.next_f64()
@@ -112,7 +153,6 @@ trait LogConcave {
     fn support(&self) -> (u64, u64);
     fn mean(&self) -> f64;
     fn variance(&self) -> f64;
-    fn mode(&self) -> u64;
     /// `ln f(k) − ln f(mode)` (≤ 0).
     fn ln_ratio_to_mode(&self, k: u64) -> f64;
 }
@@ -138,7 +178,8 @@ fn ratio_of_uniforms<D: LogConcave, R: Rng + ?Sized>(d: &D, rng: &mut R) -> u64 
         if !(x >= lo_f && x < end_f) {
             continue;
         }
-        let k = (x.floor() as u64).clamp(lo, hi);
+        // `x ≥ lo ≥ 0`, so the cast's truncation is `floor` (without libm's call).
+        let k = (x as u64).clamp(lo, hi);
         let t = d.ln_ratio_to_mode(k);
         if u * (4.0 - u) - 3.0 <= t {
             return k;
@@ -184,6 +225,25 @@ struct Binomial {
     n: u64,
     p: f64,
     ln_odds: f64,
+    /// The mode `m`, and `ln m!` and `ln (n − m)!` as `ln_ratio_to_mode` needs them
+    /// (computed once per distribution rather than once per candidate).
+    mode: u64,
+    at_mode: FactorialAt,
+    at_rest: FactorialAt,
+}
+
+impl Binomial {
+    fn new(n: u64, p: f64, ln_odds: f64) -> Self {
+        let mode = (((n as f64 + 1.0) * p).floor() as u64).min(n);
+        Self {
+            n,
+            p,
+            ln_odds,
+            mode,
+            at_mode: FactorialAt::new(mode),
+            at_rest: FactorialAt::new(n - mode),
+        }
+    }
 }
 
 impl LogConcave for Binomial {
@@ -196,14 +256,11 @@ impl LogConcave for Binomial {
     fn variance(&self) -> f64 {
         self.n as f64 * self.p * (1.0 - self.p)
     }
-    fn mode(&self) -> u64 {
-        (((self.n as f64 + 1.0) * self.p).floor() as u64).min(self.n)
-    }
     fn ln_ratio_to_mode(&self, k: u64) -> f64 {
-        let m = self.mode();
+        let m = self.mode;
         // f(k)/f(m) = m! (n−m)! / (k! (n−k)!) · (p/q)^(k−m)
-        ln_factorial_ratio(m, k)
-            + ln_factorial_ratio(self.n - m, self.n - k)
+        self.at_mode.ratio(k)
+            + self.at_rest.ratio(self.n - k)
             + (k as f64 - m as f64) * self.ln_odds
     }
 }
@@ -226,18 +283,14 @@ pub(crate) fn binomial<R: Rng + ?Sized>(rng: &mut R, n: u64, p: f64) -> u64 {
 
 fn binomial_low<R: Rng + ?Sized>(rng: &mut R, n: u64, p: f64) -> u64 {
     let q = 1.0 - p;
-    let d = Binomial {
-        n,
-        p,
-        ln_odds: (p / q).ln(),
-    };
-    if d.variance() < INVERSION_BELOW_VARIANCE {
+    let ln_odds = (p / q).ln();
+    if n as f64 * p * (1.0 - p) < INVERSION_BELOW_VARIANCE {
         // f(0) = q^n; f(k+1)/f(k) = (n − k)/(k + 1) · p/q.
         let f0 = (n as f64 * (-p).ln_1p()).exp();
         let odds = p / q;
         invert(rng, 0, n, f0, |k| (n - k) as f64 / (k + 1) as f64 * odds)
     } else {
-        ratio_of_uniforms(&d, rng)
+        ratio_of_uniforms(&Binomial::new(n, p, ln_odds), rng)
     }
 }
 
@@ -247,6 +300,36 @@ struct Hypergeometric {
     total: u64,
     successes: u64,
     draws: u64,
+    /// The four log-factorials of `ln_ratio_to_mode` at the mode `m`, computed once.
+    at_mode: [FactorialAt; 4],
+}
+
+/// The variance of the hypergeometric distribution of `draws` of `total` with `successes`.
+fn hypergeometric_variance(total: u64, successes: u64, draws: u64) -> f64 {
+    let (n, k, d) = (total as f64, successes as f64, draws as f64);
+    if total <= 1 {
+        return 0.0;
+    }
+    d * (k / n) * (1.0 - k / n) * (n - d) / (n - 1.0)
+}
+
+impl Hypergeometric {
+    fn new(total: u64, successes: u64, draws: u64) -> Self {
+        let m = (u128::from(draws) + 1) * (u128::from(successes) + 1) / (u128::from(total) + 2);
+        let mode = (m as u64).min(successes.min(draws));
+        let rest = total - successes - draws;
+        Self {
+            total,
+            successes,
+            draws,
+            at_mode: [
+                FactorialAt::new(mode),
+                FactorialAt::new(successes - mode),
+                FactorialAt::new(draws - mode),
+                FactorialAt::new(rest + mode),
+            ],
+        }
+    }
 }
 
 impl LogConcave for Hypergeometric {
@@ -258,26 +341,14 @@ impl LogConcave for Hypergeometric {
         self.draws as f64 * self.successes as f64 / self.total as f64
     }
     fn variance(&self) -> f64 {
-        let (n, k, d) = (self.total as f64, self.successes as f64, self.draws as f64);
-        if self.total <= 1 {
-            return 0.0;
-        }
-        d * (k / n) * (1.0 - k / n) * (n - d) / (n - 1.0)
-    }
-    fn mode(&self) -> u64 {
-        let m = (u128::from(self.draws) + 1) * (u128::from(self.successes) + 1)
-            / (u128::from(self.total) + 2);
-        (m as u64).min(self.successes.min(self.draws))
+        hypergeometric_variance(self.total, self.successes, self.draws)
     }
     fn ln_ratio_to_mode(&self, k: u64) -> f64 {
-        let m = self.mode();
         let (s, d) = (self.successes, self.draws);
         let rest = self.total - s - d; // ≥ 0 since s, d ≤ total/2
+        let [m, s_m, d_m, rest_m] = &self.at_mode;
         // f(k) ∝ 1 / (k! (s−k)! (d−k)! (rest+k)!)
-        ln_factorial_ratio(m, k)
-            + ln_factorial_ratio(s - m, s - k)
-            + ln_factorial_ratio(d - m, d - k)
-            + ln_factorial_ratio(rest + m, rest + k)
+        m.ratio(k) + s_m.ratio(s - k) + d_m.ratio(d - k) + rest_m.ratio(rest + k)
     }
 }
 
@@ -312,12 +383,7 @@ pub(crate) fn hypergeometric<R: Rng + ?Sized>(
         successes
     };
     let d = if flip_drawn { total - draws } else { draws };
-    let dist = Hypergeometric {
-        total,
-        successes: s,
-        draws: d,
-    };
-    let mut x = if dist.variance() < INVERSION_BELOW_VARIANCE {
+    let mut x = if hypergeometric_variance(total, s, d) < INVERSION_BELOW_VARIANCE {
         let hi = s.min(d);
         let rest = total - s - d;
         // f(0) = C(total − s, d) / C(total, d); f(k+1)/f(k) = (s−k)(d−k) / ((k+1)(rest+k+1)).
@@ -326,7 +392,7 @@ pub(crate) fn hypergeometric<R: Rng + ?Sized>(
             (s - k) as f64 * (d - k) as f64 / ((k + 1) as f64 * (rest + k + 1) as f64)
         })
     } else {
-        ratio_of_uniforms(&dist, rng)
+        ratio_of_uniforms(&Hypergeometric::new(total, s, d), rng)
     };
     if flip_marked {
         x = d - x;
@@ -497,6 +563,36 @@ mod tests {
         assert!((ln_factorial_ratio(n + 1, n) - ((n + 1) as f64).ln()).abs() < 1e-9);
     }
 
+    /// The cached form the samplers use is `ln_factorial_ratio` bit for bit, on both sides of
+    /// the table and at the huge arguments of a billion clients.
+    #[test]
+    fn factorial_at_is_ln_factorial_ratio_bit_for_bit() {
+        let points = [
+            0u64,
+            1,
+            7,
+            255,
+            256,
+            257,
+            1000,
+            123_456,
+            999_999_999,
+            1 << 40,
+        ];
+        for &a in &points {
+            let at = FactorialAt::new(a);
+            for &b in &points {
+                for b in [b, b + 1, b.saturating_sub(3)] {
+                    assert_eq!(
+                        at.ratio(b).to_bits(),
+                        ln_factorial_ratio(a, b).to_bits(),
+                        "ln({a}!/{b}!)"
+                    );
+                }
+            }
+        }
+    }
+
     #[test]
     fn rou_rectangle_encloses_the_acceptance_region() {
         // sup over x of |x − a|·√(f(⌊x⌋)/f(mode)) must not exceed h/2.
@@ -519,11 +615,7 @@ mod tests {
         }
         for n in [20u64, 41, 100, 1000, 12_345, 1_000_000] {
             for p in [0.5, 0.3, 0.1, 0.02, 0.011] {
-                let d = Binomial {
-                    n,
-                    p,
-                    ln_odds: (p / (1.0 - p)).ln(),
-                };
+                let d = Binomial::new(n, p, (p / (1.0 - p)).ln());
                 if d.variance() >= INVERSION_BELOW_VARIANCE {
                     check(&d, &format!("B({n}, {p})"));
                 }
@@ -537,11 +629,7 @@ mod tests {
             (1_000_000, 400_000, 300),
             (1_000_000, 100, 500_000),
         ] {
-            let h = Hypergeometric {
-                total,
-                successes: s,
-                draws: d,
-            };
+            let h = Hypergeometric::new(total, s, d);
             if h.variance() >= INVERSION_BELOW_VARIANCE {
                 check(&h, &format!("H({total}, {s}, {d})"));
             }

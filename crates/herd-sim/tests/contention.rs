@@ -2,7 +2,7 @@
 //! the rules that the article's figures show.
 use herd::RuleName;
 use herd_sim::Limits;
-use herd_sim::contention::{Contention, ContentionScenario};
+use herd_sim::contention::{Contention, ContentionScenario, Convention};
 
 mod support;
 
@@ -35,6 +35,58 @@ fn two_clients_without_jitter_in_the_network() {
     assert_eq!((exponential.calls, exponential.completion_ms), (3, 85.0));
     let alone = fixed.run(RuleName::Full, 1, 1).unwrap();
     assert_eq!((alone.calls, alone.completion_ms), (1, 40.0));
+}
+
+/// The article's convention (`retry.convention = "brooker-2015"`): `Backoff.expo(n)` is
+/// `min(cap, 2^n · base)`, so exponential's first pause is 2 · base = 10 ms and the rejected
+/// client finishes at 90 ms; the decorrelated rule starts from `base` as before.
+#[test]
+fn the_articles_convention_doubles_the_exponential_familys_first_pause() {
+    let fixed = model(|s| {
+        s.network.delay_sd_ms = 0.0;
+        s.retry.convention = Convention::Brooker2015;
+    });
+    let exponential = fixed.run(RuleName::Exponential, 1, 2).unwrap();
+    assert_eq!((exponential.calls, exponential.completion_ms), (3, 90.0));
+    // Full and equal jitter draw within [0, 10 ms] and [5 ms, 10 ms]: past 80 ms, by 90 ms.
+    for (rule, lo) in [(RuleName::Full, 80.0), (RuleName::Equal, 85.0)] {
+        for seed in 1..50 {
+            let r = fixed.run(rule, seed, 2).unwrap();
+            assert!(
+                (lo..=90.0).contains(&r.completion_ms),
+                "{rule} seed {seed}: {}",
+                r.completion_ms
+            );
+        }
+    }
+    // Herd's convention never exceeds 85 ms for full jitter; the article's does, for some seed.
+    let herd = model(|s| s.network.delay_sd_ms = 0.0);
+    assert!((1..50).all(|seed| herd.run(RuleName::Full, seed, 2).unwrap().completion_ms <= 85.0));
+    assert!((1..50).any(|seed| fixed.run(RuleName::Full, seed, 2).unwrap().completion_ms > 85.0));
+    // decorrelated: uniform in [base, 3 · base] = [5, 15] ms either way.
+    let decorrelated = fixed.run(RuleName::Decorrelated, 3, 2).unwrap();
+    assert!((85.0..=95.0).contains(&decorrelated.completion_ms));
+    // A cap below 2 · base caps the first pause.
+    let capped = model(|s| {
+        s.network.delay_sd_ms = 0.0;
+        s.retry.convention = Convention::Brooker2015;
+        s.retry.cap_ms = 7.0;
+    });
+    let r = capped.run(RuleName::Exponential, 1, 2).unwrap();
+    assert_eq!(r.completion_ms, 87.0);
+}
+
+#[test]
+fn the_articles_preset_file_parses_with_its_convention() {
+    let s = ContentionScenario::from_toml_str(include_str!(
+        "../../../scenarios/contention-brooker-2015.toml"
+    ))
+    .expect("parses");
+    assert_eq!(s.retry.convention, Convention::Brooker2015);
+    let err = ContentionScenario::from_toml_str("[retry]\nconvention = \"brooker\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("convention"), "{err}");
 }
 
 #[test]

@@ -47,9 +47,15 @@ type Bucket = HashMap<State, u64, BuildHasherDefault<StateHasher>>;
 #[derive(Debug, Default)]
 pub(crate) struct CohortCalendar {
     due: BTreeMap<u64, Bucket>,
+    /// Drained buckets kept with their capacity, so that filing a new step allocates nothing
+    /// (at most [`SPARE_BUCKETS`]; their order of iteration never matters, see [`StateHasher`]).
+    spare: Vec<Bucket>,
     cohorts: u64,
     clients: u64,
 }
+
+/// The most drained buckets kept for reuse.
+const SPARE_BUCKETS: usize = 64;
 
 impl CohortCalendar {
     /// Files `count` clients in `state` to knock at `step`.
@@ -57,7 +63,13 @@ impl CohortCalendar {
         if count == 0 {
             return;
         }
-        let slot = self.due.entry(step).or_default().entry(state).or_insert(0);
+        let bucket = match self.due.entry(step) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(self.spare.pop().unwrap_or_default())
+            }
+        };
+        let slot = bucket.entry(state).or_insert(0);
         if *slot == 0 {
             self.cohorts += 1;
         }
@@ -72,11 +84,14 @@ impl CohortCalendar {
 
     /// Removes the cohorts due at `step` and appends them to `out`.
     pub(crate) fn take(&mut self, step: u64, out: &mut Vec<(State, u64)>) {
-        if let Some(bucket) = self.due.remove(&step) {
+        if let Some(mut bucket) = self.due.remove(&step) {
             self.cohorts -= bucket.len() as u64;
-            for (state, count) in bucket {
+            for (state, count) in bucket.drain() {
                 self.clients -= count;
                 out.push((state, count));
+            }
+            if self.spare.len() < SPARE_BUCKETS {
+                self.spare.push(bucket);
             }
         }
     }

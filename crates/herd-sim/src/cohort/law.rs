@@ -67,7 +67,7 @@ fn v2_all_cap_from(rule: &Rule, cap: u64) -> u32 {
             let mut before = RuleState::from_parts(k - 1, 0);
             rule.pause(&mut before, &mut Fixed(last_middle));
             let mut state = RuleState::from_parts(k, before.memory());
-            nanos(rule.pause(&mut state, &mut Fixed(0))) >= cap
+            rule.pause_nanos(&mut state, &mut Fixed(0)) >= cap
         })
         .unwrap_or(u32::MAX)
 }
@@ -286,7 +286,7 @@ impl Laws {
         let per_cell = (1u64 << 53) / V2_CELLS;
         let word = rng.next_u64();
         let mut state = RuleState::from_parts(failures, memory);
-        let wait = self.wait_of(nanos(self.rule.pause(&mut state, &mut Fixed(word))));
+        let wait = self.wait_of(self.rule.pause_nanos(&mut state, &mut Fixed(word)));
         let cell = (word >> 11) / per_cell;
         let mut middle = RuleState::from_parts(failures, memory);
         self.rule.pause(
@@ -324,12 +324,12 @@ impl Laws {
         let mut state = RuleState::from_parts(failures, memory);
         match self.name {
             RuleName::Immediate | RuleName::Constant | RuleName::Exponential => {
-                let pause = nanos(self.rule.pause(&mut state, &mut Fixed(0)));
+                let pause = self.rule.pause_nanos(&mut state, &mut Fixed(0));
                 Law::certain(self.wait_of(pause), 0)
             }
             RuleName::Full | RuleName::Equal => {
                 let g = self.growth.map_or(self.cap, |r| {
-                    nanos(r.pause(&mut RuleState::from_parts(failures, 0), &mut Fixed(0)))
+                    r.pause_nanos(&mut RuleState::from_parts(failures, 0), &mut Fixed(0))
                 });
                 let lo = if self.name == RuleName::Full {
                     0
@@ -369,7 +369,7 @@ impl Laws {
     /// the rule's one 53-bit draw is `m` (for the rules that draw one float).
     fn at_draw(&self, failures: u32, memory: u64, m: u64) -> (u64, u64) {
         let mut state = RuleState::from_parts(failures, memory);
-        let pause = nanos(self.rule.pause(&mut state, &mut Fixed(m << 11)));
+        let pause = self.rule.pause_nanos(&mut state, &mut Fixed(m << 11));
         (self.wait_of(pause), state.memory())
     }
 
@@ -531,9 +531,9 @@ mod tests {
             // decorrelated-v2 draws one word (one float): record it to know its cell.
             let word = rng.next_u64();
             let pause = if l.name == RuleName::DecorrelatedV2 {
-                nanos(l.rule.pause(&mut state, &mut Fixed(word)))
+                l.rule.pause_nanos(&mut state, &mut Fixed(word))
             } else {
-                nanos(l.rule.pause(&mut state, &mut rng))
+                l.rule.pause_nanos(&mut state, &mut rng)
             };
             let wait = l.wait_of(pause);
             let mem = match l.name {

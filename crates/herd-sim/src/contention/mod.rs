@@ -31,15 +31,18 @@
 //! **work** is the number of write calls. Pauses are not rounded (there are no steps here).
 //!
 //! The random draws, all from one [`SplitMix64`] seeded by the run's seed: one delay per hop
-//! as it is scheduled (a rejected client draws the delay, then the pause). A delay is
-//! Box–Muller on two uniforms `u1 = 1 − next_f64()`, `u2 = next_f64()`:
-//! `z = sqrt(−2 ln u1) · cos(2π u2)`, `delay = max(0, mean + sd · z)`, rounded to the
+//! as it is scheduled (a rejected client draws the delay, then the pause). A delay is a
+//! standard normal `z` from Marsaglia and Tsang's ziggurat (`crate::ziggurat`, one word of the
+//! generator for about 98.8 % of draws), `delay = max(0, mean + sd · z)`, rounded to the
 //! nanosecond.
 //!
 //! One difference from the article's simulator: its exponential pause after the k-th
 //! rejection is `base · 2^k` (first pause 2 · base); herd's rules use `base · 2^(k−1)` (first
 //! pause = base), as everywhere in herd. With `base` 5 ms the curves keep their order and
-//! shape; set `base_ms = 10` to start where the article does.
+//! shape. `retry.convention = "brooker-2015"` ([`Convention::Brooker2015`]) follows the
+//! article's code instead: `exponential`, `equal` and `full` run with `base` doubled (capped
+//! at `cap`), `decorrelated` unchanged, and a negative delay is folded (`abs`) rather than
+//! truncated.
 //!
 //! # Examples
 //!
@@ -57,9 +60,11 @@
 //! ```
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::collections::binary_heap::PeekMut;
 
 use herd::rng::SplitMix64;
 use herd::{Rule, RuleName, RuleParams, RuleState};
+use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::ScenarioError;
@@ -71,7 +76,7 @@ mod report;
 mod scenario;
 
 pub use report::ContentionReport;
-pub use scenario::{ContentionClients, ContentionRetry, ContentionScenario, Network};
+pub use scenario::{ContentionClients, ContentionRetry, ContentionScenario, Convention, Network};
 
 /// The most clients one run may have.
 pub const MAX_CLIENTS: u64 = 1_000_000;
@@ -85,6 +90,9 @@ pub const MAX_CALLS: u64 = 50_000_000;
 pub struct Contention {
     scenario: ContentionScenario,
     params: RuleParams,
+    /// The parameters of `exponential`, `equal` and `full`: `params`, with `base` doubled
+    /// under [`Convention::Brooker2015`].
+    doubling_params: RuleParams,
     mean_ms: f64,
     sd_ms: f64,
     max_calls: u64,
@@ -181,16 +189,35 @@ impl Contention {
             ));
         }
         let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?;
-        for &rule in &r.rules {
-            fields::rule_of(rule, &params, "retry.rules")?;
-        }
-        Ok(Self {
+        let doubling_params = match r.convention {
+            Convention::Herd => params,
+            // min(cap, 2^k · base) = min(cap, 2^(k−1) · min(cap, 2 · base)) for every k ≥ 1.
+            Convention::Brooker2015 => RuleParams {
+                base: params.base.saturating_mul(2).min(params.cap),
+                ..params
+            },
+        };
+        let model = Self {
             scenario: scenario.clone(),
             params,
+            doubling_params,
             mean_ms,
             sd_ms,
             max_calls: MAX_CALLS.min(limits.max_run_attempts),
-        })
+        };
+        for &rule in &r.rules {
+            model.rule(rule)?;
+        }
+        Ok(model)
+    }
+
+    /// `name` built with the scenario's parameters under its convention.
+    fn rule(&self, name: RuleName) -> Result<Rule, ScenarioError> {
+        let params = match name {
+            RuleName::Exponential | RuleName::Full | RuleName::Equal => &self.doubling_params,
+            _ => &self.params,
+        };
+        fields::rule_of(name, params, "retry.rules")
     }
 
     /// The scenario as given.
@@ -218,7 +245,7 @@ impl Contention {
         clients: u64,
     ) -> Result<ContentionRun, ScenarioError> {
         check_clients("clients.count", clients, &Limits::unlimited())?;
-        let built = fields::rule_of(rule, &self.params, "retry.rules")?;
+        let built = self.rule(rule)?;
         let (calls, completion_ns) = self.simulate(&built, seed, clients as usize)?;
         Ok(ContentionRun {
             rule,
@@ -236,9 +263,15 @@ impl Contention {
     /// As [`Contention::run`].
     pub fn average(&self, rule: RuleName, clients: u64) -> Result<ContentionPoint, ScenarioError> {
         let runs = self.scenario.runs;
+        // One task per seed (runs differ a hundredfold in cost between rules and counts, so
+        // whole points make poor units of work), summed afterwards in seed order, so the
+        // mean is the same whatever the number of threads.
+        let each = (0..u64::from(runs))
+            .into_par_iter()
+            .map(|k| self.run(rule, self.scenario.seed.wrapping_add(k), clients))
+            .collect::<Result<Vec<_>, _>>()?;
         let (mut calls, mut completion) = (0.0, 0.0);
-        for k in 0..u64::from(runs) {
-            let run = self.run(rule, self.scenario.seed.wrapping_add(k), clients)?;
+        for run in &each {
             calls += run.calls as f64;
             completion += run.completion_ms;
         }
@@ -257,51 +290,60 @@ impl Contention {
         })
     }
 
-    /// One hop's delay in nanoseconds (Box–Muller, see the module docs).
+    /// One hop's delay in nanoseconds (the ziggurat, see the module docs).
+    #[inline]
     fn delay(&self, rng: &mut SplitMix64) -> u64 {
-        let z = crate::sample::standard_normal(rng);
-        let ms = (self.mean_ms + self.sd_ms * z).max(0.0);
-        (ms * 1e6).round() as u64
+        let z = crate::ziggurat::standard_normal(rng);
+        let ms = self.mean_ms + self.sd_ms * z;
+        let ms = match self.scenario.retry.convention {
+            Convention::Herd => ms.max(0.0),
+            Convention::Brooker2015 => ms.abs(),
+        };
+        round_ns(ms * 1e6)
     }
 
     /// The event loop; returns (write calls, completion time in ns).
+    ///
+    /// A client has at most one event pending (each event schedules the client's next), so
+    /// the queue holds one 16-byte key per waiting client: the event's time in the high 64
+    /// bits, then its order of scheduling, then the client, and the client's next hop beside
+    /// it in `hops`. Ordering the keys orders the events by time, then by order of
+    /// scheduling, exactly the tuples' order.
     fn simulate(
         &self,
         rule: &Rule,
         seed: u64,
         clients: usize,
     ) -> Result<(u64, u64), ScenarioError> {
+        debug_assert!(clients as u64 <= MAX_CLIENTS && MAX_CLIENTS < 1 << CLIENT_BITS);
         let mut rng = SplitMix64::new(seed);
-        // (time, order of scheduling, client, hop): a min-heap by time, then by order.
-        let mut events: BinaryHeap<Reverse<(u64, u64, u32, Hop)>> =
-            BinaryHeap::with_capacity(clients);
+        let mut events: BinaryHeap<Reverse<u128>> = BinaryHeap::with_capacity(clients);
+        let mut hops = vec![Hop::ReadArrives; clients];
         let mut order = 0u64;
-        let mut schedule = |events: &mut BinaryHeap<_>, at: u64, client: u32, hop: Hop| {
-            events.push(Reverse((at, order, client, hop)));
-            order += 1;
-        };
         for c in 0..clients {
             let at = self.delay(&mut rng);
-            schedule(&mut events, at, c as u32, Hop::ReadArrives);
+            events.push(Reverse(key_of(at, order, c as u32)));
+            order += 1;
         }
         let mut version = 0u64;
         let mut read_version = vec![0u64; clients];
         let mut states = vec![RuleState::default(); clients];
         let mut calls = 0u64;
         let mut last = 0u64;
-        while let Some(Reverse((now, _, c, hop))) = events.pop() {
+        // Each event but a client's last schedules the client's next: the new key replaces
+        // the earliest in place (one sift down, where a pop and a push take two passes).
+        while let Some(mut earliest) = events.peek_mut() {
+            let Reverse(key) = *earliest;
+            let now = (key >> 64) as u64;
+            let c = (key as u64 & ((1 << CLIENT_BITS) - 1)) as u32;
             last = now;
             let ci = c as usize;
-            match hop {
+            let (hop, at) = match hops[ci] {
                 Hop::ReadArrives => {
                     read_version[ci] = version;
-                    let at = now.saturating_add(self.delay(&mut rng));
-                    schedule(&mut events, at, c, Hop::ReadAnswered);
+                    (Hop::ReadAnswered, now.saturating_add(self.delay(&mut rng)))
                 }
-                Hop::ReadAnswered => {
-                    let at = now.saturating_add(self.delay(&mut rng));
-                    schedule(&mut events, at, c, Hop::WriteArrives);
-                }
+                Hop::ReadAnswered => (Hop::WriteArrives, now.saturating_add(self.delay(&mut rng))),
                 Hop::WriteArrives => {
                     calls += 1;
                     if calls > self.max_calls {
@@ -315,20 +357,43 @@ impl Contention {
                         version += 1;
                     }
                     let at = now.saturating_add(self.delay(&mut rng));
-                    schedule(&mut events, at, c, Hop::WriteAnswered { committed });
+                    (Hop::WriteAnswered { committed }, at)
                 }
-                Hop::WriteAnswered { committed: true } => {}
+                Hop::WriteAnswered { committed: true } => {
+                    PeekMut::pop(earliest);
+                    continue;
+                }
                 Hop::WriteAnswered { committed: false } => {
                     let delay = self.delay(&mut rng);
-                    let pause = rule.pause(&mut states[ci], &mut rng);
-                    let pause_ns = u64::try_from(pause.as_nanos()).unwrap_or(u64::MAX);
+                    let pause_ns = rule.pause_nanos(&mut states[ci], &mut rng);
                     let at = now.saturating_add(delay).saturating_add(pause_ns);
-                    schedule(&mut events, at, c, Hop::ReadArrives);
+                    (Hop::ReadArrives, at)
                 }
-            }
+            };
+            hops[ci] = hop;
+            *earliest = Reverse(key_of(at, order, c));
+            order += 1;
         }
         Ok((calls, last))
     }
+}
+
+/// Bits of an event key that hold the client (`MAX_CLIENTS` < 2^20).
+const CLIENT_BITS: u32 = 20;
+
+/// The queue's key of an event at `at` ns, scheduled `order`-th, for `client`. At most 4
+/// events per write call and [`MAX_CALLS`] calls: `order` stays far below 2^44.
+#[inline]
+fn key_of(at: u64, order: u64, client: u32) -> u128 {
+    (u128::from(at) << 64) | u128::from((order << CLIENT_BITS) | u64::from(client))
+}
+
+/// `x.round() as u64` for `0 ≤ x < 2^63` (a delay in nanoseconds: at most 10^18), without
+/// libm's `round` call: the cast through `i64` truncates, and `x − trunc(x)` is exact.
+#[inline]
+fn round_ns(x: f64) -> u64 {
+    let whole = x as i64;
+    (whole + i64::from(x - whole as f64 >= 0.5)) as u64
 }
 
 fn check_clients(field: &str, clients: u64, limits: &Limits) -> Result<(), ScenarioError> {

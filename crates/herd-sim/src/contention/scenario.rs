@@ -59,6 +59,34 @@ pub struct ContentionRetry {
     pub cap_ms: f64,
     /// The pause of `constant`, in milliseconds.
     pub pause_ms: f64,
+    /// Whose conventions the rules and delays follow: herd's (the default) or those of the
+    /// simulator published with the article (`"brooker-2015"`).
+    #[serde(skip_serializing_if = "Convention::is_herd")]
+    pub convention: Convention,
+}
+
+/// Whose conventions a contention run follows (`retry.convention`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Convention {
+    /// herd's: the exponential family's first pause is `base` (`base · 2^(k−1)` after the
+    /// k-th rejection), and a negative delay is truncated to 0.
+    #[default]
+    #[serde(rename = "herd")]
+    Herd,
+    /// The article's simulator (`aws-samples/aws-arch-backoff-simulator`,
+    /// `src/backoff_simulator.py`): `Backoff.expo(n)` is `min(cap, 2^n · base)` with `n` the
+    /// rejections so far, so `exponential`, `equal` and `full` pause `min(cap, base · 2^k)`
+    /// after the k-th rejection (the first is 2 · base), while `ExpoBackoffDecorr` starts
+    /// from `base` as herd's `decorrelated` does; `Net.delay` is `abs(normalvariate(mean,
+    /// sd))`, folding a negative draw.
+    #[serde(rename = "brooker-2015")]
+    Brooker2015,
+}
+
+impl Convention {
+    fn is_herd(&self) -> bool {
+        *self == Convention::Herd
+    }
 }
 
 impl Default for ContentionScenario {
@@ -102,6 +130,7 @@ impl Default for ContentionRetry {
             base_ms: 5.0,
             cap_ms: 2000.0,
             pause_ms: 10.0,
+            convention: Convention::Herd,
         }
     }
 }

@@ -195,8 +195,7 @@ pub(crate) fn simulate(
                 window.denied_by_budget += 1;
                 continue;
             }
-            let pause = rule.pause(&mut request.state, &mut rng);
-            let pause_ns = u64::try_from(pause.as_nanos()).unwrap_or(u64::MAX);
+            let pause_ns = rule.pause_nanos(&mut request.state, &mut rng);
             let steps = pause_ns.div_ceil(plan.step_ns).max(1);
             let at = t.saturating_add(steps);
             if at < plan.steps {
