@@ -670,7 +670,7 @@ pub(crate) fn run_until(
     let mut events = 0u64;
     loop {
         events += 1;
-        if events % CANCEL_CHECK_EVERY == 0 {
+        if events.is_multiple_of(CANCEL_CHECK_EVERY) {
             if cancel.is_cancelled() {
                 return Err(Cancelled);
             }

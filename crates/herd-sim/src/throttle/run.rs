@@ -129,10 +129,10 @@ impl SimThrottle {
             }
             Kind::Aws(q) => {
                 if retry {
-                    if let Some(permit) = self.held.pop() {
-                        if served {
-                            permit.succeeded();
-                        }
+                    if let Some(permit) = self.held.pop()
+                        && served
+                    {
+                        permit.succeeded();
                     }
                 } else if served {
                     q.record_first_attempt_success();
