@@ -64,5 +64,6 @@ pub use exact::{AnswerOdds, CallFigures, Exactness, Options, Prediction, call_fi
 pub use file::GraphError;
 pub use model::{Call, Graph, MAX_ATTEMPTS, MAX_BUDGET_PERCENT, MAX_CALLS, MAX_SERVICES, Service};
 pub use monte_carlo::{
-    BATCHES, MAX_SIMULATED_CALLS, MonteCarlo, SimulatedService, Z, known_error, simulate, tolerance,
+    BATCHES, MAX_SIMULATED_CALLS, MonteCarlo, SimulatedService, Z, known_error, simulate,
+    tolerance, tolerance_at, z_limit,
 };
