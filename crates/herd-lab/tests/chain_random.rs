@@ -6,6 +6,8 @@ use herd_lab::chain::{Chain, ChainOptions};
 use herd_sim::graph::{Graph, Options, predict};
 use proptest::prelude::*;
 
+#[path = "../../herd-sim/tests/support/chance.rs"]
+mod chance;
 #[path = "../../herd-sim/tests/support/graphs.rs"]
 mod graphs;
 
@@ -22,7 +24,7 @@ fn deterministic_dag() -> impl Strategy<Value = Graph> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(chance::proptest_config(24))]
 
     #[test]
     fn lab_measures_the_prediction_on_deterministic_dags(

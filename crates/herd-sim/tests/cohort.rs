@@ -7,6 +7,8 @@ use herd_sim::{Clients, Engine, Limits, Scenario, Server, Simulation, cohort};
 mod support;
 
 use support::run;
+#[path = "support/chance.rs"]
+mod chance;
 
 fn cohort_sim(scenario: &Scenario) -> Simulation {
     Simulation::with_engine(scenario, &Limits::default(), Engine::Cohort).expect("valid")
@@ -179,7 +181,7 @@ fn the_work_cap_counts_random_draws() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    #![proptest_config(chance::proptest_config(48))]
 
     /// Whatever the scenario, every client ends served, given up or waiting, the series add
     /// up to the totals, and the run never panics.

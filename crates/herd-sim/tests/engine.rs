@@ -6,6 +6,8 @@ use proptest::prelude::*;
 mod support;
 
 use support::conserved;
+#[path = "support/chance.rs"]
+mod chance;
 
 fn sim(s: &Scenario) -> Simulation {
     Simulation::new(s, &Limits::unlimited()).expect("valid scenario")
@@ -380,7 +382,7 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(chance::proptest_config(96))]
 
     #[test]
     fn every_client_is_accounted_for((s, rule, seed) in small_scenario()) {
