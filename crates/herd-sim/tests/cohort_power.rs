@@ -158,7 +158,8 @@ fn retry_after_agrees() {
     s.server.retry_after_s = 1.0;
     s.clients.deadline_s = 12.0;
     for rule in [RuleName::Full, RuleName::Exponential] {
-        agree("retry-after", &s, rule, 300, &GIVE_UPS);
+        // 360 seeds: at 300, 5.8 standard errors of gave_up were 2.1 % of its mean.
+        agree("retry-after", &s, rule, 360, &GIVE_UPS);
     }
 }
 
