@@ -6,9 +6,8 @@ use herd_sim::{Clients, Engine, Limits, Scenario, Server, Simulation, cohort};
 
 mod support;
 
+use support::chance;
 use support::run;
-#[path = "support/chance.rs"]
-mod chance;
 
 fn cohort_sim(scenario: &Scenario) -> Simulation {
     Simulation::with_engine(scenario, &Limits::default(), Engine::Cohort).expect("valid")

@@ -5,9 +5,8 @@ use proptest::prelude::*;
 
 mod support;
 
+use support::chance;
 use support::conserved;
-#[path = "support/chance.rs"]
-mod chance;
 
 fn sim(s: &Scenario) -> Simulation {
     Simulation::new(s, &Limits::unlimited()).expect("valid scenario")

@@ -5,8 +5,7 @@ use herd::RuleName;
 use herd_sim::{Engine, Limits, RunResult, Scenario, Simulation};
 use rayon::prelude::*;
 
-#[path = "chance.rs"]
-mod chance;
+pub mod chance;
 
 /// Runs `rule` with `seed` and checks [`conserved`].
 pub fn run(sim: &Simulation, rule: RuleName, seed: u64) -> RunResult {
