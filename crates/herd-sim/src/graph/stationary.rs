@@ -448,9 +448,12 @@ impl<'g> Space<'g> {
         }
         let width = below + above + 1;
         let cost = n.checked_mul(below.max(1))?.checked_mul(above.max(1))?;
-        if n.checked_mul(width)? > MAX_MEMO_COUNTS || self.spend(cost + n * width).is_err() {
+        // Too costly: leave the work to the iterative solver, without spending any.
+        let work = cost.checked_add(n.checked_mul(width)?)?;
+        if n * width > MAX_MEMO_COUNTS || self.work + work as u64 > MAX_WORK {
             return None;
         }
+        self.spend(work).ok()?;
         let at = |i: usize, j: usize| i * width + j + below - i;
         let mut a = vec![0.0; n * width];
         for (i, row) in rows.iter().enumerate() {
