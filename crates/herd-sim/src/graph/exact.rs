@@ -71,7 +71,8 @@ pub enum Exactness {
     },
     /// Budgets the exact computation could not take: the long-run-limit formula, which
     /// treats every call as meeting an independent, average bucket. Its error is not known
-    /// here (up to about 0.7 % on the graphs we measured); check it with a Monte Carlo run.
+    /// here (up to about 0.7 % on the graphs we measured): biased, so a caller should show a
+    /// Monte Carlo estimate instead, as `herd amplify` does.
     Approximate {
         /// Why the exact computation was skipped.
         why: String,
