@@ -82,18 +82,45 @@ fn budget_below_retries_is_exact_from_the_stationary_law() {
     assert!(v.get("simulation").is_none());
 }
 
-/// Approximate figures are labelled, and a Monte Carlo run measures their error unasked.
+/// Regression: two budgets with a long tail of tokens (payments → bank asks 0.111 retries
+/// per call of its 0.1) passed the chain's old bound of 600 states, and the figures fell
+/// back to the formula, 0.02 % off. They are now exact.
 #[test]
-fn approximate_figures_come_with_a_measured_error() {
+fn two_budgets_with_a_long_bucket_are_exact() {
     let v = amplify("partial-failure.toml", &[]);
-    assert_eq!(v["exactness"]["kind"], "approximate");
+    assert_eq!(v["exactness"]["kind"], "stationary", "{}", v["exactness"]);
+    let checkout = v["services"][1]["predicted"].as_f64().unwrap();
+    assert!((checkout - 1.032_570_5).abs() < 1e-6, "{checkout}");
+    assert!(v.get("simulation").is_none());
+}
+
+/// A budget the exact computation cannot take (not a fraction with a small denominator):
+/// the figures are a Monte Carlo run's means, each with its standard error, and labelled.
+#[test]
+fn budgets_beyond_the_exact_computation_get_monte_carlo_figures() {
+    let graph = support::scratch_file(
+        "odd-budget.toml",
+        "entry = \"a\"\n[[service]]\nname = \"a\"\ncalls = [{ to = \"b\", attempts = 3, \
+         failure_probability = 0.5, budget_percent = 33.3333 }]\n[[service]]\nname = \"b\"\n",
+    );
+    let v = json(&["amplify", &graph, "--format", "json"]);
+    assert_eq!(v["exactness"]["kind"], "monte_carlo");
     assert_eq!(v["simulation"]["requests"], 200_000);
-    assert!(
-        v["simulation"]["services"][2]["std_error"]
+    let b = &v["services"][1];
+    let (mean, se) = (
+        b["predicted"].as_f64().unwrap(),
+        b["std_error"].as_f64().unwrap(),
+    );
+    assert!(se > 0.0);
+    assert_eq!(
+        mean,
+        v["simulation"]["services"][1]["simulated"]
             .as_f64()
             .unwrap()
-            > 0.0
     );
+    let text = support::ok(&["amplify", &graph]);
+    assert!(text.contains("Monte Carlo estimates"), "{text}");
+    assert!(!text.contains("APPROXIMATE"), "{text}");
 }
 
 #[test]

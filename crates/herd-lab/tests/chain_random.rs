@@ -6,6 +6,8 @@ use herd_lab::chain::{Chain, ChainOptions};
 use herd_sim::graph::{Graph, Options, predict};
 use proptest::prelude::*;
 
+#[path = "../../herd-sim/tests/support/chance.rs"]
+mod chance;
 #[path = "../../herd-sim/tests/support/graphs.rs"]
 mod graphs;
 
@@ -21,30 +23,66 @@ fn deterministic_dag() -> impl Strategy<Value = Graph> {
     )
 }
 
+/// The counts the lab measures for one view of `g`, and the prediction's.
+fn measured_and_predicted(g: &Graph, layer_aware: bool) -> (Vec<f64>, Vec<f64>) {
+    let p = predict(g, Options { layer_aware }).expect("prediction");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let measured = runtime.block_on(async {
+        let chain = Chain::start(
+            g,
+            ChainOptions {
+                layer_aware,
+                ..ChainOptions::default()
+            },
+        )
+        .await
+        .expect("chain starts");
+        let m = chain.drive(1).await.expect("drive");
+        chain.shutdown().await.expect("clean shutdown");
+        m.received()
+    });
+    (measured.into_iter().map(|c| c as f64).collect(), p.receives)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(chance::proptest_config(24))]
 
     #[test]
     fn lab_measures_the_prediction_on_deterministic_dags(
         g in deterministic_dag(),
         layer_aware: bool,
     ) {
-        let options = Options { layer_aware };
-        let p = predict(&g, options).expect("prediction");
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let measured = runtime.block_on(async {
-            let chain = Chain::start(&g, ChainOptions { layer_aware, ..ChainOptions::default() })
-                .await
-                .expect("chain starts");
-            let m = chain.drive(1).await.expect("drive");
-            chain.shutdown().await.expect("clean shutdown");
-            m.received()
-        });
-        let measured: Vec<f64> = measured.into_iter().map(|c| c as f64).collect();
-        prop_assert_eq!(measured, p.receives, "graph {:?}", g);
+        let (measured, predicted) = measured_and_predicted(&g, layer_aware);
+        prop_assert_eq!(measured, predicted, "graph {:?}", g);
     }
+}
+
+/// Regression (a case the property found): layer-aware, a lost answer on every attempt of a
+/// two-attempt edge (s1 → s3) above a failing service that a one-attempt edge also reaches.
+#[test]
+fn layer_aware_lost_answers_over_a_failing_service() {
+    let g = Graph::from_toml(
+        r#"
+        entry = "s0"
+        [[service]]
+        name = "s0"
+        calls = [{ to = "s1", attempts = 3 }, { to = "s2", attempts = 1 }]
+        [[service]]
+        name = "s1"
+        calls = [{ to = "s3", attempts = 2, failure_probability = 1.0 }]
+        [[service]]
+        name = "s2"
+        calls = [{ to = "s3", attempts = 1 }]
+        [[service]]
+        name = "s3"
+        fails = true
+        "#,
+    )
+    .expect("valid graph");
+    let (measured, predicted) = measured_and_predicted(&g, true);
+    assert_eq!(measured, predicted);
 }

@@ -285,7 +285,8 @@ mod tests {
         assert_eq!(l.steps_of(f64::INFINITY), 36_000);
     }
 
-    /// The law's distribution function is that of the drawn delays, within five standard errors.
+    /// The law's distribution function is that of the drawn delays, within 6.5 standard
+    /// errors: a false failure ≤ 10⁻⁶ over at most 10⁴ cells (Bonferroni, normal tails).
     #[test]
     fn the_law_in_steps_is_the_law_of_the_draws() {
         for l in [
@@ -313,7 +314,7 @@ mod tests {
                 let q = want.min(1.0);
                 let se = (q * (1.0 - q) / n as f64).sqrt();
                 assert!(
-                    (f - q).abs() <= 5.0 * se + 1e-9,
+                    (f - q).abs() <= 6.5 * se + 1e-9,
                     "{l:?} cell {k}: {f} vs {q}"
                 );
             }

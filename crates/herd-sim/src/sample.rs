@@ -530,11 +530,11 @@ mod tests {
         (stat, cells.saturating_sub(1))
     }
 
-    /// The 99.99 % point of chi-square with `df` degrees of freedom (Wilson–Hilferty), so
-    /// a correct sampler fails one check in 10 000.
+    /// The `1 − 10⁻⁸` point of chi-square with `df` degrees of freedom (Wilson–Hilferty), so
+    /// a correct sampler fails the file's checks (under 100) with probability below 10⁻⁶.
     fn chi_square_limit(df: usize) -> f64 {
         let k = df.max(1) as f64;
-        let z = 3.719;
+        let z = 5.612;
         k * (1.0 - 2.0 / (9.0 * k) + z * (2.0 / (9.0 * k)).sqrt()).powi(3)
     }
 
@@ -687,7 +687,8 @@ mod tests {
         }
     }
 
-    /// Mean and variance over `samples` draws within 5 standard errors of the exact moments.
+    /// Mean and variance over `samples` draws within 6.1 standard errors of the exact moments:
+    /// a false failure ≤ 10⁻⁶ over the file's checks (under 1000; Bonferroni, normal tails).
     fn moments_agree(draws: impl Fn(&mut SplitMix64) -> u64, mean: f64, var: f64, what: &str) {
         let mut rng = SplitMix64::new(13);
         let samples = 20_000;
@@ -698,11 +699,11 @@ mod tests {
         // The sample variance's standard error is about var·√(2/samples) for near-normal laws.
         let se_var = var * (2.0 / samples as f64).sqrt();
         assert!(
-            (m - mean).abs() < 5.0 * se_mean + 1e-9,
+            (m - mean).abs() < 6.1 * se_mean + 1e-9,
             "{what}: mean {m} vs {mean}"
         );
         assert!(
-            (v - var).abs() < 5.0 * se_var + 1e-9,
+            (v - var).abs() < 6.1 * se_var + 1e-9,
             "{what}: variance {v} vs {var}"
         );
     }
@@ -789,13 +790,20 @@ mod tests {
                 let mean = sums[i] / reps as f64;
                 let want = n as f64 * probs[i];
                 let se = (n as f64 * probs[i] * (1.0 - probs[i]) / reps as f64).sqrt();
-                assert!((mean - want).abs() <= 5.0 * se + 1e-9, "n {n} outcome {i}");
+                // False failure ≤ 10⁻⁶ with the file's other checks (6.1 standard errors).
+                assert!((mean - want).abs() <= 6.1 * se + 1e-9, "n {n} outcome {i}");
             }
         }
     }
 
     proptest::proptest! {
-        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        // A fixed seed and no regression files, as every property test (tests/support/chance.rs).
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 256,
+            failure_persistence: None,
+            rng_seed: proptest::test_runner::RngSeed::Fixed(0x6865_7264),
+            ..proptest::test_runner::Config::default()
+        })]
 
         /// Any sizes up to 10^12, any probability: a draw stays in its support.
         #[test]

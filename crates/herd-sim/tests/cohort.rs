@@ -6,6 +6,7 @@ use herd_sim::{Clients, Engine, Limits, Scenario, Server, Simulation, cohort};
 
 mod support;
 
+use support::chance;
 use support::run;
 
 fn cohort_sim(scenario: &Scenario) -> Simulation {
@@ -179,7 +180,7 @@ fn the_work_cap_counts_random_draws() {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+    #![proptest_config(chance::proptest_config(48))]
 
     /// Whatever the scenario, every client ends served, given up or waiting, the series add
     /// up to the totals, and the run never panics.

@@ -5,6 +5,7 @@ use proptest::prelude::*;
 
 mod support;
 
+use support::chance;
 use support::conserved;
 
 fn sim(s: &Scenario) -> Simulation {
@@ -380,7 +381,7 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(chance::proptest_config(96))]
 
     #[test]
     fn every_client_is_accounted_for((s, rule, seed) in small_scenario()) {

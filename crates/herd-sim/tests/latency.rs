@@ -9,6 +9,9 @@ use herd_sim::latency::{
     Traffic,
 };
 
+#[path = "support/chance.rs"]
+mod chance;
+
 fn policy(name: &str, kind: PolicyKind) -> PolicySpec {
     PolicySpec {
         name: name.into(),
@@ -29,7 +32,7 @@ fn mean_se(xs: &[f64]) -> (f64, f64) {
 fn per_seed(model: &LatencyModel, seeds: u64, thresholds_ms: &[f64]) -> (Vec<f64>, Vec<Vec<f64>>) {
     let mut means = Vec::new();
     let mut tails = vec![Vec::new(); thresholds_ms.len()];
-    for seed in 1..=seeds {
+    for seed in (1..=seeds).map(chance::seed) {
         let (_, lat) = model.run_policy(0, seed).unwrap();
         let n = lat.len() as f64;
         means.push(lat.iter().map(|&l| l as f64 / 1e6).sum::<f64>() / n);
@@ -41,10 +44,13 @@ fn per_seed(model: &LatencyModel, seeds: u64, thresholds_ms: &[f64]) -> (Vec<f64
     (means, tails)
 }
 
+/// Within `z` standard errors: the file's 10 comparisons of a mean over at least 20 seeds
+/// (Student's t, 19 degrees of freedom) fail by chance with probability at most 10⁻⁶.
 fn assert_within(what: &str, got: (f64, f64), expected: f64) {
     let (mean, se) = got;
+    let z = herd_sim::graph::z_limit(1e-6, 10, Some(19));
     assert!(
-        (mean - expected).abs() <= 4.0 * se,
+        (mean - expected).abs() <= z * se,
         "{what}: {mean:.5} ± {se:.5} (se), theory {expected:.5}"
     );
 }

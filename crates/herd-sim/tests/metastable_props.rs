@@ -4,6 +4,8 @@ use herd::RuleName;
 use herd_sim::Limits;
 use herd_sim::metastable::{Metastable, MetastableScenario};
 use proptest::prelude::*;
+#[path = "support/chance.rs"]
+mod chance;
 
 fn scenario() -> impl Strategy<Value = (MetastableScenario, u64)> {
     (
@@ -52,7 +54,7 @@ fn scenario() -> impl Strategy<Value = (MetastableScenario, u64)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    #![proptest_config(chance::proptest_config(32))]
 
     #[test]
     fn requests_are_conserved_and_runs_replay((s, seed) in scenario()) {

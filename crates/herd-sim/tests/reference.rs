@@ -15,6 +15,8 @@ use herd::rng::{Rng, SplitMix64};
 use herd::{RuleName, RuleParams, RuleState};
 use herd_sim::{LatencyDistribution, Limits, Pauses, Scenario, Simulation};
 use proptest::prelude::*;
+#[path = "support/chance.rs"]
+mod chance;
 
 fn ns(seconds: f64) -> u64 {
     (seconds * 1e9).round() as u64
@@ -345,7 +347,7 @@ fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(chance::proptest_config(128))]
 
     #[test]
     fn engine_equals_reference((s, rule, seed) in scene()) {

@@ -13,12 +13,15 @@ use herd::retry_after::{parse_pushback, parse_retry_after};
 use herd::rng::SplitMix64;
 use herd::{RuleName, RuleParams};
 use proptest::prelude::*;
+#[path = "../../herd-sim/tests/support/chance.rs"]
+mod chance;
 
 fn now() -> SystemTime {
     UNIX_EPOCH + Duration::from_secs(1_767_225_600)
 }
 
 proptest! {
+    #![proptest_config(chance::proptest_config(256))]
     #[test]
     fn retry_after_parsing_never_panics(value in ".{0,80}") {
         let _ = parse_retry_after(&value, now());

@@ -5,6 +5,8 @@ use std::time::Duration;
 use herd::rng::{Rng, SplitMix64};
 use herd::{Rule, RuleName, RuleParams, RuleState};
 use proptest::prelude::*;
+#[path = "../../herd-sim/tests/support/chance.rs"]
+mod chance;
 
 fn g(base: u64, cap: u64, k: u32) -> u64 {
     // Reference: double step by step in u128, stopping once past the cap.
@@ -29,7 +31,7 @@ fn params(base_ns: u64, cap_ns: u64) -> RuleParams {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(chance::proptest_config(512))]
 
     /// Every pause of every rule lies within its bounds, whatever the failure count and seed.
     #[test]
@@ -216,7 +218,9 @@ fn full_jitter_is_uniform_across_deciles() {
         .iter()
         .map(|&c| (f64::from(c) - 10_000.0).powi(2) / 10_000.0)
         .sum();
-    assert!(chi2 < 27.9, "chi2 = {chi2}, deciles {deciles:?}");
+    // The chi-square quantile for 9 degrees of freedom at 1 − 10⁻⁷: false failure ≤ 10⁻⁶
+    // with the file's other statistical checks (27.9 failed one seed in a thousand).
+    assert!(chi2 < 50.17, "chi2 = {chi2}, deciles {deciles:?}");
 }
 
 #[test]

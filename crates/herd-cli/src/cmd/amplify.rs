@@ -11,7 +11,8 @@ use serde::Serialize;
 
 use crate::error::{CliError, CliResult};
 
-/// Entry requests of the Monte Carlo run that measures the error of approximate figures.
+/// Entry requests of the Monte Carlo run that gives the figures the exact computation could
+/// not.
 const CHECK_REQUESTS: u64 = 200_000;
 
 /// Compute how many requests each service of a graph receives per entry request
@@ -36,8 +37,8 @@ pub(crate) struct AmplifyArgs {
     #[arg(long)]
     layer_aware: bool,
     /// Also run N entry requests (at least 50) with random failures and compare with the
-    /// figures within standard errors (run unasked, 200 000 requests, when the figures are
-    /// approximate).
+    /// figures within standard errors (run unasked, 200 000 requests, when budgets are beyond
+    /// the exact computation: its means are then the figures).
     #[arg(long, value_name = "N")]
     simulate: Option<u64>,
     /// Seed of the Monte Carlo run.
@@ -67,7 +68,9 @@ struct Report<'a> {
 }
 
 /// Whether the figures are exact: `exact` (closed form), `stationary` (budgets, exact but for
-/// truncating the buckets at a cap, by at most `error`), `approximate` (`why`; error unknown).
+/// truncating the buckets at a cap, by at most `error`), `monte_carlo` (`why` the exact
+/// computation could not be done; the figures are the simulation's means, each service
+/// with its `std_error`).
 #[derive(Serialize)]
 struct ExactnessRow {
     kind: &'static str,
@@ -91,7 +94,7 @@ fn exactness_row(p: &Prediction) -> ExactnessRow {
             why: None,
         },
         Exactness::Approximate { why } => ExactnessRow {
-            kind: "approximate",
+            kind: "monte_carlo",
             error: None,
             states: None,
             why: Some(why.clone()),
@@ -108,8 +111,11 @@ fn exactness_row(p: &Prediction) -> ExactnessRow {
 #[derive(Serialize)]
 struct ServiceRow<'a> {
     name: &'a str,
-    /// Requests it receives per entry request, computed exactly.
+    /// Requests it receives per entry request: computed exactly, or the Monte Carlo mean.
     predicted: f64,
+    /// The standard error of `predicted` when it is a Monte Carlo mean.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    std_error: Option<f64>,
     fails: bool,
     answer_failure_probability: f64,
 }
@@ -182,11 +188,11 @@ pub(crate) fn run(args: &AmplifyArgs) -> CliResult {
         layer_aware: args.layer_aware,
     };
     let input = |e: herd_sim::graph::GraphError| CliError::input(e);
-    let prediction = predict(&graph, options).map_err(input)?;
-    let amp = amplification(&graph, &prediction, options).map_err(input)?;
+    let mut prediction = predict(&graph, options).map_err(input)?;
     let advice = advise(&graph).map_err(input)?;
     let aware = predict(&graph, Options { layer_aware: true }).map_err(input)?;
-    // Approximate figures get a Monte Carlo run even unasked, to measure their error.
+    // Budgets beyond the exact computation: a Monte Carlo run, even unasked, gives the
+    // figures (the formula that treats every call as meeting an average bucket is biased).
     let approximate = matches!(prediction.exactness, Exactness::Approximate { .. });
     let requests = args.simulate.or_else(|| {
         approximate.then(|| {
@@ -198,6 +204,10 @@ pub(crate) fn run(args: &AmplifyArgs) -> CliResult {
         Some(n) => Some(simulate(&graph, options, &prediction, n, args.seed).map_err(input)?),
         None => None,
     };
+    if let (true, Some(sim)) = (approximate, &simulation) {
+        prediction.receives = sim.services.iter().map(|s| s.mean).collect();
+    }
+    let amp = amplification(&graph, &prediction, options).map_err(input)?;
     let report = build_report(
         args,
         &graph,
@@ -268,6 +278,10 @@ fn build_report<'a>(
             .map(|(i, s)| ServiceRow {
                 name: &s.name,
                 predicted: prediction.receives[i],
+                std_error: simulation
+                    .as_ref()
+                    .filter(|_| matches!(prediction.exactness, Exactness::Approximate { .. }))
+                    .map(|sim| sim.services[i].std_error),
                 fails: s.fails,
                 answer_failure_probability: prediction.answers[i].failure(),
             })
@@ -367,10 +381,10 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
             r.exactness.states.unwrap_or(0),
             r.exactness.error.unwrap_or(0.0).max(1e-12)
         )?,
-        "approximate" => writeln!(
+        "monte_carlo" => writeln!(
             out,
-            "figures with budgets: APPROXIMATE (each call meets an average bucket; {}); \
-             the Monte Carlo below measures their error",
+            "figures with budgets: Monte Carlo estimates (± one standard error, by batch \
+             means), not exact: {}",
             r.exactness.why.as_deref().unwrap_or("")
         )?,
         _ => {}
@@ -383,11 +397,15 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
     )?;
     for s in &r.services {
         let note = if s.fails { "  (fails)" } else { "" };
+        let receives = match s.std_error {
+            Some(se) => format!("{:.4} ± {se:.4}", s.predicted),
+            None => count(s.predicted),
+        };
         writeln!(
             out,
             "{:<width$}  {:>12}  {:>11}%{note}",
             s.name,
-            count(s.predicted),
+            receives,
             count(100.0 * s.answer_failure_probability)
         )?;
     }

@@ -555,7 +555,8 @@ mod tests {
     }
 
     /// `seen`, the outcomes of `draws` draws, follow `law`: none the law says is impossible,
-    /// and every outcome's frequency within 5 standard errors (plus a hair).
+    /// and every outcome's frequency within 6.5 standard errors (plus a hair): a false
+    /// failure ≤ 10⁻⁶ over at most 10⁴ comparisons a run (Bonferroni, normal tails).
     fn follows(law: &Law, seen: &HashMap<(u64, u64), u32>, draws: u32, what: &str) {
         for outcome in seen.keys() {
             assert!(
@@ -566,12 +567,12 @@ mod tests {
         for (o, p) in law.outcomes.iter().zip(&law.probs) {
             let f = f64::from(seen.get(o).copied().unwrap_or(0)) / f64::from(draws);
             let se = (p * (1.0 - p) / f64::from(draws)).sqrt();
-            assert!((f - p).abs() <= 5.0 * se + 1e-6, "{what} {o:?}: {f} vs {p}");
+            assert!((f - p).abs() <= 6.5 * se + 1e-6, "{what} {o:?}: {f} vs {p}");
         }
     }
 
     /// The derived law against 200 000 draws of `Rule::pause`: every outcome's frequency within
-    /// 5 standard errors (plus a hair), and no outcome the law says is impossible.
+    /// 6.5 standard errors (plus a hair), and no outcome the law says is impossible.
     fn agrees(name: RuleName, params: &RuleParams, states: &[(u32, u64)]) {
         let mut l = laws(name, params);
         for &(failures, memory) in states {

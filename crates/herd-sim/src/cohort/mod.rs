@@ -591,8 +591,10 @@ mod tests {
             let mean = got.get(o).copied().unwrap_or(0.0) / f64::from(reps);
             // Poisson-like bound on the standard error of a count's mean.
             let se = (want / f64::from(reps)).sqrt();
+            // False failure ≤ 10⁻⁶: Bonferroni over at most 1000 outcomes (6.1 standard
+            // errors, normal tails).
             assert!(
-                (mean - want).abs() <= 5.0 * se + 1e-9,
+                (mean - want).abs() <= 6.1 * se + 1e-9,
                 "{o:?}: {mean} vs {want}"
             );
         }

@@ -71,7 +71,8 @@ pub enum Exactness {
     },
     /// Budgets the exact computation could not take: the long-run-limit formula, which
     /// treats every call as meeting an independent, average bucket. Its error is not known
-    /// here (up to about 0.7 % on the graphs we measured); check it with a Monte Carlo run.
+    /// here (up to about 0.7 % on the graphs we measured): biased, so a caller should show a
+    /// Monte Carlo estimate instead, as `herd amplify` does.
     Approximate {
         /// Why the exact computation was skipped.
         why: String,
@@ -257,12 +258,20 @@ pub fn predict(graph: &Graph, options: Options) -> Result<Prediction, GraphError
                         Skipped::Fraction(p) => format!(
                             "budget_percent {p} is not a fraction with a denominator up to 1000"
                         ),
+                        Skipped::TooManyBudgets(n) => {
+                            format!("{n} budgeted edges; the exact computation takes at most 8")
+                        }
                         Skipped::TooManyStates {
                             states,
                             last_change,
                         } => format!(
                             "the figures had not settled (last change {last_change:.1e}) \
-                             when the budgets' chain needed {states} states, past its bound"
+                             when the budgets' chain needed {states} states or more work \
+                             than its bound"
+                        ),
+                        Skipped::NotConverged { residual } => format!(
+                            "the budgets' chain mixes too slowly (residual {residual:.1e} \
+                             when the work ran out)"
                         ),
                     },
                 };

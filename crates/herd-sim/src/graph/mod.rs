@@ -36,7 +36,7 @@
 //! a caller's successive retries do not; so graphs with budgets are computed from the
 //! stationary law of the buckets' tokens (see `stationary.rs`), and labelled approximate
 //! (with [`Exactness::Approximate`](crate::graph::Exactness::Approximate)) only when that
-//! chain is too big. The Monte Carlo runs the bucket itself, in the same whole units.
+//! chain is beyond reach; `herd amplify` then prints a Monte Carlo estimate instead. The Monte Carlo runs the bucket itself, in the same whole units.
 //! `budget_percent = 0` (the default) means no budget.
 //!
 //! # Layer-aware retries
@@ -64,5 +64,6 @@ pub use exact::{AnswerOdds, CallFigures, Exactness, Options, Prediction, call_fi
 pub use file::GraphError;
 pub use model::{Call, Graph, MAX_ATTEMPTS, MAX_BUDGET_PERCENT, MAX_CALLS, MAX_SERVICES, Service};
 pub use monte_carlo::{
-    BATCHES, MAX_SIMULATED_CALLS, MonteCarlo, SimulatedService, Z, known_error, simulate, tolerance,
+    BATCHES, MAX_SIMULATED_CALLS, MonteCarlo, SimulatedService, Z, known_error, simulate,
+    tolerance, tolerance_at, z_limit,
 };

@@ -37,12 +37,73 @@ pub struct MonteCarlo {
     pub services: Vec<SimulatedService>,
     /// Fraction of entry requests whose answer failed.
     pub entry_failed: f64,
+    /// Whether the standard errors are by batch means.
+    pub batched: bool,
 }
 
 /// How many standard errors a simulated mean may stray from the prediction before the two
 /// are said to differ (a two-sided chance of about 6 in 100 000 per service for a normal
 /// mean).
 pub const Z: f64 = 4.0;
+
+/// The z a test compares at so that `comparisons` comparisons together fail by chance with
+/// probability at most `false_failure` (Bonferroni: each at `false_failure / comparisons`,
+/// two-sided), for a mean whose standard error is estimated from `degrees_of_freedom`
+/// (Student's t, by its Cornish–Fisher expansion; `None` for a standard error known or
+/// estimated from so many samples that the normal law holds).
+///
+/// The normal tail is that of a mean of many requests (the central limit theorem); a test
+/// with few, heavy-tailed samples needs more than this.
+///
+/// # Examples
+///
+/// ```
+/// use herd_sim::graph::z_limit;
+/// assert!((z_limit(1e-6, 1, None) - 4.892).abs() < 1e-3);
+/// assert!(z_limit(1e-6, 100, Some(49)) > z_limit(1e-6, 100, None));
+/// ```
+#[must_use]
+pub fn z_limit(false_failure: f64, comparisons: usize, degrees_of_freedom: Option<u32>) -> f64 {
+    let each = false_failure / comparisons.max(1) as f64;
+    // Bisection on the two-sided tail 2·Q(z) = erfc(z/√2), which falls with z.
+    let (mut lo, mut hi) = (0.0f64, 40.0f64);
+    for _ in 0..200 {
+        let mid = 0.5 * (lo + hi);
+        if erfc(mid / std::f64::consts::SQRT_2) > each {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let z = 0.5 * (lo + hi);
+    match degrees_of_freedom {
+        None => z,
+        Some(v) => {
+            let v = f64::from(v.max(1));
+            let (z3, z5, z7) = (z.powi(3), z.powi(5), z.powi(7));
+            z + (z3 + z) / (4.0 * v)
+                + (5.0 * z5 + 16.0 * z3 + 3.0 * z) / (96.0 * v * v)
+                + (3.0 * z7 + 19.0 * z5 + 17.0 * z3 - 15.0 * z) / (384.0 * v * v * v)
+        }
+    }
+}
+
+/// The complementary error function, with a relative error below 1.2·10⁻⁷ (Press et al.,
+/// *Numerical Recipes*, `erfcc`, a Chebyshev fit).
+fn erfc(x: f64) -> f64 {
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87 + t * (-0.822_152_23 + t * 0.170_872_77))))))));
+    let r = t * poly.exp();
+    if x >= 0.0 { r } else { 2.0 - r }
+}
 
 /// Consecutive batches for the batch-means standard error of graphs with budgets.
 pub const BATCHES: u64 = 50;
@@ -51,13 +112,27 @@ impl MonteCarlo {
     /// Whether every service's mean lies within [`tolerance`] of `prediction`.
     #[must_use]
     pub fn agrees_with(&self, prediction: &Prediction) -> bool {
+        self.agrees_within(prediction, Z)
+    }
+
+    /// Whether every service's mean lies within `z` standard errors of `prediction` (with
+    /// the floor and the stated errors of [`tolerance`]).
+    #[must_use]
+    pub fn agrees_within(&self, prediction: &Prediction, z: f64) -> bool {
         let known = known_error(prediction);
         self.services
             .iter()
             .zip(&prediction.receives)
             .all(|(s, &want)| {
-                (s.mean - want).abs() <= tolerance(s.std_error, want, self.requests, known)
+                (s.mean - want).abs() <= tolerance_at(z, s.std_error, want, self.requests, known)
             })
+    }
+
+    /// Degrees of freedom of the standard errors: `BATCHES − 1` with batch means, else
+    /// `None` (the requests' own spread, from as many samples as requests).
+    #[must_use]
+    pub fn degrees_of_freedom(&self) -> Option<u32> {
+        self.batched.then_some(BATCHES as u32 - 1)
     }
 }
 
@@ -80,7 +155,13 @@ pub fn known_error(prediction: &Prediction) -> f64 {
 /// (`1e-9 · (1 + expected)`). No fixed percentage.
 #[must_use]
 pub fn tolerance(std_error: f64, expected: f64, requests: u64, known: f64) -> f64 {
-    Z * std_error.max(1.0 / requests.max(1) as f64) + known + 1e-9 * (1.0 + expected)
+    tolerance_at(Z, std_error, expected, requests, known)
+}
+
+/// [`tolerance`] at `z` standard errors instead of [`Z`].
+#[must_use]
+pub fn tolerance_at(z: f64, std_error: f64, expected: f64, requests: u64, known: f64) -> f64 {
+    z * std_error.max(1.0 / requests.max(1) as f64) + known + 1e-9 * (1.0 + expected)
 }
 
 /// How an answer came back in one simulated execution.
@@ -271,5 +352,6 @@ pub fn simulate(
         seed,
         services,
         entry_failed: failed as f64 / count,
+        batched: batches > 1,
     })
 }

@@ -5,6 +5,8 @@ use herd::RuleName;
 use herd_sim::{Engine, Limits, RunResult, Scenario, Simulation};
 use rayon::prelude::*;
 
+pub mod chance;
+
 /// Runs `rule` with `seed` and checks [`conserved`].
 pub fn run(sim: &Simulation, rule: RuleName, seed: u64) -> RunResult {
     let r = sim.run(rule, seed).expect("runs");
@@ -40,7 +42,7 @@ pub fn runs(scenario: &Scenario, engine: Engine, rule: RuleName, seeds: u64) -> 
     };
     (first..first + seeds)
         .into_par_iter()
-        .map(|seed| run(&sim, rule, seed))
+        .map(|seed| run(&sim, rule, chance::seed(seed)))
         .collect()
 }
 
