@@ -26,6 +26,13 @@ fn heavy_hedge() -> Value {
     json!({ "fan_out": 10, "requests": herd_lab::serve::hedge::affordable(10) })
 }
 
+/// A storm at the page's work cap: every client retrying at once against one answer a
+/// window, the horizon cut to what the cap allows: over half a second of one core in a
+/// debug build, more than the 300 ms these tests give a cancelled run to let go.
+fn heavy_storm() -> Value {
+    json!({ "rule": "immediate", "clients": 200_000, "outage_s": 1, "capacity": 1 })
+}
+
 /// Reads until the server closes the connection; what it sent.
 async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Option<String> {
     let mut got = Vec::new();
@@ -200,4 +207,42 @@ async fn errors_quote_long_values_shortened() {
     assert_eq!(status, 400, "{answer}");
     assert!(message.len() < 400, "{} bytes: {message}", message.len());
     assert!(message.contains("(10000 characters)"), "{message}");
+}
+
+#[tokio::test]
+async fn a_storm_past_the_time_limit_is_stopped_and_its_slot_given_back() {
+    // Before, the storm's engine had no cancel flag: the page answered 503 at the limit but
+    // the run kept its slot until it ended, seconds later.
+    let server = PageServer::start(ServeLimits {
+        max_concurrent: 1,
+        max_run_time: Duration::from_millis(100),
+        ..ServeLimits::default()
+    })
+    .await;
+    let (status, answer) = server.post("storm", &heavy_storm()).await;
+    assert_eq!(status, 503, "{answer}");
+    assert!(
+        until_dots_answer(&server, 200, Duration::from_millis(300)).await,
+        "the cancelled storm gives its slot back"
+    );
+}
+
+#[tokio::test]
+async fn a_storm_whose_client_left_is_cancelled() {
+    let server = PageServer::start(ServeLimits {
+        max_concurrent: 1,
+        max_run_time: Duration::from_secs(600),
+        ..ServeLimits::default()
+    })
+    .await;
+    let client = raw_post(&server, "storm", &heavy_storm()).await;
+    assert!(
+        until_dots_answer(&server, 503, Duration::from_secs(5)).await,
+        "the heavy storm holds the only slot"
+    );
+    drop(client);
+    assert!(
+        until_dots_answer(&server, 200, Duration::from_millis(300)).await,
+        "the slot is given back soon after its client left"
+    );
 }

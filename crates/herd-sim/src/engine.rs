@@ -46,8 +46,9 @@ use crate::throttle::{FirstAttempt, SimThrottle};
 use crate::trace::{GiveUp, Observer, Outcome};
 use herd::rng::Rng;
 
-/// Attempts between two progress reports.
-const PROGRESS_EVERY: u64 = 1 << 20;
+/// Attempts between two progress reports and looks at a cancel flag (a few milliseconds
+/// of work).
+const PROGRESS_EVERY: u64 = 1 << 16;
 
 /// Runs `rule` over `plan` with the world's generator seeded by `seed`, with the smallest
 /// record that holds what the rule and the scenario need.
@@ -180,6 +181,9 @@ fn run<R: Record, O: Observer>(
             if meter.requests >= report_at {
                 report_at = meter.requests + PROGRESS_EVERY;
                 observer.progress(step as f64 / plan.steps as f64);
+                if observer.stop() {
+                    return Err(ScenarioError::general("the run was cancelled"));
+                }
             }
             limits::within(
                 meter.requests,

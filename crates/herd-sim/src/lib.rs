@@ -315,8 +315,41 @@ impl Simulation {
         }
     }
 
+    /// Runs `rule` like [`Simulation::run`], unless `cancel` is set before it finishes (the
+    /// agent engine looks every 65 536 attempts; a cohort run takes milliseconds and is not
+    /// stopped). A server uses it to give a slot back when nobody waits for the answer.
+    ///
+    /// # Errors
+    ///
+    /// [`Cancelled`] when the flag stopped the run; otherwise as [`Simulation::run`], inside.
+    pub fn run_until(
+        &self,
+        rule: RuleName,
+        seed: u64,
+        cancel: &Cancel,
+    ) -> Result<Result<RunResult, ScenarioError>, Cancelled> {
+        let built = match self.rule(rule) {
+            Ok(built) => built,
+            Err(e) => return Ok(Err(e)),
+        };
+        let run = match &self.cohort {
+            None => engine::simulate(
+                &self.plan,
+                rule,
+                &built,
+                seed,
+                &mut trace::Stoppable(cancel),
+            ),
+            Some(prepared) => cohort::simulate(&self.plan, rule, &built, seed, prepared),
+        };
+        match run {
+            Err(_) if cancel.is_cancelled() => Err(Cancelled),
+            run => Ok(run),
+        }
+    }
+
     /// Runs `rule` like [`Simulation::run`], calling `progress` now and then (about every
-    /// million attempts) with the share of the horizon simulated so far, and with 1.0 at the
+    /// 65 536 attempts) with the share of the horizon simulated so far, and with 1.0 at the
     /// end. The result is the same as [`Simulation::run`]'s.
     ///
     /// # Errors

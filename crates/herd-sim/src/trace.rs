@@ -73,6 +73,24 @@ pub(crate) trait Observer {
     /// the end.
     #[inline]
     fn progress(&mut self, _done: f64) {}
+    /// Asked at the same moments as [`progress`](Self::progress): whether the run should stop
+    /// now (its [`Cancel`](crate::Cancel) was set).
+    #[inline]
+    fn stop(&self) -> bool {
+        false
+    }
+}
+
+/// Records nothing; stops the run when its flag is set.
+pub(crate) struct Stoppable<'a>(pub(crate) &'a crate::Cancel);
+
+impl Observer for Stoppable<'_> {
+    const ACTIVE: bool = false;
+    #[inline]
+    fn attempt(&mut self, _: u32, _: u64, _: Outcome, _: Option<GiveUp>) {}
+    fn stop(&self) -> bool {
+        self.0.is_cancelled()
+    }
 }
 
 /// Records nothing, reports progress.

@@ -178,8 +178,17 @@ macro_rules! scene {
     };
 }
 
-// The storm's engine has no cancel flag: its work cap keeps a run to a second or two.
-scene!(storm::StormRequest => storm::StormAnswer, run, checked by check);
+impl Scene for storm::StormRequest {
+    type Answer = storm::StormAnswer;
+
+    fn precheck(&self) -> Result<(), ApiError> {
+        self.check().map(drop)
+    }
+
+    fn answer(&self, cancel: &Cancel) -> Result<storm::StormAnswer, ApiError> {
+        self.run_until(cancel)
+    }
+}
 scene!(six::SixRequest => six::SixTimeline, run);
 scene!(dots::DotsRequest => dots::Dots, compute);
 scene!(layers::LayersRequest => layers::Layers, compute);

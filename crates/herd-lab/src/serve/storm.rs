@@ -9,7 +9,7 @@
 //! so (`horizon_s`, `cut_short`), so the page can say "nobody served in the first N s".
 use herd::RuleName;
 use herd_sim::model::{self, MODEL_KEY, Model};
-use herd_sim::{Limits, RunResult, Scenario, Simulation};
+use herd_sim::{Cancel, Limits, RunResult, Scenario, Simulation};
 use serde::{Deserialize, Serialize};
 use toml::Value;
 
@@ -149,6 +149,16 @@ impl StormRequest {
     ///
     /// A 400 [`ApiError`] for a bad parameter, or when the run would exceed the page's caps.
     pub fn run(&self) -> Result<StormAnswer, ApiError> {
+        self.run_until(&Cancel::new())
+    }
+
+    /// [`StormRequest::run`], stopped when `cancel` is set (the client left, the server is
+    /// stopping, or the page's time limit passed).
+    ///
+    /// # Errors
+    ///
+    /// As [`StormRequest::run`]; a 503 when cancelled (nobody reads it).
+    pub fn run_until(&self, cancel: &Cancel) -> Result<StormAnswer, ApiError> {
         let (rule, horizon_s) = self.check()?;
         let limits = Limits {
             max_run_attempts: MAX_STORM_ATTEMPTS,
@@ -161,7 +171,10 @@ impl StormRequest {
             .as_any()
             .downcast_ref::<Simulation>()
             .ok_or_else(|| ApiError::internal("the storm tree did not give the storm model"))?;
-        let result = storm.run(rule, self.seed).map_err(scenario_error)?;
+        let result = storm
+            .run_until(rule, self.seed, cancel)
+            .map_err(|e| ApiError::busy(e.to_string()))?
+            .map_err(scenario_error)?;
         let cut_short = horizon_s < Scenario::default().horizon_s && result.waiting > 0;
         Ok(StormAnswer {
             result,

@@ -296,10 +296,10 @@ impl<'g> Space<'g> {
         for attempt in 1..=k {
             let mut retry: HashMap<State, f64> = HashMap::new();
             for &(z, q) in &current {
-                if attempt > 1 {
-                    if let Some(b) = edge {
-                        counts[column(b, 1)] += q;
-                    }
+                if attempt > 1
+                    && let Some(b) = edge
+                {
+                    counts[column(b, 1)] += q;
                 }
                 let t = self.execute(callee, z & mask)?;
                 add_scaled(&mut counts, &t.counts, q);
