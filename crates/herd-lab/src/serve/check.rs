@@ -14,7 +14,7 @@
 //! [`MAX_STORM_ATTEMPTS`] in all is refused with a 400 naming the policy's line.
 use herd_sim::check::storm::{self as check_storm, StormComparison, StormOutcome};
 use herd_sim::check::{self, Finding, Input, Report, System, Translation};
-use herd_sim::{Limits, RunResult, Scenario, ScenarioError};
+use herd_sim::{Cancel, Limits, RunResult, Scenario, ScenarioError};
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
@@ -295,6 +295,16 @@ impl CheckRequest {
     /// A 400 naming `format` or `text` (with the line at fault in the pasted text), or when
     /// the storm would exceed the page's work cap.
     pub fn run(&self) -> Result<CheckAnswer, ApiError> {
+        self.run_until(&Cancel::new())
+    }
+
+    /// [`CheckRequest::run`], its storms stopped when `cancel` is set (the client left, the
+    /// server is stopping, or the page's time limit passed).
+    ///
+    /// # Errors
+    ///
+    /// As [`CheckRequest::run`]; a 503 when cancelled (nobody reads it).
+    pub fn run_until(&self, cancel: &Cancel) -> Result<CheckAnswer, ApiError> {
         let named = self.check()?;
         let system = match named {
             Some(s) => s,
@@ -307,7 +317,7 @@ impl CheckRequest {
             seed: self.seed,
             ..Scenario::default()
         };
-        let storm = storms(&report, &base)?;
+        let storm = storms(&report, &base, cancel)?;
         Ok(CheckAnswer {
             system: system.as_str(),
             detected: named.is_none(),
@@ -368,7 +378,7 @@ fn storm_error(t: &Translation, e: &ScenarioError) -> ApiError {
 }
 
 /// The retrying policies' storms, bounded before any runs.
-fn storms(report: &Report, base: &Scenario) -> Result<CheckStorm, ApiError> {
+fn storms(report: &Report, base: &Scenario, cancel: &Cancel) -> Result<CheckStorm, ApiError> {
     let retrying: Vec<&Translation> = report.configs.iter().filter(|t| t.retries()).collect();
     let shown = &retrying[..retrying.len().min(MAX_CHECK_STORMS)];
     let mut total: u64 = 0;
@@ -394,7 +404,8 @@ fn storms(report: &Report, base: &Scenario) -> Result<CheckStorm, ApiError> {
     let runs = shown
         .iter()
         .map(|t| {
-            check_storm::compare(t, base, &limits, base.seed)
+            check_storm::compare_until(t, base, &limits, base.seed, cancel)
+                .map_err(|e| ApiError::busy(e.to_string()))?
                 .map(|c| storm_view(t, &c))
                 .map_err(|e| storm_error(t, &e))
         })

@@ -192,8 +192,19 @@ impl Scene for storm::StormRequest {
 scene!(six::SixRequest => six::SixTimeline, run);
 scene!(dots::DotsRequest => dots::Dots, compute);
 scene!(layers::LayersRequest => layers::Layers, compute);
-// herd check's storms are bounded by the work cap its check applies before the run.
-scene!(check::CheckRequest => check::CheckAnswer, run, checked by check);
+impl Scene for check::CheckRequest {
+    type Answer = check::CheckAnswer;
+
+    /// The text's size and format; its storms' work is bounded when it is read, before any
+    /// storm runs.
+    fn precheck(&self) -> Result<(), ApiError> {
+        self.check().map(drop)
+    }
+
+    fn answer(&self, cancel: &Cancel) -> Result<check::CheckAnswer, ApiError> {
+        self.run_until(cancel)
+    }
+}
 
 impl Scene for hedge::HedgeRequest {
     type Answer = hedge::HedgeAnswer;

@@ -15,7 +15,7 @@ use std::time::Duration;
 use herd::RuleName;
 
 use super::{Backoff, Translation, ms};
-use crate::{Limits, Pauses, RunResult, Scenario, ScenarioError, Simulation};
+use crate::{Cancel, Cancelled, Limits, Pauses, RunResult, Scenario, ScenarioError, Simulation};
 
 /// The figures `herd check` reports for one side of a comparison.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -205,15 +205,48 @@ pub fn compare(
     limits: &Limits,
     seed: u64,
 ) -> Result<StormComparison, ScenarioError> {
+    // Nobody else holds this flag, so it is never set.
+    compare_until(t, base, limits, seed, &Cancel::new())
+        .unwrap_or_else(|Cancelled| Err(ScenarioError::general("the run was cancelled")))
+}
+
+/// [`compare`], stopped when `cancel` is set (see [`Simulation::run_until`]).
+///
+/// # Errors
+///
+/// [`Cancelled`] when the flag stopped a run; otherwise as [`compare`], inside.
+pub fn compare_until(
+    t: &Translation,
+    base: &Scenario,
+    limits: &Limits,
+    seed: u64,
+    cancel: &Cancel,
+) -> Result<Result<StormComparison, ScenarioError>, Cancelled> {
     let (fixed, fix_summary) = suggested_fix(t);
-    let run = |t: &Translation| -> Result<(RunResult, Scenario, Vec<String>), ScenarioError> {
-        let (s, rule, notes) = scenario_for(t, base)?;
-        let result = Simulation::new(&s, limits)?.run(rule, seed)?;
-        Ok((result, s, notes))
+    /// One policy's run, its storm and the notes on how it was modelled.
+    type Ran = (RunResult, Scenario, Vec<String>);
+    let run = |t: &Translation| -> Result<Result<Ran, ScenarioError>, Cancelled> {
+        let (s, rule, notes) = match scenario_for(t, base) {
+            Ok(v) => v,
+            Err(e) => return Ok(Err(e)),
+        };
+        let sim = match Simulation::new(&s, limits) {
+            Ok(sim) => sim,
+            Err(e) => return Ok(Err(e)),
+        };
+        Ok(sim
+            .run_until(rule, seed, cancel)?
+            .map(|result| (result, s, notes)))
     };
-    let (config, scenario, notes) = run(t)?;
-    let (fix, _, _) = run(&fixed)?;
-    Ok(StormComparison {
+    let (config, scenario, notes) = match run(t)? {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(e)),
+    };
+    let (fix, _, _) = match run(&fixed)? {
+        Ok(v) => v,
+        Err(e) => return Ok(Err(e)),
+    };
+    Ok(Ok(StormComparison {
         file: t.file.clone(),
         name: t.name.clone(),
         config: StormOutcome::from(&config),
@@ -222,7 +255,7 @@ pub fn compare(
         notes,
         scenario,
         runs: [config, fix],
-    })
+    }))
 }
 
 /// The retrying layers of `configs` in the order given (the caller first): a layer is a file,
