@@ -14,7 +14,8 @@ use std::time::Duration;
 
 use herd::RuleName;
 
-use super::{Backoff, Translation, ms};
+use super::{Backoff, Throttle, Translation, ms};
+use crate::throttle::ThrottleTable;
 use crate::{Cancel, Cancelled, Limits, Pauses, RunResult, Scenario, ScenarioError, Simulation};
 
 /// The figures `herd check` reports for one side of a comparison.
@@ -168,26 +169,62 @@ pub fn scenario_for(
     }
     s.retry.budget_percent = 0.0;
     if let Some(th) = &t.throttle {
-        match (th.kind, th.param("retry_ratio")) {
-            ("ratio", Some(ratio)) => {
-                s.retry.budget_percent = ratio * 100.0;
-                if th.param("min_retries_per_second").is_some_and(|m| m > 0.0) {
-                    notes.push(
-                        "budget floor (minRetriesPerSecond) not simulated: the storm's budget has no reserve".to_owned(),
-                    );
-                }
-            }
-            (kind, _) => notes.push(format!(
-                "throttle not simulated: {kind} ({}); the storm runs without it",
-                th.params
-                    .iter()
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+        match throttle_table(th) {
+            Ok(table) => s.retry.throttle = Some(table),
+            Err(why) => notes.push(format!(
+                "throttle not simulated: {} ({why}); the storm runs without it",
+                th.kind
             )),
         }
     }
     Ok((s, rule, notes))
+}
+
+/// The storm's `[retry.throttle]` for a configuration's throttle: each system's own
+/// settings under the storm's names, checked as a scenario file's table is.
+fn throttle_table(th: &Throttle) -> Result<ThrottleTable, String> {
+    let whole = |name: &str| -> Result<Option<u32>, String> {
+        th.param(name)
+            .map(|v| {
+                if v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v) {
+                    Ok(v as u32)
+                } else {
+                    Err(format!("{name} {v} is not a whole number the storm takes"))
+                }
+            })
+            .transpose()
+    };
+    let mut table = ThrottleTable {
+        kind: th.kind.to_owned(),
+        ..ThrottleTable::default()
+    };
+    match th.kind {
+        "ratio" => {
+            table.retry_ratio = th.param("retry_ratio");
+            table.min_retries_per_second = whole("min_retries_per_second")?;
+            table.ttl_s = th.param("ttl_s");
+        }
+        "grpc" => {
+            table.max_tokens = th.param("max_tokens");
+            table.token_ratio = th.param("token_ratio");
+        }
+        "envoy-budget" => {
+            table.budget_percent = th.param("budget_percent");
+            table.min_retry_concurrency = whole("min_retry_concurrency")?;
+        }
+        "envoy-max-retries" => table.max_retries = whole("max_retries")?,
+        "aws-standard" => {
+            // The storm's attempts do not time out, so `timeout_retry_cost` never applies.
+            table.capacity = whole("initial_tokens")?;
+            table.retry_cost = whole("retry_cost")?;
+            table.no_retry_increment = whole("success_reward")?;
+        }
+        // The rate limiter's constants are the SDK's own, which the storm's kind applies.
+        "aws-adaptive" => {}
+        other => return Err(format!("the storm has no `{other}` throttle")),
+    }
+    table.check().map_err(|e| e.to_string())?;
+    Ok(table)
 }
 
 fn duration_ms(d: Duration) -> f64 {
@@ -350,30 +387,77 @@ mod tests {
     }
 
     #[test]
-    fn a_ratio_budget_reaches_the_storm_and_others_are_named() {
+    fn every_system_s_throttle_reaches_the_storm_with_its_own_settings() {
+        // Linkerd's budget, floor included: the storm's `ratio` throttle is the library's
+        // RetryBudget with its reserve.
         let linkerd = one(
             "sp.yaml",
             "apiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nmetadata: {name: a}\nspec:\n  routes:\n  - name: r\n    isRetryable: true\n",
         );
         let (s, rule, notes) = scenario_for(&linkerd, &Scenario::default()).unwrap();
-        assert_eq!(s.retry.budget_percent, 20.0);
+        let th = s.retry.throttle.as_ref().expect("the budget is simulated");
+        assert_eq!(
+            (
+                th.kind.as_str(),
+                th.retry_ratio,
+                th.min_retries_per_second,
+                th.ttl_s
+            ),
+            ("ratio", Some(0.2), Some(10), Some(10.0))
+        );
+        assert_eq!(s.retry.budget_percent, 0.0);
         assert_eq!(rule, RuleName::Immediate);
         assert_eq!(s.clients.max_attempts, 0);
         assert_eq!(s.clients.deadline_s, 10.0);
         assert!(
-            notes.iter().any(|n| n.contains("minRetriesPerSecond")),
+            !notes.iter().any(|n| n.contains("not simulated: ratio")),
             "{notes:?}"
         );
 
+        // The AWS SDK's standard mode: its retry quota, 500 tokens at 5 a retry.
         let aws = one("config", "[default]\nretry_mode = standard\n");
         let (s, _, notes) = scenario_for(&aws, &Scenario::default()).unwrap();
-        assert_eq!(s.retry.budget_percent, 0.0);
+        let th = s.retry.throttle.as_ref().expect("the quota is simulated");
+        assert_eq!(
+            (
+                th.kind.as_str(),
+                th.capacity,
+                th.retry_cost,
+                th.no_retry_increment
+            ),
+            ("aws-standard", Some(500), Some(5), Some(1))
+        );
         assert_eq!(s.clients.max_attempts, 3);
         assert!(
-            notes
+            !notes
                 .iter()
-                .any(|n| n.starts_with("throttle not simulated: aws-standard")),
+                .any(|n| n.starts_with("throttle not simulated")),
             "{notes:?}"
+        );
+    }
+
+    #[test]
+    fn a_throttle_changes_what_the_storm_does() {
+        // Envoy's default circuit breaker (3 retries in flight) against 2000 clients that all
+        // fail together: most retries are refused, so the storm sends far fewer requests than
+        // the same route without the breaker.
+        let envoy = one(
+            "route.yaml",
+            "name: r\nvirtual_hosts:\n- name: v\n  domains: [\"*\"]\n  retry_policy:\n    retry_on: 5xx\n    num_retries: 3\n  routes:\n  - match: {prefix: /}\n    route: {cluster: c}\n",
+        );
+        assert_eq!(
+            envoy.throttle.as_ref().map(|t| t.kind),
+            Some("envoy-max-retries")
+        );
+        let with = compare(&envoy, &Scenario::default(), &Limits::default(), 1).unwrap();
+        let mut without = envoy.clone();
+        without.throttle = None;
+        let without = compare(&without, &Scenario::default(), &Limits::default(), 1).unwrap();
+        assert!(
+            with.config.requests_per_client < without.config.requests_per_client,
+            "{:?} against {:?}",
+            with.config,
+            without.config
         );
     }
 
