@@ -48,7 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::breaker::{Breaker, BreakerOutcome, BreakerPermit};
-use crate::budget::Budget;
+use crate::budget::{Budget, RetryPermit};
 use crate::classify::Verdict;
 use crate::clock::{Clock, SystemClock};
 use crate::idempotency::{Attempt, IdempotencyKey};
@@ -277,6 +277,23 @@ pub struct CallState {
     key: IdempotencyKey,
     /// The breaker's permit for the attempt in flight.
     permit: Option<BreakerPermit>,
+    /// What the budget reserved for the retry in flight (see [`Budget::try_retry_permit`]):
+    /// an Envoy retry slot, an AWS retry's cost. Absent for budgets that reserve nothing.
+    retry_permit: Option<Arc<HeldPermit>>,
+}
+
+/// A retry's budget permit, shared by the clones of a call's state: given back as a success by
+/// [`RetryPolicy::on_success`], as a failure when the retry fails or the last clone drops.
+#[derive(Debug)]
+struct HeldPermit(std::sync::Mutex<Option<RetryPermit>>);
+
+impl HeldPermit {
+    fn take(&self) -> Option<RetryPermit> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
 }
 
 impl CallState {
@@ -429,6 +446,7 @@ impl<C: Clock> RetryPolicy<C> {
             rule: RuleState::default(),
             key,
             permit: None,
+            retry_permit: None,
         }
     }
 
@@ -501,8 +519,16 @@ impl<C: Clock> RetryPolicy<C> {
     #[inline]
     pub fn on_success(&self, state: &CallState) {
         self.record(state, BreakerOutcome::Success);
-        if let Some(budget) = &self.budget {
-            budget.on_success();
+        // A retry that holds a permit reports its success through it (an AWS retry's cost
+        // comes back, where a first attempt's success adds to the quota); any other success
+        // goes to the budget.
+        match state.retry_permit.as_ref().and_then(|held| held.take()) {
+            Some(permit) => permit.succeeded(),
+            None => {
+                if let Some(budget) = &self.budget {
+                    budget.on_success();
+                }
+            }
         }
     }
 
@@ -568,6 +594,11 @@ impl<C: Clock> RetryPolicy<C> {
             return Decision::Stop(StopReason::Permanent);
         }
         self.record(state, BreakerOutcome::Failure);
+        // The retry that just failed gives back what it held (an Envoy slot), before the
+        // next one asks.
+        if let Some(held) = state.retry_permit.take() {
+            drop(held.take());
+        }
         if let Some(budget) = &self.budget {
             budget.on_failure();
         }
@@ -619,8 +650,15 @@ impl<C: Clock> RetryPolicy<C> {
         if self.breaker.as_ref().is_some_and(|b| b.refuses()) {
             return Decision::Stop(StopReason::Breaker);
         }
-        if self.budget.as_ref().is_some_and(|b| !b.try_retry()) {
-            return Decision::Stop(StopReason::Budget);
+        if let Some(budget) = &self.budget {
+            match budget.try_retry_permit() {
+                None => return Decision::Stop(StopReason::Budget),
+                Some(permit) if permit.is_empty() => {}
+                Some(permit) => {
+                    state.retry_permit =
+                        Some(Arc::new(HeldPermit(std::sync::Mutex::new(Some(permit)))));
+                }
+            }
         }
         Decision::Retry {
             pause,

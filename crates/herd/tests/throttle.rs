@@ -144,8 +144,17 @@ fn throttles_plug_into_a_retry_policy() {
         .run()
         .unwrap();
     assert_eq!(ok.attempts, 3);
-    // Two retries at 5 each; the success adds 1 (the trait cannot tell it was a retry's).
-    assert_eq!(quota.available(), 491);
+    // Two retries at 5 each; the second succeeded and returns its cost, as the SDKs'
+    // standard mode does, and adds nothing more (only a first attempt's success adds 1).
+    // Before the policy held each retry's permit, this was 491: both costs spent, +1.
+    assert_eq!(quota.available(), 495);
+    let first = policy
+        .call(|_| Ok::<_, io::Error>(1))
+        .classify(classify::io_error)
+        .run()
+        .unwrap();
+    assert_eq!(first.attempts, 1);
+    assert_eq!(quota.available(), 496, "a first attempt's success adds 1");
 
     let mut config = AwsRetryQuotaConfig::standard();
     config.capacity = 5;
@@ -176,5 +185,57 @@ fn envoy_permit_through_the_budget_trait() {
     assert!(!budget.try_retry(), "no place free now");
     drop(permit);
     assert!(budget.try_retry(), "checks only");
+    assert_eq!(limit.retries_in_flight(), 0);
+}
+
+/// Through a `RetryPolicy`, an Envoy retry keeps its place while it waits and runs: with
+/// `max_retries = 1`, a second call's retry is refused until the first call's retry ends.
+/// Before the policy held the permit, the place was given back the moment it was granted, so
+/// both calls retried at once.
+#[test]
+fn a_retry_policy_holds_an_envoy_place_until_the_retry_ends() {
+    use herd::classify::Verdict;
+    use herd::policy::Decision;
+    use herd::rng::SplitMix64;
+
+    let limit = EnvoyRetryLimit::new(EnvoyRetryLimitConfig::max_retries(1)).unwrap();
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(3)
+        .clock(FakeClock::new())
+        .budget(limit.clone())
+        .build()
+        .unwrap();
+    let mut rng = SplitMix64::new(1);
+    let mut first = policy.begin(&mut rng);
+    policy.before_attempt(&mut first).unwrap();
+    assert!(matches!(
+        policy.on_failure(&mut first, Verdict::transient(), &mut rng),
+        Decision::Retry { .. }
+    ));
+    assert_eq!(
+        limit.retries_in_flight(),
+        1,
+        "the first call's retry holds the place"
+    );
+
+    let mut second = policy.begin(&mut rng);
+    policy.before_attempt(&mut second).unwrap();
+    assert_eq!(
+        policy.on_failure(&mut second, Verdict::transient(), &mut rng),
+        Decision::Stop(StopReason::Budget)
+    );
+
+    // The first call's retry succeeds: its place is free again.
+    policy.before_attempt(&mut first).unwrap();
+    policy.on_success(&first);
+    assert_eq!(limit.retries_in_flight(), 0);
+    let mut third = policy.begin(&mut rng);
+    policy.before_attempt(&mut third).unwrap();
+    assert!(matches!(
+        policy.on_failure(&mut third, Verdict::transient(), &mut rng),
+        Decision::Retry { .. }
+    ));
+    // A call dropped mid-retry gives its place back.
+    drop(third);
     assert_eq!(limit.retries_in_flight(), 0);
 }

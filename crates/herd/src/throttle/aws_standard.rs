@@ -215,11 +215,10 @@ impl AwsRetryQuota {
 }
 
 /// Through a [`RetryPolicy`](crate::policy::RetryPolicy), which does not tell the budget the
-/// error's kind nor which success was a retry's: a retry costs `retry_cost` (a transient
-/// error's), and every success adds `no_retry_increment` (the SDKs add it only for a first
-/// attempt, and return a successful retry's cost instead). [`try_retry_permit`] holds the cost
-/// so that a successful retry returns it. For the SDKs' exact accounting drive the quota
-/// directly: [`AwsRetryQuota::acquire`] and
+/// error's kind: a retry costs `retry_cost` (a transient error's). The policy holds the cost
+/// in the retry's [`try_retry_permit`], so a retry that succeeds returns it and only a first
+/// attempt's success adds `no_retry_increment`, as the SDKs do. For a timeout's or a
+/// throttling error's cost drive the quota directly: [`AwsRetryQuota::acquire`] and
 /// [`AwsRetryQuota::record_first_attempt_success`].
 ///
 /// [`try_retry_permit`]: Budget::try_retry_permit

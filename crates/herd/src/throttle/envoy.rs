@@ -222,10 +222,10 @@ impl EnvoyRetryLimit {
     }
 }
 
-/// Through a [`RetryPolicy`](crate::policy::RetryPolicy), a retry's place must be held until
-/// the retry ends, which [`try_retry_permit`](Budget::try_retry_permit) does; the plain
-/// [`try_retry`](Budget::try_retry), which has nowhere to keep it, only checks that a place
-/// is free now. Active requests are those whose [`start_request`](EnvoyRetryLimit::start_request)
+/// Through a [`RetryPolicy`](crate::policy::RetryPolicy), a retry's place is held until the
+/// retry ends: the policy keeps the permit of [`try_retry_permit`](Budget::try_retry_permit)
+/// while the retry waits and runs. The plain [`try_retry`](Budget::try_retry), which has
+/// nowhere to keep it, only checks that a place is free now. Active requests are those whose [`start_request`](EnvoyRetryLimit::start_request)
 /// guards live.
 impl Budget for EnvoyRetryLimit {
     /// Clones share one state, so they are one budget: a call deposits in it once.
