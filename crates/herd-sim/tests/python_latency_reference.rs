@@ -6,6 +6,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+mod support;
+
+use support::python;
+
 use herd_sim::latency::{
     Distribution, Hiccups, LatencyModel, LatencyResult, LatencyScenario, PolicyKind, PolicySpec,
     Servers, Service, Traffic,
@@ -19,23 +23,6 @@ const SEEDS: u64 = 30;
 /// Over the 16 comparisons below, a false failure about once in 4·10⁶ runs (approximate:
 /// the t law holds for the means of skewed figures such as p99.9 only asymptotically).
 const Z: f64 = 7.75;
-
-fn python() -> Option<&'static str> {
-    let found = ["python3", "python"].into_iter().find(|p| {
-        Command::new(p)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "python3 is required under CI for the latency reference check"
-        );
-        eprintln!("SKIPPED: no python3 on this machine; the latency reference check did not run");
-    }
-    found
-}
 
 /// The reference's defaults, as a scenario: 10 servers at 50 % utilisation, a fan-out of 5,
 /// exponential service of 1 ms, pauses of 20 ms about every second.
@@ -123,7 +110,9 @@ fn figure(r: &LatencyResult, metric: &str) -> f64 {
 
 #[test]
 fn the_model_agrees_with_a_reference_written_from_its_definition() {
-    let Some(py) = python() else { return };
+    let Some(py) = python("latency reference check") else {
+        return;
+    };
     let model = LatencyModel::new(&scenario()).unwrap();
     let mut compared = 0;
     for (index, policy) in ["none", "delay", "tied"].into_iter().enumerate() {

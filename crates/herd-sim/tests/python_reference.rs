@@ -8,33 +8,19 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+mod support;
+
+use support::python;
+
 use herd::RuleName;
 use herd_sim::{Limits, Pauses, RunResult, Scenario, Simulation};
 
 /// Seeds per side: enough that each mean's standard error is a few tenths of a percent.
 const SEEDS: u64 = 40;
-/// Standard errors of the difference allowed (21 comparisons: about 1 in 750 false alarms).
 /// Standard errors between the two means: at most 10⁻⁶ false failures per run over up to 100
 /// comparisons with Student's t at 39 degrees of freedom (`z_limit(1e-6, 100, Some(39))`
 /// ≈ 7.24, rounded up).
 const Z: f64 = 7.3;
-
-fn python() -> Option<&'static str> {
-    let found = ["python3", "python"].into_iter().find(|p| {
-        Command::new(p)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var("CI").is_err(),
-            "python3 is required under CI for the Python reference check"
-        );
-        eprintln!("SKIPPED: no python3 on this machine; the Python reference check did not run");
-    }
-    found
-}
 
 fn script() -> String {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -96,7 +82,9 @@ fn mean_se(xs: &[f64]) -> (f64, f64) {
 /// rules' definitions) and continuously (real numbers, rounded up).
 #[test]
 fn jittered_rules_agree_in_distribution_with_independent_draws() {
-    let Some(py) = python() else { return };
+    let Some(py) = python("Python reference check") else {
+        return;
+    };
     // The default storm at a fifth of the size: 400 clients, 10 answers per 100 ms, a 10 s
     // outage, and refusals costing a tenth (exact arithmetic on both sides).
     let mut s = scenario(400, 10, 0.1, 10.0);
@@ -167,7 +155,9 @@ fn jittered_rules_agree_in_distribution_with_independent_draws() {
 /// both used to share served 46).
 #[test]
 fn deterministic_rules_agree_run_for_run_with_exact_refusals() {
-    let Some(py) = python() else { return };
+    let Some(py) = python("Python reference check") else {
+        return;
+    };
     for (clients, capacity, cost, outage) in [
         (77, 50, "0.1", 0.0),
         (2000, 50, "0.1", 10.0),

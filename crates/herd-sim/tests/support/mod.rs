@@ -101,3 +101,22 @@ pub fn names_field(err: &herd_sim::ScenarioError, text: &str, field: &str, line:
     assert_eq!(err.line(), Some(line), "{text:?}: {err}");
     assert!(!err.to_string().contains('\n'), "{text:?}: {err}");
 }
+
+/// The Python interpreter for a reference check named `check`, or `None` (and a SKIPPED line)
+/// when the machine has none; under `CI` a missing python3 is a failure (`.ci/run` installs it).
+pub fn python(check: &str) -> Option<&'static str> {
+    let found = ["python3", "python"].into_iter().find(|p| {
+        std::process::Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "python3 is required under CI for the {check}"
+        );
+        eprintln!("SKIPPED: no python3 on this machine; the {check} did not run");
+    }
+    found
+}
