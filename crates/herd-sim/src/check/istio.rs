@@ -99,20 +99,9 @@ fn destination_rule(
     r: &mut Reader,
     o: &Object<'_>,
 ) -> Result<(String, f64, Option<usize>), CheckError> {
-    let m = r.map(o.node, &o.path)?;
-    r.ignore_unknown(
-        o.node,
-        &o.path,
-        &["apiVersion", "kind", "metadata", "spec", "status"],
-    );
-    let sp = kube::at(&o.path, "spec");
-    let Some(spec) = get(m, "spec") else {
-        return Err(r.bad(o.node.line, &sp, "required"));
-    };
-    let s = r.map(spec, &sp)?;
-    r.ignore_unknown(
-        spec,
-        &sp,
+    let (s, sp) = kube::spec(
+        r,
+        o,
         &[
             "host",
             "trafficPolicy",
@@ -120,7 +109,7 @@ fn destination_rule(
             "exportTo",
             "workloadSelector",
         ],
-    );
+    )?;
     let host = get(s, "host")
         .map(|h| r.text(h, "spec.host"))
         .transpose()?
@@ -180,22 +169,11 @@ fn virtual_service(
     limits: &[(String, f64, Option<usize>)],
     out: &mut Vec<Translation>,
 ) -> Result<(), CheckError> {
-    let m = r.map(o.node, &o.path)?;
-    r.ignore_unknown(
-        o.node,
-        &o.path,
-        &["apiVersion", "kind", "metadata", "spec", "status"],
-    );
-    let sp = kube::at(&o.path, "spec");
-    let Some(spec) = get(m, "spec") else {
-        return Err(r.bad(o.node.line, &sp, "required"));
-    };
-    let s = r.map(spec, &sp)?;
-    r.ignore_unknown(
-        spec,
-        &sp,
+    let (s, sp) = kube::spec(
+        r,
+        o,
         &["hosts", "gateways", "http", "tcp", "tls", "exportTo"],
-    );
+    )?;
     let Some(http) = get(s, "http") else {
         return Ok(());
     };

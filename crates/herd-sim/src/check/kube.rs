@@ -99,3 +99,27 @@ pub(crate) fn at(object_path: &str, key: &str) -> String {
         format!("{object_path}: {key}")
     }
 }
+
+/// A mapping's entries: key, line, value.
+pub(crate) type Entries<'a> = &'a [(String, usize, Node)];
+
+/// An object's `spec`: its entries and its path. Keys of the object beside
+/// `apiVersion`, `kind`, `metadata`, `spec` and `status`, and keys of the spec outside `known`,
+/// are listed as ignored; a missing `spec` is bad input naming it.
+pub(crate) fn spec<'a>(
+    r: &mut Reader,
+    o: &Object<'a>,
+    known: &[&str],
+) -> Result<(Entries<'a>, String), CheckError> {
+    let m = r.map(o.node, &o.path)?;
+    r.ignore_unknown(
+        o.node,
+        &o.path,
+        &["apiVersion", "kind", "metadata", "spec", "status"],
+    );
+    let path = at(&o.path, "spec");
+    let spec = get(m, "spec").ok_or_else(|| r.bad(o.node.line, &path, "required"))?;
+    let entries = r.map(spec, &path)?;
+    r.ignore_unknown(spec, &path, known);
+    Ok((entries, path))
+}

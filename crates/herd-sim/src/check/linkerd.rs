@@ -81,16 +81,11 @@ fn service_profile(
     o: &Object<'_>,
     out: &mut Vec<Translation>,
 ) -> Result<(), CheckError> {
-    let m = r.map(o.node, &o.path)?;
-    r.ignore_unknown(o.node, &o.path, &["apiVersion", "kind", "metadata", "spec"]);
-    let sp = kube::at(&o.path, "spec");
-    let spec = get(m, "spec").ok_or_else(|| r.bad(o.node.line, &sp, "required"))?;
-    let s = r.map(spec, &sp)?;
-    r.ignore_unknown(
-        spec,
-        &sp,
+    let (s, sp) = kube::spec(
+        r,
+        o,
         &["routes", "retryBudget", "dstOverrides", "opaquePorts"],
-    );
+    )?;
     let mut budget_defaults = Vec::new();
     let mut budget_line = None;
     let (ratio, min, ttl) = match get(s, "retryBudget") {
