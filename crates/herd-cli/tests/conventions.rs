@@ -96,7 +96,7 @@ fn lab_chain_takes_several_rules_and_names_its_figures_apart_from_amplify() {
     assert_eq!(row["measured"], 27.0);
     assert_eq!(row["predicted"], 27.0);
     assert!(row.get("receives").is_none(), "one name per meaning");
-    assert_eq!(results[1]["verdict"], "equal");
+    assert_eq!(results[1]["verdict"]["verdict"], "agrees");
 
     let amp = ok(&["amplify", "scenarios/graphs/chain.toml", "--format", "json"]);
     let v: Value = serde_json::from_str(&amp).unwrap();

@@ -12,6 +12,7 @@
 
 pub mod chain;
 pub mod hedge;
+pub mod judge;
 pub mod serve;
 mod server_thread;
 pub mod storm;

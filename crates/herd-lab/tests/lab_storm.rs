@@ -122,10 +122,10 @@ async fn a_storm_that_lasts_no_time_ends_at_once_at_the_slowest_scale() {
 
 #[test]
 fn transport_errors_make_a_run_not_comparable() {
-    use herd_lab::storm::{Verdict, verdict::judge};
+    use herd_lab::judge::{Verdict, storm as judge};
     let lab = LabStorm::new(small(), RuleName::Constant, 1, 0.5).expect("playable");
     let sim = lab.simulate().expect("simulates");
-    let figures = herd_lab::storm::Figures::simulated(&sim);
+    let figures = herd_lab::storm::StormFigures::simulated(&sim);
     let mut report = herd_lab::storm::LabReport {
         rule: "constant".into(),
         seed: 1,

@@ -6,8 +6,6 @@ pub(crate) mod hedge;
 pub(crate) mod input_file;
 pub(crate) mod interrupt;
 pub(crate) mod lab;
-pub(crate) mod lab_hedge;
-pub(crate) mod lab_storm;
 pub(crate) mod progress;
 pub(crate) mod rules;
 pub(crate) mod serve;

@@ -10,7 +10,7 @@ use super::server::Ledger;
 
 /// The figures compared with the simulator, in the scenario's milliseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
-pub struct Figures {
+pub struct HedgeFigures {
     /// Median user latency.
     pub p50_ms: f64,
     /// 99th percentile.
@@ -23,7 +23,7 @@ pub struct Figures {
     pub extra_load_percent: f64,
 }
 
-impl Figures {
+impl HedgeFigures {
     /// The figures of one simulated run.
     #[must_use]
     pub fn of(r: &herd_sim::latency::LatencyResult) -> Self {
@@ -168,11 +168,11 @@ pub(crate) fn order_interval(
 }
 
 /// Latency figures from the measured users' latencies (real nanoseconds), in scenario ms.
-pub(crate) fn latency_figures(latencies: &mut [u64], time_scale: f64) -> Figures {
+pub(crate) fn latency_figures(latencies: &mut [u64], time_scale: f64) -> HedgeFigures {
     latencies.sort_unstable();
     let ms = |ns: u64| ns as f64 / 1e6 / time_scale;
     let n = latencies.len().max(1) as f64;
-    Figures {
+    HedgeFigures {
         p50_ms: ms(nearest_rank(latencies, 500)),
         p99_ms: ms(nearest_rank(latencies, 990)),
         p999_ms: ms(nearest_rank(latencies, 999)),

@@ -43,10 +43,9 @@ mod clients;
 mod measure;
 mod report;
 mod server;
-pub mod verdict;
 
 pub use crate::time_scale::MAX_TIME_SCALE;
-pub use measure::{Accounting, Figures};
+pub use measure::{Accounting, HedgeFigures};
 pub use report::{PolicyReport, Spread};
 
 use clients::{CopyAnswer, CopyFailed, CopyLedger, CopyService, SubRequest};
@@ -262,13 +261,13 @@ impl LabHedge {
     /// # Errors
     ///
     /// [`LabHedgeError::Input`] when there is no such policy.
-    pub fn predict(&self, index: usize) -> Result<(Figures, Spread), LabHedgeError> {
+    pub fn predict(&self, index: usize) -> Result<(HedgeFigures, Spread), LabHedgeError> {
         let seed = self.scenario.seed;
         let runs = (0..u64::from(self.seeds))
             .map(|i| {
                 self.model
                     .run_policy(index, seed.wrapping_add(i))
-                    .map(|(r, _)| Figures::of(&r))
+                    .map(|(r, _)| HedgeFigures::of(&r))
                     .ok_or_else(|| LabHedgeError::Input(format!("no policy number {index}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
@@ -466,13 +465,13 @@ impl LabHedge {
             first_error: ends.iter().find_map(|e| e.error.clone()),
             servers_settled,
             real_s,
-            verdict: crate::storm::Judgement {
-                verdict: crate::storm::Verdict::NotComparable,
+            verdict: crate::judge::Judgement {
+                verdict: crate::judge::Verdict::NotComparable,
                 tolerance: String::new(),
                 reasons: Vec::new(),
             },
         };
-        report.verdict = verdict::judge(&report);
+        report.verdict = crate::judge::hedge(&report);
         Ok(report)
     }
 }

@@ -3,9 +3,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::storm::Judgement;
+use crate::judge::Judgement;
 
-use super::measure::{Accounting, Figures};
+use super::measure::{Accounting, HedgeFigures};
 
 /// A figure over the simulated seeds.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -13,17 +13,17 @@ pub struct Spread {
     /// Seeds simulated (the run's seed and the ones after it).
     pub seeds: u32,
     /// Each figure's mean over the seeds.
-    pub mean: Figures,
+    pub mean: HedgeFigures,
     /// Each figure's standard deviation over the seeds: one run's standard error.
-    pub sd: Figures,
+    pub sd: HedgeFigures,
 }
 
 impl Spread {
     /// The mean and standard deviation of each figure over `runs`.
     #[must_use]
-    pub fn of(runs: &[Figures]) -> Self {
+    pub fn of(runs: &[HedgeFigures]) -> Self {
         let n = runs.len().max(1) as f64;
-        let stat = |f: fn(&Figures) -> f64| {
+        let stat = |f: fn(&HedgeFigures) -> f64| {
             let mean = runs.iter().map(f).sum::<f64>() / n;
             let var = if runs.len() > 1 {
                 runs.iter().map(|r| (f(r) - mean).powi(2)).sum::<f64>() / (n - 1.0)
@@ -41,14 +41,14 @@ impl Spread {
         );
         Self {
             seeds: runs.len() as u32,
-            mean: Figures {
+            mean: HedgeFigures {
                 p50_ms: p50.0,
                 p99_ms: p99.0,
                 p999_ms: p999.0,
                 mean_ms: mean.0,
                 extra_load_percent: extra.0,
             },
-            sd: Figures {
+            sd: HedgeFigures {
                 p50_ms: p50.1,
                 p99_ms: p99.1,
                 p999_ms: p999.1,
@@ -71,7 +71,7 @@ pub struct PolicyReport {
     /// User requests measured (after the warm-up).
     pub measured_users: u64,
     /// The lab's figures, in scenario milliseconds; the extra load as the clients sent it.
-    pub measured: Figures,
+    pub measured: HedgeFigures,
     /// Distribution-free 95 % intervals of p50, p99 and p99.9 from the lab's own sample, by
     /// order statistics (`None`: the sample is too small to bound it above). Shown, not
     /// judged by: they take the requests as independent, which bursts are not.
@@ -79,7 +79,7 @@ pub struct PolicyReport {
     /// The extra load as the servers counted it, over the measured users' sub-requests.
     pub servers_extra_load_percent: f64,
     /// The simulator's figures for the same scenario and seed.
-    pub simulated: Figures,
+    pub simulated: HedgeFigures,
     /// The simulator's figures over several seeds: what one run of this size varies by.
     pub spread: Spread,
     /// Real overhead per user request (the wire and the servers' timers), median, in real ms.

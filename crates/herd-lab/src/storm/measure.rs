@@ -2,13 +2,13 @@
 //! per step, with the simulator's definitions (`herd_sim::RunResult`).
 use std::time::Duration;
 
-use super::report::Figures;
+use super::report::StormFigures;
 use super::server::{Ledger, Rules};
 
 /// What the real server measured.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct StormMeasurement {
-    pub(crate) figures: Figures,
+    pub(crate) figures: StormFigures,
     /// Arrivals per window, trailing empty windows left out.
     pub(crate) arrivals: Vec<u64>,
     /// Answers per window, as long as `arrivals`.
@@ -66,7 +66,7 @@ pub(crate) fn measure(
     let peak_after_outage = arrivals
         .get(first_window_after_outage..)
         .map_or(0, |tail| tail.iter().copied().max().unwrap_or(0));
-    let figures = Figures {
+    let figures = StormFigures {
         served: served_total,
         gave_up,
         waiting: clients.saturating_sub(clients_served + gave_up),

@@ -35,11 +35,9 @@ pub mod descriptors;
 mod measure;
 mod report;
 mod server;
-pub mod verdict;
 
 pub use crate::time_scale::MAX_TIME_SCALE;
-pub use report::{Figures, LabReport, Range, SeedSpread};
-pub use verdict::{Judgement, Verdict};
+pub use report::{LabReport, Range, SeedSpread, StormFigures};
 
 use clients::{ClientEnd, Crowd, Tally};
 use server::{Budget, Ledger, Rules, ServerThread, StepClock};
@@ -360,7 +358,7 @@ impl LabStorm {
         );
         drop(crowd);
         report.seed_spread = self.seed_spread()?;
-        report.verdict = Some(verdict::judge(&report));
+        report.verdict = Some(crate::judge::storm(&report));
         Ok(report)
     }
 
@@ -388,7 +386,7 @@ impl LabStorm {
             capacity: simulated.series.capacity,
             first_window_after_outage: measured.first_window_after_outage,
             measured: measured.figures,
-            simulated: Figures::simulated(simulated),
+            simulated: StormFigures::simulated(simulated),
             seed_spread: None,
             measured_arrivals: measured.arrivals,
             measured_served: measured.served,

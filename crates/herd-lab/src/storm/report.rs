@@ -7,7 +7,7 @@ use serde::Serialize;
 
 /// The storm's figures (docs/model.md) for one run, measured or simulated.
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Figures {
+pub struct StormFigures {
     /// Clients served.
     pub served: u64,
     /// Clients that gave up (ran out of attempts).
@@ -26,7 +26,7 @@ pub struct Figures {
     pub peak_after_outage: u64,
 }
 
-impl Figures {
+impl StormFigures {
     /// The simulator's figures.
     #[must_use]
     pub fn simulated(result: &RunResult) -> Self {
@@ -121,9 +121,9 @@ pub struct LabReport {
     /// The first window after the last outage.
     pub first_window_after_outage: usize,
     /// From the real server's ledger and the clients' ends.
-    pub measured: Figures,
+    pub measured: StormFigures,
     /// From `herd-sim` for the same scenario, rule and seed.
-    pub simulated: Figures,
+    pub simulated: StormFigures,
     /// For jittered rules: the simulated figures over several seeds.
     pub seed_spread: Option<SeedSpread>,
     /// Arrivals per window at the real server.
@@ -144,8 +144,8 @@ pub struct LabReport {
     pub worst_tick_lag_ms: f64,
     /// How long the storm took in real seconds.
     pub real_s: f64,
-    /// Measured against simulated, with the tolerance ([`super::verdict::judge`]).
-    pub verdict: Option<super::verdict::Judgement>,
+    /// Measured against simulated, with the tolerance ([`crate::judge::storm`]).
+    pub verdict: Option<crate::judge::Judgement>,
 }
 
 fn seconds(value: Option<f64>) -> String {

@@ -50,7 +50,7 @@ impl StepClock {
 
 /// What the server does with one step's batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(crate) enum Settled {
     /// In an outage: everyone fails.
     Down,
     /// More arrivals than `collapse_above`: no one is served.
@@ -90,10 +90,10 @@ impl Budget {
     }
 
     /// `arrivals` requests arrived during `step`: what becomes of them.
-    pub(crate) fn settle(&mut self, step: u64, arrivals: u64) -> Verdict {
+    pub(crate) fn settle(&mut self, step: u64, arrivals: u64) -> Settled {
         let rules = &self.rules;
         if rules.outages.iter().any(|&(a, b)| a <= step && step < b) {
-            return Verdict::Down;
+            return Settled::Down;
         }
         let window = step / rules.steps_per_window.max(1);
         if window != self.window {
@@ -102,10 +102,10 @@ impl Budget {
         }
         if rules.collapse_above.is_some_and(|t| arrivals > t) {
             self.left.refuse_all(arrivals);
-            return Verdict::Collapsed;
+            return Settled::Collapsed;
         }
         // Accepting all of them costs r each; each one served costs the remaining 1 − r.
-        Verdict::Serve(self.left.serve(arrivals))
+        Settled::Serve(self.left.serve(arrivals))
     }
 }
 
@@ -223,8 +223,8 @@ async fn tick(
         let mut batch = desk.close(step);
         let arrivals = batch.len() as u64;
         let served = match budget.settle(step, arrivals) {
-            Verdict::Serve(s) => s,
-            Verdict::Down | Verdict::Collapsed => 0,
+            Settled::Serve(s) => s,
+            Settled::Down | Settled::Collapsed => 0,
         };
         // Arrivals that share a step are served in random (seeded) order.
         for i in (1..batch.len()).rev() {
@@ -373,22 +373,22 @@ mod tests {
     #[test]
     fn down_during_outages_then_min_of_arrivals_and_capacity() {
         let mut b = Budget::new(rules(0.0));
-        assert_eq!(b.settle(99, 10), Verdict::Down);
-        assert_eq!(b.settle(100, 2000), Verdict::Serve(50));
-        assert_eq!(b.settle(101, 20), Verdict::Serve(20));
+        assert_eq!(b.settle(99, 10), Settled::Down);
+        assert_eq!(b.settle(100, 2000), Settled::Serve(50));
+        assert_eq!(b.settle(101, 20), Settled::Serve(20));
     }
 
     #[test]
     fn two_thousand_refusals_eat_the_budget() {
         let mut b = Budget::new(rules(0.1));
-        assert_eq!(b.settle(100, 2000), Verdict::Serve(0));
-        assert_eq!(b.settle(101, 100), Verdict::Serve(44));
+        assert_eq!(b.settle(100, 2000), Settled::Serve(0));
+        assert_eq!(b.settle(101, 100), Settled::Serve(44));
     }
 
     /// Regression: the float formula served 46 here; `47 + 0.1 · 30 = 50` exactly.
     #[test]
     fn exact_boundary_serves_the_last_client() {
         let mut b = Budget::new(rules(0.1));
-        assert_eq!(b.settle(100, 77), Verdict::Serve(47));
+        assert_eq!(b.settle(100, 77), Settled::Serve(47));
     }
 }

@@ -5,7 +5,8 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use anyhow::Context as _;
-use herd_lab::storm::{LabStormError, Verdict};
+use herd_lab::judge::Verdict;
+use herd_lab::storm::LabStormError;
 use serde::Serialize;
 
 use crate::cmd::args::Format;
@@ -57,7 +58,7 @@ pub(crate) fn exit_on_verdicts(
         match v {
             Verdict::NotComparable => not_comparable += 1,
             Verdict::Differs => differs += 1,
-            Verdict::Agrees => {}
+            Verdict::Agrees | Verdict::TooSmall => {}
         }
     }
     if not_comparable > 0 {

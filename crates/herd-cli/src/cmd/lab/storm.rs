@@ -9,11 +9,11 @@ use herd_lab::storm::{DEFAULT_SCENARIO, LabReport, LabStorm, MAX_CLIENTS};
 use herd_sim::Scenario;
 use serde::Serialize;
 
-use crate::cmd::args::{Format, check_closed};
-use crate::cmd::interrupt::Interrupt;
-use crate::cmd::lab::shared::{
+use super::shared::{
     exit_on_verdicts, interrupted, print_results, read_scenario, storm_error, until_ctrl_c,
 };
+use crate::cmd::args::{Format, check_closed};
+use crate::cmd::interrupt::Interrupt;
 use crate::cmd::progress;
 use crate::error::CliResult;
 
@@ -45,7 +45,7 @@ pub(crate) struct LabStormArgs {
     #[arg(long, default_value_t = 0.25, value_name = "F")]
     time_scale: f64,
     #[command(flatten)]
-    rules: super::args::RuleArgs,
+    rules: crate::cmd::args::RuleArgs,
     /// Seed of the simulation and of the clients' generators; the scenario's by default.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,

@@ -1,40 +1,24 @@
-//! `herd lab`: real HTTP services on loopback. `herd lab chain` runs a service graph;
-//! `herd lab storm` (in `lab_storm.rs`) plays a storm scenario; `herd lab hedge` (in
-//! `lab_hedge.rs`) plays a latency scenario through herd's hedging layer.
+//! `herd lab chain`: a service graph as real HTTP services on 127.0.0.1, the requests each
+//! receives against `herd amplify`'s prediction (judged by `herd_lab::judge::chain`).
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 
-use clap::{Args, Subcommand};
+use clap::Args;
 use herd::rule::millis;
 use herd::{RuleName, RuleParams};
 use herd_lab::chain::{
     Chain, ChainOptions, Comparison, DEFAULT_GRAPH, MAX_REQUESTS, MIN_VIEWS_TO_JUDGE, Measurement,
 };
+use herd_lab::judge::{self, Judgement, Verdict};
 use herd_sim::graph::{Graph, Options, predict};
 use serde::Serialize;
 
-use self::shared::storm_error;
+use super::shared::storm_error;
 use crate::cmd::amplify::{count, load_graph, name_width};
 use crate::cmd::args::{Format, csv_field};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
 use herd_lab::storm::descriptors::{self, Descriptors};
-
-pub(crate) mod shared;
-
-/// Run real HTTP services on 127.0.0.1 and measure what retries and hedges do to them.
-#[derive(Debug, Args)]
-pub(crate) struct LabArgs {
-    #[command(subcommand)]
-    command: LabCommand,
-}
-
-#[derive(Debug, Subcommand)]
-enum LabCommand {
-    Chain(ChainArgs),
-    Storm(crate::cmd::lab_storm::LabStormArgs),
-    Hedge(crate::cmd::lab_hedge::LabHedgeArgs),
-}
 
 /// Start a service graph as real HTTP services and measure the requests each receives
 ///
@@ -62,7 +46,7 @@ pub(crate) struct ChainArgs {
     layer_aware: bool,
     /// Pauses between attempts (default: immediate). Each rule is one drive of N views.
     #[command(flatten)]
-    rules: super::args::RuleArgs,
+    rules: crate::cmd::args::RuleArgs,
     /// First pause of the exponential family, in milliseconds.
     #[arg(long, default_value_t = 10.0, value_name = "MS")]
     base_ms: f64,
@@ -80,14 +64,6 @@ pub(crate) struct ChainArgs {
     runs: u64,
 }
 
-pub(crate) fn run(args: &LabArgs) -> CliResult {
-    match &args.command {
-        LabCommand::Chain(chain) => run_chain(chain),
-        LabCommand::Storm(storm) => crate::cmd::lab_storm::run(storm),
-        LabCommand::Hedge(hedge) => crate::cmd::lab_hedge::run(hedge),
-    }
-}
-
 #[derive(Serialize)]
 struct Report<'a> {
     graph: &'a str,
@@ -96,25 +72,11 @@ struct Report<'a> {
     rule: &'a str,
     seed: u64,
     deterministic: bool,
-    /// `equal`, `agrees`, `differs` or `too_small` (a random graph with too few views).
-    verdict: Verdict,
+    /// Measured against predicted: the verdict, its tolerance and the services outside it.
+    verdict: Judgement,
     failed_views: u64,
     interrupted: bool,
     services: Vec<Row>,
-}
-
-/// Measured against predicted, over every service.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Verdict {
-    /// A deterministic graph: every count exactly as predicted.
-    Equal,
-    /// A random graph: within the sampling error.
-    Agrees,
-    /// Outside the sampling error, or (deterministic) not equal.
-    Differs,
-    /// A random graph with fewer views than it takes to judge.
-    TooSmall,
 }
 
 #[derive(Serialize)]
@@ -145,7 +107,7 @@ fn chain_descriptors(graph: &Graph) -> u64 {
     descriptors::SPARE_DESCRIPTORS + services + 4 * (edges + 1)
 }
 
-fn run_chain(args: &ChainArgs) -> CliResult {
+pub(crate) fn run(args: &ChainArgs) -> CliResult {
     let (graph, label) = match &args.graph {
         Some(path) => (load_graph(path)?, path.display().to_string()),
         None => (
@@ -248,17 +210,7 @@ fn run_chain(args: &ChainArgs) -> CliResult {
     let reports: Vec<Report<'_>> = drives
         .iter()
         .map(|(name, seed, measurement, addresses)| {
-            let comparisons = measurement.compare(&prediction, deterministic);
-            let agrees = comparisons.iter().all(|c| c.agrees);
-            let verdict = if measurement.too_small_to_judge(deterministic) {
-                Verdict::TooSmall
-            } else {
-                match (agrees, deterministic) {
-                    (true, true) => Verdict::Equal,
-                    (true, false) => Verdict::Agrees,
-                    (false, _) => Verdict::Differs,
-                }
-            };
+            let judged = judge::chain(measurement, &prediction, deterministic);
             Report {
                 graph: &label,
                 views: measurement.views,
@@ -266,10 +218,10 @@ fn run_chain(args: &ChainArgs) -> CliResult {
                 rule: name.as_str(),
                 seed: *seed,
                 deterministic,
-                verdict,
+                verdict: judged.judgement,
                 failed_views: measurement.failed_views,
                 interrupted: measurement.interrupted,
-                services: rows(measurement, comparisons, addresses),
+                services: rows(measurement, judged.services, addresses),
             }
         })
         .collect();
@@ -298,7 +250,10 @@ fn run_chain(args: &ChainArgs) -> CliResult {
             args.views
         )));
     }
-    if reports.iter().any(|r| r.verdict == Verdict::Differs) {
+    if reports
+        .iter()
+        .any(|r| r.verdict.verdict == Verdict::Differs)
+    {
         return Err(CliError::Run(anyhow::anyhow!(
             "measured counts differ from the prediction"
         )));
@@ -312,10 +267,7 @@ fn write_csv(out: &mut impl Write, reports: &[Report<'_>]) -> io::Result<()> {
         "rule,seed,service,address,views,received,measured,std_error,predicted,agrees,verdict"
     )?;
     for r in reports {
-        let verdict = serde_json::to_value(r.verdict)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned))
-            .unwrap_or_default();
+        let verdict = r.verdict.verdict.name();
         for s in &r.services {
             writeln!(
                 out,
@@ -376,7 +328,7 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         } else {
             format!("{:.4} ± {:.4}", s.measured, s.std_error)
         };
-        let mark = if s.agrees || r.verdict == Verdict::TooSmall {
+        let mark = if s.agrees || r.verdict.verdict == Verdict::TooSmall {
             ""
         } else {
             "  ← differs"
@@ -391,17 +343,20 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
             count(s.predicted)
         )?;
     }
-    let too_small = format!(
-        "too few views to judge a graph with random failures ({} of at least \
-         {MIN_VIEWS_TO_JUDGE}; try --views {MIN_VIEWS_TO_JUDGE} or more)",
-        r.views
-    );
-    let verdict = match (r.verdict, r.deterministic) {
-        (Verdict::Equal, _) => "measured equals predicted for every service",
-        (Verdict::Agrees, _) => "measured agrees with predicted within the sampling error",
-        (Verdict::Differs, true) => "MEASURED DIFFERS from predicted",
-        (Verdict::Differs, false) => "measured is outside the sampling error of predicted",
-        (Verdict::TooSmall, _) => too_small.as_str(),
+    let verdict = match (r.verdict.verdict, r.deterministic) {
+        (Verdict::Agrees, true) => "measured equals predicted for every service".to_owned(),
+        (Verdict::Agrees, false) => {
+            "measured agrees with predicted within the sampling error".to_owned()
+        }
+        (Verdict::Differs, true) => "MEASURED DIFFERS from predicted".to_owned(),
+        (Verdict::Differs, false) => {
+            "measured is outside the sampling error of predicted".to_owned()
+        }
+        (Verdict::TooSmall | Verdict::NotComparable, _) => format!(
+            "too few views to judge a graph with random failures ({} of at least \
+             {MIN_VIEWS_TO_JUDGE}; try --views {MIN_VIEWS_TO_JUDGE} or more)",
+            r.views
+        ),
     };
     writeln!(
         out,

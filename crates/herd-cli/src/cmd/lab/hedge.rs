@@ -13,11 +13,11 @@ use herd_lab::storm::descriptors::{self, Descriptors};
 use herd_sim::latency::LatencyScenario;
 use serde::Serialize;
 
-use crate::cmd::args::{Format, check_closed, check_seed, csv_field};
-use crate::cmd::interrupt::Interrupt;
-use crate::cmd::lab::shared::{
+use super::shared::{
     exit_on_verdicts, interrupted, print_results, read_scenario, storm_error, until_ctrl_c,
 };
+use crate::cmd::args::{Format, check_closed, check_seed, csv_field};
+use crate::cmd::interrupt::Interrupt;
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
 

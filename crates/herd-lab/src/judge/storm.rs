@@ -1,4 +1,4 @@
-//! Measured against simulated: one verdict per run, with the tolerance it used.
+//! The lab storm: measured against simulated, one verdict per run, with the tolerance it used.
 //!
 //! Real timers fire late and a busy machine answers late, so the lab cannot match the
 //! simulator to the request. A deterministic rule must come within [`TOLERANCE`] of the
@@ -6,81 +6,13 @@
 //! rule's clients draw from other generators than the simulator's, so its figures must fall
 //! within the simulated seeds' range, widened by the same tolerance. A run that lost attempts
 //! on the wire (transport errors) played another storm and is not compared at all.
-use serde::Serialize;
-
-use super::report::{LabReport, Range};
+use super::{Judgement, Verdict};
+use crate::storm::{LabReport, Range};
 
 /// Relative tolerance on every figure.
 pub const TOLERANCE: f64 = 0.10;
 /// Extra tolerance on times, in windows.
 pub const SLACK_WINDOWS: f64 = 2.0;
-
-/// The outcome of one run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// Every figure within the tolerance.
-    Agrees,
-    /// Some figure outside it.
-    Differs,
-    /// Attempts were lost on the wire: the measured storm is another one.
-    NotComparable,
-}
-
-impl Verdict {
-    /// The verdict's name, as JSON spells it (`agrees`, `differs`, `not_comparable`).
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Agrees => "agrees",
-            Self::Differs => "differs",
-            Self::NotComparable => "not_comparable",
-        }
-    }
-}
-
-/// The verdict and why.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Judgement {
-    /// The verdict.
-    pub verdict: Verdict,
-    /// The tolerance, in words.
-    pub tolerance: String,
-    /// The figures outside it, or why the run is not comparable.
-    pub reasons: Vec<String>,
-}
-
-impl Judgement {
-    /// A comparable run's judgement: it agrees when no figure fell outside the tolerance
-    /// (`reasons` is empty), and differs otherwise.
-    #[must_use]
-    pub fn from_reasons(tolerance: String, reasons: Vec<String>) -> Self {
-        Self {
-            verdict: if reasons.is_empty() {
-                Verdict::Agrees
-            } else {
-                Verdict::Differs
-            },
-            tolerance,
-            reasons,
-        }
-    }
-
-    /// One line for people: `verdict: …`.
-    #[must_use]
-    pub fn line(&self) -> String {
-        let head = match self.verdict {
-            Verdict::Agrees => "verdict: measured agrees with simulated",
-            Verdict::Differs => "verdict: MEASURED DIFFERS from simulated",
-            Verdict::NotComparable => "verdict: NOT COMPARABLE",
-        };
-        if self.reasons.is_empty() {
-            format!("{head} ({})", self.tolerance)
-        } else {
-            format!("{head} ({}): {}", self.tolerance, self.reasons.join("; "))
-        }
-    }
-}
 
 /// Whether `measured` is within the tolerance of `expected` (a point or a range).
 fn within(measured: f64, lo: f64, hi: f64, slack: f64) -> bool {
@@ -90,7 +22,7 @@ fn within(measured: f64, lo: f64, hi: f64, slack: f64) -> bool {
 
 /// Judges one run.
 #[must_use]
-pub fn judge(r: &LabReport) -> Judgement {
+pub fn storm(r: &LabReport) -> Judgement {
     let jittered = r.seed_spread.is_some();
     let tolerance = if jittered {
         format!(

@@ -1,4 +1,4 @@
-//! Measured against simulated, for one policy, within the sampling error of a run of the
+//! The lab hedge: measured against simulated, for one policy, within the sampling error of a run of the
 //! lab's size.
 //!
 //! The lab meets the simulator's own arrivals and pauses for the seed (common random
@@ -8,7 +8,7 @@
 //! differ by the noise of a run given its arrivals and pauses.
 //!
 //! How large that noise is, is measured, not assumed: the simulator runs the same scenario
-//! (the same requests and warm-up) with [`seeds`](super::LabHedge::seeds) seeds, and the
+//! (the same requests and warm-up) with [`seeds`](crate::hedge::LabHedge::seeds) seeds, and the
 //! standard deviation `σ` of a figure over them is the standard error of one run, all its
 //! randomness included. It bounds the noise given the arrivals and pauses from above, so the
 //! test is conservative: a figure agrees when `|measured − simulated| ≤ K · σ · √2` (two runs,
@@ -23,9 +23,8 @@
 //! milliseconds. A figure that does not vary (the extra load of `none`: 0) must match
 //! exactly. A run that lost a copy or a request, or whose copies the servers' and the
 //! clients' counts do not account for, is not comparable.
-use crate::storm::{Judgement, Verdict};
-
-use super::report::PolicyReport;
+use super::{Judgement, Verdict};
+use crate::hedge::PolicyReport;
 
 /// Standard errors a figure may stray from the simulated seeds' mean.
 pub const K: f64 = 4.0;
@@ -33,14 +32,14 @@ pub const K: f64 = 4.0;
 /// Whether `measured` lies within `K · sd · √2` of `simulated`, plus `above` on the upper
 /// side.
 #[must_use]
-pub fn within(measured: f64, simulated: f64, sd: f64, above: f64) -> bool {
+fn within(measured: f64, simulated: f64, sd: f64, above: f64) -> bool {
     let band = K * sd * std::f64::consts::SQRT_2;
     measured >= simulated - band && measured <= simulated + band + above
 }
 
 /// Judges one policy's run.
 #[must_use]
-pub fn judge(r: &PolicyReport) -> Judgement {
+pub fn hedge(r: &PolicyReport) -> Judgement {
     let tolerance = format!(
         "tolerance: within {K}·√2 standard errors of the simulated run, the error from {} \
          seeds; latencies up to {:.2} ms higher for the measured overhead",
@@ -107,8 +106,8 @@ pub fn judge(r: &PolicyReport) -> Judgement {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Accounting, Figures, Spread};
     use super::*;
+    use crate::hedge::{Accounting, HedgeFigures as Figures, Spread};
 
     fn report(measured: Figures, accounting: Accounting) -> PolicyReport {
         let simulated = Figures {
@@ -176,13 +175,13 @@ mod tests {
             mean_ms: 16.0,
             extra_load_percent: 12.0,
         };
-        assert_eq!(judge(&report(near, complete())).verdict, Verdict::Agrees);
+        assert_eq!(hedge(&report(near, complete())).verdict, Verdict::Agrees);
         // Extra load 18 %: 8 above, beyond 4·√2·1.3 = 7.35, and no allowance on a count.
         let far = Figures {
             extra_load_percent: 18.0,
             ..near
         };
-        let j = judge(&report(far, complete()));
+        let j = hedge(&report(far, complete()));
         assert_eq!(j.verdict, Verdict::Differs);
         assert!(
             j.reasons[0].starts_with("extra load % 18.00"),
@@ -194,7 +193,7 @@ mod tests {
             p50_ms: 7.0,
             ..near
         };
-        assert_eq!(judge(&report(low, complete())).verdict, Verdict::Differs);
+        assert_eq!(hedge(&report(low, complete())).verdict, Verdict::Differs);
     }
 
     #[test]
@@ -202,10 +201,10 @@ mod tests {
         let same = report(Figures::default(), complete()).simulated;
         let mut a = complete();
         a.received -= 1; // a copy sent that neither arrived nor was cancelled
-        assert_eq!(judge(&report(same, a)).verdict, Verdict::NotComparable);
+        assert_eq!(hedge(&report(same, a)).verdict, Verdict::NotComparable);
         let mut a = complete();
         a.gave_up = 1;
-        let j = judge(&report(same, a));
+        let j = hedge(&report(same, a));
         assert_eq!(j.verdict, Verdict::NotComparable);
         assert!(
             j.reasons[0].contains("1 user requests gave up"),
@@ -214,7 +213,7 @@ mod tests {
         );
         let mut a = complete();
         a.duplicates = 1;
-        assert_eq!(judge(&report(same, a)).verdict, Verdict::NotComparable);
+        assert_eq!(hedge(&report(same, a)).verdict, Verdict::NotComparable);
     }
 
     #[test]
