@@ -144,7 +144,7 @@ fn silently_wrong_scenarios_are_errors() {
 }
 
 /// Before: `--simulate 0` ran one request and "agreed within 4 standard errors", every
-/// standard error 0; `--sweep-offered` on the storm was ignored.
+/// standard error 0.
 #[test]
 fn flags_that_cannot_mean_anything_are_refused() {
     for n in ["0", "1", "49"] {
@@ -155,10 +155,6 @@ fn flags_that_cannot_mean_anything_are_refused() {
             ),
         );
     }
-    fails_with_input_error(
-        &["storm", "--sweep-offered", "150..280:10"],
-        "the storm has neither",
-    );
 }
 
 /// Before: under `ulimit -n 20` the chain ran and blamed the measurement ("measured counts

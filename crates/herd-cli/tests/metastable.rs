@@ -1,5 +1,5 @@
-//! `herd storm` on `model = "metastable"` scenarios: the verdicts, JSON, the offered-load
-//! sweep, and flags that do not apply.
+//! `herd storm` on `model = "metastable"` scenarios: the outcomes, JSON, flags that do not
+//! apply; and `herd sweep` over its offered load.
 mod support;
 
 use support::{herd, json_list, ok, scenario, stderr, stdout};
@@ -15,7 +15,7 @@ fn without_a_budget_the_table_ends_still_overloaded() {
     );
     assert!(
         text.trim_end()
-            .ends_with("verdict: still overloaded at the horizon"),
+            .ends_with("outcome: still overloaded at the horizon"),
         "{text}"
     );
     // one row per one-second window over 120 s
@@ -44,27 +44,34 @@ fn with_a_budget_json_reports_the_recovery() {
     assert_eq!(r["budget_percent"], 10.0);
     let at = r["recovered_at_s"].as_f64().expect("recovered");
     assert!((20.0..=25.0).contains(&at), "{at}");
-    assert_eq!(r["verdict"], format!("recovered at {at} s"));
+    assert_eq!(r["outcome"], format!("recovered at {at} s"));
     assert_eq!(r["windows"].as_array().map(Vec::len), Some(120));
     assert!(r["windows"][30]["goodput"].as_u64().unwrap() > 200);
 }
 
 #[test]
 fn sweeping_the_offered_load_finds_the_threshold() {
-    let text = ok(&[
-        "storm",
-        &scenario("metastable-retry.toml"),
-        "--sweep-offered",
-        "150..280:130",
-        "--runs",
-        "2",
-        "--format",
-        "csv",
-    ]);
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
-    assert!(lines[1].starts_with("constant,0,150,2,2,"), "{text}");
-    assert!(lines[2].starts_with("constant,0,280,2,0,,"), "{text}");
+    let cells = json_list(
+        &[
+            "sweep",
+            &scenario("metastable-retry.toml"),
+            "--set",
+            "clients.offered_qps=150,280",
+            "--runs",
+            "2",
+        ],
+        "cells",
+        2,
+    );
+    let recovered = |qps: f64| {
+        cells
+            .iter()
+            .find(|c| c["values"]["clients.offered_qps"].as_f64() == Some(qps))
+            .and_then(|c| c["metrics"]["recovered"]["mean"].as_f64())
+            .expect("cell")
+    };
+    assert_eq!(recovered(150.0), 1.0);
+    assert_eq!(recovered(280.0), 0.0);
 }
 
 #[test]
@@ -72,9 +79,8 @@ fn storm_only_flags_are_refused_with_exit_2() {
     for flags in [
         vec!["--clients", "10"],
         vec!["--refusal-cost", "0.1"],
-        vec!["--sweep-clients", "10..20:10"],
         vec!["--engine", "cohort"],
-        vec!["--sweep-offered", "300..100:10"],
+        vec!["--throttle", "grpc"],
     ] {
         let mut args = vec!["storm".to_owned(), scenario("metastable-retry.toml")];
         args.extend(flags.iter().map(|s| (*s).to_owned()));
@@ -115,7 +121,7 @@ fn herd_sweep_sweeps_the_offered_load() {
             &scenario("metastable-retry.toml"),
             "--set",
             "clients.offered_qps=150,280",
-            "--seeds",
+            "--runs",
             "2",
         ],
         "cells",

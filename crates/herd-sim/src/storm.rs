@@ -22,7 +22,7 @@ use toml::Value;
 use crate::error::ScenarioError;
 use crate::limits::Limits;
 use crate::metrics::RunResult;
-use crate::model::{self, MODEL_KEY, Metrics, Model};
+use crate::model::{self, MODEL_KEY, Metrics, Model, Variant};
 use crate::scenario::Scenario;
 use crate::{Engine, Simulation};
 
@@ -99,8 +99,8 @@ impl Model for Simulation {
         }
     }
 
-    fn run(&self, rule: RuleName, seed: u64) -> Result<Metrics, ScenarioError> {
-        let result = Simulation::run(self, rule, seed)?;
+    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+        let result = Simulation::run(self, variant.rule_of(Self::NAME)?, seed)?;
         Ok(metrics(&result, recovered_s(self, &result)))
     }
 }
@@ -156,7 +156,7 @@ mod tests {
         let tree: Value = toml::from_str(text).unwrap();
         model::check(&tree, &Limits::default())
             .unwrap()
-            .run(rule, 1)
+            .run(&rule.into(), 1)
             .unwrap()
     }
 

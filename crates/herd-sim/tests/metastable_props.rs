@@ -61,16 +61,17 @@ proptest! {
         let limits = Limits { max_run_attempts: 2_000_000, ..Limits::default() };
         let model = Metastable::new(&s, &limits).expect("valid");
         let r = model.run(s.retry.rule, seed).expect("runs");
-        prop_assert_eq!(r.served + r.gave_up + r.denied_by_budget + r.pending, r.requests);
-        prop_assert!(r.served <= r.requests);
+        prop_assert_eq!(r.served + r.gave_up + r.pending, r.new_requests);
+        prop_assert!(r.denied_by_budget <= r.gave_up);
+        prop_assert!(r.served <= r.new_requests);
         let windows: u64 = r.windows.iter().map(|w| w.attempts()).sum();
-        prop_assert_eq!(windows, r.attempts);
+        prop_assert_eq!(windows, r.requests);
         for w in &r.windows {
             prop_assert!(w.goodput <= w.throughput);
             prop_assert!(w.lost <= w.attempts());
         }
         if s.clients.max_attempts == 1 {
-            prop_assert_eq!(r.attempts, r.requests);
+            prop_assert_eq!(r.requests, r.new_requests);
         }
         prop_assert_eq!(&model.run(s.retry.rule, seed).expect("runs"), &r);
     }

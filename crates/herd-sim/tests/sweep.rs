@@ -173,7 +173,7 @@ fn same_seeds_and_the_model_dispatch_agree() {
         .map(|seed| {
             model::check(&base(), &Limits::default())
                 .unwrap()
-                .run(RuleName::Full, seed)
+                .run(&RuleName::Full.into(), seed)
                 .unwrap()
         })
         .collect();

@@ -87,8 +87,6 @@ pub(crate) struct StormArgs {
     /// Also draw arrivals per window, one panel per rule, to FILE.svg or FILE.png.
     #[arg(long, value_name = "FILE")]
     chart: Option<PathBuf>,
-    #[command(flatten)]
-    models: models::ModelArgs,
 }
 
 /// Which engine runs the storm.
@@ -146,22 +144,21 @@ const MAX_RUNS: u32 = 100_000;
 const MAX_ATTEMPTS_PER_RUN: u64 = 10_000_000_000;
 
 /// The scenario to run, with the command-line overrides applied.
-fn scenario(args: &StormArgs) -> CliResult<(Scenario, String)> {
-    let (mut scenario, name) = match &args.scenario {
-        None => {
+fn scenario(args: &StormArgs, text: Option<&str>) -> CliResult<(Scenario, String)> {
+    let (mut scenario, name) = match (&args.scenario, text) {
+        (None, _) | (_, None) => {
             let mut scenario = Scenario::default();
             if let Some(pauses) = args.pauses {
                 scenario.pauses = pauses.into();
             }
             (scenario, "default scenario".to_owned())
         }
-        Some(path) => {
-            let text = super::input_file::read_input(path, "scenario")?;
+        (Some(path), Some(text)) => {
             let engine = Engine::from(args.engine);
             // `--pauses` before the check: it decides whether the rules' times must be whole
             // steps.
             let limits = engine.limits(&Limits::default());
-            let scenario = Scenario::from_toml_str_edited(&text, &limits, |s| {
+            let scenario = Scenario::from_toml_str_edited(text, &limits, |s| {
                 if let Some(pauses) = args.pauses {
                     s.pauses = pauses.into();
                 }
@@ -232,16 +229,18 @@ pub(crate) fn run(args: &StormArgs) -> CliResult {
         )));
     }
     let chart_file = chart::ChartFile::of("--chart", args.chart.as_deref())?;
-    if let Some(path) = &args.scenario {
-        // `model = "metastable"` or `"contention"` runs another model (storm/models.rs).
-        let text = super::input_file::read_input(path, "scenario")?;
-        if models::run(args, path, &text)? {
-            return Ok(());
+    let text = match &args.scenario {
+        Some(path) => {
+            // `model = "metastable"` or `"contention"` runs another model (storm/models.rs).
+            let text = super::input_file::read_input(path, "scenario")?;
+            if models::run(args, path, &text)? {
+                return Ok(());
+            }
+            Some(text)
         }
-    } else {
-        models::storm_only(args)?;
-    }
-    let (scenario, name) = scenario(args)?;
+        None => None,
+    };
+    let (scenario, name) = scenario(args, text.as_deref())?;
     let variants = throttled(args, &scenario, &name)?;
     let mut out = BufWriter::new(io::stdout().lock());
     for (i, (scenario, name)) in variants.iter().enumerate() {

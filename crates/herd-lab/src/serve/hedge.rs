@@ -1,7 +1,6 @@
 //! The *Hedging* scene: the default latency scenario (docs/model.md, "Latency") with the
-//! page's knobs (hedge delay, utilisation, fan-out), its five policies written as a scenario
-//! tree and checked and run through the model interface (`herd_sim::model::check`), as
-//! `herd sweep` runs each of its cells.
+//! page's knobs (hedge delay, utilisation, fan-out) and its five policies, built as a typed
+//! `LatencyScenario` and checked as a scenario file of it is (`LatencyModel::within`).
 //!
 //! Every policy of one answer meets the same users and the same server pauses (the model's
 //! common random numbers), so the page can draw the chosen policy's tail over the tail
@@ -12,11 +11,12 @@
 //! [`MAX_HEDGE_COPIES`] allows over the five policies, and the answer says so
 //! (`requests_capped`). A request that asks for more requests than the cap allows is refused
 //! with a 400 naming `requests`.
-use herd_sim::latency::{LatencyModel, LatencyResult, LatencyScenario, tail};
-use herd_sim::model::{self, MODEL_KEY, Model};
+use herd_sim::latency::{
+    LatencyModel, LatencyResult, LatencyScenario, PolicyKind, PolicySpec, tail,
+};
+use herd_sim::model::Model;
 use herd_sim::{Cancel, Limits, ScenarioError};
 use serde::{Deserialize, Serialize};
-use toml::Value;
 
 use super::error::ApiError;
 use super::limits::{
@@ -233,50 +233,40 @@ impl HedgeRequest {
         pool.rate_at_utilisation(self.utilisation)
     }
 
-    /// The latency scenario tree this request describes, as a scenario file would: the
-    /// default latency scenario's pool, service and pauses, with the page's traffic and its
-    /// five policies. The seed is not part of it: it is the run's, as with `herd hedge --seed`.
+    /// The latency scenario this request describes: the default latency scenario's pool,
+    /// service and pauses, with the page's traffic and its five policies. The seed is not
+    /// part of it: it is the run's, as with `herd hedge --seed`.
     #[must_use]
-    pub fn tree(&self, requests: u64) -> Value {
-        let table = |pairs: Vec<(&str, Value)>| {
-            Value::Table(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
+    pub fn scenario(&self, requests: u64) -> LatencyScenario {
+        let policy = |name: &str, kind: PolicyKind| PolicySpec {
+            name: name.to_owned(),
+            kind,
+            ..PolicySpec::default()
         };
-        let integer = |n: u64| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
-        let name = |n: &str| ("name", Value::String(n.to_owned()));
-        let kind = |k: &str| ("kind", Value::String(k.to_owned()));
-        let delay = ("delay_ms", Value::Float(self.delay_ms));
-        let policies = vec![
-            table(vec![name("none"), kind("none")]),
-            table(vec![name("delay"), kind("delay"), delay.clone()]),
-            table(vec![
-                name("percentile"),
-                kind("percentile"),
-                ("quantile", Value::Float(QUANTILE)),
-            ]),
-            table(vec![
-                name("budget"),
-                kind("delay"),
-                delay,
-                ("budget_percent", Value::Float(BUDGET_PERCENT)),
-            ]),
-            table(vec![name("tied"), kind("tied")]),
+        let delayed = |name: &str| PolicySpec {
+            delay_ms: self.delay_ms,
+            ..policy(name, PolicyKind::Delay)
+        };
+        let mut scenario = LatencyScenario::default();
+        scenario.model = Some(<LatencyModel as Model>::NAME.to_owned());
+        scenario.requests = requests;
+        scenario.warmup_requests = warmup(requests);
+        scenario.traffic.rate_per_s = self.rate_per_s();
+        scenario.traffic.fan_out = self.fan_out;
+        scenario.policies = vec![
+            policy("none", PolicyKind::None),
+            delayed("delay"),
+            PolicySpec {
+                quantile: QUANTILE,
+                ..policy("percentile", PolicyKind::Percentile)
+            },
+            PolicySpec {
+                budget_percent: Some(BUDGET_PERCENT),
+                ..delayed("budget")
+            },
+            policy("tied", PolicyKind::Tied),
         ];
-        table(vec![
-            (
-                MODEL_KEY,
-                Value::String(<LatencyModel as Model>::NAME.to_owned()),
-            ),
-            ("requests", integer(requests)),
-            ("warmup_requests", integer(warmup(requests))),
-            (
-                "traffic",
-                table(vec![
-                    ("rate_per_s", Value::Float(self.rate_per_s())),
-                    ("fan_out", integer(u64::from(self.fan_out))),
-                ]),
-            ),
-            ("policies", Value::Array(policies)),
-        ])
+        scenario
     }
 
     /// Checks the request and runs every policy through the model interface, as
@@ -307,14 +297,8 @@ impl HedgeRequest {
             max_run_attempts: MAX_HEDGE_COPIES,
             ..Limits::interactive()
         };
-        let checked = model::check(&self.tree(requests), &limits).map_err(scenario_error)?;
-        // The page shows each policy's tail, not only its metrics, as `herd hedge --chart`
-        // does: the latencies come from the latency model itself.
-        let latency = checked
-            .as_any()
-            .downcast_ref::<LatencyModel>()
-            .ok_or_else(|| ApiError::internal("the hedge tree did not give the latency model"))?
-            .clone();
+        let latency =
+            LatencyModel::within(&self.scenario(requests), &limits).map_err(scenario_error)?;
         Ok((chosen, requests, capped, latency))
     }
 

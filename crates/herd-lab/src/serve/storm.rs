@@ -1,6 +1,6 @@
 //! The *Storm* scene: the default storm scenario with the page's knobs (rule, refusal cost,
-//! clients, outage, capacity), written as a scenario tree and checked and run through the
-//! model interface (`herd_sim::model::check`), as `herd sweep` runs each of its cells.
+//! clients, outage, capacity), built as a typed `Scenario` and checked and run as
+//! `herd storm` runs a scenario file (`Simulation::new`, `Simulation::run_until`).
 //!
 //! A storm that never ends (a refusal that costs work, and clients that retry faster than
 //! the server can refuse them) must still be shown, not refused. A waiting client makes at
@@ -8,10 +8,8 @@
 //! starts: the run's horizon is cut to what [`MAX_STORM_ATTEMPTS`] allows, and the answer says
 //! so (`horizon_s`, `cut_short`), so the page can say "nobody served in the first N s".
 use herd::RuleName;
-use herd_sim::model::{self, MODEL_KEY, Model};
 use herd_sim::{Cancel, Limits, RunResult, Scenario, Simulation};
 use serde::{Deserialize, Serialize};
-use toml::Value;
 
 use super::error::ApiError;
 use super::limits::{MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS};
@@ -99,51 +97,28 @@ impl StormRequest {
         Ok((rule, self.horizon_s()?))
     }
 
-    /// The storm scenario tree this request describes, as a scenario file would: the default
-    /// storm scenario with the page's knobs, looking `horizon_s` ahead. The seed is not part
-    /// of it: it is the run's (`Model::run`), as with `herd storm --seed`.
+    /// The storm scenario this request describes: the default storm scenario with the
+    /// page's knobs, looking `horizon_s` ahead. The seed is not part of it: it is the run's,
+    /// as with `herd storm --seed`.
     #[must_use]
-    pub fn tree(&self, rule: RuleName, horizon_s: f64) -> Value {
-        let outages = if self.outage_s > 0.0 {
-            vec![Value::Array(vec![
-                Value::Float(0.0),
-                Value::Float(self.outage_s),
-            ])]
+    pub fn scenario(&self, rule: RuleName, horizon_s: f64) -> Scenario {
+        let mut scenario = Scenario::default();
+        scenario.horizon_s = horizon_s;
+        scenario.clients.count = self.clients;
+        scenario.server.capacity = self.capacity;
+        scenario.server.refusal_cost = self.refusal_cost;
+        scenario.server.outages = if self.outage_s > 0.0 {
+            vec![[0.0, self.outage_s]]
         } else {
             Vec::new()
         };
-        let table = |pairs: Vec<(&str, Value)>| {
-            Value::Table(pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
-        };
-        let integer = |n: u64| Value::Integer(i64::try_from(n).unwrap_or(i64::MAX));
-        table(vec![
-            (
-                MODEL_KEY,
-                Value::String(<Simulation as Model>::NAME.to_owned()),
-            ),
-            ("horizon_s", Value::Float(horizon_s)),
-            ("clients", table(vec![("count", integer(self.clients))])),
-            (
-                "server",
-                table(vec![
-                    ("capacity", integer(self.capacity)),
-                    ("refusal_cost", Value::Float(self.refusal_cost)),
-                    ("outages", Value::Array(outages)),
-                ]),
-            ),
-            (
-                "retry",
-                table(vec![(
-                    "rules",
-                    Value::Array(vec![Value::String(rule.as_str().to_owned())]),
-                )]),
-            ),
-        ])
+        scenario.retry.rules = vec![rule];
+        scenario
     }
 
-    /// Checks the request and runs it through the model interface, as `herd storm` and
-    /// `herd sweep` run a scenario: `model::check` on its tree, then the storm model's run
-    /// (CPU work: call it off the executor).
+    /// Checks the request and runs the storm model on its scenario, as `herd storm` does:
+    /// the same checks ([`Simulation::new`]) and the same run (CPU work: call it off the
+    /// executor).
     ///
     /// # Errors
     ///
@@ -164,13 +139,8 @@ impl StormRequest {
             max_run_attempts: MAX_STORM_ATTEMPTS,
             ..Limits::interactive()
         };
-        let checked = model::check(&self.tree(rule, horizon_s), &limits).map_err(scenario_error)?;
-        // The page shows the storm its own way (series and outages, not only metrics), as
-        // `herd storm` shows the models that have a report of their own.
-        let storm = checked
-            .as_any()
-            .downcast_ref::<Simulation>()
-            .ok_or_else(|| ApiError::internal("the storm tree did not give the storm model"))?;
+        let storm =
+            Simulation::new(&self.scenario(rule, horizon_s), &limits).map_err(scenario_error)?;
         let result = storm
             .run_until(rule, self.seed, cancel)
             .map_err(|e| ApiError::busy(e.to_string()))?

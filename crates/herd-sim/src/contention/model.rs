@@ -2,9 +2,11 @@
 //! `clients.count`, reporting [`METRICS`] (`docs/model.md`, "Contention metrics").
 use herd::RuleName;
 
-use super::{Contention, ContentionScenario, METRICS};
+use std::io::{self, Write};
+
+use super::{Contention, ContentionPoint, ContentionReport, ContentionScenario, METRICS};
 use crate::error::ScenarioError;
-use crate::model::{Metrics, Model};
+use crate::model::{Metrics, Model, ModelReport, Variant, every_variant_and_seed};
 
 impl Model for Contention {
     const NAME: &'static str = "contention";
@@ -18,8 +20,84 @@ impl Model for Contention {
         self.scenario().clients.count
     }
 
-    fn run(&self, rule: RuleName, seed: u64) -> Result<Metrics, ScenarioError> {
+    fn runs(&self) -> u32 {
+        self.scenario().runs
+    }
+
+    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
         let clients = self.scenario().clients.count;
+        let rule = variant.rule_of(Self::NAME)?;
         Ok(Contention::run(self, rule, seed, clients)?.metrics())
+    }
+
+    /// One point per rule at `clients.count`, each the mean over `seeds` (in seed order, so
+    /// the mean does not depend on the number of threads).
+    fn report(
+        &self,
+        variants: &[Variant],
+        seeds: &[u64],
+    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
+        let clients = self.scenario().clients.count;
+        let runs = every_variant_and_seed(variants, seeds, |v, seed| {
+            Contention::run(self, v.rule_of(Self::NAME)?, seed, clients)
+        })?;
+        let rules: Vec<RuleName> = variants
+            .iter()
+            .map(|v| v.rule_of(Self::NAME))
+            .collect::<Result<_, _>>()?;
+        let n = seeds.len().max(1);
+        let points = runs
+            .chunks(n)
+            .map(|chunk| {
+                let (mut calls, mut completion) = (0.0, 0.0);
+                for (_, _, run) in chunk {
+                    calls += run.calls as f64;
+                    completion += run.completion_ms;
+                }
+                let count = chunk.len() as f64;
+                let calls = calls / count;
+                ContentionPoint {
+                    rule: chunk[0].2.rule,
+                    clients,
+                    runs: u32::try_from(chunk.len()).unwrap_or(u32::MAX),
+                    calls,
+                    calls_per_client: if clients == 0 {
+                        0.0
+                    } else {
+                        calls / clients as f64
+                    },
+                    completion_ms: completion / count,
+                }
+            })
+            .collect();
+        let mut report = ContentionReport::new(self, &rules, points);
+        report.seed = seeds.first().copied().unwrap_or(report.seed);
+        report.runs = u32::try_from(seeds.len()).unwrap_or(u32::MAX);
+        Ok(Box::new(report))
+    }
+}
+
+impl ModelReport for ContentionReport {
+    fn write_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        write!(out, "{self}")
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(
+            out,
+            "rule,clients,runs,calls,calls_per_client,completion_ms"
+        )?;
+        for p in &self.points {
+            writeln!(
+                out,
+                "{},{},{},{},{},{}",
+                p.rule, p.clients, p.runs, p.calls, p.calls_per_client, p.completion_ms
+            )?;
+        }
+        Ok(())
     }
 }

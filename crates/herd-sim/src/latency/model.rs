@@ -21,15 +21,15 @@ pub const METRICS: &[&str] = &[
     "utilisation_percent",
 ];
 
-impl Model for LatencyModel {
-    const NAME: &'static str = "latency";
-    const ABOUT: &'static str =
-        "hedged requests: the tail latency of a fan-out on servers that pause, and its cost";
-    const METRICS: &'static [&'static str] = METRICS;
-
-    fn check(tree: &Value, limits: &Limits) -> Result<Self, ScenarioError> {
-        let scenario: LatencyScenario = model::from_tree(tree, &[])?;
-        let checked = LatencyModel::new(&scenario)?;
+impl LatencyModel {
+    /// Checks `scenario` as a scenario file of it is checked: its fields, then its events
+    /// against `limits` (the field to lower named in the error).
+    ///
+    /// # Errors
+    ///
+    /// A [`ScenarioError`] naming the field out of range, or the run's events over `limits`.
+    pub fn within(scenario: &LatencyScenario, limits: &Limits) -> Result<Self, ScenarioError> {
+        let checked = LatencyModel::new(scenario)?;
         let field = checked.work_field();
         limits::within(
             checked.work_estimate(),
@@ -39,6 +39,18 @@ impl Model for LatencyModel {
             super::scenario::advice(field),
         )?;
         Ok(checked)
+    }
+}
+
+impl Model for LatencyModel {
+    const NAME: &'static str = "latency";
+    const ABOUT: &'static str =
+        "hedged requests: the tail latency of a fan-out on servers that pause, and its cost";
+    const METRICS: &'static [&'static str] = METRICS;
+
+    fn check(tree: &Value, limits: &Limits) -> Result<Self, ScenarioError> {
+        let scenario: LatencyScenario = model::from_tree(tree, &[])?;
+        LatencyModel::within(&scenario, limits)
     }
 
     fn sweepable(&self) -> Result<Value, ScenarioError> {
@@ -58,12 +70,6 @@ impl Model for LatencyModel {
         self.work_estimate()
     }
 
-    fn run(&self, rule: RuleName, _seed: u64) -> Result<Metrics, ScenarioError> {
-        Err(ScenarioError::general(format!(
-            "the latency model compares hedging policies (policies[].name), not retry rules such as {rule}"
-        )))
-    }
-
     fn variants(&self) -> Vec<Variant> {
         self.policies()
             .into_iter()
@@ -71,7 +77,7 @@ impl Model for LatencyModel {
             .collect()
     }
 
-    fn run_variant(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
         let name = variant.as_str();
         let index = self
             .policies()

@@ -62,7 +62,7 @@
 //! // A 10 % retry budget: the server recovers a few seconds after the outage.
 //! scenario.retry.budget_percent = 10.0;
 //! let report = Metastable::new(&scenario, &Limits::default())?.run(scenario.retry.rule, 1)?;
-//! assert!(report.recovered_at_s.is_some_and(|t| t < 30.0), "{}", report.verdict);
+//! assert!(report.recovered_at_s.is_some_and(|t| t < 30.0), "{}", report.outcome);
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
 mod engine;
@@ -70,7 +70,6 @@ mod model;
 mod poisson;
 mod report;
 mod scenario;
-mod sweep;
 
 use herd::RuleName;
 
@@ -79,7 +78,6 @@ use crate::limits::Limits;
 
 pub use report::{AfterOutage, METRICS, MetastableReport, Window};
 pub use scenario::{MetastableRetry, MetastableScenario, OpenLoop, SlowingServer};
-pub use sweep::{OfferedPoint, OfferedSweep, sweep_offered};
 
 /// A checked metastable scenario, ready to run any rule with any seed.
 #[derive(Clone, Debug)]

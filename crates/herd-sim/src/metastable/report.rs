@@ -1,4 +1,4 @@
-//! What a metastable run reports: per-window counts, rates after the outage and a verdict.
+//! What a metastable run reports: per-window counts, rates after the outage and its outcome.
 use std::fmt;
 
 use herd::RuleName;
@@ -23,9 +23,10 @@ pub struct Window {
     pub goodput: u64,
     /// Attempts that timed out in the window.
     pub timeouts: u64,
-    /// Requests that gave up in the window after `max_attempts` attempts.
+    /// Requests that gave up in the window: after `max_attempts` attempts, or because the
+    /// retry budget denied a retry (as `gave_up` means in every model).
     pub gave_up: u64,
-    /// Requests that failed in the window because the retry budget denied a retry.
+    /// Of `gave_up`, the requests whose retry the retry budget denied.
     pub denied_by_budget: u64,
     /// Requests waiting at the server (in service included) at the end of the window.
     pub queue: u64,
@@ -94,17 +95,19 @@ pub struct MetastableReport {
     pub window_s: f64,
     /// The end of the last outage, in seconds (0 without outages).
     pub outage_end_s: f64,
-    /// New requests over the run.
+    /// New requests over the run (each one's first attempt).
+    pub new_requests: u64,
+    /// All attempts over the run, first attempts and retries (as `requests` means in every
+    /// model).
     pub requests: u64,
-    /// Attempts over the run.
-    pub attempts: u64,
     /// Requests answered in time.
     pub served: u64,
     /// Completions whose client had already given up on the attempt: wasted work.
     pub wasted: u64,
-    /// Requests that gave up after `max_attempts` attempts.
+    /// Requests that gave up: after `max_attempts` attempts, or because the retry budget
+    /// denied a retry. `served + gave_up + pending == new_requests`.
     pub gave_up: u64,
-    /// Requests failed because the retry budget denied a retry.
+    /// Of `gave_up`, the requests whose retry the retry budget denied.
     pub denied_by_budget: u64,
     /// Requests still waiting for an answer or a retry at the horizon.
     pub pending: u64,
@@ -122,8 +125,8 @@ pub struct MetastableReport {
     /// The start of the first window after the outage from which every window to the horizon
     /// is healthy; `None` when the last window is not ("still overloaded at the horizon").
     pub recovered_at_s: Option<f64>,
-    /// "recovered at T s" or "still overloaded at the horizon".
-    pub verdict: String,
+    /// In words: "recovered at T s" or "still overloaded at the horizon" (the JSON's `outcome`).
+    pub outcome: String,
     /// Per-window counts.
     pub windows: Vec<Window>,
 }
@@ -141,9 +144,13 @@ pub(crate) fn build(
     plan: &MetastablePlan,
     rule: RuleName,
     seed: u64,
-    windows: Vec<Window>,
+    mut windows: Vec<Window>,
     pending: u64,
 ) -> MetastableReport {
+    // The engine counts the two ways to give up apart; `gave_up` is both, as in every model.
+    for w in &mut windows {
+        w.gave_up += w.denied_by_budget;
+    }
     let window_s = plan.seconds(plan.steps_per_window);
     let first_after = plan.after_last_outage().div_ceil(plan.steps_per_window) as usize;
     let after = windows.get(first_after..).unwrap_or_default();
@@ -183,7 +190,7 @@ pub(crate) fn build(
         Some(i) => after.get(i + 1),
     };
     let recovered_at_s = recovered.map(|w| w.start_s);
-    let verdict = match recovered_at_s {
+    let outcome = match recovered_at_s {
         Some(t) => format!("recovered at {t} s"),
         None => "still overloaded at the horizon".to_owned(),
     };
@@ -197,8 +204,8 @@ pub(crate) fn build(
         budget_percent: plan.budget.map_or(0.0, |b| b.percent),
         window_s,
         outage_end_s: plan.seconds(plan.after_last_outage()),
-        requests: sum(|w| w.first_attempts),
-        attempts: sum(Window::attempts),
+        new_requests: sum(|w| w.first_attempts),
+        requests: sum(Window::attempts),
         served,
         wasted: throughput - served,
         gave_up: sum(|w| w.gave_up),
@@ -210,7 +217,7 @@ pub(crate) fn build(
             .then(|| sum(|w| w.wait_steps) as f64 / served as f64 * plan.step_ns as f64 / 1e9),
         after_outage,
         recovered_at_s,
-        verdict,
+        outcome,
         windows,
     }
 }
@@ -260,7 +267,7 @@ impl MetastableReport {
 }
 
 impl fmt::Display for MetastableReport {
-    /// A table, one row per window, then the verdict.
+    /// A table, one row per window, then the outcome.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let budget = budget_label(self.budget_percent);
         writeln!(
@@ -306,8 +313,8 @@ impl fmt::Display for MetastableReport {
         )?;
         writeln!(
             f,
-            "requests {}, served {}, gave up {}, denied by the budget {}, pending {}, wasted work {}",
-            self.requests,
+            "new requests {}, served {}, gave up {} (denied by the budget {}), pending {}, wasted work {}",
+            self.new_requests,
             self.served,
             self.gave_up,
             self.denied_by_budget,
@@ -321,7 +328,7 @@ impl fmt::Display for MetastableReport {
                 self.refused, self.dropped
             )?;
         }
-        writeln!(f, "verdict: {}", self.verdict)
+        writeln!(f, "outcome: {}", self.outcome)
     }
 }
 

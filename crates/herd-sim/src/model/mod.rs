@@ -22,12 +22,11 @@
 //! let value: toml::Value = toml::from_str("[server]\nrefusal_cost = 0.05\n").unwrap();
 //! let checked = model::check(&value, &Limits::default())?;
 //! assert_eq!(checked.name(), "storm");
-//! let metrics = checked.run(RuleName::Full, 1)?;
+//! let metrics = checked.run(&RuleName::Full.into(), 1)?;
 //! assert_eq!(metrics.get("served"), Some(Some(2000.0)));
 //! assert!(metrics.get("recovered_s").unwrap().is_some());
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
-use std::any::Any;
 use std::fmt;
 
 use herd::RuleName;
@@ -42,8 +41,10 @@ use crate::limits::Limits;
 use crate::metastable::Metastable;
 
 mod metrics;
+mod report;
 
 pub use metrics::Metrics;
+pub use report::{MetricsReport, ModelReport, Run, every_variant_and_seed};
 
 /// The key of a scenario's top-level table that names its model.
 pub const MODEL_KEY: &str = "model";
@@ -75,6 +76,20 @@ impl Variant {
         match self {
             Variant::Rule(r) => r.as_str(),
             Variant::Named(n) => n,
+        }
+    }
+
+    /// The rule of a model that compares retry rules (`model` names it in the error).
+    ///
+    /// # Errors
+    ///
+    /// This variant is a named one, which such a model does not have.
+    pub fn rule_of(&self, model: &str) -> Result<RuleName, ScenarioError> {
+        match self {
+            Variant::Rule(r) => Ok(*r),
+            Variant::Named(name) => Err(ScenarioError::general(format!(
+                "the {model} model compares retry rules, not \"{name}\""
+            ))),
         }
     }
 
@@ -144,33 +159,41 @@ pub trait Model: fmt::Debug + Send + Sync + Sized + 'static {
     /// A measure of one run's cost (in clients or requests), for bounding a sweep.
     fn cost(&self) -> u64;
 
-    /// Runs `rule` with the world's generator seeded by `seed`. The same inputs give the same
-    /// metrics, bit for bit.
-    ///
-    /// # Errors
-    ///
-    /// The rule cannot be built from the scenario, or the run exceeds its limits.
-    fn run(&self, rule: RuleName, seed: u64) -> Result<Metrics, ScenarioError>;
+    /// How many seeds a comparison runs when the caller does not say (`--runs`): one, unless
+    /// the scenario asks for more (the contention model's `runs`).
+    fn runs(&self) -> u32 {
+        1
+    }
 
     /// What the scenario compares, in its order: its rules, unless the model compares
-    /// variants of its own.
+    /// variants of its own (the latency model's hedging policies).
     fn variants(&self) -> Vec<Variant> {
         self.rules().into_iter().map(Variant::Rule).collect()
     }
 
-    /// Runs one variant with `seed`: a rule through [`Model::run`].
+    /// Runs `variant` with the world's generator seeded by `seed`. The same inputs give the
+    /// same metrics, bit for bit.
     ///
     /// # Errors
     ///
-    /// As [`Model::run`]; a variant this model does not have.
-    fn run_variant(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
-        match variant {
-            Variant::Rule(rule) => self.run(*rule, seed),
-            Variant::Named(name) => Err(ScenarioError::general(format!(
-                "the {} model compares retry rules, not \"{name}\"",
-                Self::NAME
-            ))),
-        }
+    /// A variant this model does not have ([`Variant::rule_of`] names the model for a rule
+    /// model), a rule that cannot be built from the scenario, or a run over its limits.
+    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError>;
+
+    /// Runs every variant with every seed (in parallel) and gathers the model's own report:
+    /// by default each run's [`Metrics`] ([`MetricsReport`]); a model with a richer account
+    /// of a run (the metastable model's windows, the contention model's comparison) returns
+    /// its own. Callers print it through [`ModelReport`] and never need the model's type.
+    ///
+    /// # Errors
+    ///
+    /// As [`Model::run`], for the first run that fails.
+    fn report(
+        &self,
+        variants: &[Variant],
+        seeds: &[u64],
+    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
+        Ok(Box::new(MetricsReport::run(self, variants, seeds)?))
     }
 }
 
@@ -193,22 +216,26 @@ pub trait AnyModel: fmt::Debug + Send + Sync {
     fn seed(&self) -> u64;
     /// [`Model::cost`].
     fn cost(&self) -> u64;
+    /// [`Model::runs`].
+    fn runs(&self) -> u32;
+    /// [`Model::variants`].
+    fn variants(&self) -> Vec<Variant>;
     /// [`Model::run`].
     ///
     /// # Errors
     ///
     /// As [`Model::run`].
-    fn run(&self, rule: RuleName, seed: u64) -> Result<Metrics, ScenarioError>;
-    /// [`Model::variants`].
-    fn variants(&self) -> Vec<Variant>;
-    /// [`Model::run_variant`].
+    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError>;
+    /// [`Model::report`].
     ///
     /// # Errors
     ///
-    /// As [`Model::run_variant`].
-    fn run_variant(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError>;
-    /// The model itself, for a front end that shows one model its own way.
-    fn as_any(&self) -> &dyn Any;
+    /// As [`Model::report`].
+    fn report(
+        &self,
+        variants: &[Variant],
+        seeds: &[u64],
+    ) -> Result<Box<dyn ModelReport>, ScenarioError>;
 }
 
 impl<M: Model> AnyModel for M {
@@ -230,17 +257,21 @@ impl<M: Model> AnyModel for M {
     fn cost(&self) -> u64 {
         Model::cost(self)
     }
-    fn run(&self, rule: RuleName, seed: u64) -> Result<Metrics, ScenarioError> {
-        Model::run(self, rule, seed)
+    fn runs(&self) -> u32 {
+        Model::runs(self)
     }
     fn variants(&self) -> Vec<Variant> {
         Model::variants(self)
     }
-    fn run_variant(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
-        Model::run_variant(self, variant, seed)
+    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+        Model::run(self, variant, seed)
     }
-    fn as_any(&self) -> &dyn Any {
-        self
+    fn report(
+        &self,
+        variants: &[Variant],
+        seeds: &[u64],
+    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
+        Model::report(self, variants, seeds)
     }
 }
 
@@ -432,7 +463,7 @@ mod tests {
     fn run(text: &str, rule: RuleName) -> Metrics {
         check(&tree(text), &Limits::default())
             .unwrap()
-            .run(rule, 1)
+            .run(&rule.into(), 1)
             .unwrap()
     }
 

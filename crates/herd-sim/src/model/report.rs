@@ -1,0 +1,212 @@
+//! What a front end prints after running a scenario: a [`ModelReport`], whatever the model.
+//!
+//! `herd storm FILE` and the page run a checked scenario through
+//! [`AnyModel::report`](super::AnyModel::report) and print what comes back as a table, JSON
+//! or CSV; the report knows its model's figures, the caller does not. A model without a report
+//! of its own gets [`MetricsReport`]: one row per variant and seed, one column per metric.
+use std::io::{self, Write};
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::{Metrics, Model, Variant};
+use crate::error::ScenarioError;
+
+/// A model's account of the runs of a comparison, printable three ways.
+pub trait ModelReport: Send + Sync {
+    /// For people: the model's own table.
+    ///
+    /// # Errors
+    ///
+    /// Writing to `out` failed.
+    fn write_table(&self, out: &mut dyn Write) -> io::Result<()>;
+
+    /// For programs: one JSON object (`docs/cli.md` lists its fields per model).
+    fn to_json(&self) -> serde_json::Value;
+
+    /// For spreadsheets: a header line, then one line per row.
+    ///
+    /// # Errors
+    ///
+    /// Writing to `out` failed.
+    fn write_csv(&self, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// One run of a comparison: which variant, which seed, and its metrics.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Run {
+    /// The rule or named variant.
+    #[serde(rename = "rule", serialize_with = "variant_name")]
+    pub variant: Variant,
+    /// The seed.
+    pub seed: u64,
+    /// The metrics, in the model's order (`null` where a figure did not happen).
+    #[serde(serialize_with = "metrics_map")]
+    pub metrics: Metrics,
+}
+
+fn variant_name<S: serde::Serializer>(v: &Variant, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(v.as_str())
+}
+
+fn metrics_map<S: serde::Serializer>(m: &Metrics, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeMap;
+    let mut map = s.serialize_map(Some(m.len()))?;
+    for (name, value) in m.iter() {
+        map.serialize_entry(name, &value)?;
+    }
+    map.end()
+}
+
+/// Runs `run` for every variant with every seed, in parallel: the results in the order
+/// variant-major, seed-minor.
+///
+/// # Errors
+///
+/// The first error `run` returns.
+pub fn every_variant_and_seed<T: Send>(
+    variants: &[Variant],
+    seeds: &[u64],
+    run: impl Fn(&Variant, u64) -> Result<T, ScenarioError> + Sync,
+) -> Result<Vec<(Variant, u64, T)>, ScenarioError> {
+    let jobs: Vec<(&Variant, u64)> = variants
+        .iter()
+        .flat_map(|v| seeds.iter().map(move |&s| (v, s)))
+        .collect();
+    jobs.par_iter()
+        .map(|&(v, seed)| run(v, seed).map(|r| (v.clone(), seed, r)))
+        .collect()
+}
+
+/// The report of a model without one of its own: each run's metrics.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MetricsReport {
+    /// The model's name.
+    pub model: &'static str,
+    /// The metric names, in order.
+    #[serde(skip)]
+    pub metric_names: &'static [&'static str],
+    /// One entry per variant and seed, variant-major.
+    pub results: Vec<Run>,
+}
+
+impl MetricsReport {
+    /// Runs every variant of `model` with every seed.
+    ///
+    /// # Errors
+    ///
+    /// As [`Model::run`].
+    pub fn run<M: Model>(
+        model: &M,
+        variants: &[Variant],
+        seeds: &[u64],
+    ) -> Result<Self, ScenarioError> {
+        let results = every_variant_and_seed(variants, seeds, |v, seed| model.run(v, seed))?
+            .into_iter()
+            .map(|(variant, seed, metrics)| Run {
+                variant,
+                seed,
+                metrics,
+            })
+            .collect();
+        Ok(Self {
+            model: M::NAME,
+            metric_names: M::METRICS,
+            results,
+        })
+    }
+
+    fn write_rows(&self, out: &mut dyn Write, sep: &str) -> io::Result<()> {
+        writeln!(out, "rule{sep}seed{sep}{}", self.metric_names.join(sep))?;
+        for r in &self.results {
+            let values: Vec<String> = self
+                .metric_names
+                .iter()
+                .map(|n| {
+                    r.metrics
+                        .get(n)
+                        .flatten()
+                        .map_or_else(String::new, |x| x.to_string())
+                })
+                .collect();
+            writeln!(out, "{}{sep}{}{sep}{}", r.variant, r.seed, values.join(sep))?;
+        }
+        Ok(())
+    }
+}
+
+impl ModelReport for MetricsReport {
+    fn write_table(&self, out: &mut dyn Write) -> io::Result<()> {
+        self.write_rows(out, "  ")
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
+        self.write_rows(out, ",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use herd::RuleName;
+
+    use super::*;
+    use crate::limits::Limits;
+
+    /// A model nothing else knows: a coin that lands heads on odd seeds.
+    #[derive(Debug)]
+    struct Coin;
+
+    impl Model for Coin {
+        const NAME: &'static str = "coin";
+        const ABOUT: &'static str = "a coin";
+        const METRICS: &'static [&'static str] = &["heads", "never"];
+        fn check(_: &toml::Value, _: &Limits) -> Result<Self, ScenarioError> {
+            Ok(Coin)
+        }
+        fn sweepable(&self) -> Result<toml::Value, ScenarioError> {
+            Ok(toml::Value::Table(toml::Table::new()))
+        }
+        fn rules(&self) -> Vec<RuleName> {
+            vec![RuleName::Immediate]
+        }
+        fn seed(&self) -> u64 {
+            1
+        }
+        fn cost(&self) -> u64 {
+            1
+        }
+        fn run(&self, _: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+            let mut m = Metrics::new();
+            m.set("heads", Some((seed % 2) as f64));
+            m.set("never", None);
+            Ok(m)
+        }
+    }
+
+    #[test]
+    fn a_model_without_a_report_prints_its_metrics_per_variant_and_seed() {
+        let variants = [
+            Variant::Rule(RuleName::Immediate),
+            Variant::Rule(RuleName::Full),
+        ];
+        let report = Model::report(&Coin, &variants, &[1, 2]).unwrap();
+        let mut csv = Vec::new();
+        report.write_csv(&mut csv).unwrap();
+        assert_eq!(
+            String::from_utf8(csv).unwrap(),
+            "rule,seed,heads,never\nimmediate,1,1,\nimmediate,2,0,\nfull,1,1,\nfull,2,0,\n"
+        );
+        let value = Model::report(&Coin, &variants[..1], &[3])
+            .unwrap()
+            .to_json();
+        assert_eq!(value["model"], "coin");
+        assert_eq!(value["results"][0]["rule"], "immediate");
+        assert_eq!(value["results"][0]["seed"], 3);
+        assert_eq!(value["results"][0]["metrics"]["heads"], 1.0);
+        assert!(value["results"][0]["metrics"]["never"].is_null());
+    }
+}
