@@ -105,7 +105,7 @@ fn budgets_beyond_the_exact_computation_get_monte_carlo_figures() {
     );
     let v = json(&["amplify", &graph, "--format", "json"]);
     assert_eq!(v["exactness"]["kind"], "monte_carlo");
-    assert_eq!(v["simulation"]["requests"], 200_000);
+    assert_eq!(v["simulation"]["entry_requests"], 200_000);
     let b = &v["services"][1];
     let (mean, se) = (
         b["predicted"].as_f64().unwrap(),
@@ -130,7 +130,7 @@ fn monte_carlo_check_agrees_on_the_partial_failure_graph() {
         &["--simulate", "20000", "--seed", "5"],
     );
     assert_eq!(v["simulation"]["agrees"], true);
-    assert_eq!(v["simulation"]["requests"], 20000);
+    assert_eq!(v["simulation"]["entry_requests"], 20000);
 }
 
 #[test]
@@ -180,7 +180,7 @@ fn lab_chain_measures_what_amplify_predicts() {
         let mut args = vec!["lab", "chain", "--views", "2", "--format", "json"];
         args.extend(extra);
         let lab = json(&args)["results"][0].clone();
-        assert_eq!(lab["verdict"], "equal");
+        assert_eq!(lab["verdict"]["verdict"], "agrees");
         assert_eq!(lab["deterministic"], true);
         let measured: Vec<f64> = lab["services"]
             .as_array()

@@ -150,7 +150,7 @@ struct CountRow<'a> {
 
 #[derive(Serialize)]
 struct SimulationRow<'a> {
-    requests: u64,
+    entry_requests: u64,
     seed: u64,
     /// Every service within `z_limit` standard errors (see `tolerance`).
     agrees: bool,
@@ -309,7 +309,7 @@ fn build_report<'a>(
             layer_aware_services: counts(graph, aware),
         },
         simulation: simulation.as_ref().map(|sim| SimulationRow {
-            requests: sim.requests,
+            entry_requests: sim.requests,
             seed: sim.seed,
             agrees: sim.agrees_with(prediction),
             z_limit: Z,
@@ -460,7 +460,7 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         writeln!(
             out,
             "Monte Carlo, {} requests, seed {}: {verdict} {} standard errors",
-            sim.requests, sim.seed, sim.z_limit
+            sim.entry_requests, sim.seed, sim.z_limit
         )?;
         let header = ["service", "predicted", "simulated", "± std err", "z"];
         monte_carlo_row(out, width, header.map(str::to_owned))?;
