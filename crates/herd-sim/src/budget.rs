@@ -17,7 +17,6 @@ use herd::budget::{BudgetConfig, RetryBudget};
 use herd::clock::FakeClock;
 
 use crate::error::ScenarioError;
-use crate::plan::Plan;
 
 /// How long a first attempt's deposit in the retry budget counts (Finagle's and tower's 10 s),
 /// in the storm and the latency models alike.
@@ -53,10 +52,10 @@ impl SimBudget {
         Ok(Some(Self { clock, budget }))
     }
 
-    /// Sets the budget's clock to the start of `step`.
-    pub(crate) fn at(&self, plan: &Plan, step: u64) {
+    /// Sets the budget's clock to the start of `step`, each step `step_ns` long.
+    pub(crate) fn at(&self, step: u64, step_ns: u64) {
         self.clock
-            .set(Duration::from_nanos(step.saturating_mul(plan.step_ns)));
+            .set(Duration::from_nanos(step.saturating_mul(step_ns)));
     }
 
     /// A first attempt.
@@ -113,9 +112,10 @@ impl BudgetLedger {
         }))
     }
 
-    /// Moves to the start of `step`: the slots time has left behind are emptied.
-    pub(crate) fn at(&mut self, plan: &Plan, step: u64) {
-        self.at_nanos(step.saturating_mul(plan.step_ns));
+    /// Moves to the start of `step` (each `step_ns` long): the slots time has left behind
+    /// are emptied.
+    pub(crate) fn at(&mut self, step: u64, step_ns: u64) {
+        self.at_nanos(step.saturating_mul(step_ns));
     }
 
     fn at_nanos(&mut self, nanos: u64) {

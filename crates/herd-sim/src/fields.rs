@@ -270,8 +270,8 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(
     text: &str,
     check: impl FnOnce(&T) -> Result<(), ScenarioError>,
 ) -> Result<T, ScenarioError> {
-    let value: T = toml::from_str(text).map_err(|e| crate::scenario::toml_error(text, &e))?;
-    check(&value).map_err(|e| crate::scenario::locate(text, e))?;
+    let value: T = toml::from_str(text).map_err(|e| crate::located::toml_error(text, &e))?;
+    check(&value).map_err(|e| crate::located::locate(text, e))?;
     Ok(value)
 }
 

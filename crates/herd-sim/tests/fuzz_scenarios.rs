@@ -14,7 +14,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use herd_sim::Limits;
-use herd_sim::model::{self, Variant};
+use herd_sim::model::Variant;
+use herd_sim::registry;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use toml::Value;
@@ -209,14 +210,14 @@ fn peak_resident() -> Option<u64> {
 
 /// Checks the mutant and, when it is accepted, runs its first variant with its seed.
 fn check_and_run(tree: &Value) -> Result<(), String> {
-    let checked = model::check(tree, &limits()).map_err(|e| e.to_string())?;
+    let checked = registry::check(tree, &limits()).map_err(|e| e.to_string())?;
     let variant = checked
         .variants()
         .into_iter()
         .next()
         .unwrap_or(Variant::Rule(herd::RuleName::Full));
     checked
-        .run_variant(&variant, checked.seed())
+        .run(&variant, checked.seed())
         .map(drop)
         .map_err(|e| e.to_string())
 }

@@ -8,9 +8,8 @@
 //! with probability at most 10⁻⁶ (Bonferroni over at most 100, Student's t with at least 59
 //! degrees of freedom); the seeds are fixed (moved by `HERD_TEST_SEED`).
 use herd::RuleName;
-use herd_sim::{
-    Engine, Latency, LatencyDistribution, Limits, RunResult, Scenario, Simulation, model,
-};
+use herd_sim::registry;
+use herd_sim::{Engine, Latency, LatencyDistribution, Limits, RunResult, Scenario, Simulation};
 
 #[path = "support/chance.rs"]
 mod chance;
@@ -221,7 +220,7 @@ fn bad_latencies_name_their_field() {
 #[test]
 fn latency_fields_are_sweepable() {
     let tree: toml::Value = toml::from_str("").unwrap();
-    let checked = model::check(&tree, &Limits::default()).unwrap();
+    let checked = registry::check(&tree, &Limits::default()).unwrap();
     let swept = checked.sweepable().unwrap();
     let latency = &swept["clients"]["latency"];
     assert_eq!(latency["distribution"].as_str(), Some("normal"));

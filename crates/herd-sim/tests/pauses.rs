@@ -233,7 +233,7 @@ fn an_unknown_mode_names_pauses() {
         "{err}"
     );
     let tree: toml::Value = toml::from_str("pauses = 3\n").unwrap();
-    let err = herd_sim::model::check(&tree, &Limits::default()).unwrap_err();
+    let err = herd_sim::registry::check(&tree, &Limits::default()).unwrap_err();
     assert_eq!(err.field_name(), Some("pauses"), "{err}");
     assert_eq!("Continuous".parse::<Pauses>().unwrap(), Pauses::Continuous);
 }

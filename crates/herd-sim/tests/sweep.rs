@@ -1,7 +1,8 @@
 //! Sweeps: grid parsing, override errors, determinism, counts and intervals.
 use herd::RuleName;
 use herd_sim::Limits;
-use herd_sim::model::{self, Metrics};
+use herd_sim::model::Metrics;
+use herd_sim::registry;
 use herd_sim::sweep::{Axis, Row, Sweep, show};
 use toml::Value;
 
@@ -171,7 +172,7 @@ fn same_seeds_and_the_model_dispatch_agree() {
     let rows = run(&s);
     let direct: Vec<Metrics> = (1..=3)
         .map(|seed| {
-            model::check(&base(), &Limits::default())
+            registry::check(&base(), &Limits::default())
                 .unwrap()
                 .run(&RuleName::Full.into(), seed)
                 .unwrap()

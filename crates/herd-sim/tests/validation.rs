@@ -1,14 +1,15 @@
 //! One validation stack: the same bad value gets the same error, naming the same field, in
-//! every model's scenario file, through the one dispatch (`herd_sim::model::check_text`).
-use herd_sim::{Limits, model};
+//! every model's scenario file, through the one dispatch (`herd_sim::registry::check_text`).
+use herd_sim::Limits;
+use herd_sim::registry;
 
 /// The error `text` gets as a scenario of each model, without the `model = …` line's prefix.
 fn errors(body: &str) -> Vec<(String, String)> {
-    model::MODELS
+    registry::MODELS
         .iter()
         .map(|m| {
             let text = format!("model = \"{}\"\n{body}", m.name);
-            let err = model::check_text(&text, &Limits::default())
+            let err = registry::check_text(&text, &Limits::default())
                 .map(|_| ())
                 .expect_err(&text);
             (m.name.to_owned(), err.to_string())

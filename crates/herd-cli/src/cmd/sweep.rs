@@ -54,6 +54,10 @@ pub(crate) struct SweepArgs {
     axes: Vec<Axis>,
     #[command(flatten)]
     rules: super::args::RuleArgs,
+    /// --clients, --capacity-rps, --outage-s, --refusal-cost, --latency-ms: the storm
+    /// scenario's fields, set in every cell (a storm scenario only).
+    #[command(flatten)]
+    flags: super::storm_flags::StormFlags,
     /// First seed; defaults to the scenario's seed.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
@@ -118,6 +122,33 @@ const TABLE_METRICS: [&str; 4] = [
     "peak_after_outage",
 ];
 
+/// What one run of a sweep may cost.
+fn limits() -> Limits {
+    Limits {
+        max_run_attempts: MAX_ATTEMPTS_PER_RUN,
+        ..Limits::default()
+    }
+}
+
+/// The storm's shortcut flags applied to the base tree: it must be a storm scenario.
+fn with_flags(args: &SweepArgs, base: Value) -> CliResult<Value> {
+    if !args.flags.any() {
+        return Ok(base);
+    }
+    let model = herd_sim::registry::of_tree(&base).map_err(CliError::input)?;
+    if model.name != herd_sim::model::DEFAULT_MODEL {
+        return Err(CliError::input(format!(
+            "{} set fields of a storm scenario; this one is model = \"{}\": use --set",
+            args.flags.given().join(", "),
+            model.name
+        )));
+    }
+    let mut scenario: herd_sim::Scenario =
+        serde::Deserialize::deserialize(base).map_err(|e| CliError::input(e.to_string()))?;
+    args.flags.apply(&mut scenario)?;
+    Value::try_from(&scenario).map_err(|e| CliError::input(e.to_string()))
+}
+
 /// The scenario tree: the file as TOML, or an empty tree for the default scenario.
 fn base(args: &SweepArgs) -> CliResult<(Value, String)> {
     match &args.scenario {
@@ -134,11 +165,9 @@ fn base(args: &SweepArgs) -> CliResult<(Value, String)> {
                     e.message().lines().next().unwrap_or("not TOML")
                 ))
             })?;
-            if !value.contains_key(herd_sim::model::MODEL_KEY) {
-                // A storm scenario: check it as `herd storm` would, for errors with the line.
-                herd_sim::Scenario::from_toml_str(&text)
-                    .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
-            }
+            // Checked as `herd storm` checks it, whatever its model, for errors with the line.
+            herd_sim::registry::check_text(&text, &limits())
+                .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             Ok((Value::Table(value), path.display().to_string()))
         }
     }
@@ -179,6 +208,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     let heatmap = ChartFile::of("--heatmap", args.heatmap.as_deref())?;
     let chart = ChartFile::of("--chart", args.chart.as_deref())?;
     let (base, name) = base(args)?;
+    let base = with_flags(args, base)?;
     let prefix = args
         .scenario
         .as_ref()
@@ -191,10 +221,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             .as_deref(),
         args.seed,
         args.runs,
-        &Limits {
-            max_run_attempts: MAX_ATTEMPTS_PER_RUN,
-            ..Limits::default()
-        },
+        &limits(),
     )
     .map_err(|e| CliError::input(format!("{prefix}{e}")))?;
     let metrics = metrics(args, &sweep)?;

@@ -269,9 +269,8 @@ impl HedgeRequest {
         scenario
     }
 
-    /// Checks the request and runs every policy through the model interface, as
-    /// `herd hedge` and `herd sweep` run a scenario: `model::check` on its tree, then the
-    /// latency model's runs (CPU work: call it off the executor).
+    /// Checks the request and runs every policy of the latency model on its scenario, as
+    /// `herd hedge` runs a scenario file (CPU work: call it off the executor).
     ///
     /// # Errors
     ///
@@ -280,9 +279,9 @@ impl HedgeRequest {
         self.run_until(&Cancel::new())
     }
 
-    /// Checks the request and the scenario it describes, through the model interface as
-    /// `herd hedge` and `herd sweep` check a scenario (`model::check`, which estimates the
-    /// run's events and refuses what the page's cap does not allow): the chosen policy's
+    /// Checks the request and the scenario it describes, as a scenario file of the latency
+    /// model is checked (`LatencyModel::within`, which estimates the run's events and refuses
+    /// what the page's cap does not allow): the chosen policy's
     /// index, the requests to measure, whether they were cut, and the checked model. Cheap:
     /// nothing runs.
     ///

@@ -1,7 +1,7 @@
 //! Sweeps: every combination of some scenario fields, every rule, many seeds, in parallel.
 //!
 //! A sweep starts from a scenario tree (a file, or the default scenario), fills in every field
-//! the model knows ([`model::complete`]), and applies one value of each [`Axis`] to get a
+//! the model knows ([`registry::complete`]), and applies one value of each [`Axis`] to get a
 //! *cell*. Each cell is checked as a whole scenario, so all of the model's validation applies
 //! and an error names the `--set` and the field. Cells are the product of the axes, the first
 //! axis varying slowest.
@@ -41,7 +41,8 @@ use crate::error::ScenarioError;
 use crate::limits::Limits;
 use std::sync::Arc;
 
-use crate::model::{self, AnyModel, Metrics, Variant};
+use crate::model::{AnyModel, Metrics, Variant};
+use crate::registry;
 
 mod grid;
 mod stats;
@@ -151,7 +152,7 @@ fn blame(
         }
         let mut tree = full.clone();
         if apply(&mut tree, axis, v).is_ok()
-            && model::check(&tree, limits).err().as_ref() == Some(err)
+            && registry::check(&tree, limits).err().as_ref() == Some(err)
         {
             return SweepError::new(format!("--set {}={}: {err}", axis.name(), show(v)));
         }
@@ -204,7 +205,7 @@ impl Sweep {
         if seeds == 0 {
             return Err(SweepError::new("--seeds must be at least 1"));
         }
-        let full = model::complete(base).map_err(|e| SweepError::new(e.to_string()))?;
+        let full = registry::complete(base).map_err(|e| SweepError::new(e.to_string()))?;
         for (i, axis) in axes.iter().enumerate() {
             let path = axis.path();
             match path.as_str() {
@@ -266,7 +267,7 @@ impl Sweep {
             for (axis, v) in axes.iter().zip(&values) {
                 apply(&mut tree, axis, v).map_err(SweepError::new)?;
             }
-            let model = model::check(&tree, limits)
+            let model = registry::check(&tree, limits)
                 .map_err(|e| blame(&full, &axes, &values, &e, limits))?;
             cells.push(Cell {
                 values,

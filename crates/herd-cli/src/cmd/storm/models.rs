@@ -6,7 +6,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use herd_sim::Limits;
-use herd_sim::model::{self, AnyModel, DEFAULT_MODEL, Variant};
+use herd_sim::model::{AnyModel, DEFAULT_MODEL, Variant};
+use herd_sim::registry;
 
 use super::{EngineArg, Format, StormArgs};
 use crate::error::{CliError, CliResult};
@@ -16,8 +17,10 @@ fn refuse_storm_flags(args: &StormArgs, model: &str) -> CliResult {
     let given = [
         ("--scale-capacity", args.scale_capacity),
         ("--engine", !matches!(args.engine, EngineArg::Agent)),
-        ("--refusal-cost", args.refusal_cost.is_some()),
-        ("--latency-ms", args.latency_ms.is_some()),
+        ("--capacity-rps", args.flags.capacity_rps.is_some()),
+        ("--outage-s", args.flags.outage_s.is_some()),
+        ("--refusal-cost", args.flags.refusal_cost.is_some()),
+        ("--latency-ms", args.flags.latency_ms.is_some()),
         ("--pauses", args.pauses.is_some()),
         ("--throttle", !args.throttles.is_empty()),
         ("--chart", args.chart.is_some()),
@@ -47,7 +50,7 @@ fn with_clients(checked: Box<dyn AnyModel>, clients: u64) -> CliResult<Box<dyn A
         .and_then(|c| c.get_mut("count"))
         .ok_or_else(refused)?;
     *count = toml::Value::Integer(i64::try_from(clients).map_err(|_| refused())?);
-    model::check(&tree, &Limits::default())
+    registry::check(&tree, &Limits::default())
         .map_err(|e| CliError::input(format!("--clients {clients}: {e}")))
 }
 
@@ -59,13 +62,13 @@ pub(crate) fn run(args: &StormArgs, path: &Path, text: &str) -> CliResult<bool> 
     let Ok(table) = text.parse::<toml::Table>() else {
         return Ok(false);
     };
-    let registration = model::of_tree(&toml::Value::Table(table)).map_err(named)?;
+    let registration = registry::of_tree(&toml::Value::Table(table)).map_err(named)?;
     if registration.name == DEFAULT_MODEL {
         return Ok(false);
     }
     refuse_storm_flags(args, registration.name)?;
-    let mut checked = model::check_text(text, &Limits::default()).map_err(named)?;
-    if let Some(n) = args.clients {
+    let mut checked = registry::check_text(text, &Limits::default()).map_err(named)?;
+    if let Some(n) = args.flags.clients {
         checked = with_clients(checked, n)?;
     }
     let rules = args.rules.rules();

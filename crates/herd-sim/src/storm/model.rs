@@ -21,9 +21,9 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::limits::Limits;
-use crate::metrics::RunResult;
 use crate::model::{self, MODEL_KEY, Metrics, Model, Variant};
-use crate::scenario::Scenario;
+use crate::storm::metrics::RunResult;
+use crate::storm::scenario::Scenario;
 use crate::{Engine, Simulation};
 
 /// The key of a storm scenario's top-level table that picks its engine.
@@ -151,10 +151,11 @@ fn recovered_s(sim: &Simulation, r: &RunResult) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::registry;
 
     fn run(text: &str, rule: RuleName) -> Metrics {
         let tree: Value = toml::from_str(text).unwrap();
-        model::check(&tree, &Limits::default())
+        registry::check(&tree, &Limits::default())
             .unwrap()
             .run(&rule.into(), 1)
             .unwrap()
@@ -180,13 +181,13 @@ mod tests {
     #[test]
     fn the_engine_key_picks_the_engine_and_is_swept_back() {
         let tree: Value = toml::from_str("engine = \"cohort\"\n").unwrap();
-        let checked = model::check(&tree, &Limits::default()).unwrap();
+        let checked = registry::check(&tree, &Limits::default()).unwrap();
         assert_eq!(
             checked.sweepable().unwrap()[ENGINE_KEY].as_str(),
             Some("cohort")
         );
         let bad: Value = toml::from_str("engine = \"warp\"\n").unwrap();
-        let err = model::check(&bad, &Limits::default()).unwrap_err();
+        let err = registry::check(&bad, &Limits::default()).unwrap_err();
         assert_eq!(err.field_name(), Some("engine"));
     }
 }

@@ -8,7 +8,7 @@
 use herd::RuleName;
 use serde::Serialize;
 
-use crate::plan::Plan;
+use crate::storm::plan::Plan;
 
 /// The result of one run of one rule with one seed.
 #[derive(Clone, Debug, PartialEq, Serialize)]

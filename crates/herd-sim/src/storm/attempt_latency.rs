@@ -34,7 +34,7 @@ use herd::rng::Rng;
 use crate::error::ScenarioError;
 use crate::fields;
 use crate::sample::standard_normal;
-use crate::scenario::{Latency, LatencyDistribution};
+use crate::storm::scenario::{Latency, LatencyDistribution};
 
 /// The most cells the cohort engine splits a count over; a longer law is refused.
 pub(crate) const MAX_LAW_CELLS: u64 = 1 << 16;

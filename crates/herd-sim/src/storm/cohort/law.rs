@@ -47,9 +47,9 @@ use herd::rng::Rng;
 use herd::{Rule, RuleName, RuleParams, RuleState};
 
 use crate::error::ScenarioError;
-use crate::failure::pause_steps;
 use crate::fields::ceil_div;
-use crate::plan::PlannedRule;
+use crate::storm::failure::pause_steps;
+use crate::storm::plan::PlannedRule;
 
 /// The most steps a jittered rule's pauses may span: a law has one outcome per step.
 pub(crate) const MAX_PAUSE_STEPS: u64 = 200_000;

@@ -95,12 +95,12 @@ use herd::rng::{Rng, SplitMix64};
 
 use crate::budget::BudgetLedger;
 use crate::error::ScenarioError;
-use crate::failure::{AfterFailure, Fate};
 use crate::limits::{self, Limits};
-use crate::metrics::{Meter, RunResult};
-use crate::plan::{Plan, PlannedRule};
 use crate::sample;
-use crate::server::{ServerState, Verdict};
+use crate::storm::failure::{AfterFailure, Fate};
+use crate::storm::metrics::{Meter, RunResult};
+use crate::storm::plan::{Plan, PlannedRule};
+use crate::storm::server::{ServerState, Verdict};
 
 mod calendar;
 pub(crate) mod law;
@@ -238,7 +238,7 @@ pub(crate) fn simulate(
         }
         merge_sorted(&mut due);
         if let Some(b) = &mut budget {
-            b.at(plan, step);
+            b.at(step, plan.step_ns);
             b.deposit(new_at_step);
         }
 

@@ -1,7 +1,7 @@
 //! What a failed attempt leads to: the one step both storm engines take after a refusal.
 //!
-//! The agent engine ([`engine`](crate::engine)) calls it once per refused client, the cohort
-//! engine ([`cohort`](crate::cohort)) once per count of clients that drew the same pause, so
+//! The agent engine ([`engine`](crate::storm::engine)) calls it once per refused client, the cohort
+//! engine ([`cohort`](crate::storm::cohort)) once per count of clients that drew the same pause, so
 //! the two cannot drift: agreement between them is then a test of the samplers alone. The
 //! order is the model's (docs/model.md, "After a failed attempt"):
 //!
@@ -20,7 +20,7 @@
 //!    `retry_after_s = 0`) the wait is the pause and nothing is drawn;
 //! 4. with `[clients.latency]`, the retry reaches the server a delay later: drawn right after
 //!    the wait, in whole steps ([`AfterFailure::latency`]; the cohort engine splits a count
-//!    over the same delay's law, `crate::attempt_latency`);
+//!    over the same delay's law, `crate::storm::attempt_latency`);
 //! 5. the next attempt is due at `step + timeout + wait + delay`; past the client's deadline
 //!    it gives up, then the retry budget may deny it (a give-up too), then past the horizon it
 //!    is still waiting at the end ([`AfterFailure::fate`], given `wait + delay`).
@@ -42,10 +42,10 @@ use herd::rng::Rng;
 use herd::server_delay::{self, ServerDelay, ServerDelayLimits, ServerStop, ServerWait};
 
 use crate::fields::ceil_div;
-use crate::plan::Plan;
 use crate::sample;
-use crate::server::Verdict;
-use crate::trace::GiveUp;
+use crate::storm::plan::Plan;
+use crate::storm::server::Verdict;
+use crate::storm::trace::GiveUp;
 
 /// A pause of `pause_ns` of the rule's nanoseconds in whole steps, `per_step` of them making
 /// one step: rounded up, and at least one step. With `pauses = "steps"` the rule's unit is
@@ -279,7 +279,7 @@ impl<'p> AfterFailure<'p> {
 
     /// The delay in steps with which a retry reaches the server (0 without
     /// `[clients.latency]`), drawn from `rng` right after the wait unless it is constant
-    /// (see `crate::attempt_latency`). The retry is due `wait + delay` after the timeout.
+    /// (see `crate::storm::attempt_latency`). The retry is due `wait + delay` after the timeout.
     #[inline]
     pub(crate) fn latency<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
         self.plan.latency.as_ref().map_or(0, |l| l.draw(rng))
@@ -357,7 +357,7 @@ fn decide_in_steps<R: Rng + ?Sized>(
 mod tests {
     use super::*;
     use crate::limits::Limits;
-    use crate::scenario::Scenario;
+    use crate::storm::scenario::Scenario;
     use herd::rng::SplitMix64;
     use std::collections::BTreeMap;
 

@@ -17,13 +17,13 @@ use std::time::Duration;
 
 use herd::{Rule, RuleName, RuleParams};
 
-use crate::attempt_latency::AttemptLatency;
 use crate::error::ScenarioError;
 use crate::fields;
 use crate::fields::ceil_div;
 use crate::limits::Limits;
 use crate::refusal::RefusalCost;
-use crate::scenario::{Pauses, Scenario};
+use crate::storm::attempt_latency::AttemptLatency;
+use crate::storm::scenario::{Pauses, Scenario};
 
 /// The scenario in steps. Built only by [`Plan::new`], so every field is valid.
 #[derive(Clone, Debug)]

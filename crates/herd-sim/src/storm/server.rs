@@ -10,8 +10,8 @@
 //! Warm-up: after an outage ends at step `e`, window `w` (ending at step `e_w`) gets
 //! `capacity · min(1, (e_w − e) · step / warmup)`: the ramp sampled at the window's end, so
 //! the first window after the outage already serves a little.
-use crate::plan::Plan;
 use crate::refusal::WindowBudget;
+use crate::storm::plan::Plan;
 
 /// What the server does with one step's arrivals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +90,7 @@ impl<'p> ServerState<'p> {
 mod tests {
     use super::*;
     use crate::limits::Limits;
-    use crate::scenario::Scenario;
+    use crate::storm::scenario::Scenario;
 
     fn plan(edit: impl FnOnce(&mut Scenario)) -> Plan {
         let mut s = Scenario::default();

@@ -1,6 +1,6 @@
 //! The agent engine: every client exact, time jumping to the next occupied step.
 //!
-//! A waiting client is a small [record](crate::record) in the [`Calendar`] bucket of the step
+//! A waiting client is a small [record](crate::storm::record) in the [`Calendar`] bucket of the step
 //! at which it next knocks: its failure count, the rule's memory word only when the rule keeps
 //! one, its first step only under a deadline. The world owns one [`SplitMix64`] seeded by the
 //! run's seed; it draws, in this order at each step, the served arrivals (a partial
@@ -13,10 +13,10 @@
 //! One step, with its due clients in order (those the calendar holds for this step, in the
 //! order they were scheduled, then new burst clients, then new open-loop clients, by id):
 //!
-//! 1. the server gives its [verdict](crate::server) on the `A` arrivals;
+//! 1. the server gives its [verdict](crate::storm::server) on the `A` arrivals;
 //! 2. `s` of them, chosen at random, are served;
 //! 3. every other one takes the failure step shared with the cohort engine
-//!    ([`failure`](crate::failure)): it gives up after `max_attempts` attempts; otherwise
+//!    ([`failure`](crate::storm::failure)): it gives up after `max_attempts` attempts; otherwise
 //!    it draws a pause, in whole steps or rounded up to them, and at least one step; when the server
 //!    refused it while up with a `Retry-After`, the library's `herd::server_delay::decide`
 //!    makes the wait `max(pause, Retry-After)` plus a jitter of up to 10 % drawn right after
@@ -34,16 +34,16 @@ use herd::RuleName;
 use herd::rng::SplitMix64;
 
 use crate::budget::{SimBudget, choose_admitted};
-use crate::calendar::Calendar;
 use crate::error::ScenarioError;
-use crate::failure::{AfterFailure, Fate, pause_steps};
 use crate::limits;
-use crate::metrics::{Meter, RunResult};
-use crate::plan::{Plan, PlannedRule};
-use crate::record::{Deadlined, Identified, Plain, Record, Remembering};
-use crate::server::{ServerState, Verdict};
+use crate::storm::calendar::Calendar;
+use crate::storm::failure::{AfterFailure, Fate, pause_steps};
+use crate::storm::metrics::{Meter, RunResult};
+use crate::storm::plan::{Plan, PlannedRule};
+use crate::storm::record::{Deadlined, Identified, Plain, Record, Remembering};
+use crate::storm::server::{ServerState, Verdict};
+use crate::storm::trace::{GiveUp, Observer, Outcome};
 use crate::throttle::{FirstAttempt, SimThrottle};
-use crate::trace::{GiveUp, Observer, Outcome};
 use herd::rng::Rng;
 
 /// Attempts between two progress reports and looks at a cancel flag (a few milliseconds
@@ -160,7 +160,7 @@ fn run<R: Record, O: Observer>(
         }
 
         if let Some(b) = &budget {
-            b.at(plan, step);
+            b.at(step, plan.step_ns);
             for _ in returning..due.len() {
                 b.deposit();
             }
