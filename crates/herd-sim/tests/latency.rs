@@ -8,6 +8,7 @@ use herd_sim::latency::{
     Distribution, Hiccups, LatencyModel, LatencyScenario, PolicyKind, PolicySpec, Servers, Service,
     Traffic,
 };
+use herd_sim::registry;
 
 #[path = "support/chance.rs"]
 mod chance;
@@ -276,9 +277,9 @@ fn bad_scenarios_name_the_field() {
 #[test]
 fn the_model_interface_runs_each_policy() {
     use herd_sim::Limits;
-    use herd_sim::model::{self, Variant};
+    use herd_sim::model::Variant;
     let text = "model = \"latency\"\nrequests = 3000\nwarmup_requests = 300\n";
-    let checked = model::check_text(text, &Limits::default()).unwrap();
+    let checked = registry::check_text(text, &Limits::default()).unwrap();
     assert_eq!(checked.name(), "latency");
     assert!(checked.rules().is_empty());
     let variants = checked.variants();
@@ -288,7 +289,7 @@ fn the_model_interface_runs_each_policy() {
         direct.policies()
     );
     for (i, v) in variants.iter().enumerate() {
-        let metrics = checked.run_variant(v, 9).unwrap();
+        let metrics = checked.run(v, 9).unwrap();
         let (result, _) = direct.run_policy(i, 9).unwrap();
         assert_eq!(metrics.get("p99_ms"), Some(Some(result.p99_ms)), "{v}");
         assert_eq!(
@@ -296,16 +297,25 @@ fn the_model_interface_runs_each_policy() {
             Some(Some(result.extra_load_percent))
         );
     }
-    let err = checked
-        .run_variant(&Variant::Named("nope".into()), 1)
-        .unwrap_err();
+    let err = checked.run(&Variant::Named("nope".into()), 1).unwrap_err();
     assert!(err.to_string().starts_with("policies: "), "{err}");
-    assert!(checked.run(herd::RuleName::Full, 1).is_err());
+    assert!(checked.run(&herd::RuleName::Full.into(), 1).is_err());
     // A run too large for the limits is refused before it starts, naming the field.
     let small = Limits {
         max_run_attempts: 1000,
         ..Limits::default()
     };
-    let err = model::check_text(text, &small).unwrap_err();
+    let err = registry::check_text(text, &small).unwrap_err();
     assert_eq!(err.field_name(), Some("requests"));
+}
+
+/// `scenarios/latency.toml` is the built-in scenario written out, value for value, so that
+/// `herd sweep` varies the scenario `herd hedge` runs without a file.
+#[test]
+fn the_shipped_latency_file_is_the_built_in_scenario() {
+    let text = include_str!("../../../scenarios/latency.toml");
+    let shipped: LatencyScenario = toml::from_str(text).expect("a latency scenario");
+    let mut built_in = LatencyScenario::default();
+    built_in.model = Some("latency".to_owned());
+    assert_eq!(shipped, built_in);
 }

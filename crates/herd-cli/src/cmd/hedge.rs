@@ -4,13 +4,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::Args;
 use herd_sim::Cancel;
 use herd_sim::latency::{LatencyModel, LatencyResult, LatencyScenario};
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::cmd::args::check_seed;
+use crate::cmd::args::{Format, check_seed, csv_field};
 use crate::cmd::progress;
 use crate::cmd::storm::chart::ChartFile;
 use crate::error::{CliError, CliResult};
@@ -57,21 +57,14 @@ pub(crate) struct HedgeArgs {
         allow_negative_numbers = true
     )]
     utilisation: Vec<f64>,
+    /// Policies to run, by name (repeatable, or a comma list: --policy none,hedge-10ms);
+    /// every policy of the scenario without it.
+    #[arg(long = "policy", value_name = "NAME", value_delimiter = ',')]
+    policies: Vec<String>,
     /// Draw a chart (SVG or PNG by the extension): the latency tail per policy, or p99.9
     /// against utilisation with --utilisation.
     #[arg(long, value_name = "FILE")]
     chart: Option<PathBuf>,
-}
-
-/// How to print the results.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// Aligned columns for people.
-    Table,
-    /// One JSON object for scripts.
-    Json,
-    /// One row per policy (and utilisation), with a header.
-    Csv,
 }
 
 /// The largest utilisation `--utilisation` accepts: past 1 the queues grow without bound.
@@ -88,6 +81,18 @@ fn load(args: &HedgeArgs) -> CliResult<LatencyScenario> {
     };
     if let Some(seed) = args.seed {
         scenario.seed = check_seed(seed)?;
+    }
+    if !args.policies.is_empty() {
+        let names: Vec<&str> = scenario.policies.iter().map(|p| p.name.as_str()).collect();
+        if let Some(unknown) = args.policies.iter().find(|p| !names.contains(&p.trim())) {
+            return Err(CliError::input(format!(
+                "--policy {unknown}: the scenario has no such policy; its policies are {}",
+                names.join(", ")
+            )));
+        }
+        scenario
+            .policies
+            .retain(|p| args.policies.iter().any(|name| name.trim() == p.name));
     }
     if let Some(requests) = args.requests {
         scenario.requests = u64::try_from(requests)
@@ -222,21 +227,30 @@ pub(crate) fn run(args: &HedgeArgs) -> CliResult {
         Format::Json => {
             #[derive(Serialize)]
             struct Results<'a> {
+                seed: u64,
                 results: &'a [LatencyResult],
             }
             #[derive(Serialize)]
             struct Sweep<'a> {
+                seed: u64,
                 sweep: &'a [Point],
             }
             if args.utilisation.is_empty() {
                 serde_json::to_writer_pretty(
                     &mut out,
                     &Results {
+                        seed,
                         results: &points[0].results,
                     },
                 )
             } else {
-                serde_json::to_writer_pretty(&mut out, &Sweep { sweep: &points })
+                serde_json::to_writer_pretty(
+                    &mut out,
+                    &Sweep {
+                        seed,
+                        sweep: &points,
+                    },
+                )
             }
             .context("writing JSON")?;
             writeln!(out)?;
@@ -321,13 +335,4 @@ fn csv(out: &mut impl Write, points: &[Point]) -> io::Result<()> {
         }
     }
     Ok(())
-}
-
-/// A CSV field, quoted when it holds a comma, a quote or a line break.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
 }

@@ -10,4 +10,5 @@ pub(crate) mod progress;
 pub(crate) mod rules;
 pub(crate) mod serve;
 pub(crate) mod storm;
+pub(crate) mod storm_flags;
 pub(crate) mod sweep;

@@ -47,10 +47,10 @@ pub(crate) struct StormArgs {
     /// the first seed's run keeps its per-window series, in the table, chart and JSON).
     #[arg(long, value_name = "K", default_value_t = 1)]
     runs: u32,
-    /// Clients in the burst (overrides `clients.count`; capacity is not scaled unless
-    /// --scale-capacity is given).
-    #[arg(long, value_name = "N")]
-    clients: Option<u64>,
+    /// --clients, --capacity-rps, --outage-s, --refusal-cost, --latency-ms (capacity is not
+    /// scaled with --clients unless --scale-capacity is given).
+    #[command(flatten)]
+    pub(crate) flags: super::storm_flags::StormFlags,
     /// With --clients N: scale `server.capacity` and `server.collapse_above` by N / the
     /// scenario's `clients.count`, so the storm keeps its shape at any size (the default
     /// scenario's 50 per 2000 clients becomes 25 000 000 per 10^9).
@@ -61,14 +61,6 @@ pub(crate) struct StormArgs {
     /// the `decorrelated` rules' memory is quantized).
     #[arg(long, value_enum, default_value_t = EngineArg::Agent)]
     engine: EngineArg,
-    /// A refusal's share of an answer's work, 0 <= R < 1 (overrides `server.refusal_cost`).
-    #[arg(long, value_name = "R")]
-    refusal_cost: Option<f64>,
-    /// Network noise: each retry reaches the server a delay later, MEAN or MEAN,SD in
-    /// milliseconds (overrides `clients.latency.mean_ms` and `sd_ms`; SD defaults to 0, a
-    /// constant delay; the law stays the scenario's, normal unless it says lognormal).
-    #[arg(long, value_name = "MEAN[,SD]", allow_hyphen_values = true)]
-    latency_ms: Option<String>,
     /// How the rules draw their pauses (overrides `pauses`): `steps` draws whole steps with
     /// base, cap and pause in steps (the default scenario's mode; those parameters must then
     /// be whole numbers of steps); `continuous` draws nanoseconds and rounds each pause up to
@@ -167,15 +159,7 @@ fn scenario(args: &StormArgs, text: Option<&str>) -> CliResult<(Scenario, String
             (scenario, path.display().to_string())
         }
     };
-    if let Some(r) = args.refusal_cost {
-        scenario.server.refusal_cost = super::args::check_half_open("refusal_cost", r, 0.0, 1.0)?;
-    }
-    if let Some(text) = &args.latency_ms {
-        let (mean, sd) = latency_ms(text)?;
-        scenario.clients.latency.mean_ms = mean;
-        scenario.clients.latency.sd_ms = sd;
-    }
-    if let Some(n) = args.clients {
+    if let Some(n) = args.flags.clients {
         if args.scale_capacity {
             let from = scenario.clients.count;
             if from == 0 {
@@ -189,8 +173,8 @@ fn scenario(args: &StormArgs, text: Option<&str>) -> CliResult<(Scenario, String
             scenario.server.capacity = scale(scenario.server.capacity);
             scenario.server.collapse_above = scale(scenario.server.collapse_above);
         }
-        scenario.clients.count = n;
     }
+    args.flags.apply(&mut scenario)?;
     if let Some(seed) = args.seed {
         scenario.seed = seed;
     }
@@ -199,26 +183,6 @@ fn scenario(args: &StormArgs, text: Option<&str>) -> CliResult<(Scenario, String
         scenario.retry.rules = rules;
     }
     Ok((scenario, name))
-}
-
-/// `--latency-ms MEAN[,SD]`: two numbers of milliseconds in `[0, 10^12]`, SD 0 when left out.
-fn latency_ms(text: &str) -> CliResult<(f64, f64)> {
-    let bad = || {
-        CliError::input(format!(
-            "latency_ms must be MEAN or MEAN,SD in milliseconds, got {text:?} (--latency-ms)"
-        ))
-    };
-    let mut numbers = text.split(',').map(|p| p.trim().parse::<f64>());
-    let mean = numbers.next().ok_or_else(bad)?.map_err(|_| bad())?;
-    let sd = match numbers.next() {
-        None => 0.0,
-        Some(sd) => sd.map_err(|_| bad())?,
-    };
-    if numbers.next().is_some() {
-        return Err(bad());
-    }
-    let check = |v: f64| super::args::check_closed("latency_ms", v, 0.0, 1e12);
-    Ok((check(mean)?, check(sd)?))
 }
 
 pub(crate) fn run(args: &StormArgs) -> CliResult {

@@ -6,6 +6,9 @@
 //! beyond (error below 10⁻⁴). It assumes the runs are independent draws of the metric, which
 //! they are: each seed seeds an independent generator. With one run there is no interval.
 //!
+//! A t-interval whose lower end falls below 0 for values that are all at least 0 (a count or
+//! a time with a few large values) is clipped at 0 and says so (`t_clipped`).
+//!
 //! A metric that did not happen in some runs (`all_served_s` when not everyone was served)
 //! is summarised over the runs where it did; `defined` says how many those were.
 //!
@@ -27,6 +30,10 @@ const Z975: f64 = 1.959_963_984_540_054;
 pub enum Interval {
     /// Student's t-interval on the mean.
     T,
+    /// Student's t-interval whose lower end fell below 0 for values that are all at least 0
+    /// (counts, times): clipped at 0, since the mean of such values cannot be negative.
+    #[serde(rename = "t_clipped")]
+    TClipped,
     /// Wilson's score interval on a proportion.
     Wilson,
 }
@@ -114,12 +121,18 @@ impl Stats {
         }
         let var = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
         let half = t975(n as u64 - 1) * (var / n as f64).sqrt();
+        // A quantity that is never negative (a count, a time) has a mean that is not either.
+        let clipped = mean - half < 0.0 && values.iter().all(|&v| v >= 0.0);
         Self {
             defined: n,
             mean: Some(mean),
-            lo: Some(mean - half),
+            lo: Some(if clipped { 0.0 } else { mean - half }),
             hi: Some(mean + half),
-            interval: Interval::T,
+            interval: if clipped {
+                Interval::TClipped
+            } else {
+                Interval::T
+            },
         }
     }
 
@@ -222,12 +235,10 @@ mod tests {
         // Wilson for 1 of 10: [0.0179, 0.4042].
         assert!((one.lo.unwrap() - 0.0179).abs() < 1e-4, "{one:?}");
         assert!((one.hi.unwrap() - 0.4042).abs() < 1e-4, "{one:?}");
-        // The t-interval would have gone below zero.
-        assert!(
-            Stats::of((0..10).map(|i| Some(f64::from(i == 0))))
-                .lo
-                .unwrap()
-                < 0.0
+        // The t-interval would have gone below zero (now clipped at 0, and marked so).
+        assert_eq!(
+            Stats::of((0..10).map(|i| Some(f64::from(i == 0)))).interval,
+            Interval::TClipped
         );
         assert_eq!(
             Stats::of_metric("served", [Some(1.0); 3]).interval,
@@ -242,5 +253,22 @@ mod tests {
         assert!((t975(60) - 2.0003).abs() < 1e-4);
         assert!((t975(31) - 2.0395).abs() < 2e-4);
         assert!(t975(1_000_000) > 1.9599 && t975(1_000_000) < 1.9601);
+    }
+}
+
+#[cfg(test)]
+mod clipped_tests {
+    use super::*;
+
+    /// Before: 0, 0, 0, 9 gave 2.25 ± 7.16, an interval from −4.9 for a count.
+    #[test]
+    fn a_count_never_gets_a_negative_lower_end() {
+        let s = Stats::of([Some(0.0), Some(0.0), Some(0.0), Some(9.0)]);
+        assert_eq!(s.lo, Some(0.0));
+        assert_eq!(s.interval, Interval::TClipped);
+        // A quantity that can be negative keeps its interval.
+        let s = Stats::of([Some(-1.0), Some(0.0), Some(0.0), Some(9.0)]);
+        assert!(s.lo.unwrap() < 0.0);
+        assert_eq!(s.interval, Interval::T);
     }
 }

@@ -31,7 +31,14 @@ use herd_lab::storm::descriptors::{self, Descriptors};
 /// prediction of `herd amplify`. Exits 1 when a deterministic graph's counts differ from the prediction.
 /// Ctrl-C stops the drive between two views and shuts every server down.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(
+    verbatim_doc_comment,
+    mut_arg("choices", |a| a.help(
+        "Rule to run between attempts: immediate (the default: no pause), constant, \
+         exponential, full, equal, decorrelated, grpc, decorrelated-v2, or `classic` (the first \
+         six) or `all`. Repeatable, or a comma list (--rule full,equal); each rule is one drive"
+    ))
+)]
 pub(crate) struct ChainArgs {
     /// The graph file (TOML); the default chain when omitted.
     graph: Option<PathBuf>,

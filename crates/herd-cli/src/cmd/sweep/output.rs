@@ -58,8 +58,8 @@ fn cell(stats: &Stats, runs: usize, metric: &str) -> String {
     };
     let mut s = number(mean);
     match (stats.interval, stats.lo, stats.hi) {
-        // Wilson's interval is not symmetric: print its ends.
-        (Interval::Wilson, Some(lo), Some(hi)) => {
+        // Wilson's interval, and a t-interval clipped at 0, are not symmetric: print the ends.
+        (Interval::Wilson | Interval::TClipped, Some(lo), Some(hi)) => {
             s.push_str(&format!(" ({}–{})", number(lo), number(hi)));
         }
         _ => {
@@ -245,6 +245,7 @@ pub(crate) fn json(out: &mut impl Write, results: &Results<'_>) -> io::Result<()
                             "defined": s.map_or(0, |s| s.defined),
                             "interval": match s.map(|s| s.interval) {
                                 Some(Interval::Wilson) => "wilson",
+                                Some(Interval::TClipped) => "t_clipped",
                                 _ => "t",
                             },
                         }),
@@ -269,7 +270,9 @@ pub(crate) fn json(out: &mut impl Write, results: &Results<'_>) -> io::Result<()
             "metrics": results.metrics,
             "interval": "95 % interval on the mean over the `defined` runs where the metric \
                          happened: Wilson's score interval for a 0/1 metric (`interval`: \
-                         \"wilson\"), Student's t otherwise (\"t\")",
+                         \"wilson\"), Student's t otherwise (\"t\"), clipped at 0 for a \
+                         metric that is never negative when its lower end fell below \
+                         (\"t_clipped\")",
         },
         "cells": cells,
     });
