@@ -22,7 +22,7 @@
 //!
 //! Why jitter at all? Clients that fail together and wait the same time knock together again;
 //! a recovering server meets the whole herd at once. Jitter spreads the herd out over the
-//! pause. `docs/choosing-a-rule.md` walks through the trade-offs.
+//! pause. [Choosing a rule](crate::guide::choosing_a_rule) walks through the trade-offs.
 //!
 //! Pauses are computed in integer nanoseconds (floats only where the formula needs them), so
 //! that the same seed gives the same pauses on every platform and in the Python port.
