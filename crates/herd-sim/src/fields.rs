@@ -212,12 +212,10 @@ pub(crate) fn rule_params(
     cap_ms: f64,
     pause_ms: f64,
 ) -> Result<RuleParams, ScenarioError> {
-    let params = RuleParams {
-        base: millis("retry.base_ms", base_ms)?,
-        cap: millis("retry.cap_ms", cap_ms)?,
-        pause: millis("retry.pause_ms", pause_ms)?,
-        ..RuleParams::default()
-    };
+    let params = RuleParams::default()
+        .base(millis("retry.base_ms", base_ms)?)
+        .cap(millis("retry.cap_ms", cap_ms)?)
+        .pause(millis("retry.pause_ms", pause_ms)?);
     if params.cap < params.base {
         return Err(ScenarioError::field(
             "retry.cap_ms",
@@ -248,6 +246,8 @@ pub(crate) fn rule_of(
             InvalidRule::CapBelowBase { .. } => "retry.cap_ms",
             InvalidRule::Multiplier(_) | InvalidRule::Jitter(_) => rules_field,
             InvalidRule::Millis { field, .. } => field,
+            // A fault herd adds later is the rule's as a whole.
+            _ => rules_field,
         };
         ScenarioError::field(field, format!("{e} (rule {name})"))
     })
@@ -326,10 +326,7 @@ mod tests {
 
     #[test]
     fn a_rule_error_names_the_parameter_or_the_rule_field() {
-        let params = RuleParams {
-            pause: Duration::ZERO,
-            ..RuleParams::default()
-        };
+        let params = RuleParams::default().pause(Duration::ZERO);
         let err = rule_of(RuleName::Constant, &params, "retry.rules").unwrap_err();
         assert_eq!(err.field_name(), Some("retry.pause_ms"));
         assert_eq!(ceil_div(7, 7), 1);

@@ -101,12 +101,10 @@ fn reference(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
         let t = ns(ms / 1000.0);
         Duration::from_nanos(t / unit)
     };
-    let params = RuleParams {
-        base: time(s.retry.base_ms),
-        cap: time(s.retry.cap_ms),
-        pause: time(s.retry.pause_ms),
-        ..RuleParams::default()
-    };
+    let params = RuleParams::default()
+        .base(time(s.retry.base_ms))
+        .cap(time(s.retry.cap_ms))
+        .pause(time(s.retry.pause_ms));
     let rule = rule.build(&params).unwrap();
     let retry_after = ceil_div(ns(s.server.retry_after_s), step);
     let timeout = ceil_div(ns(s.server.timeout_s), step);

@@ -98,7 +98,7 @@ impl<T, E, F: Future<Output = Result<T, E>>> OperationOutput<Async> for F {
 }
 
 /// Where a call's pauses come from: the policy's [`Rule`] ([`PolicyRule`], the default), or a
-/// schedule given to [`Call::backoff`] ([`Schedule`]). You never implement it.
+/// schedule given to [`Call::backoff`] ([`Backoff`]). You never implement it.
 pub trait PauseSource<R: ?Sized> {
     /// The pause after one more failure, or `None` when the schedule has run out.
     fn next_pause(&mut self, rule: &Rule, state: &mut RuleState, rng: &mut R) -> Option<Duration>;
@@ -117,9 +117,9 @@ impl<R: Rng + ?Sized> PauseSource<R> for PolicyRule {
 
 /// Pauses from any iterator of durations (see [`Call::backoff`]).
 #[derive(Clone, Debug)]
-pub struct Schedule<I>(I);
+pub struct Backoff<I>(I);
 
-impl<R: ?Sized, I: Iterator<Item = Duration>> PauseSource<R> for Schedule<I> {
+impl<R: ?Sized, I: Iterator<Item = Duration>> PauseSource<R> for Backoff<I> {
     #[inline]
     fn next_pause(&mut self, _: &Rule, _: &mut RuleState, _: &mut R) -> Option<Duration> {
         self.0.next()
@@ -268,7 +268,7 @@ impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
     /// assert_eq!(clock.now(), Duration::from_millis(40));
     /// # Ok::<(), herd::policy::InvalidPolicy>(())
     /// ```
-    pub fn backoff<I>(self, schedule: I) -> Call<'p, C, Op, K, H, G, R, Schedule<I::IntoIter>>
+    pub fn backoff<I>(self, schedule: I) -> Call<'p, C, Op, K, H, G, R, Backoff<I::IntoIter>>
     where
         I: IntoIterator<Item = Duration>,
     {
@@ -278,7 +278,7 @@ impl<'p, C: Clock, Op, K, H, G, R, B> Call<'p, C, Op, K, H, G, R, B> {
                 on_retry,
                 on_give_up,
                 rng,
-                Schedule(schedule.into_iter()),
+                Backoff(schedule.into_iter()),
             )
         })
     }

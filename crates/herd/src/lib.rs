@@ -123,6 +123,26 @@ mod sync;
 pub mod throttle;
 mod window;
 
+/// An item that is public with the `sim` feature and crate-private without it: the storm
+/// simulator's and the `herd` command's helpers (rule tables, parsing of user input, the
+/// server-delay decision, rebuilding a rule state), which the library itself uses but which
+/// are not part of its public face. The simulator turns the feature on and so calls the very
+/// code the library runs.
+macro_rules! sim_pub {
+    ($(#[$attr:meta])* pub $($item:tt)*) => {
+        $(#[$attr])*
+        #[cfg(feature = "sim")]
+        #[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
+        pub $($item)*
+
+        $(#[$attr])*
+        #[cfg(not(feature = "sim"))]
+        #[allow(dead_code)]
+        pub(crate) $($item)*
+    };
+}
+pub(crate) use sim_pub;
+
 /// Builder methods that each set one plain setting, with the attributes (docs) written before
 /// it. `$with` names the type's own method that applies a change to its settings.
 macro_rules! settings {

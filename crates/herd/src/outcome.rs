@@ -117,6 +117,7 @@ impl<T> Success<T> {
 /// only). It is reported beside your own error type, never converted into it: see
 /// [`RetryError::timed_out`] and [`RetryEvent::timed_out`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AttemptTimedOut {
     /// How long the attempt was allowed.
     pub after: Duration,

@@ -17,7 +17,7 @@
 //! would end past it stops the loop at once with the last error, rather than sleeping only to
 //! give up (or, worse, sleeping past it because the server said `Retry-After: 3600`).
 //!
-//! A server's delay is never undercut: [`server_delay::decide`]
+//! A server's delay is never undercut: the [`server_delay`] decision
 //! turns it into a wait (a `Retry-After` is a floor under the rule's pause, jittered upwards
 //! by up to [`server_delay_jitter`](PolicyBuilder::server_delay_jitter); a gRPC pushback is
 //! waited exactly, and restarts the backoff sequence) or stops the call with
@@ -560,7 +560,7 @@ impl<C: Clock> RetryPolicy<C> {
     /// In order: a permanent error or a pushback stop ends the call; so does a non-idempotent
     /// call whose error does not prove the request unprocessed; then the attempt limit; then
     /// the rule's pause is drawn, and a server delay turned into a wait or a stop by
-    /// [`server_delay::decide`]; the call stops if the pause would leave less than
+    /// the [`server_delay`] decision; the call stops if the pause would leave less than
     /// [`min_time_left`](PolicyBuilder::min_time_left) before the deadline; then a breaker that
     /// would refuse the retry; last, the budget is asked (last, because asking consumes a
     /// retry).

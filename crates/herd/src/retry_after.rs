@@ -3,7 +3,7 @@
 //! A server that says "come back in 60 s" knows more than any backoff rule, so its delay is a
 //! floor the client never undercuts. But a server's header is input, not trusted
 //! configuration: garbage and negative values are ignored and values too large to represent
-//! are saturated here; then [`server_delay::decide`](crate::server_delay::decide) stops the
+//! are saturated here; then the [`server_delay`](crate::server_delay) decision stops the
 //! call for a delay longer than `max_server_delay` or than the deadline allows, and adds a
 //! little jitter so that every client told "60 s" does not return in the same millisecond.
 //! Nothing here panics, whatever the header says.

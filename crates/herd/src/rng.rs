@@ -173,8 +173,18 @@ impl SplitMix64 {
     /// The derived generator's seed is the first output of
     /// `SplitMix64::new(seed ^ stream.rotate_left(32))`: a hash of both, so the sub-streams
     /// of one seed start at unrelated places of SplitMix64's cycle, where seeds a few
-    /// multiples of its increment apart would make one sequence shifted by a few draws
-    /// (`docs/rng.md`).
+    /// multiples of its increment apart would make one sequence shifted by a few draws.
+    ///
+    /// # Examples
+    ///
+    /// The check values a port of the derivation must give:
+    ///
+    /// ```
+    /// use herd::rng::{Rng, SplitMix64};
+    ///
+    /// assert_eq!(SplitMix64::derive(1, 1).next_u64(), 0x7B86_3400_BC02_6A40);
+    /// assert_eq!(SplitMix64::derive(7, 4).next_u64(), 0x8172_296E_9634_BEE3);
+    /// ```
     #[must_use]
     pub fn derive(seed: u64, stream: u64) -> Self {
         let mut mixer = SplitMix64::new(seed ^ stream.rotate_left(32));
@@ -253,7 +263,7 @@ mod tests {
         }
     }
 
-    /// docs/rng.md's check values, which the Python and Go ports are held to as well.
+    /// The documented check values, which the Python and Go ports are held to as well.
     #[test]
     fn derive_matches_the_documented_check_values() {
         assert_eq!(SplitMix64::derive(1, 1).next_u64(), 0x7B86_3400_BC02_6A40);

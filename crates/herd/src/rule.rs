@@ -22,7 +22,7 @@
 //!
 //! Why jitter at all? Clients that fail together and wait the same time knock together again;
 //! a recovering server meets the whole herd at once. Jitter spreads the herd out over the
-//! pause. `docs/choosing-a-rule.md` walks through the trade-offs.
+//! pause. [Choosing a rule](crate::guide::choosing_a_rule) walks through the trade-offs.
 //!
 //! Pauses are computed in integer nanoseconds (floats only where the formula needs them), so
 //! that the same seed gives the same pauses on every platform and in the Python port.
@@ -47,10 +47,14 @@ use std::time::Duration;
 
 use crate::rng::{Rng, ThreadRng};
 
+#[cfg(feature = "sim")]
 const NANOS_PER_MS: f64 = 1_000_000.0;
 
 /// The names of the rules, as spelled on the command line, in scenario files and in JSON.
+///
+/// Parse one with [`str::parse`] and print it with `Display`; more rules may be added.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum RuleName {
     /// Retry at once.
     Immediate,
@@ -70,25 +74,32 @@ pub enum RuleName {
     DecorrelatedV2,
 }
 
-impl RuleName {
-    /// Every rule, in the order used by tables.
-    pub const ALL: [RuleName; 8] = [
-        RuleName::Immediate,
-        RuleName::Constant,
-        RuleName::Exponential,
-        RuleName::Full,
-        RuleName::Equal,
-        RuleName::Decorrelated,
-        RuleName::Grpc,
-        RuleName::DecorrelatedV2,
-    ];
+/// Every rule, in the order used by tables.
+const ALL_RULES: [RuleName; 8] = [
+    RuleName::Immediate,
+    RuleName::Constant,
+    RuleName::Exponential,
+    RuleName::Full,
+    RuleName::Equal,
+    RuleName::Decorrelated,
+    RuleName::Grpc,
+    RuleName::DecorrelatedV2,
+];
 
-    /// The six classic rules (what `herd storm` runs by default): the first six of
-    /// [`ALL`](Self::ALL), before the gRPC rule and decorrelated v2.
-    pub const CLASSIC: [RuleName; 6] = {
-        let [a, b, c, d, e, f, ..] = Self::ALL;
-        [a, b, c, d, e, f]
-    };
+impl RuleName {
+    crate::sim_pub! {
+        /// Every rule, in the order used by tables.
+        pub const ALL: [RuleName; 8] = ALL_RULES;
+    }
+
+    crate::sim_pub! {
+        /// The six classic rules (what `herd storm` runs by default): the first six of
+        /// [`ALL`](Self::ALL), before the gRPC rule and decorrelated v2.
+        pub const CLASSIC: [RuleName; 6] = {
+            let [a, b, c, d, e, f, ..] = ALL_RULES;
+            [a, b, c, d, e, f]
+        };
+    }
 
     /// The name as written in files and on the command line.
     #[must_use]
@@ -114,21 +125,25 @@ impl RuleName {
         )
     }
 
-    /// Builds the rule from a full parameter set, taking the parameters this rule uses.
-    ///
-    /// # Errors
-    ///
-    /// The parameter the rule uses that is out of range, see [`InvalidRule`].
-    pub fn build(self, params: &RuleParams) -> Result<Rule, InvalidRule> {
-        match self {
-            RuleName::Immediate => Ok(Rule::immediate()),
-            RuleName::Constant => Rule::constant(params.pause),
-            RuleName::Exponential => Rule::exponential(params.base, params.cap),
-            RuleName::Full => Rule::full(params.base, params.cap),
-            RuleName::Equal => Rule::equal(params.base, params.cap),
-            RuleName::Decorrelated => Rule::decorrelated(params.base, params.cap),
-            RuleName::Grpc => Rule::grpc(params.base, params.multiplier, params.jitter, params.cap),
-            RuleName::DecorrelatedV2 => Rule::decorrelated_v2(params.base, params.cap),
+    crate::sim_pub! {
+        /// Builds the rule from a full parameter set, taking the parameters this rule uses.
+        ///
+        /// # Errors
+        ///
+        /// The parameter the rule uses that is out of range, see [`InvalidRule`].
+        pub fn build(self, params: &RuleParams) -> Result<Rule, InvalidRule> {
+            match self {
+                RuleName::Immediate => Ok(Rule::immediate()),
+                RuleName::Constant => Rule::constant(params.pause),
+                RuleName::Exponential => Rule::exponential(params.base, params.cap),
+                RuleName::Full => Rule::full(params.base, params.cap),
+                RuleName::Equal => Rule::equal(params.base, params.cap),
+                RuleName::Decorrelated => Rule::decorrelated(params.base, params.cap),
+                RuleName::Grpc => {
+                    Rule::grpc(params.base, params.multiplier, params.jitter, params.cap)
+                }
+                RuleName::DecorrelatedV2 => Rule::decorrelated_v2(params.base, params.cap),
+            }
         }
     }
 }
@@ -143,21 +158,29 @@ impl FromStr for RuleName {
     type Err = UnknownRule;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        RuleName::ALL
+        ALL_RULES
             .into_iter()
             .find(|r| r.as_str().eq_ignore_ascii_case(s))
             .ok_or_else(|| UnknownRule(s.to_owned()))
     }
 }
 
-/// A rule name that is not one of [`RuleName::ALL`].
+/// A rule name that is not one of [`RuleName`]'s.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UnknownRule(pub String);
+pub struct UnknownRule(String);
+
+impl UnknownRule {
+    /// The name given.
+    #[must_use]
+    pub fn name(&self) -> &str {
+        &self.0
+    }
+}
 
 impl fmt::Display for UnknownRule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "unknown rule `{}` (expected one of: ", self.0)?;
-        for (i, r) in RuleName::ALL.iter().enumerate() {
+        for (i, r) in ALL_RULES.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
@@ -169,11 +192,23 @@ impl fmt::Display for UnknownRule {
 
 impl std::error::Error for UnknownRule {}
 
-/// Every parameter any rule takes; [`RuleName::build`] picks the ones its rule uses.
+/// Every parameter any rule takes; a rule built from a [`RuleName`] picks the ones it uses.
 ///
 /// The defaults are the classic ones: `base` 100 ms, `cap` 20 s, `pause` 1 s, and gRPC's
-/// multiplier 1.6 with ±20 % jitter.
+/// multiplier 1.6 with ±20 % jitter. Start from [`RuleParams::default`] and change fields
+/// with the setters (the struct may gain fields).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use herd::RuleParams;
+///
+/// let params = RuleParams::default().base(Duration::from_millis(50)).multiplier(2.0);
+/// assert_eq!((params.base, params.cap), (Duration::from_millis(50), Duration::from_secs(20)));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct RuleParams {
     /// First pause of the exponential family (`base`).
     pub base: Duration,
@@ -199,8 +234,19 @@ impl Default for RuleParams {
     }
 }
 
+impl RuleParams {
+    crate::breaker::setters! {
+        base: Duration,
+        cap: Duration,
+        pause: Duration,
+        multiplier: f64,
+        jitter: f64,
+    }
+}
+
 /// Why a rule could not be built. Each variant names the offending parameter.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum InvalidRule {
     /// `base` must be longer than zero.
     ZeroBase,
@@ -217,7 +263,10 @@ pub enum InvalidRule {
     Multiplier(f64),
     /// `jitter` must be a fraction in `[0, 1]`.
     Jitter(f64),
-    /// A duration in milliseconds that is negative, NaN, infinite or too large.
+    /// A duration in milliseconds that is negative, NaN, infinite or too large (from
+    /// [`millis`], feature `sim`).
+    #[cfg(feature = "sim")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
     Millis {
         /// The field, as the user spelled it (`base_ms`, `--cap-ms`, …).
         field: &'static str,
@@ -243,6 +292,7 @@ impl fmt::Display for InvalidRule {
                 write!(f, "multiplier must be a finite number >= 1, got {m}")
             }
             InvalidRule::Jitter(j) => write!(f, "jitter must be a fraction in [0, 1], got {j}"),
+            #[cfg(feature = "sim")]
             InvalidRule::Millis { field, value } => write!(
                 f,
                 "{field} must be a finite number of milliseconds between 0 and 10^12, got {value}"
@@ -255,6 +305,7 @@ impl std::error::Error for InvalidRule {}
 
 /// Converts a user-supplied number of milliseconds into a [`Duration`], exactly to the
 /// nanosecond where the input allows, rejecting negative, NaN, infinite and absurd values.
+/// (For the simulator's scenario files and the `herd` command's flags: feature `sim`.)
 ///
 /// # Errors
 ///
@@ -268,6 +319,8 @@ impl std::error::Error for InvalidRule {}
 /// assert!(herd::rule::millis("base_ms", -1.0).is_err());
 /// # Ok::<(), herd::InvalidRule>(())
 /// ```
+#[cfg(feature = "sim")]
+#[cfg_attr(docsrs, doc(cfg(feature = "sim")))]
 pub fn millis(field: &'static str, ms: f64) -> Result<Duration, InvalidRule> {
     // 10^12 ms is about 31 years: plenty for a pause, and far from u64 nanosecond overflow.
     if !ms.is_finite() || !(0.0..=1e12).contains(&ms) {
@@ -276,33 +329,36 @@ pub fn millis(field: &'static str, ms: f64) -> Result<Duration, InvalidRule> {
     Ok(Duration::from_nanos((ms * NANOS_PER_MS).round() as u64))
 }
 
-/// Formats a duration as milliseconds: an integer when whole, otherwise up to six decimals
-/// with trailing zeros removed (nanosecond precision). This is `herd rules`' output format.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// use herd::rule::format_ms;
-/// assert_eq!(format_ms(Duration::from_millis(100)), "100");
-/// assert_eq!(format_ms(Duration::from_nanos(1_234_500)), "1.2345");
-/// ```
-#[must_use]
-pub fn format_ms(d: Duration) -> String {
-    let nanos = d.as_nanos();
-    let whole = nanos / 1_000_000;
-    let frac = nanos % 1_000_000;
-    if frac == 0 {
-        whole.to_string()
-    } else {
-        let digits = format!("{frac:06}");
-        format!("{whole}.{}", digits.trim_end_matches('0'))
+crate::sim_pub! {
+    /// Formats a duration as milliseconds: an integer when whole, otherwise up to six decimals
+    /// with trailing zeros removed (nanosecond precision). This is `herd rules`' output format,
+    /// and the one of [`InvalidRule`]'s messages.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herd::rule::format_ms;
+    /// assert_eq!(format_ms(Duration::from_millis(100)), "100");
+    /// assert_eq!(format_ms(Duration::from_nanos(1_234_500)), "1.2345");
+    /// ```
+    #[must_use]
+    pub fn format_ms(d: Duration) -> String {
+        let nanos = d.as_nanos();
+        let whole = nanos / 1_000_000;
+        let frac = nanos % 1_000_000;
+        if frac == 0 {
+            whole.to_string()
+        } else {
+            let digits = format!("{frac:06}");
+            format!("{whole}.{}", digits.trim_end_matches('0'))
+        }
     }
 }
 
 /// A validated retry rule. Cheap to copy; holds no per-client state.
 ///
-/// Build one with a constructor ([`Rule::full`], …) or [`RuleName::build`]; draw pauses with
+/// Build one with a constructor ([`Rule::full`], …); draw pauses with
 /// [`Rule::pause`] (you own the [`RuleState`]) or iterate a [`Rule::schedule`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rule {
@@ -369,11 +425,13 @@ impl RuleState {
         self.memory
     }
 
-    /// Rebuilds a state from its parts, for callers (like the simulator) that store the
-    /// failure count and the memory word separately to save space.
-    #[must_use]
-    pub const fn from_parts(failures: u32, memory: u64) -> Self {
-        Self { failures, memory }
+    crate::sim_pub! {
+        /// Rebuilds a state from its parts, for callers (like the simulator) that store the
+        /// failure count and the memory word separately to save space.
+        #[must_use]
+        pub const fn from_parts(failures: u32, memory: u64) -> Self {
+            Self { failures, memory }
+        }
     }
 }
 

@@ -21,11 +21,14 @@
 //! backoff sequence starts over afterwards (the policy resets its rule state, as grpc-go
 //! does). A negative or malformed pushback means "do not retry" ([`ServerStop::DoNotRetry`]).
 //!
-//! The decision is one pure function, [`decide`], shared by the retry loops and the storm
+//! The decision is one pure function, `decide`, shared by the retry loops and the storm
 //! simulator so that the two cannot drift. It reads no clock, allocates nothing, and does
-//! exact integer arithmetic on nanoseconds.
+//! exact integer arithmetic on nanoseconds. [`RetryPolicy`](crate::RetryPolicy) applies it
+//! for you; it is public only with the `sim` feature, for the simulator.
 //!
 //! # Examples
+//!
+//! What `decide` gives (feature `sim`):
 //!
 //! ```
 //! use std::time::Duration;
@@ -177,70 +180,72 @@ fn nanos(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// Decides what a server delay leads to: a wait, or a stop.
-///
-/// - `rule_pause`: the pause the backoff rule drew for this failure (the caller draws it
-///   before calling; it is only used for [`ServerDelay::RetryAfter`]).
-/// - `delay`: what the server said.
-/// - `left`: the longest wait after which another attempt is still worth starting — the time
-///   left before the deadline, less any minimum an attempt needs — or `None` without a
-///   deadline.
-/// - `limits`: the longest delay honoured and the `Retry-After` jitter.
-/// - `rng`: the jitter's source.
-///
-/// In this order:
-///
-/// 1. [`ServerDelay::DoNotRetry`] gives `Stop(DoNotRetry)`.
-/// 2. A delay longer than `limits.max_server_delay()`: `Stop(TooLong)`.
-/// 3. With a deadline, a delay `>= left`: `Stop(PastDeadline)` (a wait must end strictly
-///    before the point past which no attempt is worth starting).
-/// 4. [`ServerDelay::Pushback`]: `Wait(delay)`, exactly.
-/// 5. [`ServerDelay::RetryAfter`]: `base = max(rule_pause, delay)`,
-///    `spread = floor(base · jitter_ppm / 10^6)` (exact, in 128-bit integer nanoseconds,
-///    saturated to `u64`), `extra = rng.range_inclusive(0, spread)`, and
-///    `Wait(min(base + extra, left − 1 ns))` (saturating; without a deadline, no cut).
-///    Since `delay < left`, the wait is never shorter than the delay: the cut at the
-///    deadline only trims the rule's floor or the jitter.
-///
-/// **What is drawn from `rng`:** exactly one call of
-/// [`Rng::range_inclusive`]`(0, spread)` in case 5 (which takes one word, rarely more, as
-/// [`Rng::below`] documents — even when `spread` is 0), and nothing in cases 1–4.
-///
-/// All arithmetic is on `u64` nanoseconds (durations beyond 584 years saturate), with no
-/// floating point and no allocation, so a step-based simulator can call it with
-/// `Duration::from_nanos` and get the very waits the retry loops get.
-#[must_use]
-pub fn decide<R: Rng + ?Sized>(
-    rule_pause: Duration,
-    delay: ServerDelay,
-    left: Option<Duration>,
-    limits: &ServerDelayLimits,
-    rng: &mut R,
-) -> ServerWait {
-    let (asked, jittered) = match delay {
-        ServerDelay::DoNotRetry => return ServerWait::Stop(ServerStop::DoNotRetry),
-        ServerDelay::RetryAfter(d) => (d, true),
-        ServerDelay::Pushback(d) => (d, false),
-    };
-    if asked > limits.max_server_delay {
-        return ServerWait::Stop(ServerStop::TooLong);
+crate::sim_pub! {
+    /// Decides what a server delay leads to: a wait, or a stop.
+    ///
+    /// - `rule_pause`: the pause the backoff rule drew for this failure (the caller draws it
+    ///   before calling; it is only used for [`ServerDelay::RetryAfter`]).
+    /// - `delay`: what the server said.
+    /// - `left`: the longest wait after which another attempt is still worth starting — the time
+    ///   left before the deadline, less any minimum an attempt needs — or `None` without a
+    ///   deadline.
+    /// - `limits`: the longest delay honoured and the `Retry-After` jitter.
+    /// - `rng`: the jitter's source.
+    ///
+    /// In this order:
+    ///
+    /// 1. [`ServerDelay::DoNotRetry`] gives `Stop(DoNotRetry)`.
+    /// 2. A delay longer than `limits.max_server_delay()`: `Stop(TooLong)`.
+    /// 3. With a deadline, a delay `>= left`: `Stop(PastDeadline)` (a wait must end strictly
+    ///    before the point past which no attempt is worth starting).
+    /// 4. [`ServerDelay::Pushback`]: `Wait(delay)`, exactly.
+    /// 5. [`ServerDelay::RetryAfter`]: `base = max(rule_pause, delay)`,
+    ///    `spread = floor(base · jitter_ppm / 10^6)` (exact, in 128-bit integer nanoseconds,
+    ///    saturated to `u64`), `extra = rng.range_inclusive(0, spread)`, and
+    ///    `Wait(min(base + extra, left − 1 ns))` (saturating; without a deadline, no cut).
+    ///    Since `delay < left`, the wait is never shorter than the delay: the cut at the
+    ///    deadline only trims the rule's floor or the jitter.
+    ///
+    /// **What is drawn from `rng`:** exactly one call of
+    /// [`Rng::range_inclusive`]`(0, spread)` in case 5 (which takes one word, rarely more, as
+    /// [`Rng::below`] documents — even when `spread` is 0), and nothing in cases 1–4.
+    ///
+    /// All arithmetic is on `u64` nanoseconds (durations beyond 584 years saturate), with no
+    /// floating point and no allocation, so a step-based simulator can call it with
+    /// `Duration::from_nanos` and get the very waits the retry loops get.
+    #[must_use]
+    pub fn decide<R: Rng + ?Sized>(
+        rule_pause: Duration,
+        delay: ServerDelay,
+        left: Option<Duration>,
+        limits: &ServerDelayLimits,
+        rng: &mut R,
+    ) -> ServerWait {
+        let (asked, jittered) = match delay {
+            ServerDelay::DoNotRetry => return ServerWait::Stop(ServerStop::DoNotRetry),
+            ServerDelay::RetryAfter(d) => (d, true),
+            ServerDelay::Pushback(d) => (d, false),
+        };
+        if asked > limits.max_server_delay {
+            return ServerWait::Stop(ServerStop::TooLong);
+        }
+        if left.is_some_and(|left| asked >= left) {
+            return ServerWait::Stop(ServerStop::PastDeadline);
+        }
+        if !jittered {
+            return ServerWait::Wait(asked);
+        }
+        let base = nanos(rule_pause).max(nanos(asked));
+        let spread = u128::from(base) * u128::from(limits.jitter_ppm) / u128::from(PPM);
+        let spread = u64::try_from(spread).unwrap_or(u64::MAX);
+        let extra = rng.range_inclusive(0, spread);
+        let mut wait = base.saturating_add(extra);
+        if let Some(left) = left {
+            // `asked < left`, so `left` is at least 1 ns and the cut stays at or above `asked`.
+            wait = wait.min(nanos(left) - 1);
+        }
+        ServerWait::Wait(Duration::from_nanos(wait))
     }
-    if left.is_some_and(|left| asked >= left) {
-        return ServerWait::Stop(ServerStop::PastDeadline);
-    }
-    if !jittered {
-        return ServerWait::Wait(asked);
-    }
-    let base = nanos(rule_pause).max(nanos(asked));
-    let spread = u128::from(base) * u128::from(limits.jitter_ppm) / u128::from(PPM);
-    let spread = u64::try_from(spread).unwrap_or(u64::MAX);
-    let extra = rng.range_inclusive(0, spread);
-    let mut wait = base.saturating_add(extra);
-    if let Some(left) = left {
-        // `asked < left`, so `left` is at least 1 ns and the cut stays at or above `asked`.
-        wait = wait.min(nanos(left) - 1);
-    }
-    ServerWait::Wait(Duration::from_nanos(wait))
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use axum::routing::any;
 use herd::asynchronous::TokioClock;
 use herd::hedge::{HedgeDelay, HedgeLayer, HedgeOutcome, HedgePolicy};
 use http_body::Frame;
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use tower::{Layer, Service, ServiceExt};
@@ -105,6 +105,28 @@ async fn an_axum_body_is_buffered_and_hedged() {
     assert_eq!((outcome.copy, outcome.copies_sent), (2, 2));
     let body = response.into_body().collect().await.unwrap().to_bytes();
     assert_eq!(body, "hello");
+    assert_eq!(*seen.lock().unwrap(), ["hello", "hello"]);
+}
+
+/// Regression: a request whose body is `Clone` could be hedged only in the generic mode,
+/// whose responses carry no outcome.
+#[tokio::test(start_paused = true)]
+async fn a_clone_body_is_hedged_with_its_outcome() {
+    let (addr, seen) = first_stuck().await;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Full<Bytes>>();
+    let svc = HedgeLayer::new(policy()).clone_body().layer(client);
+    let request = http::Request::post(format!("http://{addr}/"))
+        .body(Full::new(Bytes::from_static(b"hello")))
+        .unwrap();
+    let start = tokio::time::Instant::now();
+    let response = svc.oneshot(request).await.unwrap();
+    assert_eq!(
+        start.elapsed(),
+        DELAY,
+        "the hedge answered, not the stuck copy"
+    );
+    let outcome = *response.extensions().get::<HedgeOutcome>().unwrap();
+    assert_eq!((outcome.copy, outcome.copies_sent), (2, 2));
     assert_eq!(*seen.lock().unwrap(), ["hello", "hello"]);
 }
 

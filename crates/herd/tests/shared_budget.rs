@@ -125,3 +125,104 @@ async fn a_retry_layer_over_a_hedge_layer_deposits_once_per_call() {
     }
     assert_eq!(sent.load(Ordering::SeqCst) - CALLS, 10);
 }
+
+/// gRPC retry throttling shared by a retry loop and a hedge inside it: each of the loop's
+/// attempts is one hedged call, and its outcome is counted once, by the loop, however many
+/// copies the hedge sent. (A hedge on its own still counts each copy, as gRPC counts each
+/// attempt.)
+mod grpc_throttle {
+    use super::*;
+    use herd::budget::{GrpcThrottle, GrpcThrottleConfig};
+
+    fn throttle() -> GrpcThrottle {
+        GrpcThrottle::new(
+            GrpcThrottleConfig::default()
+                .max_tokens(10.0)
+                .token_ratio(0.5),
+        )
+        .unwrap()
+    }
+
+    fn policies(
+        throttle: &GrpcThrottle,
+        max_attempts: u32,
+    ) -> (RetryPolicy<TokioClock>, HedgePolicy<TokioClock>) {
+        let clock = TokioClock::new();
+        let retry = RetryPolicy::builder(Rule::immediate())
+            .max_attempts(max_attempts)
+            .budget(throttle.clone())
+            .clock(clock)
+            .build()
+            .unwrap();
+        let hedge = HedgePolicy::builder(HedgeDelay::fixed(Duration::from_millis(10)))
+            .max_copies(3)
+            .budget(throttle.clone())
+            .clock(clock)
+            .build()
+            .unwrap();
+        (retry, hedge)
+    }
+
+    /// Regression: every failed copy cost a token and the loop's attempt one more, so one
+    /// call whose three copies failed took four tokens instead of one.
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_hedged_attempt_costs_one_token() {
+        let throttle = throttle();
+        let (retry, hedge) = policies(&throttle, 1);
+        let sent = AtomicUsize::new(0);
+        let result = retry
+            .call(|_| {
+                hedge
+                    .hedge(|_| {
+                        sent.fetch_add(1, Ordering::SeqCst);
+                        async { Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionReset)) }
+                    })
+                    .run_async()
+            })
+            .run_async()
+            .await;
+        assert!(result.is_err());
+        assert_eq!(sent.load(Ordering::SeqCst), 3, "the hedge sent every copy");
+        assert_eq!(throttle.tokens(), 9.0);
+    }
+
+    /// Regression: the winning copy earned `token_ratio` and the loop's attempt earned it
+    /// again.
+    #[tokio::test(start_paused = true)]
+    async fn a_hedged_attempt_that_succeeds_earns_the_ratio_once() {
+        let throttle = throttle();
+        for _ in 0..4 {
+            throttle.record_failure();
+        }
+        let (retry, hedge) = policies(&throttle, 1);
+        let result = retry
+            .call(|_| {
+                hedge
+                    .hedge(|copy| async move {
+                        if copy.number == 1 {
+                            Err(io::Error::from(io::ErrorKind::ConnectionReset))
+                        } else {
+                            Ok(copy.number)
+                        }
+                    })
+                    .run_async()
+            })
+            .run_async()
+            .await;
+        assert_eq!(result.unwrap().value.value, 2);
+        assert_eq!(throttle.tokens(), 6.5);
+    }
+
+    /// Alone, the hedge counts each copy's outcome: gRPC counts every attempt.
+    #[tokio::test(start_paused = true)]
+    async fn a_hedge_alone_counts_each_failed_copy() {
+        let throttle = throttle();
+        let (_, hedge) = policies(&throttle, 1);
+        let result = hedge
+            .hedge(|_| async { Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionReset)) })
+            .run_async()
+            .await;
+        assert!(result.is_err());
+        assert_eq!(throttle.tokens(), 7.0);
+    }
+}

@@ -70,13 +70,12 @@ fn parse_rule(s: &str) -> Result<RuleName, String> {
 impl RulesArgs {
     fn params(&self) -> CliResult<RuleParams> {
         let input = |e: herd::InvalidRule| CliError::input(e);
-        Ok(RuleParams {
-            base: millis("--base-ms", self.base_ms).map_err(input)?,
-            cap: millis("--cap-ms", self.cap_ms).map_err(input)?,
-            pause: millis("--pause-ms", self.pause_ms).map_err(input)?,
-            multiplier: self.multiplier,
-            jitter: self.jitter,
-        })
+        Ok(RuleParams::default()
+            .base(millis("--base-ms", self.base_ms).map_err(input)?)
+            .cap(millis("--cap-ms", self.cap_ms).map_err(input)?)
+            .pause(millis("--pause-ms", self.pause_ms).map_err(input)?)
+            .multiplier(self.multiplier)
+            .jitter(self.jitter))
     }
 }
 

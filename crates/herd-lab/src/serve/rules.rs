@@ -24,12 +24,10 @@ pub(crate) fn build_rule(
         None => Ok(default),
         Some(v) => millis(field, v).map_err(|e| ApiError::bad_request(e.to_string())),
     };
-    let params = RuleParams {
-        base: ms("base_ms", base_ms, defaults.base)?,
-        cap: ms("cap_ms", cap_ms, defaults.cap)?,
-        pause: ms("pause_ms", pause_ms, defaults.pause)?,
-        ..defaults
-    };
+    let params = defaults
+        .base(ms("base_ms", base_ms, defaults.base)?)
+        .cap(ms("cap_ms", cap_ms, defaults.cap)?)
+        .pause(ms("pause_ms", pause_ms, defaults.pause)?);
     name.build(&params).map_err(|e| {
         // herd's messages say `base`, `cap`, `pause`; the API's fields end in `_ms`.
         let text = e.to_string();

@@ -192,10 +192,7 @@ impl Contention {
         let doubling_params = match r.convention {
             Convention::Herd => params,
             // min(cap, 2^k · base) = min(cap, 2^(k−1) · min(cap, 2 · base)) for every k ≥ 1.
-            Convention::Brooker2015 => RuleParams {
-                base: params.base.saturating_mul(2).min(params.cap),
-                ..params
-            },
+            Convention::Brooker2015 => params.base(params.base.saturating_mul(2).min(params.cap)),
         };
         let model = Self {
             scenario: scenario.clone(),

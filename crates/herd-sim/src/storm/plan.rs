@@ -123,12 +123,10 @@ pub(crate) fn build_rule(
     let in_steps = |d: Duration| {
         Duration::from_nanos(u64::try_from(d.as_nanos() / u128::from(step_ns)).unwrap_or(u64::MAX))
     };
-    let steps = RuleParams {
-        base: in_steps(params.base),
-        cap: in_steps(params.cap),
-        pause: in_steps(params.pause),
-        ..*params
-    };
+    let steps = params
+        .base(in_steps(params.base))
+        .cap(in_steps(params.cap))
+        .pause(in_steps(params.pause));
     Ok(PlannedRule {
         rule: fields::rule_of(name, &steps, "retry.rules")?,
         params: steps,

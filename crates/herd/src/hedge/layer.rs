@@ -17,16 +17,17 @@
 //! service); [`HedgeLayer::idempotent_if`] decides per request, and [`http_idempotent`] is
 //! RFC 9110's list for `http::Request`s.
 //!
-//! # Requests that are not `Clone`
+//! # HTTP requests, and what the hedge did
 //!
-//! axum's `Body`, hyper's `Incoming` and tonic's body are not `Clone`, so neither is an
-//! `http::Request` carrying one. For `http::Request`s the layer has the same replay choices
-//! as [`RetryLayer`](crate::layer::RetryLayer): a function that copies a request
+//! For `http::Request`s the layer has the replay choices of
+//! [`RetryLayer`](crate::layer::RetryLayer): a `Clone` body copied as it is
+//! ([`HedgeLayer::clone_body`]), a function that copies a request
 //! ([`HedgeLayer::clone_request`], `None` = send it once, unhedged), or a body read into
 //! memory up to a limit ([`HedgeLayer::buffer_body`]; a longer body is sent once, unhedged).
-//! In these modes the service's error is a [`BoxError`] (reading the
-//! body may fail), and every response carries a [`HedgeOutcome`] in its extensions: which
-//! copy answered and how many were sent, for measuring the hedge's win rate.
+//! The last two hedge bodies that are not `Clone`: axum's `Body`, hyper's `Incoming`, tonic's
+//! body. In these modes the service's error is a [`BoxError`] (reading the body may fail),
+//! and every response carries a [`HedgeOutcome`] in its extensions: which copy answered and
+//! how many were sent, for measuring the hedge's win rate.
 //!
 //! # Examples
 //!
@@ -65,7 +66,7 @@ use tower_service::Service;
 
 use crate::classify::Verdict;
 use crate::clock::Clock;
-use crate::layer::{BoxError, BufferBody, Buffered, CloneWith, Replay};
+use crate::layer::{BoxError, BufferBody, Buffered, CloneBody, CloneWith, Replay};
 
 use super::run::{Copies, fly};
 use super::{HedgeCopy, HedgeEvent, HedgePolicy};
@@ -87,8 +88,10 @@ pub fn http_idempotent<B>(request: &http::Request<B>) -> bool {
 /// Hedges the requests of the service it wraps; see the [module docs](self).
 ///
 /// `R` is how a copy of a request is made: [`CloneRequest`] (the request is `Clone`, the
-/// default), or for `http::Request`s a [`CloneWith`] or [`BufferBody`] replay, set by
-/// [`clone_request`](Self::clone_request) and [`buffer_body`](Self::buffer_body).
+/// default), or for `http::Request`s a [`CloneBody`], [`CloneWith`] or [`BufferBody`]
+/// replay, set by [`clone_body`](Self::clone_body),
+/// [`clone_request`](Self::clone_request) and [`buffer_body`](Self::buffer_body); these put
+/// a [`HedgeOutcome`] in each response.
 pub struct HedgeLayer<C: Clock, Req, Res, Err, R = CloneRequest> {
     policy: HedgePolicy<C>,
     classify: Option<Classifier<Res, Err>>,
@@ -101,7 +104,8 @@ pub struct HedgeLayer<C: Clock, Req, Res, Err, R = CloneRequest> {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CloneRequest;
 
-/// A hedged call through a [`HedgeLayer`] in an HTTP replay mode, attached to the response's
+/// A hedged call through a [`HedgeLayer`] in an HTTP replay mode ([`HedgeLayer::clone_body`],
+/// [`HedgeLayer::clone_request`], [`HedgeLayer::buffer_body`]), attached to the response's
 /// extensions (read it with `response.extensions().get::<HedgeOutcome>()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -148,6 +152,18 @@ impl<C: Clock, Req, Res, Err> HedgeLayer<C, Req, Res, Err> {
 }
 
 impl<C: Clock, B, Res, Err> HedgeLayer<C, http::Request<B>, Res, Err> {
+    /// Copy each request with `Clone` (its body is `Clone`: `Full<Bytes>`, `String`), as
+    /// [`RetryLayer`](crate::layer::RetryLayer) does by default, and put a [`HedgeOutcome`]
+    /// in every response's extensions. ([`new`](Self::new) alone hedges any `Clone` request
+    /// type, and cannot mark a response type it does not know.)
+    #[must_use]
+    pub fn clone_body(self) -> HedgeLayer<C, http::Request<B>, Res, Err, CloneBody>
+    where
+        B: Clone + Send + 'static,
+    {
+        self.replay_with(CloneBody)
+    }
+
     /// Make each copy of a request with `copy`, for bodies that are not `Clone`, as
     /// [`RetryLayer::clone_request`](crate::layer::RetryLayer::clone_request) does: it is
     /// called with each request before it is sent, and its copy is the next copy sent.

@@ -305,11 +305,14 @@ where
     let copies = if idempotent { policy.max_copies() } else { 1 };
     let start = clock.now();
     let delay = policy.delay_at(start);
-    if let Some(budget) = policy.budget()
-        && !crate::deposit::is_charged(budget)
-    {
-        // A hedged call inside a retry loop on the same budget is one of that call's
-        // attempts: the loop deposited for it.
+    // A hedged call inside a retry loop on the same budget is one of that loop's attempts:
+    // the loop deposited for it and records its outcome, once, whatever the copies did (gRPC
+    // throttling would otherwise lose a token per failed copy and one more for the attempt).
+    // On its own, the hedge deposits and records each copy's outcome.
+    let outcomes = policy
+        .budget()
+        .filter(|budget| !crate::deposit::is_charged(*budget));
+    if let Some(budget) = outcomes {
         budget.on_request();
     }
     let (s1, s2, s3, s4, s5) = (
@@ -382,7 +385,7 @@ where
                 flight.outstanding -= 1;
                 let error = match result {
                     Ok(value) => {
-                        if let Some(budget) = policy.budget() {
+                        if let Some(budget) = outcomes {
                             budget.on_success();
                         }
                         if let Some(h) = policy.histogram() {
@@ -399,7 +402,7 @@ where
                 };
                 let verdict = classify.classify(&error);
                 if !verdict.is_transient() {
-                    if let Some(budget) = policy.budget() {
+                    if let Some(budget) = outcomes {
                         budget.on_success();
                     }
                     return Poll::Ready(Err(HedgeError {
@@ -408,7 +411,7 @@ where
                         copies_sent: flight.sent,
                     }));
                 }
-                if let Some(budget) = policy.budget() {
+                if let Some(budget) = outcomes {
                     budget.on_failure();
                 }
                 send(&mut flight, Some(HedgeCause::NonFatalError));

@@ -51,6 +51,7 @@ impl GrpcCode {
 
 /// A number that is not a retryable gRPC status code (0 is OK; codes stop at 16).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct InvalidGrpcCode(pub u8);
 
 impl fmt::Display for InvalidGrpcCode {

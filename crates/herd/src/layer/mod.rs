@@ -127,7 +127,7 @@ pub use grpc::{GrpcCode, GrpcCodes, InvalidGrpcCode};
 #[cfg(feature = "reqwest")]
 pub(crate) use observe::Target;
 pub use protocol::{ClassifyResponse, DefaultHttp, Grpc, Http, Protocol, http_default};
-pub use replay::{BufferBody, CloneBody, CloneWith, Kept, Pending, Replay};
+pub use replay::{BufferBody, CloneBody, CloneWith, Replay};
 pub use report::{Failure, GaveUp, GivingUp, RetryOutcome, Retrying};
 #[cfg(feature = "reqwest")]
 pub(crate) use run::drain_bound;

@@ -13,34 +13,50 @@ use super::{BoxError, Failure};
 use crate::classify::{self, Verdict};
 use crate::clock::Clock;
 
-/// How the layer reads responses. Implemented by [`Http`] and [`Grpc`]; sealed.
-pub trait Protocol<B>: super::sealed::Sealed + Send + Sync + 'static {
-    /// The body of the responses the layer returns.
-    type Body;
-    /// Whether the method decides idempotency (HTTP) or the policy alone does (gRPC: every
-    /// call is a POST, and A6 leaves retrying to the configured status codes). The three
-    /// flags default to HTTP's answers.
-    const BY_METHOD: bool = true;
-    /// Reads what classification needs (gRPC: the body, for its trailers).
-    fn read(
-        &self,
-        response: Response<B>,
-    ) -> impl Future<Output = Result<Response<Self::Body>, BoxError>> + Send;
-    /// `None` for a success, or what the failure says.
-    fn classify<C: Clock>(&self, response: &Response<Self::Body>, clock: &C) -> Option<Verdict>;
-    /// Whether the response carries a failure status on the wire (HTTP status ≥ 400, a gRPC
-    /// status other than OK): only then is a `retry-exhausted` mark believed.
-    fn is_failure_status(&self, response: &Response<Self::Body>) -> bool;
-    /// How the hooks see a failed response.
-    fn failure(&self, response: &Response<Self::Body>) -> Failure<'static>;
-    /// Whether the layer should drain the body of a failed response before the pause.
-    const DRAIN: bool = true;
-    /// Whether each attempt tells the server its time limit in `grpc-timeout`.
-    const GRPC_TIMEOUT: bool = false;
-}
+/// How the layer reads responses: [`Http`] (the body as it is) or [`Grpc`] (the body read
+/// into a [`Buffered`], for its trailers). Sealed, and its workings are the layer's own.
+pub trait Protocol<B>: super::sealed::Sealed + reading::Read<B> {}
 
 impl<K> super::sealed::Sealed for Http<K> {}
 impl super::sealed::Sealed for Grpc {}
+
+/// The workings of [`Protocol`], in a module no one outside the crate can name.
+pub(crate) mod reading {
+    use std::future::Future;
+
+    use http::Response;
+
+    use super::{BoxError, Clock, Failure, Verdict};
+
+    /// How the layer reads a response.
+    pub trait Read<B>: Send + Sync + 'static {
+        /// The body of the responses the layer returns.
+        type Body;
+        /// Whether the method decides idempotency (HTTP) or the policy alone does (gRPC:
+        /// every call is a POST, and A6 leaves retrying to the configured status codes). The
+        /// three flags default to HTTP's answers.
+        const BY_METHOD: bool = true;
+        /// Reads what classification needs (gRPC: the body, for its trailers).
+        fn read(
+            &self,
+            response: Response<B>,
+        ) -> impl Future<Output = Result<Response<Self::Body>, BoxError>> + Send;
+        /// `None` for a success, or what the failure says.
+        fn classify<C: Clock>(&self, response: &Response<Self::Body>, clock: &C)
+        -> Option<Verdict>;
+        /// Whether the response carries a failure status on the wire (HTTP status ≥ 400, a
+        /// gRPC status other than OK): only then is a `retry-exhausted` mark believed.
+        fn is_failure_status(&self, response: &Response<Self::Body>) -> bool;
+        /// How the hooks see a failed response.
+        fn failure(&self, response: &Response<Self::Body>) -> Failure<'static>;
+        /// Whether the layer should drain the body of a failed response before the pause.
+        const DRAIN: bool = true;
+        /// Whether each attempt tells the server its time limit in `grpc-timeout`.
+        const GRPC_TIMEOUT: bool = false;
+    }
+}
+
+use reading::Read;
 
 /// Decides about a response in HTTP mode: `None` for a success, or a [`Verdict`]. The layer
 /// passes what herd's own reading says (`default`), so a classifier changes only the cases it
@@ -82,6 +98,13 @@ pub fn http_default<B, C: Clock>(response: &Response<B>, clock: &C) -> Option<Ve
 }
 
 impl<B, K> Protocol<B> for Http<K>
+where
+    B: Send + 'static,
+    K: ClassifyResponse<B>,
+{
+}
+
+impl<B, K> Read<B> for Http<K>
 where
     B: Send + 'static,
     K: ClassifyResponse<B>,
@@ -131,6 +154,14 @@ fn grpc_map<B>(response: &Response<Buffered<B>>) -> &HeaderMap {
 }
 
 impl<B> Protocol<B> for Grpc
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+{
+}
+
+impl<B> Read<B> for Grpc
 where
     B: Body + Send + 'static,
     B::Data: Send,

@@ -20,30 +20,63 @@ use super::BoxError;
 use super::body::{Buffered, buffer};
 
 /// A way to send a request again. Implemented by [`CloneBody`], [`CloneWith`] and
-/// [`BufferBody`]; sealed.
-pub trait Replay<B>: super::sealed::Sealed + Send + Sync + 'static {
-    /// What is kept between attempts.
-    type Held: Send;
-    /// Takes the caller's request and keeps what later attempts need.
-    fn hold(
-        &self,
-        request: Request<B>,
-    ) -> impl Future<Output = Result<Self::Held, BoxError>> + Send;
-    /// The request for the next attempt, if there is one.
-    fn next(&self, held: &mut Self::Held) -> Option<Request<B>>;
-    /// Whether [`next`](Self::next) will give another request.
-    fn can_replay(&self, held: &Self::Held) -> bool;
-}
+/// [`BufferBody`]; sealed, and its workings are the layers' own.
+pub trait Replay<B>: super::sealed::Sealed + held::Hold<B> {}
 
 impl super::sealed::Sealed for CloneBody {}
 impl<F> super::sealed::Sealed for CloneWith<F> {}
 impl<F> super::sealed::Sealed for BufferBody<F> {}
 
+/// The workings of [`Replay`], in a module no one outside the crate can name: the trait is
+/// sealed, and what a replay keeps between attempts ([`Pending`], [`Kept`]) is no part of
+/// the public face.
+pub(crate) mod held {
+    use std::future::Future;
+
+    use http::Request;
+
+    use super::BoxError;
+
+    /// How a replay keeps a request and makes the next copy.
+    pub trait Hold<B>: Send + Sync + 'static {
+        /// What is kept between attempts.
+        type Held: Send;
+        /// Takes the caller's request and keeps what later attempts need.
+        fn hold(
+            &self,
+            request: Request<B>,
+        ) -> impl Future<Output = Result<Self::Held, BoxError>> + Send;
+        /// The request for the next attempt, if there is one.
+        fn next(&self, held: &mut Self::Held) -> Option<Request<B>>;
+        /// Whether [`next`](Self::next) will give another request.
+        fn can_replay(&self, held: &Self::Held) -> bool;
+    }
+
+    /// A request waiting to be sent, and the copy for the attempt after it.
+    #[derive(Debug)]
+    pub struct Pending<B> {
+        pub(super) next: Option<Request<B>>,
+    }
+
+    /// A request body in memory, or a request too large to keep.
+    #[derive(Debug)]
+    pub enum Kept<B> {
+        /// The whole body is in memory; every attempt sends a copy.
+        Whole(http::request::Parts, super::Buffered<B>),
+        /// The body was longer than the limit: it is sent once.
+        Once(Option<Request<B>>),
+    }
+}
+
+use held::{Hold, Kept, Pending};
+
 /// Replays a request by cloning its parts and body (the body type must be `Clone`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CloneBody;
 
-impl<B: Clone + Send + 'static> Replay<B> for CloneBody {
+impl<B: Clone + Send + 'static> Replay<B> for CloneBody {}
+
+impl<B: Clone + Send + 'static> Hold<B> for CloneBody {
     type Held = (Parts, B);
     fn hold(&self, request: Request<B>) -> impl Future<Output = Result<Self::Held, BoxError>> {
         std::future::ready(Ok(request.into_parts()))
@@ -62,13 +95,14 @@ impl<B: Clone + Send + 'static> Replay<B> for CloneBody {
 #[derive(Clone, Copy, Debug)]
 pub struct CloneWith<F>(pub(crate) F);
 
-/// A request waiting to be sent, and the copy for the attempt after it.
-#[derive(Debug)]
-pub struct Pending<B> {
-    next: Option<Request<B>>,
+impl<B, F> Replay<B> for CloneWith<F>
+where
+    B: Send + 'static,
+    F: Fn(&Request<B>) -> Option<Request<B>> + Send + Sync + 'static,
+{
 }
 
-impl<B, F> Replay<B> for CloneWith<F>
+impl<B, F> Hold<B> for CloneWith<F>
 where
     B: Send + 'static,
     F: Fn(&Request<B>) -> Option<Request<B>> + Send + Sync + 'static,
@@ -97,16 +131,16 @@ pub struct BufferBody<F> {
     pub(crate) rebuild: F,
 }
 
-/// A request body in memory, or a request too large to keep.
-#[derive(Debug)]
-pub enum Kept<B> {
-    /// The whole body is in memory; every attempt sends a copy.
-    Whole(Parts, Buffered<B>),
-    /// The body was longer than the limit: it is sent once.
-    Once(Option<Request<B>>),
+impl<B, F> Replay<B> for BufferBody<F>
+where
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<BoxError>,
+    F: Fn(Buffered<B>) -> B + Send + Sync + 'static,
+{
 }
 
-impl<B, F> Replay<B> for BufferBody<F>
+impl<B, F> Hold<B> for BufferBody<F>
 where
     B: Body + Send + 'static,
     B::Data: Send,

@@ -123,12 +123,10 @@ pub(crate) fn run(args: &ChainArgs) -> CliResult {
         ),
     };
     let input = |e: herd::InvalidRule| CliError::input(e);
-    let params = RuleParams {
-        base: millis("--base-ms", args.base_ms).map_err(input)?,
-        cap: millis("--cap-ms", args.cap_ms).map_err(input)?,
-        pause: millis("--pause-ms", args.pause_ms).map_err(input)?,
-        ..RuleParams::default()
-    };
+    let params = RuleParams::default()
+        .base(millis("--base-ms", args.base_ms).map_err(input)?)
+        .cap(millis("--cap-ms", args.cap_ms).map_err(input)?)
+        .pause(millis("--pause-ms", args.pause_ms).map_err(input)?);
     let rules = args.rules.rules_or(&[RuleName::Immediate]);
     let built = rules
         .iter()
