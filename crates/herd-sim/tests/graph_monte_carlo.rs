@@ -188,9 +188,9 @@ fn agrees_on_a_random_dag(g: &Graph, options: Options, seed: u64) -> Result<(), 
 
 /// Regression (the case the property failed on by chance, when it ran 4 000 requests at a
 /// fixed 4 standard errors over about 200 comparisons a run: about one run in a hundred
-/// failed with a correct model): five services, a lost answer with 0.6 on the entry's only
-/// call of s4, layer-aware, Monte Carlo seed 13434696138553861737. At the property's present
-/// size and z it agrees.
+/// failed with a correct model): five services, the entry's one-attempt call to s4 losing
+/// its answer with probability 0.6, layer-aware, Monte Carlo seed 13434696138553861737. At
+/// the property's present size (20 000 requests) and z it agrees.
 #[test]
 fn a_heavy_tailed_dag_agrees_at_the_bonferroni_z() {
     let g = Graph::from_toml(
