@@ -338,46 +338,58 @@ fn small_scenario() -> impl Strategy<Value = (Scenario, usize, u64)> {
         (0u64..40, 0u32..900, 0u64..60, 0.0f64..6.0, 0.0f64..3.0),
         (0.0f64..1.5, 0.0f64..1.0, 1u64..4, 0usize..8, any::<u64>()),
     )
-        .prop_map(|(c, v, m)| {
-            let (count, arrivals, max_attempts, deadline, start) = c;
-            let (capacity, refusal_cost, collapse, outage_end, warmup) = v;
-            let (retry_after, timeout, window_steps, rule, seed) = m;
-            let s = Scenario {
-                seed,
-                horizon_s: 40.0,
-                step_ms: 100.0,
-                window_ms: 100.0 * window_steps as f64,
-                // Both ways of drawing pauses.
-                pauses: herd_sim::Pauses::ALL[(seed % 2) as usize],
-                clients: herd_sim::Clients {
-                    count,
-                    start_s: start,
-                    arrivals_per_s: f64::from(arrivals) / 100.0,
-                    max_attempts,
-                    deadline_s: deadline,
-                    // Every other seed, a limit that some Retry-Afters exceed.
-                    max_server_delay_s: if seed % 2 == 0 { 0.0 } else { 0.8 },
-                    ..Default::default()
-                },
-                server: herd_sim::Server {
-                    capacity,
-                    // A decimal, as a scenario file writes it.
-                    refusal_cost: f64::from(refusal_cost) / 1000.0,
-                    collapse_above: collapse,
-                    outages: vec![[0.0, outage_end.max(0.1)], [20.0, 22.0]],
-                    warmup_s: warmup,
-                    retry_after_s: retry_after,
-                    timeout_s: timeout,
-                },
-                retry: herd_sim::Retry {
-                    base_ms: 100.0,
-                    cap_ms: 5000.0,
-                    budget_percent: (seed % 4) as f64 * 10.0,
-                    ..Default::default()
-                },
-            };
-            (s, rule, seed)
-        })
+        .prop_map(|(c, v, m)| small(c, v, m))
+}
+
+/// Clients `(count, open-loop rate in hundredths a second, max_attempts, deadline_s,
+/// start_s)`.
+type SmallClients = (u64, u32, u32, f64, f64);
+/// The server `(capacity, refusal_cost in thousandths, collapse_above, end of the first
+/// outage, warmup_s)`.
+type SmallServer = (u64, u32, u64, f64, f64);
+/// `(retry_after_s, timeout_s, window in steps, rule index, seed)`.
+type SmallRest = (f64, f64, u64, usize, u64);
+
+/// The small scenario these values draw, with its rule index and seed.
+fn small(c: SmallClients, v: SmallServer, m: SmallRest) -> (Scenario, usize, u64) {
+    let (count, arrivals, max_attempts, deadline, start) = c;
+    let (capacity, refusal_cost, collapse, outage_end, warmup) = v;
+    let (retry_after, timeout, window_steps, rule, seed) = m;
+    let s = Scenario {
+        seed,
+        horizon_s: 40.0,
+        step_ms: 100.0,
+        window_ms: 100.0 * window_steps as f64,
+        // Both ways of drawing pauses.
+        pauses: herd_sim::Pauses::ALL[(seed % 2) as usize],
+        clients: herd_sim::Clients {
+            count,
+            start_s: start,
+            arrivals_per_s: f64::from(arrivals) / 100.0,
+            max_attempts,
+            deadline_s: deadline,
+            // Every other seed, a limit that some Retry-Afters exceed.
+            max_server_delay_s: if seed % 2 == 0 { 0.0 } else { 0.8 },
+            ..Default::default()
+        },
+        server: herd_sim::Server {
+            capacity,
+            // A decimal, as a scenario file writes it.
+            refusal_cost: f64::from(refusal_cost) / 1000.0,
+            collapse_above: collapse,
+            outages: vec![[0.0, outage_end.max(0.1)], [20.0, 22.0]],
+            warmup_s: warmup,
+            retry_after_s: retry_after,
+            timeout_s: timeout,
+        },
+        retry: herd_sim::Retry {
+            base_ms: 100.0,
+            cap_ms: 5000.0,
+            budget_percent: (seed % 4) as f64 * 10.0,
+            ..Default::default()
+        },
+    };
+    (s, rule, seed)
 }
 
 proptest! {
@@ -385,20 +397,47 @@ proptest! {
 
     #[test]
     fn every_client_is_accounted_for((s, rule, seed) in small_scenario()) {
-        let sim = sim(&s);
-        let rule = RuleName::ALL[rule];
-        let r = sim.run(rule, seed).unwrap();
-        prop_assert_eq!(r.served + r.gave_up + r.waiting, r.clients);
-        prop_assert_eq!(r.series.arrivals.iter().sum::<u64>(), r.requests);
-        prop_assert_eq!(r.series.served.iter().sum::<u64>(), r.served);
-        prop_assert!(r.requests >= r.served + r.gave_up);
-        if s.clients.max_attempts > 0 {
-            prop_assert!(r.requests <= r.clients * u64::from(s.clients.max_attempts));
-        }
-        for (a, v) in r.series.arrivals.iter().zip(&r.series.served) {
-            prop_assert!(v <= a);
-            prop_assert!(*v <= s.server.capacity);
-        }
-        prop_assert_eq!(sim.run(rule, seed).unwrap(), r);
+        accounted_for(&s, RuleName::ALL[rule], seed)?;
     }
+}
+
+/// The property's check on one scenario: every client served, gave up or waiting, the series
+/// add up, no window serves more than the capacity, and the run replays.
+fn accounted_for(s: &Scenario, rule: RuleName, seed: u64) -> Result<(), TestCaseError> {
+    let sim = sim(s);
+    let r = sim.run(rule, seed).unwrap();
+    prop_assert_eq!(r.served + r.gave_up + r.waiting, r.clients);
+    prop_assert_eq!(r.series.arrivals.iter().sum::<u64>(), r.requests);
+    prop_assert_eq!(r.series.served.iter().sum::<u64>(), r.served);
+    prop_assert!(r.requests >= r.served + r.gave_up);
+    if s.clients.max_attempts > 0 {
+        prop_assert!(r.requests <= r.clients * u64::from(s.clients.max_attempts));
+    }
+    for (a, v) in r.series.arrivals.iter().zip(&r.series.served) {
+        prop_assert!(v <= a);
+        prop_assert!(*v <= s.server.capacity);
+    }
+    prop_assert_eq!(sim.run(rule, seed).unwrap(), r);
+    Ok(())
+}
+
+/// Regression (the case the property found when the open loop became exact): one client and
+/// an open loop of 12.195169708614207 a second, all else at its least (capacity 0, the
+/// outages [0, 0.1] and [20, 22] s, `immediate`, seed 0). A rate with more decimals than
+/// exact arithmetic takes (fifteen) is refused by its field before the run, never rounded in
+/// binary; written to nine decimals, as a file can write it, every client is accounted for.
+#[test]
+fn an_open_loop_rate_past_nine_decimals_is_refused_and_as_written_is_accounted_for() {
+    let (mut s, rule, seed) = small(
+        (1, 0, 0, 0.0, 0.0),
+        (0, 0, 0, 0.0, 0.0),
+        (0.0, 0.0, 1, 0, 0),
+    );
+    s.clients.arrivals_per_s = 12.195_169_708_614_207;
+    let err = Simulation::new(&s, &Limits::unlimited()).unwrap_err();
+    assert_eq!(err.field_name(), Some("clients.arrivals_per_s"), "{err}");
+    s.clients.arrivals_per_s = 12.195_169_709;
+    accounted_for(&s, RuleName::ALL[rule], seed).unwrap();
+    // The open loop really ran: 1 + ⌊12.195169709 · 40⌋ clients.
+    assert_eq!(sim(&s).run(RuleName::ALL[rule], seed).unwrap().clients, 488);
 }

@@ -168,14 +168,57 @@ proptest! {
     /// at 4 000 and z = 4 a random seed failed about one run in a hundred.
     #[test]
     fn monte_carlo_agrees_with_exact_on_random_dags(g in dag(), layer_aware: bool, seed: u64) {
-        let options = Options { layer_aware };
-        let exact = predict(&g, options).expect("prediction");
-        let sim = simulate(&g, options, &exact, 20_000, seed).expect("simulation");
-        prop_assert!(
-            sim.agrees_within(&exact, z_limit(1e-6, 48 * 5, None)),
-            "seed {seed}: simulated {:?}\nexact {:?}", sim.services, exact.receives
-        );
+        agrees_on_a_random_dag(&g, Options { layer_aware }, seed)?;
     }
+}
+
+/// The property's check on one graph: 20 000 requests agree with the exact figures at the z
+/// of the whole property (48 graphs of up to 5 services).
+fn agrees_on_a_random_dag(g: &Graph, options: Options, seed: u64) -> Result<(), TestCaseError> {
+    let exact = predict(g, options).expect("prediction");
+    let sim = simulate(g, options, &exact, 20_000, seed).expect("simulation");
+    prop_assert!(
+        sim.agrees_within(&exact, z_limit(1e-6, 48 * 5, None)),
+        "seed {seed}: simulated {:?}\nexact {:?}",
+        sim.services,
+        exact.receives
+    );
+    Ok(())
+}
+
+/// Regression (the case the property failed on by chance, when it ran 4 000 requests at a
+/// fixed 4 standard errors over about 200 comparisons a run: about one run in a hundred
+/// failed with a correct model): five services, the entry's one-attempt call to s4 losing
+/// its answer with probability 0.6, layer-aware, Monte Carlo seed 13434696138553861737. At
+/// the property's present size (20 000 requests) and z it agrees.
+#[test]
+fn a_heavy_tailed_dag_agrees_at_the_bonferroni_z() {
+    let g = Graph::from_toml(
+        r#"
+        entry = "s0"
+        [[service]]
+        name = "s0"
+        calls = [
+            { to = "s1", attempts = 3 },
+            { to = "s2", attempts = 3, failure_probability = 0.1 },
+            { to = "s4", attempts = 1, failure_probability = 0.6 },
+            { to = "s2", attempts = 3 },
+        ]
+        [[service]]
+        name = "s1"
+        calls = [{ to = "s3", attempts = 1, failure_probability = 0.1 }]
+        [[service]]
+        name = "s2"
+        [[service]]
+        name = "s3"
+        calls = [{ to = "s4", attempts = 1, failure_probability = 0.3 }]
+        [[service]]
+        name = "s4"
+        "#,
+    )
+    .expect("valid graph");
+    let options = Options { layer_aware: true };
+    agrees_on_a_random_dag(&g, options, 13_434_696_138_553_861_737).unwrap();
 }
 
 /// A random DAG with one budgeted edge: the stationary figures, composed service by service,

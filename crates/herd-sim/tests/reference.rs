@@ -307,41 +307,60 @@ fn scene() -> impl Strategy<Value = (Scenario, usize, u64)> {
         ),
         (0u8..3, 0.0f64..300.0, 0.0f64..400.0),
     )
-        .prop_map(|(c, v, m, l)| {
-            let mut s = Scenario {
-                seed: m.4,
-                horizon_s: 30.0,
-                window_ms: 100.0 * m.2 as f64,
-                ..Scenario::default()
-            };
-            s.clients.count = c.0;
-            s.clients.arrivals_per_s = f64::from(c.1) / 100.0;
-            s.clients.max_attempts = c.2;
-            s.clients.deadline_s = c.3;
-            s.clients.start_s = c.4;
-            s.clients.max_server_delay_s = m.5;
-            s.server.capacity = v.0;
-            s.server.refusal_cost = f64::from(v.1) / 100.0;
-            s.server.collapse_above = v.2;
-            s.server.outages = vec![[0.0, v.3], [15.0, 17.5]];
-            s.server.warmup_s = v.4;
-            s.server.retry_after_s = m.0;
-            s.server.timeout_s = m.1;
-            s.retry.cap_ms = 4000.0;
-            // A third of the scenes without latency, a third normal, a third lognormal.
-            if l.0 > 0 {
-                s.clients.latency.distribution = if l.0 == 1 {
-                    LatencyDistribution::Normal
-                } else {
-                    LatencyDistribution::Lognormal
-                };
-                s.clients.latency.mean_ms = l.1 + 1.0;
-                s.clients.latency.sd_ms = l.2;
-            }
-            // Both ways of drawing pauses (a bit of the seed the rule index does not use).
-            s.pauses = Pauses::ALL[((m.4 >> 7) & 1) as usize];
-            (s, m.3, m.4)
-        })
+        .prop_map(|(c, v, m, l)| scene_of(c, v, m, l))
+}
+
+/// Clients `(count, open-loop rate in hundredths a second, max_attempts, deadline_s,
+/// start_s)`.
+type SceneClients = (u64, u32, u32, f64, f64);
+/// The server `(capacity, refusal_cost in hundredths, collapse_above, end of the first
+/// outage, warmup_s)`.
+type SceneServer = (u64, u32, u64, f64, f64);
+/// `(retry_after_s, timeout_s, window in steps, rule index, seed, max_server_delay_s)`.
+type SceneRest = (f64, f64, u64, usize, u64, f64);
+/// Latency `(none, normal or lognormal, mean_ms − 1, sd_ms)`.
+type SceneLatency = (u8, f64, f64);
+
+/// The scene these values draw, with its rule index and seed.
+fn scene_of(
+    c: SceneClients,
+    v: SceneServer,
+    m: SceneRest,
+    l: SceneLatency,
+) -> (Scenario, usize, u64) {
+    let mut s = Scenario {
+        seed: m.4,
+        horizon_s: 30.0,
+        window_ms: 100.0 * m.2 as f64,
+        ..Scenario::default()
+    };
+    s.clients.count = c.0;
+    s.clients.arrivals_per_s = f64::from(c.1) / 100.0;
+    s.clients.max_attempts = c.2;
+    s.clients.deadline_s = c.3;
+    s.clients.start_s = c.4;
+    s.clients.max_server_delay_s = m.5;
+    s.server.capacity = v.0;
+    s.server.refusal_cost = f64::from(v.1) / 100.0;
+    s.server.collapse_above = v.2;
+    s.server.outages = vec![[0.0, v.3], [15.0, 17.5]];
+    s.server.warmup_s = v.4;
+    s.server.retry_after_s = m.0;
+    s.server.timeout_s = m.1;
+    s.retry.cap_ms = 4000.0;
+    // A third of the scenes without latency, a third normal, a third lognormal.
+    if l.0 > 0 {
+        s.clients.latency.distribution = if l.0 == 1 {
+            LatencyDistribution::Normal
+        } else {
+            LatencyDistribution::Lognormal
+        };
+        s.clients.latency.mean_ms = l.1 + 1.0;
+        s.clients.latency.sd_ms = l.2;
+    }
+    // Both ways of drawing pauses (a bit of the seed the rule index does not use).
+    s.pauses = Pauses::ALL[((m.4 >> 7) & 1) as usize];
+    (s, m.3, m.4)
 }
 
 proptest! {
@@ -352,4 +371,50 @@ proptest! {
         let rule = RuleName::ALL[rule];
         prop_assert_eq!(engine(&s, rule, seed), reference(&s, rule, seed), "rule {}", rule);
     }
+}
+
+/// Regression (a case the property found when latency came in): one client and an open loop,
+/// two attempts each, the outages [0, 0.1] and [15, 17.5] s, normal latency of 1 ms and no
+/// spread (a hundredth of a 100 ms step), `immediate`, seed 0. A delay rounds to the
+/// nearest step, here 0 (rounded up, every retry came a step late); in both pause modes.
+/// The rate drawn, 6.326852240424474 a second, is written to nine decimals, as a file can.
+#[test]
+fn a_latency_of_a_hundredth_of_a_step_rounds_to_the_nearest_step() {
+    let (mut s, rule, seed) = scene_of(
+        (1, 0, 2, 0.0, 0.0),
+        (0, 0, 0, 0.1, 0.0),
+        (0.0, 0.0, 1, 0, 0, 0.0),
+        (1, 0.0, 0.0),
+    );
+    s.clients.arrivals_per_s = 6.326_852_24;
+    assert_eq!(s.clients.latency.mean_ms, 1.0);
+    for pauses in Pauses::ALL {
+        s.pauses = pauses;
+        let rule = RuleName::ALL[rule];
+        assert_eq!(
+            engine(&s, rule, seed),
+            reference(&s, rule, seed),
+            "{pauses:?}"
+        );
+    }
+}
+
+/// Regression (a case the property found when pauses came in whole steps): twelve clients
+/// and an open loop, three attempts each, a first outage to 4.743110709844888 s, full jitter
+/// of a one-step base, seed 0, pauses in whole steps. Full jitter draws 0 units a third of
+/// the time at first, and a pause of 0 units waits one step (`max(1, p)`), as it does in the
+/// reference. The rate drawn, 4.651231559347929 a second, is written to nine decimals.
+#[test]
+fn a_pause_of_zero_steps_waits_one_step() {
+    let (mut s, rule, seed) = scene_of(
+        (12, 0, 3, 0.0, 0.0),
+        (0, 0, 0, 4.743_110_709_844_888, 0.0),
+        (0.0, 0.0, 1, 3, 0, 0.0),
+        (0, 0.0, 0.0),
+    );
+    s.clients.arrivals_per_s = 4.651_231_559;
+    s.pauses = Pauses::Steps;
+    let rule = RuleName::ALL[rule];
+    assert_eq!(rule, RuleName::Full);
+    assert_eq!(engine(&s, rule, seed), reference(&s, rule, seed));
 }

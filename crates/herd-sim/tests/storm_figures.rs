@@ -39,6 +39,44 @@ fn default_scenario_deterministic_rows() {
     }
 }
 
+/// The README's table is one run of the default scenario, seed 1, as `herd storm` prints it:
+/// every row is held here as a golden figure, the jittered rows (one draw of seed 1's
+/// generator) as well as the three that draw nothing and are the same for every seed.
+#[test]
+fn the_readme_table_is_seed_one_of_the_default() {
+    let readme = include_str!("../../../README.md");
+    let table = readme
+        .split("```text\nrule ")
+        .nth(1)
+        .and_then(|t| t.split("```").next())
+        .expect("README's storm table");
+    let sim = default_scene();
+    let mut rows = 0;
+    for line in table.lines().skip(1) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let rule: RuleName = cells[0].parse().expect("a rule");
+        let r = run(&sim, rule, 1);
+        let seconds = |t: Option<f64>| format!("{:.1}", t.expect("everyone served"));
+        let printed = [
+            r.served.to_string(),
+            r.gave_up.to_string(),
+            seconds(r.half_served_s),
+            "s".to_owned(),
+            seconds(r.all_served_s),
+            "s".to_owned(),
+            format!("{:.1}", r.requests_per_client),
+            r.peak_after_outage.to_string(),
+        ];
+        assert_eq!(
+            cells[1..9],
+            printed,
+            "{rule}: the README's row is not seed 1's"
+        );
+        rows += 1;
+    }
+    assert_eq!(rows, 6);
+}
+
 #[test]
 fn default_peak_after_outage_is_the_whole_herd_for_synchronised_rules() {
     let sim = default_scene();

@@ -29,6 +29,83 @@ fn params(base_ns: u64, cap_ns: u64) -> RuleParams {
         .jitter(0.2)
 }
 
+/// Every rule's 40 pauses from failure count `start` (the memory-free rules; the rules with
+/// memory from their first failure) lie within their bounds.
+fn pauses_within_bounds(base: u64, extra: u64, start: u32, seed: u64) -> Result<(), TestCaseError> {
+    let cap = base.saturating_add(extra);
+    let p = params(base, cap);
+    for name in RuleName::ALL {
+        let rule = name.build(&p).unwrap();
+        let mut rng = SplitMix64::new(seed);
+        // Decorrelated-style rules start from the state before the first failure; the
+        // memory-free rules can start at any failure count.
+        let mut state = if rule.uses_memory() {
+            RuleState::default()
+        } else {
+            RuleState::from_parts(start, 0)
+        };
+        for _ in 0..40 {
+            let k = state.failures().saturating_add(1);
+            let pause = rule.pause(&mut state, &mut rng).as_nanos() as u64;
+            prop_assert!(
+                pause <= rule.max_pause().as_nanos() as u64,
+                "{name}: {pause}"
+            );
+            match name {
+                RuleName::Immediate => prop_assert_eq!(pause, 0),
+                RuleName::Constant => prop_assert_eq!(pause, base),
+                RuleName::Exponential => prop_assert_eq!(pause, g(base, cap, k)),
+                RuleName::Full => prop_assert!(pause <= g(base, cap, k)),
+                RuleName::Equal => {
+                    let gk = g(base, cap, k);
+                    prop_assert!(pause >= gk - gk / 2 && pause <= gk);
+                }
+                // The rules with memory, and any rule added later.
+                _ => prop_assert!(pause <= cap),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The rules with memory, from failure count `failures` and a memory word they can hold
+/// there (decorrelated's and gRPC's `fraction` of the way from base to cap, decorrelated-v2's
+/// `v2_memory`): five pauses within bounds, and a count that saturates.
+fn memory_rules_in_bounds(
+    base: u64,
+    extra: u64,
+    failures: u32,
+    fraction: f64,
+    v2_memory: f64,
+    seed: u64,
+) -> Result<(), TestCaseError> {
+    let cap = base.saturating_add(extra);
+    let p = params(base, cap);
+    let within = base + ((cap - base) as f64 * fraction) as u64;
+    for (name, memory) in [
+        (RuleName::Decorrelated, within),
+        (RuleName::Grpc, within),
+        (RuleName::DecorrelatedV2, v2_memory.to_bits()),
+    ] {
+        let rule = name.build(&p).unwrap();
+        let mut state = RuleState::from_parts(failures, memory);
+        let mut rng = SplitMix64::new(seed);
+        for _ in 0..5 {
+            let pause = rule.pause(&mut state, &mut rng).as_nanos() as u64;
+            prop_assert!(pause <= cap, "{name} at {failures}: {pause} > {cap}");
+            if name == RuleName::Decorrelated {
+                prop_assert!(pause >= base, "{name} at {failures}: {pause} < {base}");
+            }
+            if name == RuleName::DecorrelatedV2 {
+                prop_assert_eq!(pause, cap, "past 2^1024 the formula is infinite: the cap");
+            }
+            prop_assert!(state.failures() >= failures, "the count wrapped");
+        }
+        prop_assert_eq!(state.failures(), failures.saturating_add(5));
+    }
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(chance::proptest_config(512))]
 
@@ -40,36 +117,7 @@ proptest! {
         start in prop_oneof![0u32..70, (u32::MAX - 70)..=u32::MAX, any::<u32>()],
         seed in any::<u64>(),
     ) {
-        let cap = base.saturating_add(extra);
-        let p = params(base, cap);
-        for name in RuleName::ALL {
-            let rule = name.build(&p).unwrap();
-            let mut rng = SplitMix64::new(seed);
-            // Decorrelated-style rules start from the state before the first failure; the
-            // memory-free rules can start at any failure count.
-            let mut state = if rule.uses_memory() {
-                RuleState::default()
-            } else {
-                RuleState::from_parts(start, 0)
-            };
-            for _ in 0..40 {
-                let k = state.failures().saturating_add(1);
-                let pause = rule.pause(&mut state, &mut rng).as_nanos() as u64;
-                prop_assert!(pause <= rule.max_pause().as_nanos() as u64, "{name}: {pause}");
-                match name {
-                    RuleName::Immediate => prop_assert_eq!(pause, 0),
-                    RuleName::Constant => prop_assert_eq!(pause, base),
-                    RuleName::Exponential => prop_assert_eq!(pause, g(base, cap, k)),
-                    RuleName::Full => prop_assert!(pause <= g(base, cap, k)),
-                    RuleName::Equal => {
-                        let gk = g(base, cap, k);
-                        prop_assert!(pause >= gk - gk / 2 && pause <= gk);
-                    }
-                    // The rules with memory, and any rule added later.
-                    _ => prop_assert!(pause <= cap),
-                }
-            }
-        }
+        pauses_within_bounds(base, extra, start, seed)?;
     }
 
     /// The rules with memory at huge failure counts (near and at `u32::MAX`), from any memory
@@ -84,30 +132,7 @@ proptest! {
         v2_memory in prop_oneof![Just(f64::INFINITY), Just(f64::MAX), 0.0f64..1e300],
         seed in any::<u64>(),
     ) {
-        let cap = base.saturating_add(extra);
-        let p = params(base, cap);
-        let within = base + ((cap - base) as f64 * fraction) as u64;
-        for (name, memory) in [
-            (RuleName::Decorrelated, within),
-            (RuleName::Grpc, within),
-            (RuleName::DecorrelatedV2, v2_memory.to_bits()),
-        ] {
-            let rule = name.build(&p).unwrap();
-            let mut state = RuleState::from_parts(failures, memory);
-            let mut rng = SplitMix64::new(seed);
-            for _ in 0..5 {
-                let pause = rule.pause(&mut state, &mut rng).as_nanos() as u64;
-                prop_assert!(pause <= cap, "{name} at {failures}: {pause} > {cap}");
-                if name == RuleName::Decorrelated {
-                    prop_assert!(pause >= base, "{name} at {failures}: {pause} < {base}");
-                }
-                if name == RuleName::DecorrelatedV2 {
-                    prop_assert_eq!(pause, cap, "past 2^1024 the formula is infinite: the cap");
-                }
-                prop_assert!(state.failures() >= failures, "the count wrapped");
-            }
-            prop_assert_eq!(state.failures(), failures.saturating_add(5));
-        }
+        memory_rules_in_bounds(base, extra, failures, fraction, v2_memory, seed)?;
     }
 
     /// Decorrelated stays in [base, min(cap, 3 · previous)].
@@ -167,6 +192,24 @@ proptest! {
         let x = rng.range_inclusive(lo, hi);
         prop_assert!(x >= lo.min(hi) && x <= lo.max(hi));
     }
+}
+
+/// Regression (a case the property found): base = cap = 1 ns, every rule from failure count
+/// 2³² − 71, seed 0. The growth `base · 2^(k−1)` then shifts by far more than 64 bits:
+/// `exponential`, `full` and `equal` must saturate at the cap (a shift of 64 or more
+/// overflows), and every pause stay within its bounds.
+#[test]
+fn pauses_stay_within_bounds_from_a_failure_count_near_u32_max() {
+    pauses_within_bounds(1, 0, u32::MAX - 70, 0).unwrap();
+}
+
+/// Regression (a case the property found): base = cap = 1 ns, the rules with memory from
+/// failure count 2³² − 71, decorrelated-v2 remembering an infinite formula value, seed 0.
+/// Its next value is infinite too (`2^t` past 2¹⁰²⁴), and `∞ − ∞` is NaN, which a cast
+/// turns into a pause of 0: the pause must be the cap.
+#[test]
+fn decorrelated_v2_after_an_infinite_memory_pauses_at_the_cap() {
+    memory_rules_in_bounds(1, 0, u32::MAX - 70, 0.0, f64::INFINITY, 0).unwrap();
 }
 
 /// Mean pause after the k-th failure over many clients, in units of g(k).
