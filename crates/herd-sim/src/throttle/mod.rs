@@ -26,9 +26,11 @@
 //! the rate limiter asks, rounded up to whole steps. Envoy's active requests are a step's
 //! arrivals; a retry holds its place from the decision until its attempt is answered.
 
+mod cohort;
 mod run;
 mod table;
 
+pub(crate) use cohort::{CohortThrottle, check as cohort_check};
 pub(crate) use run::{FirstAttempt, SimThrottle};
 pub(crate) use table::ThrottleSpec;
 pub use table::{KINDS, ThrottleTable};
