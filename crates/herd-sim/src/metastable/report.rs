@@ -142,6 +142,7 @@ pub(crate) fn build(
     rule: RuleName,
     seed: u64,
     windows: Vec<Window>,
+    requests: u64,
     pending: u64,
 ) -> MetastableReport {
     let window_s = plan.seconds(plan.steps_per_window);
@@ -197,7 +198,8 @@ pub(crate) fn build(
         budget_percent: plan.budget.map_or(0.0, |b| b.percent),
         window_s,
         outage_end_s: plan.seconds(plan.after_last_outage()),
-        requests: sum(|w| w.first_attempts),
+        // Every new request, sent or (by a throttle) refused or still held back.
+        requests,
         attempts: sum(Window::attempts),
         served,
         wasted: throughput - served,

@@ -32,5 +32,5 @@ mod table;
 
 pub(crate) use cohort::{CohortThrottle, check as cohort_check};
 pub(crate) use run::{FirstAttempt, SimThrottle};
-pub(crate) use table::ThrottleSpec;
 pub use table::{KINDS, ThrottleTable};
+pub(crate) use table::{ThrottleSpec, fill_tree};
