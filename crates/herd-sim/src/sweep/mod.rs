@@ -188,9 +188,16 @@ fn apply(tree: &mut Value, axis: &Axis, v: &Value) -> Result<(), String> {
             tree::set(tree, &keys, value)
         }
         Target::ThrottleKind => {
-            let Some(Value::Table(retry)) = tree.get_mut("retry") else {
+            let Value::Table(top) = tree else {
+                return Err("the scenario is not a table".to_owned());
+            };
+            // A model whose `[retry]` is optional (the latency model's) gets one.
+            let retry = top
+                .entry("retry")
+                .or_insert_with(|| Value::Table(toml::Table::new()));
+            let Value::Table(retry) = retry else {
                 return Err(format!(
-                    "this model has no [retry] table for {}",
+                    "retry is not a table, so it has no {}",
                     grid::THROTTLE_TABLE
                 ));
             };
