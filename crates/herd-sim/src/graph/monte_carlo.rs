@@ -239,7 +239,9 @@ impl<R: Rng> Run<'_, R> {
                 if let Some((b, _)) = &throttle {
                     if result == Answer::Ok {
                         b.on_success();
-                        permit.take().map(RetryPermit::succeeded);
+                        if let Some(p) = permit.take() {
+                            p.succeeded();
+                        }
                     } else {
                         b.on_failure();
                         permit = None;

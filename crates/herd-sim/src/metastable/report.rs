@@ -381,7 +381,7 @@ mod tests {
             .enumerate()
             .map(|(i, &(g, t, q))| window(i as f64, g, t, q))
             .collect();
-        build(&plan(), RuleName::Constant, 1, windows, 0).recovered_at_s
+        build(&plan(), RuleName::Constant, 1, windows, 0, 0).recovered_at_s
     }
 
     #[test]

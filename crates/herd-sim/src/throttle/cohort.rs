@@ -192,11 +192,7 @@ impl CohortThrottle {
             Counts::Aws {
                 tokens, cost, held, ..
             } => {
-                let paid = if *cost == 0 {
-                    n
-                } else {
-                    n.min(*tokens / *cost)
-                };
+                let paid = tokens.checked_div(*cost).map_or(n, |afford| n.min(afford));
                 *tokens -= paid * *cost;
                 *held += paid;
                 paid
@@ -283,7 +279,7 @@ mod tests {
             c.capacity = [500, 30, 7, 2000][case / 2 % 4];
             let library = AwsRetryQuota::new(c).unwrap();
             let mut counts = CohortThrottle::new(&ThrottleSpec::Aws(c), 1);
-            let mut permits = Vec::new();
+            let mut permits: Vec<herd::budget::RetryPermit> = Vec::new();
             for _ in 0..300 {
                 let (mut served, mut failed, asks) = history(&mut rng);
                 // Only retries in flight can be answered.
@@ -293,7 +289,9 @@ mod tests {
                     library.record_first_attempt_success();
                 }
                 for _ in 0..served.1 {
-                    permits.pop().map(herd::budget::RetryPermit::succeeded);
+                    if let Some(p) = permits.pop() {
+                        p.succeeded();
+                    }
                 }
                 for _ in 0..failed.1 {
                     permits.pop();
