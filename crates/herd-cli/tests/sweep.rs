@@ -341,7 +341,10 @@ fn throttle_flag_compares_kinds_in_one_table() {
     want.extend(["envoy-budget"; 4]);
     assert_eq!(kinds, want);
     assert!(lines[0].starts_with("retry.throttle.kind,"), "{}", lines[0]);
-    fails_with(&with(&["--throttle", "nope"]), "expected none or one of");
+    fails_with(
+        &with(&["--throttle", "nope"]),
+        "--throttle nope: expected none or one of",
+    );
     fails_with(
         &with(&["--throttle", "grpc", "--set", "retry.throttle.kind=ratio"]),
         "already swept",

@@ -104,15 +104,17 @@ fn throttles_bound_hedges() {
     }
 }
 
+/// A policy with its own `budget_percent` keeps it: the throttle bounds the others.
 #[test]
-fn a_throttle_and_a_policy_budget_are_exclusive() {
-    let mut s = scenario(Some(kind("grpc")));
-    s.policies[1].budget_percent = Some(5.0);
-    let err = LatencyModel::new(&s).unwrap_err().to_string();
-    assert!(
-        err.starts_with("policies[1].budget_percent:") && err.contains("not both"),
-        "{err}"
-    );
+fn a_policy_budget_wins_over_the_throttle() {
+    let with_budget = |throttle: Option<ThrottleTable>| {
+        let mut s = scenario(throttle);
+        s.policies[1].budget_percent = Some(5.0);
+        LatencyModel::new(&s).unwrap().run_all()
+    };
+    let mut none = kind("envoy-max-retries");
+    none.max_retries = Some(0);
+    assert_eq!(with_budget(Some(none)), with_budget(None));
     let err = LatencyModel::new(&scenario(Some(kind("nope"))))
         .unwrap_err()
         .to_string();

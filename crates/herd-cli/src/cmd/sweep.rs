@@ -209,7 +209,15 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
             ..Limits::default()
         },
     )
-    .map_err(|e| CliError::input(format!("{prefix}{e}")))?;
+    .map_err(|e| {
+        let e = e.to_string();
+        // A kind given with --throttle is named by that flag.
+        let e = match e.strip_prefix("--set retry.throttle.kind=") {
+            Some(rest) if !args.throttles.is_empty() => format!("--throttle {rest}"),
+            _ => e,
+        };
+        CliError::input(format!("{prefix}{e}"))
+    })?;
     let metrics = metrics(args, &sweep)?;
     let axes = match heatmap {
         Some(_) => Some(heatmap::axes(&sweep, args.x.as_deref(), args.y.as_deref())?),

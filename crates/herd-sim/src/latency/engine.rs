@@ -660,7 +660,8 @@ pub(crate) fn run_until(
                 .unwrap_or_else(|e| unreachable!("checked budget refused: {e}"));
             Some((Arc::new(budget) as Arc<dyn Budget>, clock))
         }
-        // `[retry.throttle]` bounds hedges: policies that send none leave it untouched.
+        // `[retry.throttle]` bounds the hedges of a policy without its own budget; policies
+        // that send none leave it untouched.
         (None, Some(spec)) if matches!(policy.kind, PolicyKind::Delay | PolicyKind::Percentile) => {
             let clock = FakeClock::new();
             let (budget, limit) = spec.budget(&clock);

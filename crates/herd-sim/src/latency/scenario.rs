@@ -46,7 +46,8 @@ pub struct LatencyScenario {
     pub hiccups: Hiccups,
     /// The policies to compare, one result row each.
     pub policies: Vec<PolicySpec>,
-    /// `[retry]`: `[retry.throttle]` bounds the hedges of every hedging policy.
+    /// `[retry]`: `[retry.throttle]` bounds the hedges of every hedging policy without a
+    /// `budget_percent` of its own.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub retry: Option<LatencyRetry>,
 }
@@ -277,7 +278,8 @@ pub(crate) struct Plan {
     pub(crate) hiccup_every_ns: Option<f64>,
     pub(crate) hiccup_ns: u64,
     pub(crate) policies: Vec<Policy>,
-    /// `[retry.throttle]`, checked: every hedging policy's hedges pass it.
+    /// `[retry.throttle]`, checked: the hedges of every hedging policy without its own
+    /// budget pass it.
     pub(crate) throttle: Option<crate::throttle::ThrottleSpec>,
 }
 
@@ -436,12 +438,7 @@ impl LatencyScenario {
                 Some(b) => Some(non_negative(&field("budget_percent"), b, 1000.0)?),
                 None => None,
             };
-            if budget_percent.is_some() && throttle.is_some() {
-                return Err(ScenarioError::field(
-                    field("budget_percent"),
-                    "set either a policy's budget_percent or [retry.throttle], not both",
-                ));
-            }
+
             policies.push(Policy {
                 name: p.name.clone(),
                 kind: p.kind,
