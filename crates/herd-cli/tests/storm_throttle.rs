@@ -52,8 +52,8 @@ fn throttle_errors_name_the_flag_or_the_field() {
         "use --format table",
     );
     fails_with_input_error(
-        &["storm", "--engine", "cohort", "--throttle", "ratio"],
-        "retry.throttle: needs the agent engine",
+        &["storm", "--engine", "cohort", "--throttle", "aws-adaptive"],
+        "retry.throttle.kind: aws-adaptive needs the agent engine",
     );
 }
 

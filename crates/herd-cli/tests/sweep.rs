@@ -315,3 +315,38 @@ fn charts_draw_metrics_against_one_field() {
         "clients.latency.sd_ms: must be a finite number of milliseconds",
     );
 }
+
+#[test]
+fn throttle_flag_compares_kinds_in_one_table() {
+    let lines = csv(
+        &with(&[
+            "--throttle",
+            "none,grpc",
+            "--throttle",
+            "envoy-budget",
+            "--rule",
+            "full",
+            "--runs",
+            "2",
+        ]),
+        3 * 2 * 2,
+    );
+    let kinds: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    // The kinds are the first axis, varying slowest, in the order given.
+    let mut want = vec!["none"; 4];
+    want.extend(["grpc"; 4]);
+    want.extend(["envoy-budget"; 4]);
+    assert_eq!(kinds, want);
+    assert!(lines[0].starts_with("retry.throttle.kind,"), "{}", lines[0]);
+    fails_with(
+        &with(&["--throttle", "nope"]),
+        "--throttle nope: expected none or one of",
+    );
+    fails_with(
+        &with(&["--throttle", "grpc", "--set", "retry.throttle.kind=ratio"]),
+        "already swept",
+    );
+}

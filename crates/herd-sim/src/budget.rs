@@ -92,11 +92,14 @@ pub(crate) struct BudgetLedger {
     /// The generation (time / slot length) of the current slot.
     generation: u64,
     deposit: i128,
+    /// A slot's length (the library's window / [`LEDGER_SLOTS`]).
+    slot_ns: u64,
+    /// `min_per_sec` retries a second over the window, in units, on top of the slots.
+    reserve: i128,
 }
 
-/// Slots of the library's window, and their length.
+/// Slots of the library's window.
 const LEDGER_SLOTS: usize = 10;
-const SLOT_NS: u64 = BUDGET_WINDOW.as_nanos() as u64 / LEDGER_SLOTS as u64;
 
 impl BudgetLedger {
     /// `None` when the scenario has no budget (`budget_percent = 0`).
@@ -105,11 +108,35 @@ impl BudgetLedger {
         if SimBudget::new(percent)?.is_none() {
             return Ok(None);
         }
-        Ok(Some(Self {
+        let config = BudgetConfig::default()
+            .percent(percent)
+            .min_per_sec(0)
+            .window(BUDGET_WINDOW);
+        Ok(Some(Self::of(config)))
+    }
+
+    /// The ledger of the library's budget with `config` (checked by the caller against
+    /// `RetryBudget::new`), with its reserve: `min_per_sec · window` retries, computed as the
+    /// library does (`u128`, saturated at `i64::MAX / 4`).
+    pub(crate) fn of(config: BudgetConfig) -> Self {
+        let window_ns = u64::try_from(config.window.as_nanos()).unwrap_or(u64::MAX);
+        let reserve = u128::from(config.min_per_sec) * u128::from(window_ns) * RETRY_UNITS as u128
+            / 1_000_000_000;
+        let reserve = i64::try_from(reserve)
+            .unwrap_or(i64::MAX / 4)
+            .min(i64::MAX / 4);
+        Self {
             slots: [0; LEDGER_SLOTS],
             generation: 0,
-            deposit: (percent * 10_000.0).round() as i128,
-        }))
+            deposit: (config.percent * 10_000.0).round() as i128,
+            slot_ns: (window_ns / LEDGER_SLOTS as u64).max(1),
+            reserve: i128::from(reserve),
+        }
+    }
+
+    /// Moves to `nanos` of simulated time.
+    pub(crate) fn at_time(&mut self, nanos: u64) {
+        self.at_nanos(nanos);
     }
 
     /// Moves to the start of `step` (each `step_ns` long): the slots time has left behind
@@ -119,7 +146,7 @@ impl BudgetLedger {
     }
 
     fn at_nanos(&mut self, nanos: u64) {
-        let target = nanos / SLOT_NS;
+        let target = nanos / self.slot_ns;
         if target <= self.generation {
             return;
         }
@@ -142,7 +169,7 @@ impl BudgetLedger {
 
     /// `n` retries ask, one after another: how many the budget allows (and takes).
     pub(crate) fn admit(&mut self, n: u64) -> u64 {
-        let balance: i128 = self.slots.iter().sum();
+        let balance: i128 = self.reserve + self.slots.iter().sum::<i128>();
         let available = if balance >= RETRY_UNITS {
             balance / RETRY_UNITS
         } else {
@@ -209,6 +236,38 @@ mod tests {
                 let asking = rng.below(12);
                 let by_library = (0..asking).filter(|_| library.withdraw()).count() as u64;
                 assert_eq!(ledger.admit(asking), by_library, "case {case}, {percent} %");
+            }
+        }
+    }
+
+    /// With a reserve and another window (the `ratio` throttle's Linkerd defaults and
+    /// others), the ledger is still the library's budget, withdrawal by withdrawal.
+    #[test]
+    fn the_ledger_with_a_reserve_is_the_library_budget() {
+        let mut rng = SplitMix64::new(8);
+        for case in 0..120u64 {
+            let config = BudgetConfig::default()
+                .percent([0.0, 5.0, 20.0, 150.0][(case % 4) as usize])
+                .min_per_sec([0, 1, 10, 1000][(case / 4 % 4) as usize])
+                .window(Duration::from_millis(
+                    [1, 700, 10_000, 60_000][(case / 16 % 4) as usize],
+                ));
+            let clock = FakeClock::new();
+            let library = RetryBudget::new(config, clock.clone()).unwrap();
+            let mut ledger = BudgetLedger::of(config);
+            let mut nanos = 0u64;
+            for _ in 0..200 {
+                nanos += rng.below(4) * rng.below(3_000_000_001);
+                clock.set(Duration::from_nanos(nanos));
+                ledger.at_time(nanos);
+                let deposits = rng.below(30);
+                for _ in 0..deposits {
+                    library.deposit();
+                }
+                ledger.deposit(deposits);
+                let asking = rng.below(40);
+                let by_library = (0..asking).filter(|_| library.withdraw()).count() as u64;
+                assert_eq!(ledger.admit(asking), by_library, "case {case}: {config:?}");
             }
         }
     }

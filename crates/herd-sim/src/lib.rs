@@ -68,7 +68,8 @@ macro_rules! model_of_scenario {
         }
 
         fn sweepable(&self) -> Result<toml::Value, $crate::error::ScenarioError> {
-            $crate::model::to_tree(self.scenario(), Self::NAME)
+            // A throttle's settings all written out, so that a sweep can set any of them.
+            $crate::throttle::fill_tree($crate::model::to_tree(self.scenario(), Self::NAME)?)
         }
 
         fn rules(&self) -> Vec<herd::RuleName> {

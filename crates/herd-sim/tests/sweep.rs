@@ -272,3 +272,90 @@ fn the_engine_is_a_field_and_deterministic_rules_agree_exactly() {
     let err = sweep(&["engine=warp"], &[RuleName::Full], 1).unwrap_err();
     assert!(err.contains("engine") && err.contains("warp"), "{err}");
 }
+
+/// The small scenario with 20 new clients a second, so that a throttle sees answers.
+const OPEN: &str =
+    "horizon_s = 120\n[clients]\ncount = 200\narrivals_per_s = 20\n[server]\ncapacity = 10\n";
+
+fn open_sweep(args: &[&str]) -> Result<Sweep, String> {
+    let base: Value = toml::from_str(OPEN).unwrap();
+    let rules = [RuleName::Full];
+    Sweep::new(&base, axes(args), Some(&rules), None, 2, &Limits::default())
+        .map_err(|e| e.to_string())
+}
+
+/// The metrics of `rule` with `seed` on [`OPEN`] with `extra` TOML appended.
+fn direct(extra: &str, rule: RuleName, seed: u64) -> Metrics {
+    let tree: Value = toml::from_str(&format!("{OPEN}{extra}")).unwrap();
+    registry::check(&tree, &Limits::default())
+        .unwrap()
+        .run(&rule.into(), seed)
+        .unwrap()
+}
+
+#[test]
+fn throttle_kinds_and_their_settings_sweep_as_axes() {
+    // Regression: sweeping `retry.throttle.kind` used to fail (the path did not exist
+    // without a throttle, and a kind's settings were errors under another kind).
+    let err = open_sweep(&[
+        "retry.throttle.kind=none,grpc-adaptive,sre-adaptive",
+        "retry.throttle.k=1.5,3",
+    ])
+    .unwrap_err();
+    // `none` has no `k`: the cell that combines them is named.
+    assert!(
+        err.starts_with("cell retry.throttle.kind=none, retry.throttle.k=1.5:"),
+        "{err}"
+    );
+    let s = open_sweep(&[
+        "retry.throttle.kind=grpc-adaptive,sre-adaptive",
+        "retry.throttle.k=1.5,3",
+    ])
+    .unwrap();
+    let rows = run(&s);
+    assert_eq!(rows.len(), 4);
+    for row in &rows {
+        let label = s.label(row.cell);
+        let values = s.cells()[row.cell].values();
+        let kind = show(&values[0]);
+        let k = values[1]
+            .as_float()
+            .or_else(|| values[1].as_integer().map(|i| i as f64))
+            .unwrap();
+        for &seed in s.seeds() {
+            let want = direct(
+                &format!("[retry.throttle]\nkind = \"{kind}\"\nk = {k:?}\n"),
+                RuleName::Full,
+                seed,
+            );
+            let got = s.cells()[row.cell]
+                .model()
+                .run(&RuleName::Full.into(), seed)
+                .unwrap();
+            assert_eq!(got, want, "{label}, seed {seed}");
+        }
+    }
+    // A larger K throttles less: more clients served.
+    let served = |cell: usize| rows[cell].metric("served").unwrap().mean.unwrap();
+    assert!(served(1) > served(0), "{rows:?}");
+
+    let none = open_sweep(&["retry.throttle.kind=none,envoy-max-retries"]).unwrap();
+    let got = none.cells()[0]
+        .model()
+        .run(&RuleName::Full.into(), 1)
+        .unwrap();
+    assert_eq!(got, direct("", RuleName::Full, 1));
+    let err = open_sweep(&["retry.throttle.k=2"]).unwrap_err();
+    assert!(err.contains("has no [retry.throttle]"), "{err}");
+    let err =
+        open_sweep(&["retry.throttle.kind=sre-adaptive", "retry.throttle.k=0.5"]).unwrap_err();
+    assert!(
+        err.starts_with("--set retry.throttle.k=0.5: retry.throttle.k"),
+        "{err}"
+    );
+    let err = open_sweep(&["retry.throttle.kind=nope"]).unwrap_err();
+    assert!(
+        err.starts_with("--set retry.throttle.kind=nope: expected none or one of"),
+        "{err}"
+    );
+}

@@ -98,16 +98,18 @@ fn errors_name_the_field_and_line() {
 }
 
 #[test]
-fn the_cohort_engine_says_it_needs_the_agent_engine() {
-    let s = storm("[retry.throttle]\nkind = \"ratio\"\n");
+fn the_cohort_engine_says_a_rate_limiter_needs_the_agent_engine() {
+    let s = storm("[retry.throttle]\nkind = \"aws-adaptive\"\n");
     let e = Simulation::with_engine(&s, &Limits::unlimited(), Engine::Cohort)
         .map(|_| ())
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("retry.throttle") && e.contains("agent engine"),
+        e.contains("retry.throttle.kind") && e.contains("agent engine"),
         "{e}"
     );
+    let ratio = storm("[retry.throttle]\nkind = \"ratio\"\n");
+    assert!(Simulation::with_engine(&ratio, &Limits::unlimited(), Engine::Cohort).is_ok());
 }
 
 /// `herd sweep --set retry.throttle.k=1.5,2,3`: a throttle's settings can be swept even when

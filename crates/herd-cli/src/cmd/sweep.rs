@@ -52,6 +52,12 @@ pub(crate) struct SweepArgs {
     /// A field and its values: PATH=V1,V2,… or PATH=A..B:STEP (repeatable; one axis each).
     #[arg(long = "set", value_name = "PATH=VALUES", value_parser = parse_axis)]
     axes: Vec<Axis>,
+    /// Throttles to compare, by `[retry.throttle]` kind, each with its system's defaults, as
+    /// one more axis of the grid (the first; repeatable, or a comma list: --throttle
+    /// envoy-budget,grpc); `none` runs without one. The same as --set
+    /// retry.throttle.kind=KIND,…; --set retry.throttle.k=1.5,2 then varies a setting.
+    #[arg(long = "throttle", value_name = "KIND", value_delimiter = ',')]
+    throttles: Vec<String>,
     #[command(flatten)]
     rules: super::args::RuleArgs,
     /// --clients, --capacity-rps, --outage-s, --refusal-cost, --latency-ms: the storm
@@ -213,9 +219,16 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         .scenario
         .as_ref()
         .map_or_else(String::new, |p| format!("{}: ", p.display()));
+    let mut axes = args.axes.clone();
+    if !args.throttles.is_empty() {
+        let kinds = args.throttles.join(",");
+        let axis = parse_axis(&format!("retry.throttle.kind={kinds}"))
+            .map_err(|e| CliError::input(format!("--throttle {kinds}: {e}")))?;
+        axes.insert(0, axis);
+    }
     let sweep = Sweep::new(
         &base,
-        args.axes.clone(),
+        axes,
         Some(args.rules.rules())
             .filter(|r| !r.is_empty())
             .as_deref(),
@@ -223,7 +236,15 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         args.runs,
         &limits(),
     )
-    .map_err(|e| CliError::input(format!("{prefix}{e}")))?;
+    .map_err(|e| {
+        let e = e.to_string();
+        // A kind given with --throttle is named by that flag.
+        let e = match e.strip_prefix("--set retry.throttle.kind=") {
+            Some(rest) if !args.throttles.is_empty() => format!("--throttle {rest}"),
+            _ => e,
+        };
+        CliError::input(format!("{prefix}{e}"))
+    })?;
     let metrics = metrics(args, &sweep)?;
     let axes = match heatmap {
         Some(_) => Some(heatmap::axes(&sweep, args.x.as_deref(), args.y.as_deref())?),

@@ -278,6 +278,13 @@ pub fn predict(graph: &Graph, options: Options) -> Result<Prediction, GraphError
             }
         }
     }
+    if let Some(kind) = graph.throttle_kind() {
+        // The figures above ignore the throttle: an upper bound on the calls (a throttle only
+        // takes retries away), which bounds the Monte Carlo run that gives the figures.
+        exactness = Exactness::Approximate {
+            why: format!("a {kind} throttle ([retry.throttle]) has no closed form here"),
+        };
+    }
     Ok(Prediction {
         receives,
         answers,

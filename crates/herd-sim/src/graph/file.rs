@@ -43,6 +43,16 @@ struct GraphFile {
     entry: String,
     #[serde(rename = "service", default)]
     services: Vec<ServiceFile>,
+    #[serde(default)]
+    retry: Option<RetryFile>,
+}
+
+/// `[retry]`: only `[retry.throttle]`, one throttle per edge for the calls on it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetryFile {
+    #[serde(default)]
+    throttle: Option<crate::throttle::ThrottleTable>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -148,7 +158,11 @@ impl Graph {
                 calls,
             });
         }
-        Graph::new(services, entry)
+        let graph = Graph::new(services, entry)?;
+        match file.retry.and_then(|r| r.throttle) {
+            Some(table) => graph.with_throttle(&table),
+            None => Ok(graph),
+        }
     }
 }
 

@@ -39,6 +39,17 @@
 //! chain is beyond reach; `herd amplify` then prints a Monte Carlo estimate instead. The Monte Carlo runs the bucket itself, in the same whole units.
 //! `budget_percent = 0` (the default) means no budget.
 //!
+//! **Throttles.** Instead of edge budgets, a graph file's `[retry.throttle]` (the same table,
+//! parser and checks as every model's; docs/model.md, "Throttles of real systems") puts one
+//! throttle of that kind on every edge, shared by the calls on it and driven through the
+//! library's `Budget` interface as a retry loop drives it: a call starts (`on_request`), each
+//! attempt's answer is a success or a failure, a retry needs `try_retry_permit` and holds
+//! the permit until its answer. The graph has no time, so a throttle's clock stands still
+//! (its windows hold the whole run; `aws-adaptive`, which refills by the second, is
+//! refused), and requests run one at a time (Envoy's active requests on an edge are its one
+//! attempt under way). The figures then come from the Monte Carlo run alone
+//! (`Exactness::Approximate`).
+//!
 //! # Layer-aware retries
 //!
 //! With [`Options::layer_aware`], a failure that a layer gives up on after being allowed to

@@ -49,6 +49,8 @@ pub struct Graph {
     entry: usize,
     /// Callers before callees.
     order: Vec<usize>,
+    /// `[retry.throttle]`: its kind and checked settings, one throttle per edge.
+    throttle: Option<(String, crate::throttle::ThrottleSpec)>,
 }
 
 impl Graph {
@@ -64,7 +66,49 @@ impl Graph {
             services,
             entry,
             order,
+            throttle: None,
         })
+    }
+
+    /// The same graph with `[retry.throttle]` on every edge (one throttle per edge, shared by
+    /// the calls on it), checked as every model checks it.
+    ///
+    /// # Errors
+    ///
+    /// A [`GraphError`] naming the throttle's field; an edge with a `budget_percent` too
+    /// (one or the other); `aws-adaptive`, whose rate limiter needs time, which the graph
+    /// does not have.
+    pub fn with_throttle(
+        mut self,
+        table: &crate::throttle::ThrottleTable,
+    ) -> Result<Self, GraphError> {
+        let spec = table.check().map_err(|e| GraphError(e.to_string()))?;
+        if spec == crate::throttle::ThrottleSpec::AwsAdaptive {
+            return Err(GraphError(
+                "retry.throttle.kind: aws-adaptive needs time (its rate limiter refills by the \
+                 second), which the service graph does not have"
+                    .to_owned(),
+            ));
+        }
+        if let Some((i, c)) = self.edges().find(|(_, c)| c.budget_percent > 0.0) {
+            return Err(GraphError(format!(
+                "service \"{}\" calls \"{}\" with budget_percent {}: set either edge budgets \
+                 or [retry.throttle], not both",
+                self.services[i].name, self.services[c.to].name, c.budget_percent
+            )));
+        }
+        self.throttle = Some((table.kind.clone(), spec));
+        Ok(self)
+    }
+
+    /// The `[retry.throttle]` kind on every edge, if any.
+    #[must_use]
+    pub fn throttle_kind(&self) -> Option<&str> {
+        self.throttle.as_ref().map(|(k, _)| k.as_str())
+    }
+
+    pub(crate) fn throttle(&self) -> Option<&crate::throttle::ThrottleSpec> {
+        self.throttle.as_ref().map(|(_, s)| s)
     }
 
     /// The services, in file order.
@@ -103,10 +147,11 @@ impl Graph {
     /// budget, so that counts vary from request to request.
     #[must_use]
     pub fn is_deterministic(&self) -> bool {
-        self.edges().all(|(_, c)| {
-            (c.failure_probability == 0.0 || c.failure_probability == 1.0)
-                && c.budget_percent == 0.0
-        })
+        self.throttle.is_none()
+            && self.edges().all(|(_, c)| {
+                (c.failure_probability == 0.0 || c.failure_probability == 1.0)
+                    && c.budget_percent == 0.0
+            })
     }
 
     /// The same graph with each edge's attempts replaced by `attempts(caller, call)`.

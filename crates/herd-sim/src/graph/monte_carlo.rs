@@ -4,7 +4,12 @@
 //! model; the only state shared between requests is each budgeted edge's token bucket.
 //! Draws come from one [`SplitMix64`] seeded by the caller, so a run is reproducible.
 
+use std::sync::Arc;
+
+use herd::budget::{Budget, RetryPermit};
+use herd::clock::FakeClock;
 use herd::rng::{Rng, SplitMix64};
+use herd::throttle::EnvoyRetryLimit;
 
 use super::exact::{Exactness, Options, Prediction};
 use super::file::GraphError;
@@ -182,6 +187,15 @@ struct Run<'g, R> {
     units: Vec<Vec<Option<(f64, f64)>>>,
     /// Requests received per service during the current entry request.
     counts: Vec<u64>,
+    /// `[retry.throttle]`, one per edge, indexed [service][call] (empty without one).
+    throttles: Vec<Vec<EdgeThrottle>>,
+}
+
+/// One edge's throttle: the library's type as a retry loop uses it (its `Budget` interface),
+/// and Envoy's limit, whose active requests are the edge's attempts in flight.
+struct EdgeThrottle {
+    budget: Arc<dyn Budget>,
+    envoy: Option<EnvoyRetryLimit>,
 }
 
 impl<R: Rng> Run<'_, R> {
@@ -198,10 +212,23 @@ impl<R: Rng> Run<'_, R> {
             if let Some((deposit, _)) = budget {
                 self.tokens[s][i] += deposit;
             }
+            let throttle = self.throttles.get(s).map(|t| {
+                let t = &t[i];
+                (t.budget.clone(), t.envoy.clone())
+            });
+            if let Some((b, _)) = &throttle {
+                b.on_request();
+            }
+            // The permit of the retry under way (a throttle's), released by its answer.
+            let mut permit: Option<RetryPermit> = None;
             let mut result;
             let mut attempt = 1;
             loop {
+                let active = throttle
+                    .as_ref()
+                    .and_then(|(_, e)| e.as_ref().map(EnvoyRetryLimit::start_request));
                 let callee = self.execute(call.to);
+                drop(active);
                 let p = call.failure_probability;
                 let lost = p > 0.0 && self.rng.next_f64() < p;
                 result = if lost {
@@ -209,6 +236,17 @@ impl<R: Rng> Run<'_, R> {
                 } else {
                     callee
                 };
+                if let Some((b, _)) = &throttle {
+                    if result == Answer::Ok {
+                        b.on_success();
+                        if let Some(p) = permit.take() {
+                            p.succeeded();
+                        }
+                    } else {
+                        b.on_failure();
+                        permit = None;
+                    }
+                }
                 match result {
                     Answer::Ok => break,
                     Answer::Failed { marked: true } if self.options.layer_aware => break,
@@ -222,6 +260,12 @@ impl<R: Rng> Run<'_, R> {
                         break;
                     }
                     self.tokens[s][i] -= price;
+                }
+                if let Some((b, _)) = &throttle {
+                    match b.try_retry_permit() {
+                        Some(p) => permit = Some(p),
+                        None => break,
+                    }
                 }
                 attempt += 1;
             }
@@ -293,8 +337,26 @@ pub fn simulate(
             .map(|s| s.calls.iter().map(|c| units(c.budget_percent)).collect())
             .collect(),
         counts: vec![0; n],
+        // A throttle's clock stands still: the graph has no time, so its windows hold the
+        // whole run.
+        throttles: graph.throttle().map_or_else(Vec::new, |spec| {
+            let clock = FakeClock::new();
+            graph
+                .services()
+                .iter()
+                .map(|s| {
+                    s.calls
+                        .iter()
+                        .map(|_| {
+                            let (budget, envoy) = spec.budget(&clock);
+                            EdgeThrottle { budget, envoy }
+                        })
+                        .collect()
+                })
+                .collect()
+        }),
     };
-    let budgets = graph.edges().any(|(_, c)| c.budget_percent > 0.0);
+    let budgets = graph.throttle().is_some() || graph.edges().any(|(_, c)| c.budget_percent > 0.0);
     let batches = if budgets && requests >= 10 * BATCHES {
         BATCHES
     } else {

@@ -6,14 +6,16 @@
 //! pause with copies waiting; a copy stopped in service takes its completion out at once),
 //! and hedge timers in runs that are already sorted (timers scheduled while the delay does
 //! not shrink come due in the order they were set).
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use herd::budget::{Budget, RetryBudget};
+use herd::budget::{Budget, RetryPermit};
 use herd::clock::FakeClock;
 use herd::hedge::{LatencyHistogram, MAX_COPIES};
 use herd::rng::{Rng, SplitMix64};
+use herd::throttle::{EnvoyActiveRequest, EnvoyRetryLimit};
 
 use super::draws::{Pauses, ROUTING, SERVICE, arrivals_of, service_time, stream};
 use super::report::LatencyResult;
@@ -295,7 +297,13 @@ struct World<'p> {
     users: Slab<User>,
     routing: SplitMix64,
     service: SplitMix64,
-    budget: Option<(RetryBudget<FakeClock>, FakeClock)>,
+    /// The policy's budget, or `[retry.throttle]`: the library's type as a hedge uses it.
+    budget: Option<(Arc<dyn Budget>, FakeClock)>,
+    /// Envoy's limit, whose active requests are the copies in flight (one guard each).
+    envoy: Option<EnvoyRetryLimit>,
+    active: Vec<EnvoyActiveRequest>,
+    /// The permits of the hedges sent, held until their sub-request is answered.
+    permits: HashMap<u32, Vec<RetryPermit>>,
     histogram: Option<LatencyHistogram>,
     /// The learned delay read from the histogram, valid until the end of its window (no
     /// rotation, so no new percentile, can happen before then).
@@ -417,6 +425,9 @@ impl World<'_> {
         }
         s.state[k] = CopyState::Queued;
         s.live += 1;
+        if let Some(limit) = &self.envoy {
+            self.active.push(limit.start_request());
+        }
         let copy = copy_id(sub, k);
         let srv = &mut self.servers[server as usize];
         srv.queue.push_back(copy);
@@ -494,6 +505,7 @@ impl World<'_> {
     #[inline]
     fn release(&mut self, sub: u32) {
         self.subs[sub].live -= 1;
+        self.active.pop();
         self.free_if_idle(sub);
     }
 
@@ -536,6 +548,10 @@ impl World<'_> {
             if let Some((budget, clock)) = &self.budget {
                 clock.set(Duration::from_nanos(self.now));
                 budget.on_success();
+                // The sub-request got its answer: its hedges succeeded.
+                for permit in self.permits.remove(&sub).unwrap_or_default() {
+                    permit.succeeded();
+                }
             }
             let u = &mut self.users[user];
             u.remaining -= 1;
@@ -591,7 +607,14 @@ impl World<'_> {
             let allowed = match &self.budget {
                 Some((budget, clock)) => {
                     clock.set(Duration::from_nanos(self.now));
-                    budget.try_retry()
+                    match budget.try_retry_permit() {
+                        Some(permit) if !permit.is_empty() => {
+                            self.permits.entry(sub).or_default().push(permit);
+                            true
+                        }
+                        Some(_) => true,
+                        None => false,
+                    }
                 }
                 None => true,
             };
@@ -629,11 +652,24 @@ pub(crate) fn run_until(
     cancel: &Cancel,
     arrived_so_far: Option<&AtomicU64>,
 ) -> Result<(LatencyResult, Vec<u64>), Cancelled> {
-    let budget = policy.budget_percent.map(|percent| {
-        // The scenario's check kept `percent` in [0, 1000], which the budget accepts.
-        crate::budget::on_fake_clock(percent)
-            .unwrap_or_else(|e| unreachable!("checked budget refused: {e}"))
-    });
+    let mut envoy = None;
+    let budget = match (policy.budget_percent, &plan.throttle) {
+        (Some(percent), _) => {
+            // The scenario's check kept `percent` in [0, 1000], which the budget accepts.
+            let (budget, clock) = crate::budget::on_fake_clock(percent)
+                .unwrap_or_else(|e| unreachable!("checked budget refused: {e}"));
+            Some((Arc::new(budget) as Arc<dyn Budget>, clock))
+        }
+        // `[retry.throttle]` bounds the hedges of a policy without its own budget; policies
+        // that send none leave it untouched.
+        (None, Some(spec)) if matches!(policy.kind, PolicyKind::Delay | PolicyKind::Percentile) => {
+            let clock = FakeClock::new();
+            let (budget, limit) = spec.budget(&clock);
+            envoy = limit;
+            Some((budget, clock))
+        }
+        (None, _) => None,
+    };
     let histogram = (policy.kind == PolicyKind::Percentile)
         .then(|| LatencyHistogram::new(policy.quantile, LEARNING_WINDOW, LEARNING_MIN_SAMPLES));
     let mut world = World {
@@ -651,6 +687,9 @@ pub(crate) fn run_until(
         routing: stream(plan.seed, ROUTING),
         service: stream(plan.seed, SERVICE),
         budget,
+        envoy,
+        active: Vec::new(),
+        permits: HashMap::new(),
         histogram,
         learned: None,
         learned_until: 0,

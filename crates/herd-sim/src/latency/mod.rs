@@ -92,8 +92,8 @@ pub use engine::{LEARNING_MIN_SAMPLES, LEARNING_WINDOW};
 pub use model::METRICS;
 pub use report::{LatencyResult, nearest_rank, tail};
 pub use scenario::{
-    Distribution, Hiccups, LatencyScenario, MAX_EVENTS, MAX_FAN_OUT, MAX_REQUESTS, MAX_SERVERS,
-    MAX_SPAN_S, PolicyKind, PolicySpec, Servers, Service, Traffic,
+    Distribution, Hiccups, LatencyRetry, LatencyScenario, MAX_EVENTS, MAX_FAN_OUT, MAX_REQUESTS,
+    MAX_SERVERS, MAX_SPAN_S, PolicyKind, PolicySpec, Servers, Service, Traffic,
 };
 
 use crate::cancel::{Cancel, Cancelled};

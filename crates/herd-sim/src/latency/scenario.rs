@@ -46,6 +46,20 @@ pub struct LatencyScenario {
     pub hiccups: Hiccups,
     /// The policies to compare, one result row each.
     pub policies: Vec<PolicySpec>,
+    /// `[retry]`: `[retry.throttle]` bounds the hedges of every hedging policy without a
+    /// `budget_percent` of its own.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retry: Option<LatencyRetry>,
+}
+
+/// `[retry]` of a latency scenario: only `[retry.throttle]`, a throttle or budget a real
+/// system ships, which every hedge must pass (docs/model.md, "Throttles of real systems").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LatencyRetry {
+    /// The throttle (`None`: hedges are bounded only by each policy's `budget_percent`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<crate::throttle::ThrottleTable>,
 }
 
 /// `[traffic]`.
@@ -196,6 +210,7 @@ impl Default for LatencyScenario {
                 },
                 PolicySpec::named("tied", PolicyKind::Tied),
             ],
+            retry: None,
         }
     }
 }
@@ -263,6 +278,9 @@ pub(crate) struct Plan {
     pub(crate) hiccup_every_ns: Option<f64>,
     pub(crate) hiccup_ns: u64,
     pub(crate) policies: Vec<Policy>,
+    /// `[retry.throttle]`, checked: the hedges of every hedging policy without its own
+    /// budget pass it.
+    pub(crate) throttle: Option<crate::throttle::ThrottleSpec>,
 }
 
 fn positive(field: &str, x: f64, max: f64) -> Result<f64, ScenarioError> {
@@ -369,6 +387,12 @@ impl LatencyScenario {
                 "needs at least one policy",
             ));
         }
+        let throttle = self
+            .retry
+            .as_ref()
+            .and_then(|r| r.throttle.as_ref())
+            .map(crate::throttle::ThrottleTable::check)
+            .transpose()?;
         let mut policies = Vec::with_capacity(self.policies.len());
         for (i, p) in self.policies.iter().enumerate() {
             let field = |f: &str| format!("policies[{i}].{f}");
@@ -414,6 +438,7 @@ impl LatencyScenario {
                 Some(b) => Some(non_negative(&field("budget_percent"), b, 1000.0)?),
                 None => None,
             };
+
             policies.push(Policy {
                 name: p.name.clone(),
                 kind: p.kind,
@@ -437,6 +462,7 @@ impl LatencyScenario {
             hiccup_every_ns: (every > 0.0).then_some(every * 1e9),
             hiccup_ns: ms_to_ns(pause),
             policies,
+            throttle,
         };
         let estimate = plan.estimate();
         if estimate.span_s > MAX_SPAN_S {

@@ -12,6 +12,7 @@ use super::poisson::Poisson;
 use super::report::{self, Window};
 use super::scenario::MetastablePlan;
 use crate::error::ScenarioError;
+use crate::throttle::{FirstAttempt, SimThrottle};
 
 /// One logical request: its retry state and whether it has been answered in time.
 #[derive(Clone, Copy, Default)]
@@ -46,6 +47,16 @@ pub(crate) fn simulate(
         None => None,
     };
 
+    // `[retry.throttle]` (exclusive with the budget): see crate::throttle.
+    let mut throttle = plan
+        .throttle
+        .as_ref()
+        .map(|spec| SimThrottle::new(spec, plan.step_ns));
+    // Attempts in flight (sent, not yet answered, failed or timed out): Envoy's active requests.
+    let mut in_flight = 0u64;
+    // Requests whose retry asks the throttle at this step.
+    let mut wanting: Vec<u32> = Vec::new();
+
     let mut requests: Vec<Request> = Vec::new();
     let mut queue: VecDeque<Attempt> = VecDeque::new();
     // Every attempt sent, in send order: with one timeout for all, they also expire in order.
@@ -64,6 +75,9 @@ pub(crate) fn simulate(
     for t in 0..plan.steps {
         if budget.is_some() {
             clock.set(Duration::from_nanos(t.saturating_mul(plan.step_ns)));
+        }
+        if let Some(th) = &mut throttle {
+            th.at(t);
         }
         while outage.peek().is_some_and(|&&(_, end)| end <= t) {
             outage.next();
@@ -85,28 +99,59 @@ pub(crate) fn simulate(
             );
         };
 
-        // 1. New requests (open loop): each sends its first attempt.
+        // 1. New requests (open loop): each sends its first attempt (a throttle may refuse it,
+        //    and the request fails, or delay it).
         let arrivals = poisson.sample(&mut rng);
+        let mut sent_now = 0u64;
         for _ in 0..arrivals {
             let id = u32::try_from(requests.len()).map_err(|_| too_many())?;
+            let gate = match &throttle {
+                Some(th) if th.gates_first_attempts() => th.first_attempt(&mut rng),
+                _ => FirstAttempt::Send,
+            };
             requests.push(Request {
-                attempts: 1,
+                attempts: u32::from(gate == FirstAttempt::Send),
                 ..Request::default()
             });
+            match gate {
+                FirstAttempt::Send => {}
+                FirstAttempt::Refuse => {
+                    window.denied_by_budget += 1;
+                    continue;
+                }
+                // Sent later, with the retries due then (as its first attempt).
+                FirstAttempt::Delay(d) => {
+                    let at = t.saturating_add(d);
+                    if at < plan.steps {
+                        retries_due.entry(at).or_default().push(id);
+                    } else {
+                        retries_after_horizon += 1;
+                    }
+                    continue;
+                }
+            }
             if let Some(b) = &budget {
                 b.deposit();
             }
             window.first_attempts += 1;
+            sent_now += 1;
             send_now(id, &mut window);
         }
         // 2. Retries due now.
         let due = retries_due.remove(&t).unwrap_or_default();
-        attempts_total += arrivals + due.len() as u64;
+        attempts_total += sent_now + due.len() as u64;
+        in_flight += sent_now + due.len() as u64;
         for id in due {
-            requests[id as usize].attempts += 1;
-            window.retries += 1;
+            let request = &mut requests[id as usize];
+            request.attempts += 1;
+            if request.attempts == 1 {
+                window.first_attempts += 1;
+            } else {
+                window.retries += 1;
+            }
             send_now(id, &mut window);
         }
+
         if attempts_total > plan.max_run_attempts {
             return Err(ScenarioError::field(
                 "clients.max_attempts",
@@ -160,6 +205,10 @@ pub(crate) fn simulate(
                 if !request.answered && t < u64::from(next.sent) + plan.timeout_steps {
                     request.answered = true;
                     window.goodput += 1;
+                    in_flight -= 1;
+                    if let Some(th) = &mut throttle {
+                        th.answered(true, request.attempts > 1);
+                    }
                     // Sent at the start of step `sent`, answered by the end of step `t`.
                     window.wait_steps += t + 1 - u64::from(next.sent);
                 }
@@ -183,10 +232,19 @@ pub(crate) fn simulate(
             window.timeouts += 1;
             failed.push(front.request);
         }
+        in_flight -= failed.len() as u64;
         for id in failed {
             let request = &mut requests[id as usize];
+            if let Some(th) = &mut throttle {
+                th.answered(false, request.attempts > 1);
+            }
             if plan.max_attempts > 0 && request.attempts >= plan.max_attempts {
                 window.gave_up += 1;
+                continue;
+            }
+            if throttle.is_some() {
+                // The throttle admits the step's retries together, below.
+                wanting.push(id);
                 continue;
             }
             if let Some(b) = &budget
@@ -195,14 +253,21 @@ pub(crate) fn simulate(
                 window.denied_by_budget += 1;
                 continue;
             }
-            let pause_ns = rule.pause_nanos(&mut request.state, &mut rng);
-            let steps = pause_ns.div_ceil(plan.step_ns).max(1);
-            let at = t.saturating_add(steps);
-            if at < plan.steps {
-                retries_due.entry(at).or_default().push(id);
-            } else {
-                retries_after_horizon += 1;
+            let at = retry_at(plan, t, rule, &mut request.state, 0, &mut rng);
+            file_retry(at, id, plan, &mut retries_due, &mut retries_after_horizon);
+        }
+        if let Some(th) = &mut throttle {
+            // Envoy's active requests: the attempts still in flight.
+            th.arriving(in_flight);
+            let admitted = th.admit(&mut wanting, &mut rng);
+            window.denied_by_budget += (wanting.len() - admitted) as u64;
+            for &id in &wanting[..admitted] {
+                let delay = th.retry_delay();
+                let state = &mut requests[id as usize].state;
+                let at = retry_at(plan, t, rule, state, delay, &mut rng);
+                file_retry(at, id, plan, &mut retries_due, &mut retries_after_horizon);
             }
+            wanting.clear();
         }
 
         // 5. Close the window.
@@ -219,7 +284,14 @@ pub(crate) fn simulate(
         .count() as u64
         + retries_due.values().map(|v| v.len() as u64).sum::<u64>()
         + retries_after_horizon;
-    Ok(report::build(plan, name, seed, windows, pending))
+    Ok(report::build(
+        plan,
+        name,
+        seed,
+        windows,
+        requests.len() as u64,
+        pending,
+    ))
 }
 
 /// Where a sent attempt goes: lost (the server is down; the client learns it at its
@@ -251,6 +323,36 @@ fn send(
     } else {
         queue.push_back(attempt);
         waiting.push_back(attempt);
+    }
+}
+
+/// The step a failed request's retry is due at: after the rule's pause, rounded up to whole
+/// steps and at least one, and `delay` more steps (a rate limiter's wait).
+fn retry_at(
+    plan: &MetastablePlan,
+    t: u64,
+    rule: &Rule,
+    state: &mut RuleState,
+    delay: u64,
+    rng: &mut SplitMix64,
+) -> u64 {
+    let pause_ns = rule.pause_nanos(state, rng);
+    let steps = pause_ns.div_ceil(plan.step_ns).max(1);
+    t.saturating_add(steps).saturating_add(delay)
+}
+
+/// Files request `id`'s retry at step `at`, or counts it past the horizon.
+fn file_retry(
+    at: u64,
+    id: u32,
+    plan: &MetastablePlan,
+    retries_due: &mut BTreeMap<u64, Vec<u32>>,
+    after_horizon: &mut u64,
+) {
+    if at < plan.steps {
+        retries_due.entry(at).or_default().push(id);
+    } else {
+        *after_horizon += 1;
     }
 }
 

@@ -41,6 +41,12 @@
 //!    fails the request) and draws its pause with [`herd::Rule::pause`], rounded up to whole
 //!    steps and at least one step.
 //!
+//! With `[retry.throttle]` instead of a budget (docs/model.md, "Throttles of real systems"),
+//! a throttle that gates first attempts may refuse a new request (it fails, counted in
+//! `denied_by_budget`) or delay it; the step's failed requests ask it together (Envoy's active
+//! requests are the attempts in flight), an answer in time is a success and a refusal or a
+//! timeout a rejection by the backend.
+//!
 //! The budget is herd's own [`RetryBudget`](herd::budget::RetryBudget), driven by a
 //! [`FakeClock`](herd::clock::FakeClock) set to the simulated time. A run costs O(steps +
 //! attempts).

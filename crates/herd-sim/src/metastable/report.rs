@@ -145,6 +145,7 @@ pub(crate) fn build(
     rule: RuleName,
     seed: u64,
     mut windows: Vec<Window>,
+    new_requests: u64,
     pending: u64,
 ) -> MetastableReport {
     // The engine counts the two ways to give up apart; `gave_up` is both, as in every model.
@@ -204,7 +205,8 @@ pub(crate) fn build(
         budget_percent: plan.budget.map_or(0.0, |b| b.percent),
         window_s,
         outage_end_s: plan.seconds(plan.after_last_outage()),
-        new_requests: sum(|w| w.first_attempts),
+        // Every new request, sent or (by a throttle) refused or still held back.
+        new_requests,
         requests: sum(Window::attempts),
         served,
         wasted: throughput - served,
@@ -386,7 +388,7 @@ mod tests {
             .enumerate()
             .map(|(i, &(g, t, q))| window(i as f64, g, t, q))
             .collect();
-        build(&plan(), RuleName::Constant, 1, windows, 0).recovered_at_s
+        build(&plan(), RuleName::Constant, 1, windows, 0, 0).recovered_at_s
     }
 
     #[test]

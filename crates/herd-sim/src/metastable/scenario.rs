@@ -106,6 +106,10 @@ pub struct MetastableRetry {
     pub budget_min_per_s: u32,
     /// Retry budget: how long a deposit counts, in seconds.
     pub budget_window_s: f64,
+    /// `[retry.throttle]`: a throttle or budget a real system ships, shared by all clients
+    /// (exclusive with the retry budget; see docs/model.md, "Throttles of real systems").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub throttle: Option<crate::throttle::ThrottleTable>,
 }
 
 impl Default for MetastableScenario {
@@ -159,6 +163,7 @@ impl Default for MetastableRetry {
             budget_percent: 0.0,
             budget_min_per_s: 0,
             budget_window_s: 10.0,
+            throttle: None,
         }
     }
 }
@@ -248,6 +253,8 @@ pub(crate) struct MetastablePlan {
     pub(crate) outages: Vec<(u64, u64)>,
     pub(crate) params: RuleParams,
     pub(crate) budget: Option<herd::budget::BudgetConfig>,
+    /// `[retry.throttle]`, checked (`None`: none).
+    pub(crate) throttle: Option<crate::throttle::ThrottleSpec>,
     /// The healthy share of answered attempts, exactly `numerator / 10^decimals`.
     pub(crate) recovered_goodput: (u128, u32),
     pub(crate) max_run_attempts: u64,
@@ -352,6 +359,17 @@ impl MetastablePlan {
         } else {
             None
         };
+        let throttle = r
+            .throttle
+            .as_ref()
+            .map(crate::throttle::ThrottleTable::check)
+            .transpose()?;
+        if throttle.is_some() && budget.is_some() {
+            return Err(ScenarioError::field(
+                "retry.throttle",
+                "set either a retry budget (budget_percent, budget_min_per_s) or a throttle, not both",
+            ));
+        }
 
         Ok(Self {
             step_ns,
@@ -378,6 +396,7 @@ impl MetastablePlan {
             outages,
             params,
             budget,
+            throttle,
             recovered_goodput,
             max_run_attempts: max_run_attempts(expected, limits),
         })

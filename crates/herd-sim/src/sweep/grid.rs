@@ -9,6 +9,10 @@
 //!
 //! `outage_s` (also spelled `server.outage_s`) is a shorthand: `outage_s=5,10` sets
 //! `server.outages` to one outage `[[0, 5]]`, then `[[0, 10]]`; `0` means no outage.
+//!
+//! `retry.throttle.kind=grpc,ratio` replaces the whole `[retry.throttle]` table by that kind
+//! with every setting at its system's default (`none`: no throttle), before any other axis
+//! sets one of those settings (`--set retry.throttle.k=1.5,2`).
 use std::fmt;
 use std::str::FromStr;
 
@@ -26,7 +30,14 @@ pub(crate) enum Target {
     Path(Vec<String>),
     /// `server.outages = [[0, x]]` (`[]` for x = 0).
     OutageLength,
+    /// `retry.throttle` = the kind's table with its defaults written out (`none`: removed).
+    ThrottleKind,
 }
+
+/// The dotted path whose axis picks the throttle.
+pub(crate) const THROTTLE_KIND: &str = "retry.throttle.kind";
+/// The table a throttle's settings live in.
+pub(crate) const THROTTLE_TABLE: &str = "retry.throttle";
 
 /// One swept field and its values, in the order given.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +68,23 @@ impl Axis {
     pub(crate) fn tree_value(&self, v: &Value) -> Result<Value, String> {
         match self.target {
             Target::Path(_) => Ok(v.clone()),
+            Target::ThrottleKind => {
+                let Value::String(kind) = v else {
+                    return Err(format!("must be a throttle kind or none, got {v}"));
+                };
+                if kind == "none" {
+                    return Ok(Value::Table(toml::Table::new()));
+                }
+                let table = crate::throttle::ThrottleTable {
+                    kind: kind.clone(),
+                    ..Default::default()
+                };
+                let filled = table
+                    .filled()
+                    .map_err(|e| e.message().trim_start_matches("expected ").to_owned())
+                    .map_err(|m| format!("expected none or {m}"))?;
+                Value::try_from(&filled).map_err(|e| e.to_string())
+            }
             Target::OutageLength => {
                 let x = match v {
                     Value::Integer(i) => *i as f64,
@@ -81,7 +109,13 @@ impl Axis {
         match &self.target {
             Target::Path(keys) => keys.join("."),
             Target::OutageLength => "server.outages".to_owned(),
+            Target::ThrottleKind => THROTTLE_KIND.to_owned(),
         }
+    }
+
+    /// Whether this axis picks the throttle's kind (applied before the other axes).
+    pub(crate) fn is_throttle_kind(&self) -> bool {
+        self.target == Target::ThrottleKind
     }
 }
 
@@ -102,6 +136,8 @@ impl FromStr for Axis {
         }
         let target = if name == "outage_s" || name == "server.outage_s" {
             Target::OutageLength
+        } else if name == THROTTLE_KIND {
+            Target::ThrottleKind
         } else {
             Target::Path(keys)
         };
@@ -308,5 +344,26 @@ mod tests {
         );
         let neg = axis("server.outage_s=-1");
         assert!(neg.tree_value(&neg.values()[0]).is_err());
+    }
+
+    #[test]
+    fn throttle_kind_writes_the_whole_table() {
+        let a = axis("retry.throttle.kind=grpc,none");
+        assert!(a.is_throttle_kind());
+        assert_eq!(a.path(), "retry.throttle.kind");
+        let grpc = a.tree_value(&a.values()[0]).unwrap();
+        assert_eq!(grpc["kind"].as_str(), Some("grpc"));
+        assert_eq!(grpc["max_tokens"].as_float(), Some(10.0));
+        assert_eq!(grpc.as_table().map(toml::Table::len), Some(3));
+        assert_eq!(
+            a.tree_value(&a.values()[1]).unwrap(),
+            Value::Table(toml::Table::new())
+        );
+        let bad = axis("retry.throttle.kind=nope");
+        let err = bad.tree_value(&bad.values()[0]).unwrap_err();
+        assert!(
+            err.starts_with("expected none or one of sre-adaptive"),
+            "{err}"
+        );
     }
 }

@@ -150,8 +150,17 @@ fn blame(
         if err.field_name() != Some(axis.path().as_str()) {
             continue;
         }
+        // The cell's throttle kind stays: the setting is checked against that kind.
         let mut tree = full.clone();
-        if apply(&mut tree, axis, v).is_ok()
+        let kinds = axes
+            .iter()
+            .zip(values)
+            .filter(|(a, _)| a.is_throttle_kind());
+        let kinds_ok = kinds
+            .into_iter()
+            .all(|(a, k)| apply(&mut tree, a, k).is_ok());
+        if kinds_ok
+            && apply(&mut tree, axis, v).is_ok()
             && registry::check(&tree, limits).err().as_ref() == Some(err)
         {
             return SweepError::new(format!("--set {}={}: {err}", axis.name(), show(v)));
@@ -179,7 +188,50 @@ fn apply(tree: &mut Value, axis: &Axis, v: &Value) -> Result<(), String> {
             let keys = ["server".to_owned(), "outages".to_owned()];
             tree::set(tree, &keys, value)
         }
+        Target::ThrottleKind => {
+            let Value::Table(top) = tree else {
+                return Err("the scenario is not a table".to_owned());
+            };
+            // A model whose `[retry]` is optional (the latency model's) gets one.
+            let retry = top
+                .entry("retry")
+                .or_insert_with(|| Value::Table(toml::Table::new()));
+            let Value::Table(retry) = retry else {
+                return Err(format!(
+                    "retry is not a table, so it has no {}",
+                    grid::THROTTLE_TABLE
+                ));
+            };
+            if value.as_table().is_some_and(toml::Table::is_empty) {
+                retry.remove("throttle");
+            } else {
+                retry.insert("throttle".to_owned(), value);
+            }
+            Ok(())
+        }
     }
+}
+
+/// Applies a cell's values: the throttle's kind first (it rewrites the table whose settings
+/// other axes may set), then the rest in axis order.
+fn apply_all(tree: &mut Value, axes: &[Axis], values: &[Value]) -> Result<(), String> {
+    let pairs = || axes.iter().zip(values);
+    for (axis, v) in pairs().filter(|(a, _)| a.is_throttle_kind()) {
+        apply(tree, axis, v)?;
+    }
+    for (axis, v) in pairs().filter(|(a, _)| !a.is_throttle_kind()) {
+        apply(tree, axis, v)?;
+    }
+    Ok(())
+}
+
+/// Whether an axis sets one of the throttle's settings (not its kind).
+fn sets_throttle_setting(axis: &Axis) -> bool {
+    !axis.is_throttle_kind()
+        && axis
+            .path()
+            .strip_prefix(grid::THROTTLE_TABLE)
+            .is_some_and(|rest| rest.starts_with('.'))
 }
 
 impl Sweep {
@@ -228,9 +280,25 @@ impl Sweep {
                 )));
             }
         }
+        let kind_swept = axes.iter().any(Axis::is_throttle_kind);
+        if let Some(axis) = axes.iter().find(|a| sets_throttle_setting(a))
+            && !kind_swept
+            && full.get("retry").and_then(|r| r.get("throttle")).is_none()
+        {
+            return Err(SweepError::new(format!(
+                "--set {}: the scenario has no [retry.throttle]; choose one with --throttle \
+                 KIND or --set {}=KIND",
+                axis.name(),
+                grid::THROTTLE_KIND
+            )));
+        }
         // Each value on its own for what does not depend on the others (the path, the type),
-        // so that an error names the one `--set` at fault.
-        for axis in &mut axes {
+        // so that an error names the one `--set` at fault. A throttle's setting depends on the
+        // kind swept beside it: its cells check it.
+        for axis in axes
+            .iter_mut()
+            .filter(|a| !(kind_swept && sets_throttle_setting(a)))
+        {
             let mut held = Vec::with_capacity(axis.values().len());
             for v in axis.values() {
                 let at = |msg: String| {
@@ -241,7 +309,7 @@ impl Sweep {
                 // Keep the value as the tree holds it (`1e3` → `1000` for an integer field).
                 held.push(match &axis.target {
                     Target::Path(keys) => held_value(&tree, keys).unwrap_or_else(|| v.clone()),
-                    Target::OutageLength => v.clone(),
+                    Target::OutageLength | Target::ThrottleKind => v.clone(),
                 });
             }
             *axis.values_mut() = held;
@@ -264,9 +332,8 @@ impl Sweep {
                 .map(|(a, &p)| a.values()[p].clone())
                 .collect();
             let mut tree = full.clone();
-            for (axis, v) in axes.iter().zip(&values) {
-                apply(&mut tree, axis, v).map_err(SweepError::new)?;
-            }
+            apply_all(&mut tree, &axes, &values)
+                .map_err(|e| SweepError::new(format!("cell {}: {e}", label(&axes, &values))))?;
             let model = registry::check(&tree, limits)
                 .map_err(|e| blame(&full, &axes, &values, &e, limits))?;
             cells.push(Cell {

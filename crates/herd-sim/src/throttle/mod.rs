@@ -25,10 +25,18 @@
 //! counted in `denied_by_budget`); `aws-adaptive` delays first attempts and retries by what
 //! the rate limiter asks, rounded up to whole steps. Envoy's active requests are a step's
 //! arrivals; a retry holds its place from the decision until its attempt is answered.
+//!
+//! The same table serves every model with clients: the cohort engine feeds counts to
+//! [`CohortThrottle`] (`cohort.rs`); the metastable model drives [`SimThrottle`] with its
+//! own events; the latency model and the service graph's Monte Carlo take the library's
+//! type through its `Budget` interface ([`ThrottleSpec::budget`]), as a Rust client's hedge
+//! or retry loop does (docs/model.md, "Throttles in the other models").
 
+mod cohort;
 mod run;
 mod table;
 
+pub(crate) use cohort::{CohortThrottle, check as cohort_check};
 pub(crate) use run::{FirstAttempt, SimThrottle};
-pub(crate) use table::ThrottleSpec;
 pub use table::{KINDS, ThrottleTable};
+pub(crate) use table::{ThrottleSpec, fill_tree};

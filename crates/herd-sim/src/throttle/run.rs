@@ -12,6 +12,43 @@ use herd::throttle::{
 
 use super::ThrottleSpec;
 
+impl ThrottleSpec {
+    /// The library's type as a [`Budget`](herd::budget::Budget) on `clock`, as a Rust client
+    /// plugs it into a hedge or a retry policy (settings already checked), and Envoy's limit
+    /// itself, whose active requests the caller counts.
+    pub(crate) fn budget(
+        &self,
+        clock: &FakeClock,
+    ) -> (
+        std::sync::Arc<dyn herd::budget::Budget>,
+        Option<EnvoyRetryLimit>,
+    ) {
+        use std::sync::Arc;
+        let checked = "checked by ThrottleTable::check";
+        match self {
+            ThrottleSpec::Sre(c) => (
+                Arc::new(SreThrottle::new(*c, clock.clone()).expect(checked)),
+                None,
+            ),
+            ThrottleSpec::Aws(c) => (Arc::new(AwsRetryQuota::new(*c).expect(checked)), None),
+            ThrottleSpec::AwsAdaptive => (Arc::new(AwsRateLimiter::new(clock.clone())), None),
+            ThrottleSpec::Envoy(c) => {
+                let limit = EnvoyRetryLimit::new(*c).expect(checked);
+                (Arc::new(limit.clone()), Some(limit))
+            }
+            ThrottleSpec::Admission(c) => (
+                Arc::new(AdmissionControl::new(*c, clock.clone()).expect(checked)),
+                None,
+            ),
+            ThrottleSpec::Grpc(c) => (Arc::new(GrpcThrottle::new(*c).expect(checked)), None),
+            ThrottleSpec::Ratio(c) => (
+                Arc::new(RetryBudget::new(*c, clock.clone()).expect(checked)),
+                None,
+            ),
+        }
+    }
+}
+
 /// What a throttle says of a new client's first attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum FirstAttempt {

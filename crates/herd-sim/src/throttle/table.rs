@@ -344,6 +344,25 @@ impl ThrottleTable {
     }
 }
 
+/// A scenario tree with its `[retry.throttle]` (if any) filled in by
+/// [`ThrottleTable::filled`]: what every model's `sweepable` hands a sweep.
+pub(crate) fn fill_tree(mut tree: toml::Value) -> Result<toml::Value, ScenarioError> {
+    let Some(slot) = tree
+        .get_mut("retry")
+        .and_then(|r| r.as_table_mut())
+        .and_then(|r| r.get_mut("throttle"))
+    else {
+        return Ok(tree);
+    };
+    let table: ThrottleTable = slot
+        .clone()
+        .try_into()
+        .map_err(|e: toml::de::Error| ScenarioError::field("retry.throttle", e.to_string()))?;
+    *slot = toml::Value::try_from(table.filled()?)
+        .map_err(|e| ScenarioError::general(format!("cannot write the throttle as TOML: {e}")))?;
+    Ok(tree)
+}
+
 /// A library budget error, named by the scenario's field.
 fn budget_error(e: &herd::budget::InvalidBudget) -> ScenarioError {
     use herd::budget::InvalidBudget;

@@ -59,6 +59,12 @@
 //!    allowed, the same `m` as `n` withdrawals in a row. Which `m` is the agent engine's
 //!    law: a uniformly random subset of the `n`, so how many of each count are allowed is
 //!    one multivariate hypergeometric draw; the rest give up (`denied_by_budget`).
+//! 6. with a `[retry.throttle]` whose state the whole population shares, the throttle is fed
+//!    counts (`throttle/cohort.rs`): the new clients' first attempts (those it gates), the
+//!    step's arrivals and its answers split into first attempts and retries (a retry is
+//!    filed with at least one failure, so the two never merge), and of the `n` retries that
+//!    ask it admits `m`, split over the counts as the budget's are. `aws-adaptive`, whose
+//!    rate limiter gives each request its own wait, needs the agent engine.
 //!
 //! Samplers: `sample.rs` (binomial, hypergeometric), drawing only from the world's SplitMix64.
 //!
@@ -101,6 +107,7 @@ use crate::storm::failure::{AfterFailure, Fate};
 use crate::storm::metrics::{Meter, RunResult};
 use crate::storm::plan::{Plan, PlannedRule};
 use crate::storm::server::{ServerState, Verdict};
+use crate::throttle::CohortThrottle;
 
 mod calendar;
 pub(crate) mod law;
@@ -145,13 +152,8 @@ pub(crate) struct Prepared {
 /// Checks what the cohort engine cannot run, after the plan is built, and prepares what its
 /// runs share.
 pub(crate) fn check(plan: &Plan, limits: &Limits) -> Result<Prepared, ScenarioError> {
-    if plan.throttle.is_some() {
-        return Err(ScenarioError::field(
-            "retry.throttle",
-            "needs the agent engine: a throttle answers each request in turn (a random draw, a \
-             token, a place held until that retry is answered), which clients kept as counts \
-             cannot give it; use --engine agent",
-        ));
+    if let Some(spec) = &plan.throttle {
+        crate::throttle::cohort_check(spec)?;
     }
     for (name, rule) in &plan.rules {
         Laws::of(*name, rule)?;
@@ -202,6 +204,11 @@ pub(crate) fn simulate(
     let mut gave_up = 0u64;
     let mut denied_by_budget = 0u64;
     let mut budget = BudgetLedger::new(plan.budget_percent)?;
+    // `[retry.throttle]` (exclusive with the budget), on counts: see crate::throttle::cohort.
+    let mut throttle = plan
+        .throttle
+        .as_ref()
+        .map(|spec| CohortThrottle::new(spec, plan.step_ns));
     // Refused counts whose retries ask the budget at this step, where they go if allowed.
     let mut asking: Vec<(u64, Fate, State)> = Vec::new();
     let mut admitted_of: Vec<u64> = Vec::new();
@@ -225,16 +232,25 @@ pub(crate) fn simulate(
         due.clear();
         calendar.take(step, &mut due);
         let mut new_at_step = 0;
-        if step == plan.start_step && plan.burst > 0 {
-            due.push((new_clients(step), plan.burst));
+        if step == plan.start_step {
             new_at_step += plan.burst;
         }
         if open_loop {
-            let new = plan.open_loop_at(step);
-            if new > 0 {
-                due.push((new_clients(step), new));
-                new_at_step += new;
+            new_at_step += plan.open_loop_at(step);
+        }
+        if let Some(t) = &mut throttle {
+            t.at(step);
+            if t.gates_first_attempts() && new_at_step > 0 {
+                // New clients' first attempts: sent, or refused locally (a give-up the
+                // throttle caused).
+                let sent = t.first_attempts(new_at_step, &mut rng);
+                gave_up += new_at_step - sent;
+                denied_by_budget += new_at_step - sent;
+                new_at_step = sent;
             }
+        }
+        if new_at_step > 0 {
+            due.push((new_clients(step), new_at_step));
         }
         merge_sorted(&mut due);
         if let Some(b) = &mut budget {
@@ -253,13 +269,28 @@ pub(crate) fn simulate(
             sizes.clear();
             sizes.extend(due.iter().map(|(_, n)| *n));
             sample::multivariate_hypergeometric(&mut rng, &sizes, served, &mut served_of);
+            if let Some(t) = &mut throttle {
+                // Retries are the cohorts with a failure (filed with at least one below).
+                let (mut ok, mut failed) = ((0, 0), (0, 0));
+                for (&(state, count), &taken) in due.iter().zip(&served_of) {
+                    let (o, f) = if state.failures == 0 {
+                        (&mut ok.0, &mut failed.0)
+                    } else {
+                        (&mut ok.1, &mut failed.1)
+                    };
+                    *o += taken;
+                    *f += count - taken;
+                }
+                t.arriving(arrivals);
+                t.answered(ok, failed);
+            }
 
             // Files `n` refused clients of a cohort: given up (`None`: out of attempts, or the
             // server's delay ends past the deadline), or due again after waiting
             // `Some((wait, memory))`, by the engines' shared step.
             let after = AfterFailure::new(plan, step, verdict);
             let delayed = after.has_server_delay() || latency.is_some();
-            let with_budget = budget.is_some();
+            let with_budget = budget.is_some() || throttle.is_some();
             delayed_of.clear();
             waits_of.clear();
             asking.clear();
@@ -311,8 +342,12 @@ pub(crate) fn simulate(
                     refuse(refused, None, state.failures, state.first);
                     continue;
                 }
-                let failures =
+                let mut failures =
                     laws.file_failures(state.failures.saturating_add(1), plan.max_attempts);
+                if throttle.is_some() {
+                    // A throttle tells retries from first attempts.
+                    failures = failures.max(1);
+                }
                 if let Some(top) = laws.nested_top(state.failures, state.memory) {
                     nested.push((failures, state.first, top, refused));
                     continue;
@@ -368,12 +403,17 @@ pub(crate) fn simulate(
                     });
                 }
             }
-            if let Some(b) = &mut budget {
+            if with_budget {
                 // The budget allows `admitted` of the retries that ask (one withdrawal each,
                 // in a row), a uniformly random subset of them as in the agent engine: how
-                // many of each count is one multivariate hypergeometric draw.
+                // many of each count is one multivariate hypergeometric draw. A throttle
+                // admits its own way (crate::throttle::cohort).
                 let wanting: u64 = asking.iter().map(|(n, _, _)| n).sum();
-                let admitted = b.admit(wanting);
+                let admitted = match (&mut budget, &mut throttle) {
+                    (Some(b), _) => b.admit(wanting),
+                    (None, Some(t)) => t.admit(wanting, &mut rng),
+                    (None, None) => unreachable!("with_budget"),
+                };
                 sizes.clear();
                 sizes.extend(asking.iter().map(|(n, _, _)| *n));
                 sample::multivariate_hypergeometric(&mut rng, &sizes, admitted, &mut admitted_of);
