@@ -49,6 +49,7 @@ mod limits;
 pub mod metastable;
 mod metrics;
 pub mod model;
+pub mod partial;
 mod plan;
 mod record;
 pub mod refusal;

@@ -40,6 +40,7 @@ use crate::error::ScenarioError;
 use crate::latency::LatencyModel;
 use crate::limits::Limits;
 use crate::metastable::Metastable;
+use crate::partial::PartialFailure;
 
 mod metrics;
 
@@ -56,6 +57,7 @@ pub static MODELS: &[Registration] = &[
     Registration::of::<Metastable>(),
     Registration::of::<Contention>(),
     Registration::of::<LatencyModel>(),
+    Registration::of::<PartialFailure>(),
 ];
 
 /// What the runs of a scenario compare: a retry rule (the storm, metastable and contention
@@ -293,7 +295,7 @@ impl Registration {
     }
 }
 
-/// The models' names, for messages: `storm, metastable, contention, latency`.
+/// The models' names, for messages: `storm, metastable, contention, latency, partial-failure`.
 fn names() -> String {
     let names: Vec<&str> = MODELS.iter().map(|m| m.name).collect();
     names.join(", ")
@@ -443,7 +445,7 @@ mod tests {
         assert_eq!(err.field_name(), Some("model"));
         assert_eq!(
             err.to_string(),
-            "model: must be one of storm, metastable, contention, latency, got \"nope\""
+            "model: must be one of storm, metastable, contention, latency, partial-failure, got \"nope\""
         );
         let err = of_tree(&tree("model = 3")).unwrap_err();
         assert_eq!(err.field_name(), Some("model"));

@@ -8,7 +8,7 @@ use clap::Args;
 use herd::RuleName;
 use herd_sim::contention::{Contention, ContentionReport, ContentionScenario};
 use herd_sim::metastable::{self, Metastable, MetastableScenario};
-use herd_sim::model::{self, AnyModel, Model};
+use herd_sim::model::{self, AnyModel, Model, Variant};
 use herd_sim::{Limits, Simulation};
 use rayon::prelude::*;
 
@@ -111,10 +111,14 @@ pub(crate) fn run(args: &StormArgs, path: &Path, text: &str) -> CliResult<bool> 
         )));
     } else {
         refuse(args, registration.name, &[])?;
-        let rules = args.rules.rules_or(&checked.rules());
+        // A model that compares variants of its own (strategies, say) runs them all.
+        let variants: Vec<Variant> = match args.rules.rules_or(&checked.rules()) {
+            rules if rules.is_empty() => checked.variants(),
+            rules => rules.into_iter().map(Variant::Rule).collect(),
+        };
         let seeds = seeds(args, args.seed.unwrap_or_else(|| checked.seed()));
         let mut out = BufWriter::new(io::stdout().lock());
-        write_metrics(&mut out, args.format, &*checked, &rules, &seeds)?;
+        write_metrics(&mut out, args.format, &*checked, &variants, &seeds)?;
         out.flush()?;
     }
     Ok(true)
@@ -139,10 +143,18 @@ fn write_metrics(
     out: &mut impl Write,
     format: Format,
     model: &dyn AnyModel,
-    rules: &[RuleName],
+    variants: &[Variant],
     seeds: &[u64],
 ) -> CliResult {
-    let runs = every_rule_and_seed(rules, seeds, |rule, seed| model.run(rule, seed))?;
+    let jobs: Vec<(&Variant, u64)> = variants
+        .iter()
+        .flat_map(|v| seeds.iter().map(move |&s| (v, s)))
+        .collect();
+    let runs = jobs
+        .par_iter()
+        .map(|&(v, seed)| model.run_variant(v, seed).map(|m| (v, seed, m)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(CliError::input)?;
     let names = model.metric_names();
     let shown = |v: Option<f64>| v.map_or_else(String::new, |x| x.to_string());
     match format {
@@ -403,6 +415,7 @@ mod tests {
     fn any_model_prints_its_metrics_per_rule_and_seed() {
         let rules = [RuleName::Immediate, RuleName::Full];
         let mut csv = Vec::new();
+        let rules: Vec<Variant> = rules.into_iter().map(Variant::Rule).collect();
         write_metrics(&mut csv, Format::Csv, &Coin, &rules, &[1, 2]).unwrap();
         assert_eq!(
             String::from_utf8(csv).unwrap(),
