@@ -80,7 +80,11 @@ impl World<'_> {
     }
 
     fn gate(&mut self, client: u32) -> &mut Gate {
-        let i = if self.gates.len() == 1 { 0 } else { client as usize };
+        let i = if self.gates.len() == 1 {
+            0
+        } else {
+            client as usize
+        };
         &mut self.gates[i]
     }
 
@@ -109,7 +113,12 @@ impl World<'_> {
         Ok(())
     }
 
-    fn start(&mut self, t: u64, client: u32, arrivals: &mut SplitMix64) -> Result<(), ScenarioError> {
+    fn start(
+        &mut self,
+        t: u64,
+        client: u32,
+        arrivals: &mut SplitMix64,
+    ) -> Result<(), ScenarioError> {
         let next = t.saturating_add(exponential(arrivals, self.model.gap_mean_ns));
         if next <= self.model.horizon_ns {
             self.at(next, Event::Start(client));

@@ -118,7 +118,9 @@ impl Gate {
                 scale: 10u128.pow(*k),
             },
             GateSpec::Throttle(t) => match t {
-                ThrottleSpec::Sre(c) => Gate::Sre(SreThrottle::new(*c, clock.clone()).expect(checked)),
+                ThrottleSpec::Sre(c) => {
+                    Gate::Sre(SreThrottle::new(*c, clock.clone()).expect(checked))
+                }
                 ThrottleSpec::Aws(c) => Gate::Aws(AwsRetryQuota::new(*c).expect(checked)),
                 ThrottleSpec::AwsAdaptive => Gate::AwsAdaptive(AwsRateLimiter::new(clock.clone())),
                 ThrottleSpec::Envoy(c) => Gate::Envoy(EnvoyRetryLimit::new(*c).expect(checked)),

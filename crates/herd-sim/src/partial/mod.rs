@@ -229,7 +229,10 @@ impl PartialFailure {
     /// strategies of one name, or a run too large for `limits`.
     pub fn new(scenario: &PartialScenario, limits: &Limits) -> Result<Self, ScenarioError> {
         fields::model(scenario.model.as_deref(), "partial-failure")?;
-        let horizon_ns = fields::nanos("horizon_s", fields::seconds("horizon_s", scenario.horizon_s, false)?)?;
+        let horizon_ns = fields::nanos(
+            "horizon_s",
+            fields::seconds("horizon_s", scenario.horizon_s, false)?,
+        )?;
         let failure_rate = fields::number_in("failure_rate", scenario.failure_rate, 0.0, 1.0)?;
         let count = scenario.clients.count;
         if count == 0 || count > MAX_CLIENTS || count > limits.max_clients {
@@ -250,7 +253,10 @@ impl PartialFailure {
         }
         let mean_ms = fields::number_in("network.mean_ms", scenario.network.mean_ms, 0.0, 1e9)?;
         if scenario.strategies.is_empty() {
-            return Err(ScenarioError::field("strategies", "must name at least one strategy"));
+            return Err(ScenarioError::field(
+                "strategies",
+                "must name at least one strategy",
+            ));
         }
         let mut strategies: Vec<Checked> = Vec::new();
         for (i, s) in scenario.strategies.iter().enumerate() {
@@ -323,15 +329,19 @@ impl PartialFailure {
     ///
     /// No strategy has that name; the run makes more attempts than the limits allow.
     pub fn run_strategy(&self, name: &str, seed: u64) -> Result<PartialRun, ScenarioError> {
-        let strategy = self.strategies.iter().find(|s| s.name == name).ok_or_else(|| {
-            ScenarioError::field(
-                "strategies",
-                format!(
-                    "has no strategy named \"{name}\": {}",
-                    self.strategies().join(", ")
-                ),
-            )
-        })?;
+        let strategy = self
+            .strategies
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| {
+                ScenarioError::field(
+                    "strategies",
+                    format!(
+                        "has no strategy named \"{name}\": {}",
+                        self.strategies().join(", ")
+                    ),
+                )
+            })?;
         engine::run(self, strategy, seed)
     }
 

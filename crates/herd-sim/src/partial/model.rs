@@ -11,8 +11,7 @@ use crate::model::{self, Metrics, Model, Variant};
 
 impl Model for PartialFailure {
     const NAME: &'static str = "partial-failure";
-    const ABOUT: &'static str =
-        "a server that fails a share of attempts whatever its load: what each retry strategy costs (Brooker 2022)";
+    const ABOUT: &'static str = "a server that fails a share of attempts whatever its load: what each retry strategy costs (Brooker 2022)";
     const METRICS: &'static [&'static str] = METRICS;
 
     fn check(tree: &Value, limits: &Limits) -> Result<Self, ScenarioError> {
