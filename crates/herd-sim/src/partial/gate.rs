@@ -251,3 +251,77 @@ impl Gate {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rng() -> herd::rng::SplitMix64 {
+        herd::rng::SplitMix64::new(1)
+    }
+
+    fn allowed(gate: &mut Gate) -> bool {
+        matches!(gate.retry(&mut rng()), Retry::Go { .. })
+    }
+
+    #[test]
+    fn brookers_bucket_pays_while_it_holds_more_than_one_token() {
+        let spec = GateSpec::Bucket {
+            size: 5.0,
+            per_call: 0.1,
+            deposit: Deposit::CallStart,
+        };
+        let mut g = Gate::new(&spec, &FakeClock::new());
+        // Full at 5: four retries (5 → 1), then 1.0 > 1.0 fails.
+        assert!((0..4).all(|_| allowed(&mut g)));
+        assert!(!allowed(&mut g));
+        // Ten calls add a token, in f64 as his Python does: 1 + 10 × 0.1 is
+        // 2.000000000000001 there (`python3 -c "b=1.0\nfor _ in range(10): b=min(b+0.1,5)"`),
+        // so two retries go where exact tenths would allow one.
+        for _ in 0..10 {
+            assert_eq!(g.call_start(&mut rng()), First::Send);
+        }
+        assert!(allowed(&mut g));
+        assert!(allowed(&mut g));
+        assert!(!allowed(&mut g));
+        // The cap: a full bucket stays at 5.
+        let mut full = Gate::new(&spec, &FakeClock::new());
+        full.call_start(&mut rng());
+        let Gate::Bucket { tokens, .. } = full else {
+            panic!("a bucket")
+        };
+        assert_eq!(tokens, 5.0);
+    }
+
+    #[test]
+    fn the_essays_bucket_fills_only_on_success() {
+        let spec = GateSpec::Bucket {
+            size: 1.5,
+            per_call: 0.5,
+            deposit: Deposit::Success,
+        };
+        let mut g = Gate::new(&spec, &FakeClock::new());
+        assert!(allowed(&mut g));
+        g.call_start(&mut rng());
+        g.answered(false, false, None);
+        assert!(!allowed(&mut g), "0.5 tokens: a start and a failure add nothing");
+        g.answered(true, false, None);
+        g.answered(true, false, None);
+        assert!(allowed(&mut g), "two successes: 1.5 tokens");
+    }
+
+    #[test]
+    fn brookers_breaker_retries_at_exactly_its_ratio_and_not_above() {
+        let mut g = Gate::new(&GateSpec::Breaker { ratio: 1, k: 1 }, &FakeClock::new());
+        for _ in 0..10 {
+            g.call_start(&mut rng());
+        }
+        g.answered(false, false, None);
+        assert!(allowed(&mut g), "1 / 10 is not above 0.1");
+        g.answered(false, true, None);
+        assert!(!allowed(&mut g), "2 / 10 is");
+        g.answered(true, true, None);
+        g.call_start(&mut rng());
+        assert!(!allowed(&mut g), "successes do not count; 2 / 11 still above");
+    }
+}
