@@ -275,9 +275,9 @@ mod tests {
         // Full at 5: four retries (5 → 1), then 1.0 > 1.0 fails.
         assert!((0..4).all(|_| allowed(&mut g)));
         assert!(!allowed(&mut g));
-        // Ten calls add a token, in f64 as his Python does: 1 + 10 × 0.1 is
-        // 2.000000000000001 there (`python3 -c "b=1.0\nfor _ in range(10): b=min(b+0.1,5)"`),
-        // so two retries go where exact tenths would allow one.
+        // Ten calls add a token, in f64 as his Python does: from `b = 1.0`, ten times
+        // `b = min(b + 0.1, 5)` gives 2.000000000000001 in Python too, so two retries go
+        // where exact tenths would allow one.
         for _ in 0..10 {
             assert_eq!(g.call_start(&mut rng()), First::Send);
         }
@@ -304,7 +304,10 @@ mod tests {
         assert!(allowed(&mut g));
         g.call_start(&mut rng());
         g.answered(false, false, None);
-        assert!(!allowed(&mut g), "0.5 tokens: a start and a failure add nothing");
+        assert!(
+            !allowed(&mut g),
+            "0.5 tokens: a start and a failure add nothing"
+        );
         g.answered(true, false, None);
         g.answered(true, false, None);
         assert!(allowed(&mut g), "two successes: 1.5 tokens");
@@ -322,6 +325,9 @@ mod tests {
         assert!(!allowed(&mut g), "2 / 10 is");
         g.answered(true, true, None);
         g.call_start(&mut rng());
-        assert!(!allowed(&mut g), "successes do not count; 2 / 11 still above");
+        assert!(
+            !allowed(&mut g),
+            "successes do not count; 2 / 11 still above"
+        );
     }
 }
