@@ -65,6 +65,8 @@ struct World<'a> {
     clock: FakeClock,
     gates: Vec<Gate>,
     calls: Vec<Call>,
+    /// Slots of `calls` whose calls ended, for the next calls to take.
+    free: Vec<usize>,
     queue: BinaryHeap<Reverse<(u64, u64, Event)>>,
     seq: u64,
     network: SplitMix64,
@@ -73,19 +75,21 @@ struct World<'a> {
     run: PartialRun,
 }
 
+/// The gate of `client`: its own, or the one all clients share.
+fn gate(gates: &mut [Gate], client: u32) -> &mut Gate {
+    let i = if gates.len() == 1 { 0 } else { client as usize };
+    &mut gates[i]
+}
+
 impl World<'_> {
     fn at(&mut self, t: u64, event: Event) {
         self.queue.push(Reverse((t, self.seq, event)));
         self.seq += 1;
     }
 
-    fn gate(&mut self, client: u32) -> &mut Gate {
-        let i = if self.gates.len() == 1 {
-            0
-        } else {
-            client as usize
-        };
-        &mut self.gates[i]
+    /// The call in slot `i` has ended: the slot is free for a later call.
+    fn end(&mut self, i: usize) {
+        self.free.push(i);
     }
 
     fn send(&mut self, t: u64, i: usize) -> Result<(), ScenarioError> {
@@ -98,7 +102,7 @@ impl World<'_> {
             "fewer calls, a shorter horizon_s or fewer max_attempts",
         )?;
         let client = self.calls[i].client;
-        let active = self.gate(client).sent();
+        let active = gate(&mut self.gates, client).sent();
         let call = &mut self.calls[i];
         call.attempts += 1;
         call.active = active;
@@ -124,22 +128,29 @@ impl World<'_> {
             self.at(next, Event::Start(client));
         }
         self.run.calls += 1;
-        let i = self.calls.len();
-        self.calls.push(Call {
+        let call = Call {
             client,
             attempts: 0,
             backoff_ns: self.strategy.backoff_ns,
             retry: false,
             permit: None,
             active: None,
-        });
-        let mut draws = std::mem::replace(&mut self.draws, SplitMix64::new(0));
-        let first = self.gate(client).call_start(&mut draws);
-        self.draws = draws;
-        match first {
+        };
+        let i = match self.free.pop() {
+            Some(i) => {
+                self.calls[i] = call;
+                i
+            }
+            None => {
+                self.calls.push(call);
+                self.calls.len() - 1
+            }
+        };
+        match gate(&mut self.gates, client).call_start(&mut self.draws) {
             First::Send => self.send(t, i),
             First::Refuse => {
                 self.run.refused += 1;
+                self.end(i);
                 Ok(())
             }
             First::Delay(wait) => {
@@ -152,28 +163,33 @@ impl World<'_> {
     fn answer(&mut self, t: u64, i: usize, success: bool) -> Result<(), ScenarioError> {
         let call = &mut self.calls[i];
         let (client, retry, permit) = (call.client, call.retry, call.permit.take());
+        let attempts = call.attempts;
         let active = call.active.take();
-        self.gate(client).answered(success, retry, permit);
-        if success {
-            self.run.successes += 1;
-            return Ok(());
-        }
+        let gate = gate(&mut self.gates, client);
+        gate.answered(success, retry, permit);
         let max = self.strategy.max_attempts;
-        if max != 0 && self.calls[i].attempts >= max {
+        let decision = if success {
+            self.run.successes += 1;
+            None
+        } else if max != 0 && attempts >= max {
             self.run.exhausted += 1;
-            return Ok(());
-        }
-        let mut draws = std::mem::replace(&mut self.draws, SplitMix64::new(0));
-        let decision = self.gate(client).retry(&mut draws);
-        self.draws = draws;
+            None
+        } else {
+            Some(gate.retry(&mut self.draws))
+        };
         // The failed attempt counted as active while its retry was decided.
         drop(active);
         match decision {
-            Retry::Deny => {
-                self.run.denied += 1;
+            None => {
+                self.end(i);
                 Ok(())
             }
-            Retry::Go { permit, delay } => {
+            Some(Retry::Deny) => {
+                self.run.denied += 1;
+                self.end(i);
+                Ok(())
+            }
+            Some(Retry::Go { permit, delay }) => {
                 self.run.retries += 1;
                 let call = &mut self.calls[i];
                 call.retry = true;
@@ -209,6 +225,7 @@ pub(crate) fn run(
         clock,
         gates,
         calls: Vec::new(),
+        free: Vec::new(),
         queue: BinaryHeap::new(),
         seq: 0,
         network: SplitMix64::derive(seed, NETWORK),
