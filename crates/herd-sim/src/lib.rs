@@ -44,6 +44,7 @@ mod limits;
 mod located;
 pub mod metastable;
 pub mod model;
+pub mod partial;
 pub mod refusal;
 pub mod registry;
 mod rule_serde;

@@ -27,6 +27,7 @@ use crate::latency::LatencyModel;
 use crate::limits::Limits;
 use crate::metastable::Metastable;
 use crate::model::{AnyModel, DEFAULT_MODEL, MODEL_KEY, Model};
+use crate::partial::PartialFailure;
 
 /// Every model this build runs: adding a model adds one line here.
 pub static MODELS: &[Registration] = &[
@@ -34,6 +35,7 @@ pub static MODELS: &[Registration] = &[
     Registration::of::<Metastable>(),
     Registration::of::<Contention>(),
     Registration::of::<LatencyModel>(),
+    Registration::of::<PartialFailure>(),
 ];
 
 /// A model's constructor, as [`MODELS`] holds it.
@@ -193,7 +195,7 @@ mod tests {
         assert_eq!(err.field_name(), Some("model"));
         assert_eq!(
             err.to_string(),
-            "model: must be one of storm, metastable, contention, latency, got \"nope\""
+            "model: must be one of storm, metastable, contention, latency, partial-failure, got \"nope\""
         );
         let err = of_tree(&tree("model = 3")).unwrap_err();
         assert_eq!(err.field_name(), Some("model"));

@@ -55,7 +55,13 @@ fn seeds() -> Vec<(String, Value)> {
         })
         .collect();
     out.sort_by(|a, b| a.0.cmp(&b.0));
-    for name in ["storm", "metastable", "contention", "latency"] {
+    for name in [
+        "storm",
+        "metastable",
+        "contention",
+        "latency",
+        "partial-failure",
+    ] {
         let mut table = toml::Table::new();
         table.insert("model".to_owned(), Value::String(name.to_owned()));
         out.push((format!("default {name}"), Value::Table(table)));

@@ -126,8 +126,9 @@ pub(crate) fn font() -> anyhow::Result<()> {
     }
 }
 
-/// The charts' line colours, in order (matplotlib's "tab10", without its olive and cyan).
-pub(crate) const PALETTE: [RGBColor; 8] = [
+/// The charts' line colours, in order: matplotlib's "tab10" (its olive and cyan last), then black
+/// and navy, so that twelve lines are told apart.
+pub(crate) const PALETTE: [RGBColor; 12] = [
     RGBColor(31, 119, 180),
     RGBColor(214, 39, 40),
     RGBColor(44, 160, 44),
@@ -136,6 +137,10 @@ pub(crate) const PALETTE: [RGBColor; 8] = [
     RGBColor(140, 86, 75),
     RGBColor(227, 119, 194),
     RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+    RGBColor(0, 0, 0),
+    RGBColor(0, 0, 128),
 ];
 
 /// A drawing error from plotters, as a chart's error.
