@@ -60,6 +60,7 @@ fn the_readme_table_is_seed_one_of_the_default() {
         let printed = [
             r.served.to_string(),
             r.gave_up.to_string(),
+            r.waiting.to_string(),
             seconds(r.half_served_s),
             "s".to_owned(),
             seconds(r.all_served_s),
@@ -68,7 +69,7 @@ fn the_readme_table_is_seed_one_of_the_default() {
             r.peak_after_outage.to_string(),
         ];
         assert_eq!(
-            cells[1..9],
+            cells[1..10],
             printed,
             "{rule}: the README's row is not seed 1's"
         );
