@@ -87,12 +87,7 @@ fn run<R: Record, O: Observer>(
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
     let (rule, per_step) = (&planned.rule, planned.per_step);
-    let max_pause_steps = pause_steps(rule.max_pause_nanos(), per_step);
-    let max_wait = plan
-        .timeout_steps
-        .saturating_add(AfterFailure::longest_wait(plan, max_pause_steps))
-        .min(plan.steps);
-    let mut calendar = Calendar::<R>::new(max_wait);
+    let mut calendar = Calendar::<R>::new(AfterFailure::max_wait(plan, planned));
     let mut rng = SplitMix64::new(seed);
     let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);

@@ -48,6 +48,7 @@ pub mod latency;
 mod limits;
 pub mod metastable;
 mod metrics;
+mod near_mode;
 pub mod model;
 mod plan;
 mod record;
