@@ -72,7 +72,12 @@ impl<T: Copy> Calendar<T> {
     /// merges equal states there, so that a bucket holds at most about twice its distinct
     /// states without a lookup per item. `compact` may only merge items (never add any).
     #[inline]
-    pub(crate) fn push_compacting(&mut self, step: u64, item: T, compact: impl FnOnce(&mut Vec<T>)) {
+    pub(crate) fn push_compacting(
+        &mut self,
+        step: u64,
+        item: T,
+        compact: impl FnOnce(&mut Vec<T>),
+    ) {
         debug_assert!(step > self.now);
         let bucket = if step - self.now > self.mask {
             self.far.entry(step).or_default()

@@ -57,9 +57,9 @@ pub(crate) struct NearMode {
     mode: u64,
     /// `h(m)`, `h′(m)`, `h″(m) / 2`, `h‴(m) / 6`.
     h: [f64; 4],
-    /// The least of the terms' arguments `c ± m` at the mode (each moves by at most the
-    /// distance from the mode over the interval summed).
-    least: f64,
+    /// `1 / least`, with `least` the least of the terms' arguments `c ± m` at the mode
+    /// (each moves by at most the distance from the mode over the interval summed).
+    inverse_least: f64,
     /// The farthest `|k − m|` the bound is tried at.
     reach: u64,
     /// `|h⁗| / 4! ≤ fourth / v⁴` with `v` the least argument over the interval: the terms
@@ -106,7 +106,7 @@ impl NearMode {
         let x = mode as f64;
         let mut h = [h0, 0.0, 0.0, 0.0];
         let mut used = 0.0;
-        for term in &terms {
+        for term in terms.iter().filter(|t| t.sign != 0.0) {
             let d = term.derivatives(x);
             for r in 0..3 {
                 h[r + 1] += d[r];
@@ -118,7 +118,7 @@ impl NearMode {
         Some(Self {
             mode,
             h,
-            least: least_argument as f64,
+            inverse_least: 1.0 / least_argument as f64,
             reach: least_argument / 2,
             fourth: used * 0.25 * (1.0 + 1e-9),
             per_step: SLACK * EPS * (h0.abs() + 8.0 + magnitude_per_step),
@@ -156,9 +156,11 @@ impl NearMode {
         } else {
             -(count * h0) + linear - quadratic + cubic
         };
-        // The remainder: every argument over the interval is at least least − distance.
-        let v = self.least - count;
-        let remainder = self.fourth * fourths / ((v * v) * (v * v));
+        // The remainder: every argument over the interval is at least least − distance, and
+        // 1 / (least − distance) = r / (1 − x) ≤ r (1 + 2x) with r = 1 / least and
+        // x = distance · r ≤ 1/2 (no division; the 1e-9 in `fourth` covers the rounding).
+        let r = self.inverse_least * (1.0 + 2.0 * count * self.inverse_least);
+        let remainder = self.fourth * fourths * ((r * r) * (r * r));
         // Rounding: of this sum and of the exact computation.
         let rounding = count * self.per_step
             + SLACK * EPS * (linear.abs() + quadratic.abs() + cubic.abs() + 2.0);

@@ -28,6 +28,12 @@
 //! from a rearranged Stirling series, accurate to about 10^-12 relative, so the sampled
 //! probabilities are those of the distribution to floating-point accuracy.
 //!
+//! Most candidates are decided without that computation: near the mode, `near_mode.rs`
+//! brackets the value it would return (a Taylor series of the log-ratio with certain bounds
+//! on its remainder and on both computations' rounding), and the sampler computes it only
+//! when the bracket straddles its test. The decisions, so the draws, are the same bit for
+//! bit; what is saved is the libm calls (a test draws with and without the brackets).
+//!
 //! The multivariate forms (conditional method): a multinomial split of `n` over probabilities
 //! `p₁ … p_m` is `c₁ ~ B(n, p₁)`, then `c₂ ~ B(n − c₁, p₂ / (1 − p₁))`, …; a multivariate
 //! hypergeometric draw of `s` of `A = n₁ + … + n_m` is `x₁ ~ H(A, n₁, s)`, then

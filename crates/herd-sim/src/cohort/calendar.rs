@@ -136,7 +136,11 @@ mod tests {
         for i in 0..10_000u64 {
             cal.add(7, state((i % 5) as u32), i + 1);
         }
-        assert!(cal.cohorts_past(u64::MAX) <= 16, "{}", cal.cohorts_past(u64::MAX));
+        assert!(
+            cal.cohorts_past(u64::MAX) <= 16,
+            "{}",
+            cal.cohorts_past(u64::MAX)
+        );
         assert_eq!(cal.cohorts_past(4), 5);
         let mut out = Vec::new();
         cal.take(7, &mut out);
