@@ -212,7 +212,10 @@ mod tests {
             let (t, e) = near.bound(k).unwrap();
             // The direct sum's own rounding: |j| terms of a few ulps of ln(n).
             let slack = j.unsigned_abs() as f64 * 1e-14;
-            assert!((t - direct).abs() <= e + slack, "j {j}: {t} vs {direct} ± {e}");
+            assert!(
+                (t - direct).abs() <= e + slack,
+                "j {j}: {t} vs {direct} ± {e}"
+            );
             assert!(e < 1e-3, "j {j}: the bound is useful ({e})");
         }
         assert!(near.bound(m + m.min(n - m)).is_none());

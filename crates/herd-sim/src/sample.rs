@@ -849,7 +849,10 @@ mod tests {
         }
         let pmf: Vec<f64> = (0..=n).map(|k| binomial_pmf(n, p, k)).collect();
         let (stat, df) = chi_square(&counts, &pmf, samples);
-        assert!(stat < chi_square_limit(df), "B({n}, {p}): chi² {stat} on {df} df");
+        assert!(
+            stat < chi_square_limit(df),
+            "B({n}, {p}): chi² {stat} on {df} df"
+        );
 
         let (total, s, d) = (20_000u64, 5_000u64, 8_000u64);
         let mut counts = vec![0u64; s as usize + 1];
@@ -858,7 +861,10 @@ mod tests {
         }
         let pmf: Vec<f64> = (0..=s).map(|k| hyper_pmf(total, s, d, k)).collect();
         let (stat, df) = chi_square(&counts, &pmf, samples);
-        assert!(stat < chi_square_limit(df), "H({total}, {s}, {d}): chi² {stat} on {df} df");
+        assert!(
+            stat < chi_square_limit(df),
+            "H({total}, {s}, {d}): chi² {stat} on {df} df"
+        );
     }
 
     #[test]

@@ -113,7 +113,8 @@ use law::{Law, Laws};
 pub const MAX_CLIENTS: u64 = 1_000_000_000_000;
 /// The most cohorts that may wait at once; a run that needs more stops with an error.
 pub const MAX_COHORTS: u64 = 20_000_000;
-/// Bytes a waiting cohort takes in the calendar at worst (state, count, hash-table slack).
+/// Bytes a waiting cohort takes in the calendar, about: its state and count (32 bytes), and as
+/// much again in entries not yet merged and vector slack.
 const BYTES_PER_COHORT: u64 = 64;
 
 /// The most cohorts that may wait at once under `limits`: [`MAX_COHORTS`], or fewer if
