@@ -44,6 +44,7 @@ mod limits;
 mod located;
 pub mod metastable;
 pub mod model;
+mod near_mode;
 pub mod partial;
 pub mod refusal;
 pub mod registry;

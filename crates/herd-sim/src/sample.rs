@@ -28,11 +28,21 @@
 //! from a rearranged Stirling series, accurate to about 10^-12 relative, so the sampled
 //! probabilities are those of the distribution to floating-point accuracy.
 //!
+//! Most candidates are decided without that computation: near the mode, `near_mode.rs`
+//! brackets the value it would return (a Taylor series of the log-ratio with certain bounds
+//! on its remainder and on both computations' rounding), and the sampler computes it only
+//! when the bracket straddles its test. The decisions, so the draws, are the same bit for
+//! bit; what is saved is the libm calls (a test draws with and without the brackets).
+//!
 //! The multivariate forms (conditional method): a multinomial split of `n` over probabilities
 //! `p₁ … p_m` is `c₁ ~ B(n, p₁)`, then `c₂ ~ B(n − c₁, p₂ / (1 − p₁))`, …; a multivariate
 //! hypergeometric draw of `s` of `A = n₁ + … + n_m` is `x₁ ~ H(A, n₁, s)`, then
 //! `x₂ ~ H(A − n₁, n₂, s − x₁)`, …. Both are exact factorisations of the joint law.
+use std::cell::OnceCell;
+
 use herd::rng::Rng;
+
+use crate::near_mode::{self, NearMode};
 
 /// A standard normal draw: Box–Muller, one of the pair, from two uniforms of `rng`
 /// (`u1 = 1 − next_f64()`, `u2 = next_f64()`, `z = sqrt(−2 ln u1) · cos(2π u2)`), through
@@ -155,6 +165,9 @@ trait LogConcave {
     fn variance(&self) -> f64;
     /// `ln f(k) − ln f(mode)` (≤ 0).
     fn ln_ratio_to_mode(&self, k: u64) -> f64;
+    /// Certain bounds on what [`LogConcave::ln_ratio_to_mode`] returns at `k`, when cheaply
+    /// had (see `near_mode.rs`).
+    fn near_mode(&self) -> Option<&NearMode>;
 }
 
 /// Half-width parameters of the ratio-of-uniforms rectangle: `(a, h)`.
@@ -180,8 +193,36 @@ fn ratio_of_uniforms<D: LogConcave, R: Rng + ?Sized>(d: &D, rng: &mut R) -> u64 
         }
         // `x ≥ lo ≥ 0`, so the cast's truncation is `floor` (without libm's call).
         let k = (x as u64).clamp(lo, hi);
+        let squeeze = u * (4.0 - u) - 3.0;
+        if let Some((approx, error)) = d.near_mode().and_then(|near| near.bound(k)) {
+            // The exact `t` lies in `low..=high`: decide without it when every `t` there
+            // decides alike (each test below is monotone in `t`, in floating point too).
+            let (low, high) = (approx - error, approx + error);
+            debug_assert!(
+                (low..=high).contains(&d.ln_ratio_to_mode(k)),
+                "k {k}: {} outside {low}..={high}",
+                d.ln_ratio_to_mode(k)
+            );
+            if squeeze <= low {
+                return k;
+            }
+            if squeeze > high {
+                if u * (u - high) >= 1.0 {
+                    continue;
+                }
+                if u * (u - low) < 1.0 {
+                    let twice_ln_u = 2.0 * u.ln();
+                    if twice_ln_u <= low {
+                        return k;
+                    }
+                    if twice_ln_u > high {
+                        continue;
+                    }
+                }
+            }
+        }
         let t = d.ln_ratio_to_mode(k);
-        if u * (4.0 - u) - 3.0 <= t {
+        if squeeze <= t {
             return k;
         }
         if u * (u - t) >= 1.0 {
@@ -224,25 +265,62 @@ fn invert<R: Rng + ?Sized>(
 struct Binomial {
     n: u64,
     p: f64,
-    ln_odds: f64,
-    /// The mode `m`, and `ln m!` and `ln (n − m)!` as `ln_ratio_to_mode` needs them
-    /// (computed once per distribution rather than once per candidate).
+    /// The mode `m`.
     mode: u64,
-    at_mode: FactorialAt,
-    at_rest: FactorialAt,
+    /// `ln(p/q)`, and `ln m!` and `ln (n − m)!` as `ln_ratio_to_mode` needs them: computed
+    /// once per distribution, and only when a candidate needs the exact value.
+    exact: OnceCell<(f64, FactorialAt, FactorialAt)>,
+    near: Option<NearMode>,
 }
 
 impl Binomial {
-    fn new(n: u64, p: f64, ln_odds: f64) -> Self {
+    fn new(n: u64, p: f64) -> Self {
         let mode = (((n as f64 + 1.0) * p).floor() as u64).min(n);
+        let q = 1.0 - p;
+        // h(x) = ln((n − x) p) − ln((x + 1) q); h(m) = ln(1 + ((n − m) p − (m + 1) q) / ((m + 1) q)),
+        // a small argument whose rounding stays within a few EPS.
+        let below = (mode + 1) as f64 * q;
+        let h0 = near_mode::ln_1p_small(((n - mode) as f64 * p - below) / below);
+        let unused = near_mode::Term {
+            sign: 0.0,
+            c: 1.0,
+            rising: true,
+        };
+        let terms = [
+            near_mode::Term {
+                sign: 1.0,
+                c: n as f64,
+                rising: false,
+            },
+            near_mode::Term {
+                sign: -1.0,
+                c: 1.0,
+                rising: true,
+            },
+            unused,
+            unused,
+        ];
+        // The exact value's terms: two ratios of at most |j| (ln(n + 1) + 1) + 1.22 |j| each,
+        // and |j| |ln(p/q)| ≤ |j| ln(n + 1) (n p q ≥ 10 here).
+        let magnitude = 4.0 * near_mode::ln_bound(n) + 10.0;
         Self {
             n,
             p,
-            ln_odds,
             mode,
-            at_mode: FactorialAt::new(mode),
-            at_rest: FactorialAt::new(n - mode),
+            exact: OnceCell::new(),
+            near: NearMode::new(mode, terms, h0, mode.min(n - mode), magnitude),
         }
+    }
+
+    fn exact(&self) -> &(f64, FactorialAt, FactorialAt) {
+        self.exact.get_or_init(|| {
+            let ln_odds = (self.p / (1.0 - self.p)).ln();
+            (
+                ln_odds,
+                FactorialAt::new(self.mode),
+                FactorialAt::new(self.n - self.mode),
+            )
+        })
     }
 }
 
@@ -258,10 +336,12 @@ impl LogConcave for Binomial {
     }
     fn ln_ratio_to_mode(&self, k: u64) -> f64 {
         let m = self.mode;
+        let (ln_odds, at_mode, at_rest) = self.exact();
         // f(k)/f(m) = m! (n−m)! / (k! (n−k)!) · (p/q)^(k−m)
-        self.at_mode.ratio(k)
-            + self.at_rest.ratio(self.n - k)
-            + (k as f64 - m as f64) * self.ln_odds
+        at_mode.ratio(k) + at_rest.ratio(self.n - k) + (k as f64 - m as f64) * ln_odds
+    }
+    fn near_mode(&self) -> Option<&NearMode> {
+        self.near.as_ref()
     }
 }
 
@@ -283,14 +363,13 @@ pub(crate) fn binomial<R: Rng + ?Sized>(rng: &mut R, n: u64, p: f64) -> u64 {
 
 fn binomial_low<R: Rng + ?Sized>(rng: &mut R, n: u64, p: f64) -> u64 {
     let q = 1.0 - p;
-    let ln_odds = (p / q).ln();
     if n as f64 * p * (1.0 - p) < INVERSION_BELOW_VARIANCE {
         // f(0) = q^n; f(k+1)/f(k) = (n − k)/(k + 1) · p/q.
         let f0 = (n as f64 * (-p).ln_1p()).exp();
         let odds = p / q;
         invert(rng, 0, n, f0, |k| (n - k) as f64 / (k + 1) as f64 * odds)
     } else {
-        ratio_of_uniforms(&Binomial::new(n, p, ln_odds), rng)
+        ratio_of_uniforms(&Binomial::new(n, p), rng)
     }
 }
 
@@ -300,8 +379,11 @@ struct Hypergeometric {
     total: u64,
     successes: u64,
     draws: u64,
-    /// The four log-factorials of `ln_ratio_to_mode` at the mode `m`, computed once.
-    at_mode: [FactorialAt; 4],
+    mode: u64,
+    /// The four log-factorials of `ln_ratio_to_mode` at the mode `m`: computed once, and only
+    /// when a candidate needs the exact value.
+    at_mode: OnceCell<[FactorialAt; 4]>,
+    near: Option<NearMode>,
 }
 
 /// The variance of the hypergeometric distribution of `draws` of `total` with `successes`.
@@ -318,16 +400,32 @@ impl Hypergeometric {
         let m = (u128::from(draws) + 1) * (u128::from(successes) + 1) / (u128::from(total) + 2);
         let mode = (m as u64).min(successes.min(draws));
         let rest = total - successes - draws;
+        // h(x) = ln(s − x) + ln(d − x) − ln(x + 1) − ln(rest + x + 1); h(m) from the exact
+        // integer difference of the products, so within a few EPS.
+        let above = u128::from(successes - mode) * u128::from(draws - mode);
+        let below = u128::from(mode + 1) * u128::from(rest + mode + 1);
+        let h0 = near_mode::ln_1p_small((above as i128 - below as i128) as f64 / below as f64);
+        let term = |sign: f64, c: u64, rising: bool| near_mode::Term {
+            sign,
+            c: c as f64,
+            rising,
+        };
+        let terms = [
+            term(1.0, successes, false),
+            term(1.0, draws, false),
+            term(-1.0, 1, true),
+            term(-1.0, rest + 1, true),
+        ];
+        let least = mode.min(successes - mode).min(draws - mode);
+        // The exact value's terms: four ratios of at most |j| (ln(total + 1) + 1) + 1.22 |j|.
+        let magnitude = 8.0 * near_mode::ln_bound(total) + 20.0;
         Self {
             total,
             successes,
             draws,
-            at_mode: [
-                FactorialAt::new(mode),
-                FactorialAt::new(successes - mode),
-                FactorialAt::new(draws - mode),
-                FactorialAt::new(rest + mode),
-            ],
+            mode,
+            at_mode: OnceCell::new(),
+            near: NearMode::new(mode, terms, h0, least, magnitude),
         }
     }
 }
@@ -346,9 +444,20 @@ impl LogConcave for Hypergeometric {
     fn ln_ratio_to_mode(&self, k: u64) -> f64 {
         let (s, d) = (self.successes, self.draws);
         let rest = self.total - s - d; // ≥ 0 since s, d ≤ total/2
-        let [m, s_m, d_m, rest_m] = &self.at_mode;
+        let [m, s_m, d_m, rest_m] = self.at_mode.get_or_init(|| {
+            let mode = self.mode;
+            [
+                FactorialAt::new(mode),
+                FactorialAt::new(s - mode),
+                FactorialAt::new(d - mode),
+                FactorialAt::new(rest + mode),
+            ]
+        });
         // f(k) ∝ 1 / (k! (s−k)! (d−k)! (rest+k)!)
         m.ratio(k) + s_m.ratio(s - k) + d_m.ratio(d - k) + rest_m.ratio(rest + k)
+    }
+    fn near_mode(&self) -> Option<&NearMode> {
+        self.near.as_ref()
     }
 }
 
@@ -615,7 +724,7 @@ mod tests {
         }
         for n in [20u64, 41, 100, 1000, 12_345, 1_000_000] {
             for p in [0.5, 0.3, 0.1, 0.02, 0.011] {
-                let d = Binomial::new(n, p, (p / (1.0 - p)).ln());
+                let d = Binomial::new(n, p);
                 if d.variance() >= INVERSION_BELOW_VARIANCE {
                     check(&d, &format!("B({n}, {p})"));
                 }
@@ -659,6 +768,103 @@ mod tests {
                 "B({n}, {p}): chi² {stat} on {df} df"
             );
         }
+    }
+
+    /// A law as the sampler saw it before the bounds near the mode: every candidate's
+    /// `ln f(k) − ln f(mode)` computed exactly.
+    struct WithoutBounds<'a, D>(&'a D);
+
+    impl<D: LogConcave> LogConcave for WithoutBounds<'_, D> {
+        fn support(&self) -> (u64, u64) {
+            self.0.support()
+        }
+        fn mean(&self) -> f64 {
+            self.0.mean()
+        }
+        fn variance(&self) -> f64 {
+            self.0.variance()
+        }
+        fn ln_ratio_to_mode(&self, k: u64) -> f64 {
+            self.0.ln_ratio_to_mode(k)
+        }
+        fn near_mode(&self) -> Option<&NearMode> {
+            None
+        }
+    }
+
+    /// The bounds near the mode change no decision: with and without them, the samplers draw
+    /// the same values from the same words, for laws from a few thousand to 10¹² items.
+    #[test]
+    fn bounds_near_the_mode_draw_what_the_exact_test_draws() {
+        fn same<D: LogConcave>(d: &D, seed: u64, what: &str) -> usize {
+            let (mut fast, mut exact) = (SplitMix64::new(seed), SplitMix64::new(seed));
+            for i in 0..3000 {
+                let a = ratio_of_uniforms(d, &mut fast);
+                let b = ratio_of_uniforms(&WithoutBounds(d), &mut exact);
+                assert_eq!(a, b, "{what}, seed {seed}, draw {i}");
+            }
+            assert_eq!(fast.next_u64(), exact.next_u64(), "{what}: the same words");
+            usize::from(d.near_mode().is_some())
+        }
+        let mut bounded = 0;
+        for (i, (n, p)) in [
+            (2_000u64, 0.5),
+            (5_000, 0.4),
+            (100_000, 0.013),
+            (1_000_000_000, 0.5),
+            (1_000_000_000, 0.000_01),
+            (1_000_000_000_000, 0.2),
+            (999_999_999_999, 0.000_000_7),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            bounded += same(&Binomial::new(n, p), i as u64, &format!("B({n}, {p})"));
+        }
+        for (i, (total, s, d)) in [
+            (4_000u64, 1_500u64, 2_000u64),
+            (1_000_000, 400_000, 300_000),
+            (2_000_000_000, 25_000_000, 1_000_000_000),
+            (1_000_000_000_000, 400_000_000_000, 1_000_000),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let h = Hypergeometric::new(total, s, d);
+            bounded += same(&h, 100 + i as u64, &format!("H({total}, {s}, {d})"));
+        }
+        assert_eq!(bounded, 11, "every law here is past the bounds' threshold");
+    }
+
+    /// Laws where the bounds near the mode decide most candidates, against the exact mass
+    /// function.
+    #[test]
+    fn chi_square_where_the_bounds_decide() {
+        let mut rng = SplitMix64::new(14);
+        let samples = 40_000u64;
+        let (n, p) = (5_000u64, 0.4);
+        let mut counts = vec![0u64; n as usize + 1];
+        for _ in 0..samples {
+            counts[binomial(&mut rng, n, p) as usize] += 1;
+        }
+        let pmf: Vec<f64> = (0..=n).map(|k| binomial_pmf(n, p, k)).collect();
+        let (stat, df) = chi_square(&counts, &pmf, samples);
+        assert!(
+            stat < chi_square_limit(df),
+            "B({n}, {p}): chi² {stat} on {df} df"
+        );
+
+        let (total, s, d) = (20_000u64, 5_000u64, 8_000u64);
+        let mut counts = vec![0u64; s as usize + 1];
+        for _ in 0..samples {
+            counts[hypergeometric(&mut rng, total, s, d) as usize] += 1;
+        }
+        let pmf: Vec<f64> = (0..=s).map(|k| hyper_pmf(total, s, d, k)).collect();
+        let (stat, df) = chi_square(&counts, &pmf, samples);
+        assert!(
+            stat < chi_square_limit(df),
+            "H({total}, {s}, {d}): chi² {stat} on {df} df"
+        );
     }
 
     #[test]

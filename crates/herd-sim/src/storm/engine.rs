@@ -87,12 +87,7 @@ fn run<R: Record, O: Observer>(
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
     let (rule, per_step) = (&planned.rule, planned.per_step);
-    let max_pause_steps = pause_steps(rule.max_pause_nanos(), per_step);
-    let max_wait = plan
-        .timeout_steps
-        .saturating_add(AfterFailure::longest_wait(plan, max_pause_steps))
-        .min(plan.steps);
-    let mut calendar = Calendar::<R>::new(max_wait);
+    let mut calendar = Calendar::<R>::new(AfterFailure::max_wait(plan, planned));
     let mut rng = SplitMix64::new(seed);
     let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
@@ -211,7 +206,11 @@ fn run<R: Record, O: Observer>(
                 }
             }
             let after = AfterFailure::new(plan, step, verdict);
-            for client in &mut due[served..] {
+            // Each record is copied out and the copy updated and filed: writing the new state
+            // back into `due` and reading it again for the calendar stalled on store
+            // forwarding (a 12-byte packed record written as 4 + 8 bytes, read as 8 + 4).
+            for &queued in &due[served..] {
+                let mut client = queued;
                 let id = client.id();
                 let mut state = client.state();
                 if after.out_of_attempts(state.failures()) {
@@ -242,7 +241,7 @@ fn run<R: Record, O: Observer>(
                     true
                 });
                 if asks && (budget.is_some() || throttle.is_some()) {
-                    asking.push((*client, fate));
+                    asking.push((client, fate));
                     continue;
                 }
                 match fate {
@@ -256,7 +255,7 @@ fn run<R: Record, O: Observer>(
                     }
                     Fate::Due(next) => {
                         observer.attempt(id, step, refusal, None);
-                        calendar.push(next, *client);
+                        calendar.push(next, client);
                     }
                 }
             }

@@ -43,7 +43,7 @@ use herd::server_delay::{self, ServerDelay, ServerDelayLimits, ServerStop, Serve
 
 use crate::fields::ceil_div;
 use crate::sample;
-use crate::storm::plan::Plan;
+use crate::storm::plan::{Plan, PlannedRule};
 use crate::storm::server::Verdict;
 use crate::storm::trace::GiveUp;
 
@@ -311,6 +311,15 @@ impl<'p> AfterFailure<'p> {
     /// The longest wait in steps after a pause of at most `max_pause_steps`, plus the typical
     /// longest latency: the calendar's ring (a deadline only cuts waits shorter; a longer
     /// latency still works, beyond the ring).
+    /// The longest wait in steps, as the calendars size their rings: the timeout, the
+    /// rule's longest pause and what the server and the latency add (or the horizon).
+    pub(crate) fn max_wait(plan: &Plan, rule: &PlannedRule) -> u64 {
+        let max_pause_steps = pause_steps(rule.rule.max_pause_nanos(), rule.per_step);
+        plan.timeout_steps
+            .saturating_add(Self::longest_wait(plan, max_pause_steps))
+            .min(plan.steps)
+    }
+
     pub(crate) fn longest_wait(plan: &Plan, max_pause_steps: u64) -> u64 {
         let latency = plan.latency.as_ref().map_or(0, |l| l.typical_longest());
         Self::longest_server_wait(plan, max_pause_steps).saturating_add(latency)

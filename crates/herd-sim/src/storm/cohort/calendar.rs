@@ -2,11 +2,13 @@
 //! state.
 //!
 //! Two clients due at the same step in the same state (failure count as filed, memory word,
-//! first step) are indistinguishable to the model, so they are one count here. Merging on
-//! insertion keeps the calendar's size at (occupied steps × distinct states), independent of
-//! the number of clients.
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasherDefault, Hasher};
+//! first step) are indistinguishable to the model, so they are one count. The cohorts wait in
+//! the agent engine's ring of buckets (`crate::calendar`), one vector of `(state, count)` per
+//! step, appended to without a lookup; a bucket about to reallocate is first sorted and its
+//! equal states merged, so it holds at most about twice its distinct states, and the calendar's
+//! size stays at (occupied steps × distinct states), independent of the number of clients. A
+//! drained bucket's vector is handed back for the next step to fill.
+use crate::calendar::Calendar;
 
 /// A cohort's state, everything that decides its future besides the step it is due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -19,81 +21,55 @@ pub(crate) struct State {
     pub(crate) first: u32,
 }
 
-/// A small multiplicative hasher: states are three machine words, and iteration order never
-/// matters (cohorts are sorted before any draw), so neither DoS resistance nor stability is
-/// needed, only speed and determinism.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct StateHasher(u64);
-
-impl Hasher for StateHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.write_u64(u64::from(x));
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type Bucket = HashMap<State, u64, BuildHasherDefault<StateHasher>>;
-
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct CohortCalendar {
-    due: BTreeMap<u64, Bucket>,
-    /// Drained buckets kept with their capacity, so that filing a new step allocates nothing
-    /// (at most [`SPARE_BUCKETS`]; their order of iteration never matters, see [`StateHasher`]).
-    spare: Vec<Bucket>,
-    cohorts: u64,
+    due: Calendar<(State, u64)>,
     clients: u64,
 }
 
-/// The most drained buckets kept for reuse.
-const SPARE_BUCKETS: usize = 64;
+/// Sorts cohorts by state and merges equal states (adding their counts), so that draws
+/// happen in a fixed order and a bucket holds each state once.
+pub(crate) fn merge_sorted(due: &mut Vec<(State, u64)>) {
+    due.sort_unstable_by_key(|(s, _)| *s);
+    due.dedup_by(|later, earlier| {
+        if later.0 == earlier.0 {
+            earlier.1 += later.1;
+            true
+        } else {
+            false
+        }
+    });
+}
 
 impl CohortCalendar {
-    /// Files `count` clients in `state` to knock at `step`.
+    /// A calendar for waits of at most `max_wait` steps (longer ones still work).
+    pub(crate) fn new(max_wait: u64) -> Self {
+        Self {
+            due: Calendar::new(max_wait),
+            clients: 0,
+        }
+    }
+
+    /// Files `count` clients in `state` to knock at `step` (after the current step).
+    #[inline]
     pub(crate) fn add(&mut self, step: u64, state: State, count: u64) {
         if count == 0 {
             return;
         }
-        let bucket = match self.due.entry(step) {
-            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert(self.spare.pop().unwrap_or_default())
-            }
-        };
-        let slot = bucket.entry(state).or_insert(0);
-        if *slot == 0 {
-            self.cohorts += 1;
-        }
-        *slot += count;
+        self.due.push_compacting(step, (state, count), merge_sorted);
         self.clients += count;
     }
 
     /// The earliest step with a cohort due.
     pub(crate) fn next_due(&self) -> Option<u64> {
-        self.due.keys().next().copied()
+        self.due.next_due()
     }
 
-    /// Removes the cohorts due at `step` and appends them to `out`.
+    /// Moves to `step` and puts the cohorts due then in `out` (cleared first), in no
+    /// particular order and not yet merged.
     pub(crate) fn take(&mut self, step: u64, out: &mut Vec<(State, u64)>) {
-        if let Some(mut bucket) = self.due.remove(&step) {
-            self.cohorts -= bucket.len() as u64;
-            for (state, count) in bucket.drain() {
-                self.clients -= count;
-                out.push((state, count));
-            }
-            if self.spare.len() < SPARE_BUCKETS {
-                self.spare.push(bucket);
-            }
-        }
+        self.due.take_into(step, out);
+        self.clients -= out.iter().map(|(_, n)| n).sum::<u64>();
     }
 
     /// Clients waiting.
@@ -101,9 +77,13 @@ impl CohortCalendar {
         self.clients
     }
 
-    /// Cohorts waiting (distinct (step, state) pairs).
-    pub(crate) fn cohorts(&self) -> u64 {
-        self.cohorts
+    /// Cohorts waiting (distinct (step, state) pairs), exactly when there are more than
+    /// `max`; otherwise a number at most `max` (the entries, some perhaps not yet merged).
+    pub(crate) fn cohorts_past(&mut self, max: u64) -> u64 {
+        if self.due.len() > max {
+            self.due.compact_all(merge_sorted);
+        }
+        self.due.len()
     }
 }
 
@@ -113,7 +93,7 @@ mod tests {
 
     #[test]
     fn same_step_same_state_merges() {
-        let mut cal = CohortCalendar::default();
+        let mut cal = CohortCalendar::new(100);
         let a = State {
             failures: 1,
             memory: 0,
@@ -129,15 +109,49 @@ mod tests {
         cal.add(5, b, 1);
         cal.add(3, b, 0);
         cal.add(9, a, 7);
-        assert_eq!((cal.cohorts(), cal.clients()), (3, 23));
+        assert_eq!(cal.clients(), 23);
+        // Past 3 cohorts the count is exact: the two a's at step 5 are one.
+        assert_eq!(cal.cohorts_past(2), 3);
         assert_eq!(cal.next_due(), Some(5));
         let mut out = Vec::new();
         cal.take(5, &mut out);
-        out.sort_unstable();
+        merge_sorted(&mut out);
         assert_eq!(out, vec![(a, 15), (b, 1)]);
         assert_eq!(
-            (cal.cohorts(), cal.clients(), cal.next_due()),
+            (cal.cohorts_past(0), cal.clients(), cal.next_due()),
             (1, 7, Some(9))
         );
+    }
+
+    /// A bucket filled with a few states many times over stays about as small as its
+    /// distinct states, and keeps every count.
+    #[test]
+    fn a_full_bucket_merges_its_states() {
+        let mut cal = CohortCalendar::new(10);
+        let state = |failures| State {
+            failures,
+            memory: 0,
+            first: 0,
+        };
+        for i in 0..10_000u64 {
+            cal.add(7, state((i % 5) as u32), i + 1);
+        }
+        assert!(
+            cal.cohorts_past(u64::MAX) <= 16,
+            "{}",
+            cal.cohorts_past(u64::MAX)
+        );
+        assert_eq!(cal.cohorts_past(4), 5);
+        let mut out = Vec::new();
+        cal.take(7, &mut out);
+        merge_sorted(&mut out);
+        let want: Vec<_> = (0..5u64)
+            .map(|r| {
+                let sum = (0..10_000u64).filter(|i| i % 5 == r).map(|i| i + 1).sum();
+                (state(r as u32), sum)
+            })
+            .collect();
+        assert_eq!(out, want);
+        assert_eq!(cal.clients(), 0);
     }
 }

@@ -100,31 +100,40 @@ pub(crate) struct Law {
 impl Law {
     /// Builds a law from outcomes weighted by integer counts (or any non-negative weights).
     pub(crate) fn from_weights(weighted: Vec<((u64, u64), f64)>) -> Self {
-        let total: f64 = weighted.iter().map(|(_, w)| w).sum();
         let mut law = Law::default();
-        for (outcome, w) in weighted {
+        law.refill(&weighted);
+        law
+    }
+
+    /// Makes this the law of `weighted`, as [`Law::from_weights`] does, in the vectors it
+    /// already has (a law rebuilt at every step allocates nothing).
+    pub(crate) fn refill(&mut self, weighted: &[((u64, u64), f64)]) {
+        let total: f64 = weighted.iter().map(|(_, w)| w).sum();
+        self.outcomes.clear();
+        self.probs.clear();
+        for &(outcome, w) in weighted {
             if w > 0.0 {
-                law.outcomes.push(outcome);
-                law.probs.push(w / total);
+                self.outcomes.push(outcome);
+                self.probs.push(w / total);
             }
         }
-        let m = law.probs.len();
-        law.tail = vec![0.0; m];
+        let m = self.probs.len();
+        self.tail.clear();
+        self.tail.resize(m, 0.0);
         let mut acc = 0.0;
         for i in (0..m).rev() {
-            acc += law.probs[i];
-            law.tail[i] = acc;
+            acc += self.probs[i];
+            self.tail[i] = acc;
         }
-        law.cdf = Vec::with_capacity(m);
+        self.cdf.clear();
         let mut acc = 0.0;
-        for &p in &law.probs {
+        for &p in &self.probs {
             acc += p;
-            law.cdf.push(acc);
+            self.cdf.push(acc);
         }
-        if let Some(last) = law.cdf.last_mut() {
+        if let Some(last) = self.cdf.last_mut() {
             *last = 1.0;
         }
-        law
     }
 
     fn certain(wait: u64, memory: u64) -> Self {
@@ -474,6 +483,18 @@ impl Laws {
     /// and the cap.
     pub(crate) fn nested_pieces(&self, above: u64, top: u64) -> Vec<((u64, u64), f64)> {
         let mut weighted = Vec::new();
+        self.nested_pieces_into(above, top, &mut weighted);
+        weighted
+    }
+
+    /// [`Laws::nested_pieces`], written into `weighted` (cleared first).
+    pub(crate) fn nested_pieces_into(
+        &self,
+        above: u64,
+        top: u64,
+        weighted: &mut Vec<((u64, u64), f64)>,
+    ) {
+        weighted.clear();
         let below_cap = top.min(self.cap - 1);
         let mut from = above + 1;
         while from <= below_cap {
@@ -492,7 +513,6 @@ impl Laws {
                 (top - from) as f64 + 1.0,
             ));
         }
-        weighted
     }
 }
 

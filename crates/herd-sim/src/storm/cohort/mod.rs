@@ -112,7 +112,7 @@ use crate::throttle::CohortThrottle;
 mod calendar;
 pub(crate) mod law;
 
-use calendar::{CohortCalendar, State};
+use calendar::{CohortCalendar, State, merge_sorted};
 use law::{Law, Laws};
 
 /// The most clients (burst plus open-loop) the cohort engine accepts: counts are `u64` and the
@@ -120,7 +120,8 @@ use law::{Law, Laws};
 pub const MAX_CLIENTS: u64 = 1_000_000_000_000;
 /// The most cohorts that may wait at once; a run that needs more stops with an error.
 pub const MAX_COHORTS: u64 = 20_000_000;
-/// Bytes a waiting cohort takes in the calendar at worst (state, count, hash-table slack).
+/// Bytes a waiting cohort takes in the calendar, about: its state and count (32 bytes), and as
+/// much again in entries not yet merged and vector slack.
 const BYTES_PER_COHORT: u64 = 64;
 
 /// The most cohorts that may wait at once under `limits`: [`MAX_COHORTS`], or fewer if
@@ -194,7 +195,7 @@ pub(crate) fn simulate(
     let mut rng = Counted::new(seed);
     let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
-    let mut calendar = CohortCalendar::default();
+    let mut calendar = CohortCalendar::new(AfterFailure::max_wait(plan, rule));
     let mut due: Vec<(State, u64)> = Vec::new();
     let mut sizes: Vec<u64> = Vec::new();
     let mut served_of: Vec<u64> = Vec::new();
@@ -431,7 +432,7 @@ pub(crate) fn simulate(
                 }
             }
             limits::within(
-                calendar.cohorts(),
+                calendar.cohorts_past(max_cohorts),
                 max_cohorts,
                 "cohorts waiting at once",
                 "step_ms",
@@ -540,6 +541,7 @@ fn split_nested<R: Rng + ?Sized>(
 ) {
     nested.sort_unstable_by(|a, b| (a.0, a.1, b.2).cmp(&(b.0, b.1, a.2)));
     let bottom = laws.nested_bottom();
+    let (mut pieces, mut law) = (Vec::new(), Law::default());
     let mut start = 0;
     while start < nested.len() {
         let (failures, first) = (nested[start].0, nested[start].1);
@@ -561,7 +563,8 @@ fn split_nested<R: Rng + ?Sized>(
             };
             pool -= here;
             if here > 0 {
-                let law = Law::from_weights(laws.nested_pieces(above, top));
+                laws.nested_pieces_into(above, top, &mut pieces);
+                law.refill(&pieces);
                 sample::multinomial(rng, here, &law.probs, &law.tail, &law.cdf, |k, c| {
                     emit(c, law.outcomes[k], failures, first);
                 });
@@ -569,19 +572,6 @@ fn split_nested<R: Rng + ?Sized>(
         }
         start = end;
     }
-}
-
-/// Sorts cohorts by state and merges equal states, so draws happen in a fixed order.
-fn merge_sorted(due: &mut Vec<(State, u64)>) {
-    due.sort_unstable_by_key(|(s, _)| *s);
-    due.dedup_by(|later, earlier| {
-        if later.0 == earlier.0 {
-            earlier.1 += later.1;
-            true
-        } else {
-            false
-        }
-    });
 }
 
 #[cfg(test)]
