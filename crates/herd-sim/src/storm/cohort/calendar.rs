@@ -3,12 +3,12 @@
 //!
 //! Two clients due at the same step in the same state (failure count as filed, memory word,
 //! first step) are indistinguishable to the model, so they are one count. The cohorts wait in
-//! the agent engine's ring of buckets (`crate::calendar`), one vector of `(state, count)` per
+//! the agent engine's ring of buckets (`crate::storm::calendar`), one vector of `(state, count)` per
 //! step, appended to without a lookup; a bucket about to reallocate is first sorted and its
 //! equal states merged, so it holds at most about twice its distinct states, and the calendar's
 //! size stays at (occupied steps × distinct states), independent of the number of clients. A
 //! drained bucket's vector is handed back for the next step to fill.
-use crate::calendar::Calendar;
+use crate::storm::calendar::Calendar;
 
 /// A cohort's state, everything that decides its future besides the step it is due.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
