@@ -240,8 +240,28 @@ const storm = { rule: "full", runs: {}, key: "", frame: null, shown: 0, error: "
 const stormLatest = latest();
 let stormBatch = 0;
 
+// One sentence per throttle the Storm scene offers (docs/model.md lists their settings).
+const THROTTLES = {
+  "none": "No throttle: every client retries as its rule says.",
+  "sre-adaptive": "Google SRE client-side throttling: each client refuses a request locally with probability (requests − 2 · accepts) / (requests + 1) over two minutes.",
+  "grpc-adaptive": "grpc-go's adaptive throttler: the same rule, (requests − 2 · accepts) / (requests + 8) over 30 s.",
+  "aws-standard": "AWS SDK standard mode: a 500-token retry quota; a retry costs 5 tokens, a first-attempt success returns 1.",
+  "aws-standard-2026": "AWS SDK standard mode, the 2026 preset: the same quota, a retry costs 14 tokens.",
+  "aws-adaptive": "AWS SDK adaptive mode: a client-side rate limiter whose rate follows CUBIC, and may delay first attempts.",
+  "envoy-budget": "Envoy's retry budget: retries in flight at most 20 % of active requests, never fewer than 3.",
+  "envoy-max-retries": "Envoy's max_retries circuit breaker: at most 3 retries in flight.",
+  "envoy-admission": "Envoy's admission control: rejects requests more often as the success rate over 30 s falls below 95 %.",
+  "grpc": "gRPC retryThrottling: 10 tokens, a failure costs 1, a success returns 0.1; no retry below half.",
+  "ratio": "A ratio budget (Finagle, tower, Linkerd): retries at most 20 % of requests, plus 10 a second.",
+};
+
+function showThrottleInfo() {
+  $("#storm-throttle-info").textContent = THROTTLES[$("#storm-throttle").value] || "";
+}
+
 function stormKnobs() {
   return {
+    throttle: $("#storm-throttle").value,
     refusal_cost: $("#storm-refusal").checked ? 0.1 : 0,
     clients: Number($("#storm-clients-n").value),
     outage_s: Number($("#storm-outage").value),
@@ -503,6 +523,11 @@ $("#storm-clients-n").addEventListener("input", () => {
   runStormSoon();
 });
 $("#storm-refusal").addEventListener("change", runStorm);
+$("#storm-throttle").addEventListener("change", () => {
+  showThrottleInfo();
+  runStorm();
+});
+showThrottleInfo();
 $("#storm-log").addEventListener("change", drawStorm);
 window.addEventListener("resize", debounce(() => (storm.error ? clearStorm() : drawStorm()), 100));
 loaders.storm = () => { if (!storm.runs[storm.rule] && !storm.error) runStorm(); };

@@ -277,8 +277,48 @@ async fn storm_parameters_are_checked_and_named() {
         ),
         (json!({ "rule": "loud" }), "rule: unknown rule `loud`"),
         (json!({ "clients": 5 }), "missing field `rule`"),
+        (
+            json!({ "rule": "full", "throttle": "envoy" }),
+            "throttle must be none or one of sre-adaptive,",
+        ),
     ];
     refused("/api/storm", cases).await;
+}
+
+/// The Storm scene's throttle is the storm's `[retry.throttle]` with its system's defaults:
+/// the page's figures are `herd storm --throttle KIND`'s.
+#[tokio::test]
+async fn a_storm_with_a_throttle_is_herd_sims() {
+    use herd::RuleName;
+    use herd_sim::{Scenario, Simulation, ThrottleTable};
+    for kind in ["grpc", "envoy-max-retries"] {
+        let (status, body) = post(
+            "/api/storm",
+            json!({ "rule": "immediate", "clients": 500, "throttle": kind }),
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let mut scenario = Scenario::default();
+        scenario.clients.count = 500;
+        scenario.retry.throttle = Some(ThrottleTable {
+            kind: kind.to_owned(),
+            ..ThrottleTable::default()
+        });
+        let direct = Simulation::new(&scenario, &herd_sim::Limits::default())
+            .expect("valid")
+            .run(RuleName::Immediate, 1)
+            .expect("runs");
+        assert_eq!(body["requests"], direct.requests, "{kind}");
+        assert_eq!(body["denied_by_budget"], direct.denied_by_budget, "{kind}");
+        // A throttle that bounds retries cuts immediate's storm of retries.
+        let (_, none) = post("/api/storm", json!({ "rule": "immediate", "clients": 500 })).await;
+        assert!(
+            body["requests"].as_u64() < none["requests"].as_u64(),
+            "{kind}: {} vs {}",
+            body["requests"],
+            none["requests"]
+        );
+    }
 }
 
 #[tokio::test]

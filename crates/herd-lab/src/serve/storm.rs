@@ -8,7 +8,9 @@
 //! starts: the run's horizon is cut to what [`MAX_STORM_ATTEMPTS`] allows, and the answer says
 //! so (`horizon_s`, `cut_short`), so the page can say "nobody served in the first N s".
 use herd::RuleName;
-use herd_sim::{Cancel, Limits, RunResult, Scenario, Simulation};
+use herd_sim::{
+    Cancel, Limits, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable,
+};
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
@@ -36,6 +38,14 @@ pub struct StormRequest {
     /// The world's seed.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// A throttle every client shares, by its `[retry.throttle]` kind with its system's
+    /// defaults (docs/model.md), or `none`.
+    #[serde(default = "default_throttle")]
+    pub throttle: String,
+}
+
+fn default_throttle() -> String {
+    "none".to_owned()
 }
 
 fn default_clients() -> u64 {
@@ -88,6 +98,13 @@ impl StormRequest {
             return Err(ApiError::bad_request("outage_s must be a finite number"));
         }
         in_range("outage_s", self.outage_s, 0.0, MAX_OUTAGE_S)?;
+        if self.throttle != "none" && !THROTTLE_KINDS.contains(&self.throttle.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "throttle must be none or one of {}, got {:?}",
+                THROTTLE_KINDS.join(", "),
+                self.throttle
+            )));
+        }
         if !(self.refusal_cost.is_finite() && (0.0..1.0).contains(&self.refusal_cost)) {
             return Err(ApiError::bad_request(format!(
                 "refusal_cost must be in [0, 1), got {}",
@@ -113,6 +130,10 @@ impl StormRequest {
             Vec::new()
         };
         scenario.retry.rules = vec![rule];
+        scenario.retry.throttle = (self.throttle != "none").then(|| ThrottleTable {
+            kind: self.throttle.clone(),
+            ..ThrottleTable::default()
+        });
         scenario
     }
 
