@@ -195,7 +195,18 @@ fn a_sweep_varies_the_latency_model_through_the_model_interface() {
     // At 600/s a hedge cuts p99; at 1800/s (90 %) unbudgeted hedging is far worse.
     assert!(p99(1) * 3.0 < p99(0), "{} vs {}", p99(1), p99(0));
     assert!(p99(6) > 10.0 * p99(5), "{} vs {}", p99(6), p99(5));
-    // `herd storm` points a latency scenario to `herd hedge`.
-    let err = usage_error(&["storm", "scenarios/hedge-overload.toml"]);
-    assert!(err.contains("herd hedge"), "{err}");
+    // `herd storm` runs a latency scenario like any model, through the model interface: its
+    // policies stand where rules do, each with its metrics.
+    let text = ok(&["storm", "scenarios/lab-hedge.toml", "--format", "csv"]);
+    assert!(text.starts_with("rule,seed,p50_ms,p99_ms,"), "{text}");
+    assert!(
+        text.lines().any(|l| l.starts_with("hedge-40ms,1,")),
+        "{text}"
+    );
+    // A rule is not one of its variants: the error says what the model compares.
+    let err = usage_error(&["storm", "scenarios/lab-hedge.toml", "--rule", "full"]);
+    assert!(
+        err.contains("variants of its own (none, hedge-40ms"),
+        "{err}"
+    );
 }

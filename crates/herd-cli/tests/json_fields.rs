@@ -38,6 +38,14 @@ const COMMANDS: &[&[&str]] = &[
         "json",
     ],
     &[
+        "storm",
+        "scenarios/brooker-2022.toml",
+        "--runs",
+        "1",
+        "--format",
+        "json",
+    ],
+    &[
         "sweep",
         "--set",
         "clients.count=100,200",

@@ -227,28 +227,28 @@ pub(crate) fn run(args: &HedgeArgs) -> CliResult {
         Format::Json => {
             #[derive(Serialize)]
             struct Results<'a> {
-                seed: u64,
                 results: &'a [LatencyResult],
+                seed: u64,
             }
             #[derive(Serialize)]
             struct Sweep<'a> {
-                seed: u64,
                 sweep: &'a [Point],
+                seed: u64,
             }
             if args.utilisation.is_empty() {
                 serde_json::to_writer_pretty(
                     &mut out,
                     &Results {
-                        seed,
                         results: &points[0].results,
+                        seed,
                     },
                 )
             } else {
                 serde_json::to_writer_pretty(
                     &mut out,
                     &Sweep {
-                        seed,
                         sweep: &points,
+                        seed,
                     },
                 )
             }

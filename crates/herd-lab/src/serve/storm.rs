@@ -8,9 +8,7 @@
 //! starts: the run's horizon is cut to what [`MAX_STORM_ATTEMPTS`] allows, and the answer says
 //! so (`horizon_s`, `cut_short`), so the page can say "nobody served in the first N s".
 use herd::RuleName;
-use herd_sim::{
-    Cancel, Limits, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable,
-};
+use herd_sim::{Cancel, Limits, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable};
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;

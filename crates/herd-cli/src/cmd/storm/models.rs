@@ -77,7 +77,7 @@ pub(crate) fn run(args: &StormArgs, path: &Path, text: &str) -> CliResult<bool> 
     } else if checked.rules().is_empty() {
         return Err(CliError::input(format!(
             "{}: --rule does not apply to model = \"{}\", which compares variants of its own \
-             ({}); run it with `herd hedge {}` or vary it with `herd sweep`",
+             ({}); vary them with `herd sweep`",
             path.display(),
             registration.name,
             checked
@@ -85,8 +85,7 @@ pub(crate) fn run(args: &StormArgs, path: &Path, text: &str) -> CliResult<bool> 
                 .iter()
                 .map(Variant::as_str)
                 .collect::<Vec<_>>()
-                .join(", "),
-            path.display()
+                .join(", ")
         )));
     } else {
         rules.into_iter().map(Variant::Rule).collect()
