@@ -227,6 +227,30 @@ pub(crate) fn rule_params(
     Ok(params)
 }
 
+/// `[retry] multiplier`: a finite number above 0 (`grpc` asks for at least 1 when built).
+pub(crate) fn multiplier(field: &'static str, value: f64) -> Result<f64, ScenarioError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(ScenarioError::field(
+            field,
+            format!("must be a finite number above 0, got {value}"),
+        ))
+    }
+}
+
+/// `[retry] jitter`: a fraction in `[0, 1]`.
+pub(crate) fn fraction(field: &'static str, value: f64) -> Result<f64, ScenarioError> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ScenarioError::field(
+            field,
+            format!("must be a fraction in [0, 1], got {value}"),
+        ))
+    }
+}
+
 /// Builds `name` from the `[retry]` parameters, naming the field at fault (`retry.rule`
 /// for a scenario of one rule).
 pub(crate) fn rule(name: RuleName, params: &RuleParams) -> Result<Rule, ScenarioError> {
@@ -246,7 +270,8 @@ pub(crate) fn rule_of(
             InvalidRule::ZeroBase => "retry.base_ms",
             InvalidRule::ZeroPause => "retry.pause_ms",
             InvalidRule::CapBelowBase { .. } => "retry.cap_ms",
-            InvalidRule::Multiplier(_) | InvalidRule::Jitter(_) => rules_field,
+            InvalidRule::Multiplier(_) => "retry.multiplier",
+            InvalidRule::Jitter(_) => "retry.jitter",
             InvalidRule::Millis { field, .. } => field,
         };
         ScenarioError::field(field, format!("{e} (rule {name})"))

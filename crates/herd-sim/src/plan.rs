@@ -75,11 +75,14 @@ pub(crate) struct PlannedRule {
 }
 
 /// Whether `pauses = "steps"` draws `name` in whole steps. The rules of integer draws do;
-/// `grpc` and `decorrelated-v2` compute real-valued formulas (a multiplier, `tanh`) and
+/// `grpc`, `grpc-retry`, `randomized` and `decorrelated-v2` compute real-valued formulas (a multiplier, `tanh`) and
 /// truncate them to the rule's unit, so in whole steps `grpc` with a one-step base would
 /// never grow (`1 · 1.6` truncates to 1): they draw in nanoseconds in both modes.
 pub(crate) const fn draws_whole_steps(name: RuleName) -> bool {
-    !matches!(name, RuleName::Grpc | RuleName::DecorrelatedV2)
+    !matches!(
+        name,
+        RuleName::Grpc | RuleName::DecorrelatedV2 | RuleName::GrpcRetry | RuleName::Randomized
+    )
 }
 
 /// Builds `name` from `params` (nanoseconds) for steps of `step_ns` under `pauses`, naming
@@ -269,7 +272,11 @@ impl Plan {
         let timeout_steps = ceil_div(fields::nanos("server.timeout_s", v.timeout_s)?, step_ns);
 
         let r = &s.retry;
-        let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?;
+        let params = RuleParams {
+            multiplier: fields::multiplier("retry.multiplier", r.multiplier)?,
+            jitter: fields::fraction("retry.jitter", r.jitter)?,
+            ..fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?
+        };
         if r.rules.is_empty() {
             return Err(ScenarioError::field(
                 "retry.rules",
