@@ -251,20 +251,9 @@ pub(crate) fn fraction(field: &'static str, value: f64) -> Result<f64, ScenarioE
     }
 }
 
-/// Builds `name` from the `[retry]` parameters, naming the field at fault (`retry.rule`
-/// for a scenario of one rule).
-pub(crate) fn rule(name: RuleName, params: &RuleParams) -> Result<Rule, ScenarioError> {
-    rule_of(name, params, "retry.rule")
-}
-
-/// Builds `name` from the `[retry]` parameters; a fault of the rule itself is `rules_field`'s
-/// (the field that names the rule), a fault of a parameter is that parameter's. The one
-/// mapping from rule errors to field errors.
-pub(crate) fn rule_of(
-    name: RuleName,
-    params: &RuleParams,
-    rules_field: &'static str,
-) -> Result<Rule, ScenarioError> {
+/// Builds `name` from the `[retry]` parameters; a fault is the parameter's (`retry.base_ms`,
+/// `retry.multiplier`, …). The one mapping from rule errors to field errors.
+pub(crate) fn rule_of(name: RuleName, params: &RuleParams) -> Result<Rule, ScenarioError> {
     name.build(params).map_err(|e| {
         let field = match e {
             InvalidRule::ZeroBase => "retry.base_ms",
@@ -355,7 +344,7 @@ mod tests {
             pause: Duration::ZERO,
             ..RuleParams::default()
         };
-        let err = rule_of(RuleName::Constant, &params, "retry.rules").unwrap_err();
+        let err = rule_of(RuleName::Constant, &params).unwrap_err();
         assert_eq!(err.field_name(), Some("retry.pause_ms"));
         assert_eq!(ceil_div(7, 7), 1);
         assert_eq!(ceil_div(8, 7), 2);

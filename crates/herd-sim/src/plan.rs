@@ -95,7 +95,7 @@ pub(crate) fn build_rule(
     step_ns: u64,
 ) -> Result<PlannedRule, ScenarioError> {
     // Checked in nanoseconds first, so that a rule's own error speaks milliseconds.
-    let rule = fields::rule_of(name, params, "retry.rules")?;
+    let rule = fields::rule_of(name, params)?;
     if pauses == Pauses::Continuous || !draws_whole_steps(name) {
         return Ok(PlannedRule {
             rule,
@@ -133,7 +133,7 @@ pub(crate) fn build_rule(
         ..*params
     };
     Ok(PlannedRule {
-        rule: fields::rule_of(name, &steps, "retry.rules")?,
+        rule: fields::rule_of(name, &steps)?,
         params: steps,
         per_step: 1,
     })

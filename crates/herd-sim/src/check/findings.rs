@@ -47,7 +47,7 @@ fn jitter(t: &Translation, out: &mut Vec<Finding>) {
         return;
     }
     let b = &t.backoff;
-    if !b.rule.is_jittered() {
+    if !b.is_random() {
         let what = match b.rule {
             RuleName::Immediate => "retries at once, with no pause".to_owned(),
             RuleName::Constant => format!("waits exactly {} ms before every retry", ms(b.base)),
@@ -83,7 +83,7 @@ fn jitter(t: &Translation, out: &mut Vec<Finding>) {
             format!("{} {what}: clients that fail together retry together, and meet a recovering server all at once", t.name),
             fix,
         ));
-    } else if b.rule == RuleName::Grpc && b.jitter < SMALL_JITTER {
+    } else if b.is_plus_minus() && b.jitter < SMALL_JITTER {
         out.push(finding(
             t,
             Severity::Warning,
