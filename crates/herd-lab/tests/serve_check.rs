@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use support::PageServer;
 
-/// A gRPC config written as the guide advises: three attempts, gRPC's own full jitter, a
+/// A gRPC config written as the guide advises: three attempts, gRPC's own jittered backoff, a
 /// retry throttle.
 const GOOD: &str = r#"{
   "methodConfig": [{
@@ -85,8 +85,9 @@ async fn a_good_config_is_translated_with_each_field_set_or_default() {
     let policy = &answer["policies"][0];
     assert_eq!(policy["name"], "shop.Cart/*");
     assert_eq!(policy["max_attempts"], 3);
-    // gRPC draws each pause uniformly below the current backoff: full jitter.
-    assert_eq!(policy["backoff"]["rule"], "full");
+    // grpc-go jitters each pause ±20 % around the current backoff: grpc-retry.
+    assert_eq!(policy["backoff"]["rule"], "grpc-retry");
+    assert_eq!(policy["backoff"]["jitter"], 0.2);
     assert_eq!(policy["backoff"]["base_ms"], 200.0);
     assert_eq!(policy["timeout_ms"], 5000.0);
     assert_eq!(policy["throttle"]["kind"], "grpc");

@@ -551,6 +551,59 @@ mod tests {
         assert!(without.config.served > 0, "{:?}", without.config);
     }
 
+    /// Resilience4j, 1 s ×2 ±50 %, capped at 30 s, 9 attempts: the seventh retry's interval
+    /// is 64 s, whose spread [32 s, 96 s) lies above the cap, so every client waits exactly
+    /// 30 s from then on: a finding, and in the storm the clients arrive together again.
+    #[test]
+    fn resilience4j_loses_its_jitter_at_the_cap() {
+        let r4j = one(
+            "application.yml",
+            "resilience4j:\n  retry:\n    instances:\n      partner:\n        maxAttempts: 9\n        waitDuration: 1s\n        enableExponentialBackoff: true\n        exponentialBackoffMultiplier: 2\n        enableRandomizedWait: true\n        randomizedWaitFactor: 0.5\n        exponentialMaxWaitDuration: 30s\n",
+        );
+        assert_eq!(r4j.backoff.rule, RuleName::Randomized);
+        let report = crate::check::check(&[Input::new(
+            "application.yml",
+            "resilience4j:\n  retry:\n    instances:\n      partner:\n        maxAttempts: 9\n        waitDuration: 1s\n        enableExponentialBackoff: true\n        exponentialBackoffMultiplier: 2\n        enableRandomizedWait: true\n        randomizedWaitFactor: 0.5\n        exponentialMaxWaitDuration: 30s\n",
+        )])
+        .unwrap();
+        let lost = report
+            .findings
+            .iter()
+            .find(|f| f.code == "jitter-lost-at-cap")
+            .expect("the finding");
+        assert!(lost.message.starts_with("from retry 7 on"), "{}", lost.message);
+        // Seven attempts (six retries) stop before it: no finding.
+        let report = crate::check::check(&[Input::new(
+            "application.yml",
+            "resilience4j:\n  retry:\n    instances:\n      partner:\n        maxAttempts: 7\n        waitDuration: 1s\n        enableExponentialBackoff: true\n        exponentialBackoffMultiplier: 2\n        enableRandomizedWait: true\n        randomizedWaitFactor: 0.5\n        exponentialMaxWaitDuration: 30s\n",
+        )])
+        .unwrap();
+        assert!(report.findings.iter().all(|f| f.code != "jitter-lost-at-cap"));
+        // The storm draws it: in a long outage every client's last two pauses are exactly
+        // the 30 s cap.
+        let scenario = Scenario {
+            server: crate::Server {
+                outages: vec![[0.0, 600.0]],
+                ..crate::Server::default()
+            },
+            ..Scenario::default()
+        };
+        let (s, rule, _) = scenario_for(&r4j, &scenario).unwrap();
+        let (_, trace) = Simulation::new(&s, &Limits::default())
+            .unwrap()
+            .trace(rule, 1)
+            .unwrap();
+        let mut by_client: std::collections::HashMap<u32, Vec<u64>> = Default::default();
+        for e in &trace.events {
+            by_client.entry(e.client).or_default().push(e.step);
+        }
+        for steps in by_client.values() {
+            assert_eq!(steps.len(), 9);
+            assert_eq!(steps[8] - steps[7], 300, "30 s of 100 ms steps: {steps:?}");
+            assert_eq!(steps[7] - steps[6], 300, "{steps:?}");
+        }
+    }
+
     #[test]
     fn the_fix_jitters_and_budgets_what_had_neither() {
         let r4j = one(
