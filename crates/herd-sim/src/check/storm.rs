@@ -571,14 +571,23 @@ mod tests {
             .iter()
             .find(|f| f.code == "jitter-lost-at-cap")
             .expect("the finding");
-        assert!(lost.message.starts_with("from retry 7 on"), "{}", lost.message);
+        assert!(
+            lost.message.starts_with("from retry 7 on"),
+            "{}",
+            lost.message
+        );
         // Seven attempts (six retries) stop before it: no finding.
         let report = crate::check::check(&[Input::new(
             "application.yml",
             "resilience4j:\n  retry:\n    instances:\n      partner:\n        maxAttempts: 7\n        waitDuration: 1s\n        enableExponentialBackoff: true\n        exponentialBackoffMultiplier: 2\n        enableRandomizedWait: true\n        randomizedWaitFactor: 0.5\n        exponentialMaxWaitDuration: 30s\n",
         )])
         .unwrap();
-        assert!(report.findings.iter().all(|f| f.code != "jitter-lost-at-cap"));
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.code != "jitter-lost-at-cap")
+        );
         // The storm draws it: in a long outage every client's last two pauses are exactly
         // the 30 s cap.
         let scenario = Scenario {
