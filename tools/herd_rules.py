@@ -117,6 +117,20 @@ def pause(rule, p, state, rng):
             return cap
         value = (nxt - previous) * POLLY_SCALE * float(base)
         return min(to_u64(max(value, 0.0)), cap)
+    if rule == "grpc-retry":
+        current = float(base) if previous_failures == 0 else state[1]
+        u = rng.next_f64()
+        j = p["jitter"]
+        result = to_u64(current * ((1.0 - j) + 2.0 * j * u))
+        state[1] = min(current * p["multiplier"], float(cap))
+        return result
+    if rule == "randomized":
+        current = float(base if previous_failures == 0 else state[1])
+        delta = p["jitter"] * current
+        lo, hi = current - delta, current + delta
+        u = rng.next_f64()
+        state[1] = to_u64(current * p["multiplier"])
+        return min(to_u64(lo + u * (hi - lo)), cap)
     raise ValueError("unknown rule " + rule)
 
 

@@ -41,7 +41,7 @@ fn json_has_the_documented_fields() {
     assert_eq!(c["max_attempts"], 5);
     assert_eq!(c["timeout_ms"], 1000.0);
     assert_eq!(c["per_try_timeout_ms"], Value::Null);
-    assert_eq!(c["backoff"]["rule"], "full");
+    assert_eq!(c["backoff"]["rule"], "grpc-retry");
     assert_eq!(c["backoff"]["base_ms"], 50.0);
     assert_eq!(c["backoff"]["cap_ms"], 2000.0);
     assert_eq!(c["backoff"]["multiplier"], 1.5);

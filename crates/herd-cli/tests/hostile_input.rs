@@ -224,7 +224,8 @@ fn ctrl_c_on_storm_prints_the_runs_that_finished_marked_interrupted() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     let last = err.lines().last().unwrap_or_default();
     assert!(
-        last.starts_with("error: interrupted after ") && last.ends_with(" of 16000 runs"),
+        last.starts_with("error: interrupted after ")
+            && last.ends_with(&format!(" of {} runs", 2000 * herd::RuleName::ALL.len())),
         "{err}"
     );
     let table = String::from_utf8_lossy(&out.stdout);

@@ -209,7 +209,7 @@ fn bad_input_is_one_line_naming_the_flag() {
             "--set",
             "retry.base_ms=100..1000:100",
         ]),
-        "--heatmap: 80 panels",
+        &format!("--heatmap: {} panels", 10 * herd::RuleName::ALL.len()),
     );
     fails_with(&with(&["--max-work", "1000"]), "--max-work");
     fails_with(

@@ -1133,25 +1133,36 @@ function loadCheckExamples() {
     .catch((e) => status("examples: " + e.message));
 }
 
+// The fields an error can name (the API's names), and the box each one is typed in.
+const checkInputs = { text: "#check-text", clients: "#check-clients", capacity: "#check-capacity", outage_s: "#check-outage" };
+
 function runCheck() {
   document.body.dataset.checkState = "loading";
   $("#check-results").classList.add("stale");
-  const body = { text: $("#check-text").value, format: $("#check-format").value };
+  const body = {
+    text: $("#check-text").value,
+    format: $("#check-format").value,
+    clients: Number($("#check-clients").value),
+    capacity: Number($("#check-capacity").value),
+    outage_s: Number($("#check-outage").value),
+  };
+  for (const id of Object.values(checkInputs)) $(id).removeAttribute("aria-invalid");
   checkLatest(api("check", body), (data) => {
     check.data = data;
     check.error = "";
     $("#check-results").classList.remove("stale");
-    $("#check-text").removeAttribute("aria-invalid");
     $("#check-error").hidden = true;
     showCheck();
-    document.body.dataset.checkKey = `${data.system}|${data.policies.length}|${data.findings.length}`;
+    document.body.dataset.checkKey = `${data.system}|${data.policies.length}|${data.findings.length}|${data.storm.clients}`;
     document.body.dataset.checkState = "ready";
   }, (message) => {
     check.data = null;
     check.error = message;
     $("#check-results").classList.remove("stale");
     clearCheck();
-    $("#check-text").setAttribute("aria-invalid", "true");
+    // The error's first word is the field at fault: mark that box (the text's by default).
+    const field = /^(clients|capacity|outage_s)\b/.exec(message);
+    $(field ? checkInputs[field[1]] : checkInputs.text).setAttribute("aria-invalid", "true");
     const error = $("#check-error");
     error.textContent = message;
     error.hidden = false;
@@ -1175,7 +1186,7 @@ function fmtNumber(v) {
 function backoffText(b) {
   if (b.rule === "immediate") return "immediate (no pause)";
   if (b.rule === "constant") return `constant ${fmtNumber(b.base_ms)} ms`;
-  const jitter = b.rule === "grpc" ? `±${fmtNumber(b.jitter * 100)} % ` : "";
+  const jitter = ["grpc", "grpc-retry", "randomized"].includes(b.rule) ? `±${fmtNumber(b.jitter * 100)} % ` : "";
   return `${b.rule}: ${jitter}×${fmtNumber(b.multiplier)} from ${fmtNumber(b.base_ms)} ms, cap ${fmtNumber(b.cap_ms)} ms`;
 }
 

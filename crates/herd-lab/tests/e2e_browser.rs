@@ -1156,7 +1156,7 @@ async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) 
     assert_eq!(status, 200, "{api}");
     let findings = api["findings"].as_array().expect("findings");
     let key = format!(
-        "grpc|{}|{}",
+        "grpc|{}|{}|2000",
         api["policies"].as_array().expect("policies").len(),
         findings.len()
     );
@@ -1226,6 +1226,53 @@ async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) 
     .await;
     screenshot(browser, "check-storm.png").await;
     audit(browser, axe, "check").await;
+
+    // The storm's knobs, as `herd check --clients --capacity-rps --outage-s` sets them.
+    retype(browser, "#check-clients", "500").await;
+    retype(browser, "#check-capacity", "20").await;
+    retype(browser, "#check-outage", "4").await;
+    click(browser, "#check-run").await;
+    let knobs = json!({ "text": example, "clients": 500, "capacity": 20, "outage_s": 4 });
+    let (status, small) = server.post("check", &knobs).await;
+    assert_eq!(status, 200, "{small}");
+    assert_eq!(small["storm"]["clients"], 500);
+    assert_eq!(small["storm"]["outages"], json!([[0.0, 4.0]]));
+    assert_eq!(small["storm"]["runs"][0]["capacity"], 20.0);
+    scene_ready(browser, "check", "Key", &key.replace("|2000", "|500")).await;
+    let served = text(
+        browser,
+        ".check-storm[data-index='0'] tr[data-row='served'] td",
+    )
+    .await;
+    let run = &small["storm"]["runs"][0];
+    assert_eq!(served, format!("{} of 500", run["config"]["served"]));
+    // A knob out of range: the error names it, and its box, not the text's, is marked.
+    retype(browser, "#check-clients", "0").await;
+    click(browser, "#check-run").await;
+    wait_until(browser, "document.body.dataset.checkState === 'error'").await;
+    let (status, refused) = server
+        .post("check", &json!({ "text": example, "clients": 0 }))
+        .await;
+    assert_eq!(status, 400);
+    let error = text(browser, "#check-error").await;
+    assert_eq!(error, refused["error"].as_str().expect("error"));
+    assert!(error.starts_with("clients "), "{error}");
+    assert_eq!(
+        attr(browser, "#check-clients", "aria-invalid").await,
+        "true"
+    );
+    assert_eq!(
+        script(
+            browser,
+            "return document.querySelector('#check-text').hasAttribute('aria-invalid');"
+        )
+        .await,
+        Value::Bool(false)
+    );
+    audit(browser, axe, "check (a knob out of range)").await;
+    retype(browser, "#check-clients", "2000").await;
+    retype(browser, "#check-capacity", "50").await;
+    retype(browser, "#check-outage", "10").await;
 
     // A malformed YAML, typed into the box: the error names the text's line, nothing stale.
     let malformed = "apiVersion: networking.istio.io/v1\nkind: VirtualService\nspec:\n  http:\n  - retries: {attempts: 3\n    route: x\n";

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use support::PageServer;
 
-/// A gRPC config written as the guide advises: three attempts, gRPC's own full jitter, a
+/// A gRPC config written as the guide advises: three attempts, gRPC's own jittered backoff, a
 /// retry throttle.
 const GOOD: &str = r#"{
   "methodConfig": [{
@@ -85,8 +85,9 @@ async fn a_good_config_is_translated_with_each_field_set_or_default() {
     let policy = &answer["policies"][0];
     assert_eq!(policy["name"], "shop.Cart/*");
     assert_eq!(policy["max_attempts"], 3);
-    // gRPC draws each pause uniformly below the current backoff: full jitter.
-    assert_eq!(policy["backoff"]["rule"], "full");
+    // grpc-go jitters each pause ±20 % around the current backoff: grpc-retry.
+    assert_eq!(policy["backoff"]["rule"], "grpc-retry");
+    assert_eq!(policy["backoff"]["jitter"], 0.2);
     assert_eq!(policy["backoff"]["base_ms"], 200.0);
     assert_eq!(policy["timeout_ms"], 5000.0);
     assert_eq!(policy["throttle"]["kind"], "grpc");
@@ -211,6 +212,77 @@ async fn bad_fields_are_400s_naming_them() {
         .await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["detected"], false);
+}
+
+/// The storm's knobs, as `herd check --clients --capacity-rps --outage-s`: the run is the
+/// default storm with them, figure for figure, and a knob out of range is named.
+#[tokio::test]
+async fn the_storm_takes_clients_capacity_and_outage() {
+    let server = server().await;
+    let body = json!({ "text": GOOD, "clients": 300, "capacity": 12, "outage_s": 2.5 });
+    let (status, answer) = server.post("check", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["storm"]["clients"], 300);
+    assert_eq!(answer["storm"]["outages"], json!([[0.0, 2.5]]));
+    let d = Scenario::default();
+    let scenario = Scenario {
+        clients: herd_sim::Clients {
+            count: 300,
+            ..d.clients.clone()
+        },
+        server: herd_sim::Server {
+            capacity: 12,
+            outages: vec![[0.0, 2.5]],
+            ..d.server.clone()
+        },
+        ..d
+    };
+    let t = &check::check(&[Input::new("config", GOOD)]).unwrap().configs[0];
+    let c = compare(t, &scenario, &Limits::default(), 1).unwrap();
+    let run = &answer["storm"]["runs"][0];
+    assert_eq!(run["config"]["served"], c.config.served);
+    assert_eq!(
+        run["config"]["requests_per_client"],
+        c.config.requests_per_client
+    );
+    assert_eq!(run["fix"]["peak_after_outage"], c.fix.peak_after_outage);
+    assert_eq!(run["capacity"], 12.0);
+    // No outage at all is allowed: nobody fails, nobody retries.
+    let (status, calm) = server
+        .post("check", &json!({ "text": GOOD, "outage_s": 0 }))
+        .await;
+    assert_eq!(status, 200, "{calm}");
+    assert_eq!(calm["storm"]["outages"], json!([]));
+    assert_eq!(
+        calm["storm"]["runs"][0]["config"]["requests_per_client"],
+        1.0
+    );
+    for (body, start) in [
+        (
+            json!({ "text": GOOD, "clients": 0 }),
+            "clients must be between 1 and 200000",
+        ),
+        (
+            json!({ "text": GOOD, "capacity": 0 }),
+            "capacity must be between 1 and 1000000",
+        ),
+        (
+            json!({ "text": GOOD, "outage_s": 601 }),
+            "outage_s must be between 0 and 600",
+        ),
+        (
+            json!({ "text": GOOD, "outage_s": -1 }),
+            "outage_s must be between",
+        ),
+    ] {
+        let (status, answer) = server.post("check", &body).await;
+        assert_eq!(status, 400, "{body}: {answer}");
+        let error = answer["error"].as_str().expect("error");
+        assert!(
+            error.starts_with(start),
+            "{error:?} should start with {start:?}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -225,29 +225,43 @@ pub(crate) fn rule_params(
     Ok(params)
 }
 
-/// Builds `name` from the `[retry]` parameters, naming the field at fault (`retry.rule`
-/// for a scenario of one rule).
-pub(crate) fn rule(name: RuleName, params: &RuleParams) -> Result<Rule, ScenarioError> {
-    rule_of(name, params, "retry.rule")
+/// `[retry] multiplier`: a finite number above 0 (`grpc` asks for at least 1 when built).
+pub(crate) fn multiplier(field: &'static str, value: f64) -> Result<f64, ScenarioError> {
+    if value.is_finite() && value > 0.0 {
+        Ok(value)
+    } else {
+        Err(ScenarioError::field(
+            field,
+            format!("must be a finite number above 0, got {value}"),
+        ))
+    }
 }
 
-/// Builds `name` from the `[retry]` parameters; a fault of the rule itself is `rules_field`'s
-/// (the field that names the rule), a fault of a parameter is that parameter's. The one
-/// mapping from rule errors to field errors.
-pub(crate) fn rule_of(
-    name: RuleName,
-    params: &RuleParams,
-    rules_field: &'static str,
-) -> Result<Rule, ScenarioError> {
+/// `[retry] jitter`: a fraction in `[0, 1]`.
+pub(crate) fn fraction(field: &'static str, value: f64) -> Result<f64, ScenarioError> {
+    if (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(ScenarioError::field(
+            field,
+            format!("must be a fraction in [0, 1], got {value}"),
+        ))
+    }
+}
+
+/// Builds `name` from the `[retry]` parameters; a fault is the parameter's (`retry.base_ms`,
+/// `retry.multiplier`, …). The one mapping from rule errors to field errors.
+pub(crate) fn rule_of(name: RuleName, params: &RuleParams) -> Result<Rule, ScenarioError> {
     name.build(params).map_err(|e| {
         let field = match e {
             InvalidRule::ZeroBase => "retry.base_ms",
             InvalidRule::ZeroPause => "retry.pause_ms",
             InvalidRule::CapBelowBase { .. } => "retry.cap_ms",
-            InvalidRule::Multiplier(_) | InvalidRule::Jitter(_) => rules_field,
+            InvalidRule::Multiplier(_) => "retry.multiplier",
+            InvalidRule::Jitter(_) => "retry.jitter",
             InvalidRule::Millis { field, .. } => field,
             // A fault herd adds later is the rule's as a whole.
-            _ => rules_field,
+            _ => "retry.rules",
         };
         ScenarioError::field(field, format!("{e} (rule {name})"))
     })
@@ -327,7 +341,7 @@ mod tests {
     #[test]
     fn a_rule_error_names_the_parameter_or_the_rule_field() {
         let params = RuleParams::default().pause(Duration::ZERO);
-        let err = rule_of(RuleName::Constant, &params, "retry.rules").unwrap_err();
+        let err = rule_of(RuleName::Constant, &params).unwrap_err();
         assert_eq!(err.field_name(), Some("retry.pause_ms"));
         assert_eq!(ceil_div(7, 7), 1);
         assert_eq!(ceil_div(8, 7), 2);

@@ -88,8 +88,13 @@ fn grpc_clamps_attempts_to_five_and_reads_durations_and_codes() {
     assert_eq!(t.name, "a.A/M");
     assert_eq!(t.max_attempts, Some(5));
     assert_eq!(t.timeout, Some(ms(1500)));
-    assert_eq!(t.backoff.rule, RuleName::Full);
+    assert_eq!(t.backoff.rule, RuleName::GrpcRetry);
     assert_eq!((t.backoff.base, t.backoff.cap), (ms(100), ms(2000)));
+    assert_eq!(
+        (t.backoff.multiplier, t.backoff.jitter),
+        (2.0, 0.2),
+        "grpc-go: min(initial · m^(n−1), max) · [0.8, 1.2)"
+    );
     assert_eq!(t.retry_on, ["UNAVAILABLE", "DEADLINE_EXCEEDED"]);
     let th = t.throttle.as_ref().expect("throttle");
     assert_eq!(th.kind, "grpc");
@@ -405,7 +410,7 @@ fn resilience4j_defaults_merging_and_relaxed_names() {
     let shipping = by("shipping");
     // No multiplier or factor set: IntervalFunction's 1.5 and 0.5; no cap: the largest
     // pause reached, 200 ms · 1.5² · (1 + 0.5).
-    assert_eq!(shipping.backoff.rule, RuleName::Grpc);
+    assert_eq!(shipping.backoff.rule, RuleName::Randomized);
     assert_eq!(
         (shipping.backoff.multiplier, shipping.backoff.jitter),
         (1.5, 0.5)

@@ -19,6 +19,8 @@
 //! | `decorrelated` | `min(cap, uniform[base, 3 · previous])`, previous starting at `base` |
 //! | `grpc` | `min(cap, current · (1 + uniform[−jitter, jitter]))`, then `current = min(cap, current · multiplier)`, starting at `base` |
 //! | `decorrelated-v2` | Polly's decorrelated jitter V2: `(f(k−1+u) − f(k−2+u′)) · base / 1.4` with `f(t) = 2^t · tanh(√(4t))`, capped |
+//! | `grpc-retry` | gRPC's retry backoff: `c · uniform[1 − jitter, 1 + jitter)` with `c = min(cap, base · multiplier^(k−1))`; not capped after the jitter |
+//! | `randomized` | Resilience4j's exponential random backoff: `min(cap, w · uniform[1 − jitter, 1 + jitter))` with `w = base`, then `⌊w · multiplier⌋` (not capped) |
 //!
 //! Why jitter at all? Clients that fail together and wait the same time knock together again;
 //! a recovering server meets the whole herd at once. Jitter spreads the herd out over the
@@ -47,6 +49,8 @@ use std::time::Duration;
 
 use crate::rng::{Rng, ThreadRng};
 
+mod systems;
+
 #[cfg(feature = "sim")]
 const NANOS_PER_MS: f64 = 1_000_000.0;
 
@@ -72,10 +76,14 @@ pub enum RuleName {
     Grpc,
     /// Polly's decorrelated jitter V2.
     DecorrelatedV2,
+    /// gRPC's retry backoff (grpc-go, gRPC core): a multiplier, capped, then ± jitter.
+    GrpcRetry,
+    /// Resilience4j's exponential random backoff: a multiplier, ± jitter, then capped.
+    Randomized,
 }
 
 /// Every rule, in the order used by tables.
-const ALL_RULES: [RuleName; 8] = [
+const ALL_RULES: [RuleName; 10] = [
     RuleName::Immediate,
     RuleName::Constant,
     RuleName::Exponential,
@@ -84,12 +92,14 @@ const ALL_RULES: [RuleName; 8] = [
     RuleName::Decorrelated,
     RuleName::Grpc,
     RuleName::DecorrelatedV2,
+    RuleName::GrpcRetry,
+    RuleName::Randomized,
 ];
 
 impl RuleName {
     crate::sim_pub! {
         /// Every rule, in the order used by tables.
-        pub const ALL: [RuleName; 8] = ALL_RULES;
+        pub const ALL: [RuleName; 10] = ALL_RULES;
     }
 
     crate::sim_pub! {
@@ -113,6 +123,8 @@ impl RuleName {
             RuleName::Decorrelated => "decorrelated",
             RuleName::Grpc => "grpc",
             RuleName::DecorrelatedV2 => "decorrelated-v2",
+            RuleName::GrpcRetry => "grpc-retry",
+            RuleName::Randomized => "randomized",
         }
     }
 
@@ -143,6 +155,12 @@ impl RuleName {
                     Rule::grpc(params.base, params.multiplier, params.jitter, params.cap)
                 }
                 RuleName::DecorrelatedV2 => Rule::decorrelated_v2(params.base, params.cap),
+                RuleName::GrpcRetry => {
+                    Rule::grpc_retry(params.base, params.multiplier, params.jitter, params.cap)
+                }
+                RuleName::Randomized => {
+                    Rule::randomized(params.base, params.multiplier, params.jitter, params.cap)
+                }
             }
         }
     }
@@ -216,9 +234,9 @@ pub struct RuleParams {
     pub cap: Duration,
     /// The pause of `constant`.
     pub pause: Duration,
-    /// Growth per failure for `grpc` (at least 1).
+    /// Growth per failure for `grpc` (at least 1), `grpc-retry` and `randomized` (above 0).
     pub multiplier: f64,
-    /// ± fraction for `grpc`, in `[0, 1]`.
+    /// ± fraction for `grpc`, `grpc-retry` and `randomized`, in `[0, 1]`.
     pub jitter: f64,
 }
 
@@ -259,7 +277,8 @@ pub enum InvalidRule {
         /// The cap given.
         cap: Duration,
     },
-    /// `multiplier` must be a finite number, at least 1.
+    /// `multiplier` must be a finite number, at least 1 (above 0 for `grpc-retry` and
+    /// `randomized`, whose systems accept a shrinking backoff).
     Multiplier(f64),
     /// `jitter` must be a fraction in `[0, 1]`.
     Jitter(f64),
@@ -289,7 +308,10 @@ impl fmt::Display for InvalidRule {
                 format_ms(*base)
             ),
             InvalidRule::Multiplier(m) => {
-                write!(f, "multiplier must be a finite number >= 1, got {m}")
+                write!(
+                    f,
+                    "multiplier must be a finite number >= 1 (> 0 for grpc-retry and randomized), got {m}"
+                )
             }
             InvalidRule::Jitter(j) => write!(f, "jitter must be a fraction in [0, 1], got {j}"),
             #[cfg(feature = "sim")]
@@ -399,11 +421,25 @@ enum Kind {
         base: u64,
         cap: u64,
     },
+    GrpcRetry {
+        base: u64,
+        cap: u64,
+        /// The largest pause: `cap · (1 + jitter)` as the pause's own arithmetic rounds it.
+        top: u64,
+        multiplier: f64,
+        jitter: f64,
+    },
+    Randomized {
+        base: u64,
+        cap: u64,
+        multiplier: f64,
+        jitter: f64,
+    },
 }
 
 /// The state one client's schedule carries between failures: the number of failures so far and
-/// one word of memory (the previous pause for `decorrelated`, the current backoff for `grpc`,
-/// the previous formula value for `decorrelated-v2`).
+/// one word of memory (the previous pause for `decorrelated`, the current backoff for `grpc` and `grpc-retry`,
+/// the previous formula value for `decorrelated-v2`, the next interval for `randomized`).
 ///
 /// `RuleState::default()` is the state before the first failure.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -591,6 +627,94 @@ impl Rule {
         Self::capped(base, cap, |base, cap| Kind::DecorrelatedV2 { base, cap })
     }
 
+    /// gRPC's retry backoff, as grpc-go and gRPC core compute it: after the k-th failure,
+    /// `c · uniform[1 − jitter, 1 + jitter)` with `c = min(cap, base · multiplier^(k−1))`;
+    /// the jittered pause may exceed `cap` by the jitter. gRPC's own jitter is 0.2. See
+    /// the `systems` module docs for the sources (and gRPC Java's different rule).
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`], [`InvalidRule::Multiplier`]
+    /// (finite and above 0), [`InvalidRule::Jitter`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herd::{Rule, rng::SplitMix64};
+    ///
+    /// // initialBackoff 0.1 s, maxBackoff 1 s, backoffMultiplier 1.6
+    /// let rule = Rule::grpc_retry(Duration::from_millis(100), 1.6, 0.2, Duration::from_secs(1))?;
+    /// let pauses: Vec<Duration> = rule.schedule(SplitMix64::new(3)).take(8).collect();
+    /// assert!(pauses[0] >= Duration::from_millis(80) && pauses[0] < Duration::from_millis(120));
+    /// assert!(pauses[7] >= Duration::from_millis(800) && pauses[7] < Duration::from_millis(1200));
+    /// # Ok::<(), herd::InvalidRule>(())
+    /// ```
+    pub fn grpc_retry(
+        base: Duration,
+        multiplier: f64,
+        jitter: f64,
+        cap: Duration,
+    ) -> Result<Self, InvalidRule> {
+        let (base, cap) = check_base_cap(base, cap)?;
+        systems::check(multiplier, jitter)?;
+        Ok(Self {
+            below_cap_ppm: 0,
+            kind: Kind::GrpcRetry {
+                base,
+                cap,
+                top: systems::grpc_retry_top(cap, jitter),
+                multiplier,
+                jitter,
+            },
+        })
+    }
+
+    /// Resilience4j's exponential random backoff (`IntervalFunction.ofExponentialRandomBackoff`
+    /// with a maximum): the interval `w` starts at `base` and becomes `⌊w · multiplier⌋` after
+    /// each failure, uncapped; the pause is `min(cap, w · uniform[1 − jitter, 1 + jitter))`,
+    /// truncated. With `jitter` 0 it is `ofExponentialBackoff` with a maximum; with
+    /// `multiplier` 1, `ofRandomized`. Resilience4j counts whole milliseconds, herd
+    /// nanoseconds.
+    ///
+    /// # Errors
+    ///
+    /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`], [`InvalidRule::Multiplier`]
+    /// (finite and above 0), [`InvalidRule::Jitter`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use herd::{Rule, rng::SplitMix64};
+    ///
+    /// // waitDuration 1 s, ×2, randomizedWaitFactor 0.5, exponentialMaxWaitDuration 30 s
+    /// let rule = Rule::randomized(Duration::from_secs(1), 2.0, 0.5, Duration::from_secs(30))?;
+    /// let pauses: Vec<Duration> = rule.schedule(SplitMix64::new(3)).take(8).collect();
+    /// assert!(pauses[1] >= Duration::from_secs(1) && pauses[1] < Duration::from_secs(3));
+    /// // 64 s · [0.5, 1.5) is never below the 30 s cap: the jitter is gone.
+    /// assert_eq!(pauses[7], Duration::from_secs(30));
+    /// # Ok::<(), herd::InvalidRule>(())
+    /// ```
+    pub fn randomized(
+        base: Duration,
+        multiplier: f64,
+        jitter: f64,
+        cap: Duration,
+    ) -> Result<Self, InvalidRule> {
+        let (base, cap) = check_base_cap(base, cap)?;
+        systems::check(multiplier, jitter)?;
+        Ok(Self {
+            below_cap_ppm: 0,
+            kind: Kind::Randomized {
+                base,
+                cap,
+                multiplier,
+                jitter,
+            },
+        })
+    }
+
     /// The rule's name.
     #[must_use]
     pub const fn name(&self) -> RuleName {
@@ -603,6 +727,8 @@ impl Rule {
             Kind::Decorrelated { .. } => RuleName::Decorrelated,
             Kind::Grpc { .. } => RuleName::Grpc,
             Kind::DecorrelatedV2 { .. } => RuleName::DecorrelatedV2,
+            Kind::GrpcRetry { .. } => RuleName::GrpcRetry,
+            Kind::Randomized { .. } => RuleName::Randomized,
         }
     }
 
@@ -618,7 +744,11 @@ impl Rule {
     pub const fn uses_memory(&self) -> bool {
         matches!(
             self.kind,
-            Kind::Decorrelated { .. } | Kind::Grpc { .. } | Kind::DecorrelatedV2 { .. }
+            Kind::Decorrelated { .. }
+                | Kind::Grpc { .. }
+                | Kind::DecorrelatedV2 { .. }
+                | Kind::GrpcRetry { .. }
+                | Kind::Randomized { .. }
         )
     }
 
@@ -728,6 +858,37 @@ impl Rule {
                     (value.max(0.0) as u64).min(cap)
                 }
             }
+            Kind::GrpcRetry {
+                base,
+                cap,
+                multiplier,
+                jitter,
+                ..
+            } => {
+                let current = if previous_failures == 0 {
+                    base as f64
+                } else {
+                    f64::from_bits(state.memory)
+                };
+                let (pause, next) = systems::grpc_retry(current, cap, multiplier, jitter, rng);
+                state.memory = next.to_bits();
+                pause
+            }
+            Kind::Randomized {
+                base,
+                cap,
+                multiplier,
+                jitter,
+            } => {
+                let interval = if previous_failures == 0 {
+                    base
+                } else {
+                    state.memory
+                };
+                let (pause, next) = systems::randomized(interval, cap, multiplier, jitter, rng);
+                state.memory = next;
+                pause
+            }
         };
         if self.below_cap_ppm > 0 && nanos > 0 && nanos == self.max_pause_nanos() {
             // Opt-in only: existing rules draw exactly what they always drew.
@@ -785,7 +946,9 @@ impl Rule {
             | Kind::Equal { cap, .. }
             | Kind::Decorrelated { cap, .. }
             | Kind::Grpc { cap, .. }
-            | Kind::DecorrelatedV2 { cap, .. } => cap,
+            | Kind::DecorrelatedV2 { cap, .. }
+            | Kind::Randomized { cap, .. } => cap,
+            Kind::GrpcRetry { top, .. } => top,
         }
     }
 

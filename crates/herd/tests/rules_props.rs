@@ -60,7 +60,16 @@ fn pauses_within_bounds(base: u64, extra: u64, start: u32, seed: u64) -> Result<
                     let gk = g(base, cap, k);
                     prop_assert!(pause >= gk - gk / 2 && pause <= gk);
                 }
-                // The rules with memory, and any rule added later.
+                // The backoff starts at base and grows (×1.6): never below base · 0.8.
+                RuleName::GrpcRetry => {
+                    prop_assert!(pause + 1 >= (base as f64 * 0.8) as u64, "{pause}");
+                }
+                RuleName::Randomized => {
+                    prop_assert!(pause <= cap);
+                    let low = ((base as f64 * 0.8) as u64).min(cap);
+                    prop_assert!(pause + 1 >= low, "{pause} < {low}");
+                }
+                // The other rules with memory, and any rule added later.
                 _ => prop_assert!(pause <= cap),
             }
         }
@@ -86,13 +95,23 @@ fn memory_rules_in_bounds(
         (RuleName::Decorrelated, within),
         (RuleName::Grpc, within),
         (RuleName::DecorrelatedV2, v2_memory.to_bits()),
+        (RuleName::GrpcRetry, (within as f64).to_bits()),
+        (RuleName::Randomized, within),
+        (RuleName::Randomized, u64::MAX),
     ] {
         let rule = name.build(&p).unwrap();
         let mut state = RuleState::from_parts(failures, memory);
         let mut rng = SplitMix64::new(seed);
         for _ in 0..5 {
             let pause = rule.pause(&mut state, &mut rng).as_nanos() as u64;
-            prop_assert!(pause <= cap, "{name} at {failures}: {pause} > {cap}");
+            prop_assert!(
+                pause <= rule.max_pause().as_nanos() as u64,
+                "{name} at {failures}: {pause}"
+            );
+            // gRPC's retry backoff jitters after its cap: it may pass it by the jitter.
+            if name != RuleName::GrpcRetry {
+                prop_assert!(pause <= cap, "{name} at {failures}: {pause} > {cap}");
+            }
             if name == RuleName::Decorrelated {
                 prop_assert!(pause >= base, "{name} at {failures}: {pause} < {base}");
             }
@@ -133,6 +152,46 @@ proptest! {
         seed in any::<u64>(),
     ) {
         memory_rules_in_bounds(base, extra, failures, fraction, v2_memory, seed)?;
+    }
+
+    /// gRPC's retry backoff and Resilience4j's randomized wait, against their sources'
+    /// formulas computed afresh with `powi` (grpc-go: `min(initial · m^n, max) · [1 − j,
+    /// 1 + j)`; Resilience4j: `min(max, w · [1 − j, 1 + j))` with `w = initial · m^n`), for
+    /// any multiplier and jitter: each pause within a relative 10⁻⁹ of its interval (the
+    /// libraries' own rounding: repeated products against `pow`, nanosecond truncation).
+    #[test]
+    fn system_rules_follow_their_sources(
+        base in 1_000u64..10_000_000_000,
+        extra in 0u64..1_000_000_000_000,
+        multiplier in 0.5f64..3.0,
+        jitter in 0.0f64..=1.0,
+        seed in any::<u64>(),
+    ) {
+        let cap = base.saturating_add(extra);
+        let p = params(base, cap).multiplier(multiplier).jitter(jitter);
+        let mut rng = SplitMix64::new(seed);
+        let close = |x: f64, bound: f64| (x - bound).abs() <= 1e-9 * bound.abs() + 1.0;
+        let retry = RuleName::GrpcRetry.build(&p).unwrap();
+        let mut state = RuleState::default();
+        for n in 0..30 {
+            let c = (base as f64 * multiplier.powi(n)).min(cap as f64);
+            let pause = retry.pause(&mut state, &mut rng).as_nanos() as f64;
+            let (lo, hi) = (c * (1.0 - jitter), c * (1.0 + jitter));
+            prop_assert!((pause >= lo || close(pause, lo)) && (pause <= hi || close(pause, hi)),
+                "grpc-retry n {}: {} not in [{}, {}]", n, pause, lo, hi);
+        }
+        let randomized = RuleName::Randomized.build(&p).unwrap();
+        let mut state = RuleState::default();
+        for n in 0..30 {
+            let w = base as f64 * multiplier.powi(n);
+            let pause = randomized.pause(&mut state, &mut rng).as_nanos() as f64;
+            let (lo, hi) = ((w * (1.0 - jitter)).min(cap as f64), (w * (1.0 + jitter)).min(cap as f64));
+            // The truncations of `⌊w · m⌋` compound: at most one nanosecond a step.
+            let slack = f64::from(n as u32 + 1);
+            prop_assert!(pause + slack >= lo || close(pause, lo),
+                "randomized n {}: {} below {}", n, pause, lo);
+            prop_assert!(pause <= hi || close(pause, hi), "randomized n {}: {} above {}", n, pause, hi);
+        }
     }
 
     /// Decorrelated stays in [base, min(cap, 3 · previous)].

@@ -27,12 +27,14 @@ const (
 	Decorrelated
 	Grpc
 	DecorrelatedV2
+	GrpcRetry
+	Randomized
 )
 
 // All lists every rule in order.
-var All = []Name{Immediate, Constant, Exponential, Full, Equal, Decorrelated, Grpc, DecorrelatedV2}
+var All = []Name{Immediate, Constant, Exponential, Full, Equal, Decorrelated, Grpc, DecorrelatedV2, GrpcRetry, Randomized}
 
-var names = []string{"immediate", "constant", "exponential", "full", "equal", "decorrelated", "grpc", "decorrelated-v2"}
+var names = []string{"immediate", "constant", "exponential", "full", "equal", "decorrelated", "grpc", "decorrelated-v2", "grpc-retry", "randomized"}
 
 func (n Name) String() string { return names[n] }
 
@@ -99,9 +101,10 @@ func Build(n Name, p Params) (Rule, error) {
 	if p.Cap < p.Base {
 		return r, fmt.Errorf("cap (%s ms) must be at least base (%s ms)", FormatMs(p.Cap), FormatMs(p.Base))
 	}
-	if n == Grpc {
-		if math.IsNaN(p.Multiplier) || math.IsInf(p.Multiplier, 0) || p.Multiplier < 1 {
-			return r, fmt.Errorf("multiplier must be a finite number >= 1, got %v", p.Multiplier)
+	if n == Grpc || n == GrpcRetry || n == Randomized {
+		low := n == Grpc && p.Multiplier < 1 || p.Multiplier <= 0
+		if math.IsNaN(p.Multiplier) || math.IsInf(p.Multiplier, 0) || low {
+			return r, fmt.Errorf("multiplier must be a finite number >= 1 (> 0 for grpc-retry and randomized), got %v", p.Multiplier)
 		}
 		if !(p.Jitter >= 0 && p.Jitter <= 1) {
 			return r, fmt.Errorf("jitter must be a fraction in [0, 1], got %v", p.Jitter)
@@ -164,8 +167,15 @@ func (r Rule) MaxPause() uint64 {
 		return 0
 	case Constant:
 		return r.pause
+	case GrpcRetry:
+		return ToU64(float64(r.cap) * spread(r.jitter, 1.0))
 	}
 	return r.cap
+}
+
+// spread is grpc-retry's factor (1 − jitter) + 2 · jitter · u, never fused.
+func spread(jitter, u float64) float64 {
+	return float64(1.0-jitter) + float64(float64(2.0*jitter)*u)
 }
 
 // Pause records one more failure in s and returns the pause before the next attempt, in
@@ -225,6 +235,29 @@ func (r Rule) Pause(s *State, g *rng.SplitMix64) uint64 {
 			value := (next - previous) * pollyScale * float64(r.base)
 			nanos = minU64(ToU64(math.Max(value, 0)), r.cap)
 		}
+	case GrpcRetry:
+		current := float64(r.base)
+		if previousFailures != 0 {
+			current = math.Float64frombits(s.Memory)
+		}
+		u := g.NextF64()
+		nanos = ToU64(current * spread(r.jitter, u))
+		next := float64(current * r.multiplier)
+		if capF := float64(r.cap); next > capF {
+			next = capF
+		}
+		s.Memory = math.Float64bits(next)
+	case Randomized:
+		interval := r.base
+		if previousFailures != 0 {
+			interval = s.Memory
+		}
+		current := float64(interval)
+		delta := float64(r.jitter * current)
+		lo, hi := current-delta, current+delta
+		u := g.NextF64()
+		nanos = minU64(ToU64(lo+float64(u*(hi-lo))), r.cap)
+		s.Memory = ToU64(float64(current * r.multiplier))
 	}
 	if r.belowCapPpm > 0 && nanos > 0 && nanos == r.MaxPause() {
 		hi, lo := mul128(nanos, uint64(r.belowCapPpm))

@@ -198,7 +198,7 @@ func TestBuildNamesTheBadParameter(t *testing.T) {
 		{Full, func(p *Params) { p.Base = 0 }, "base must be longer than zero"},
 		{Constant, func(p *Params) { p.Pause = 0 }, "pause must be longer than zero"},
 		{Equal, func(p *Params) { p.Cap = 50 * ms }, "cap (50 ms) must be at least base (100 ms)"},
-		{Grpc, func(p *Params) { p.Multiplier = 0.5 }, "multiplier must be a finite number >= 1, got 0.5"},
+		{Grpc, func(p *Params) { p.Multiplier = 0.5 }, "multiplier must be a finite number >= 1 (> 0 for grpc-retry and randomized), got 0.5"},
 		{Grpc, func(p *Params) { p.Jitter = math.NaN() }, "jitter must be a fraction in [0, 1], got NaN"},
 	}
 	for _, c := range cases {

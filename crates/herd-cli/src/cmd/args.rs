@@ -27,7 +27,7 @@ pub(crate) fn parse_rule_choice(s: &str) -> Result<RuleChoice, String> {
 #[derive(Clone, Debug, Default, Args)]
 pub(crate) struct RuleArgs {
     /// Rule to run: immediate, constant, exponential, full, equal, decorrelated, grpc,
-    /// decorrelated-v2, or `classic` (the first six) or `all`. Repeatable, or a comma list
+    /// decorrelated-v2, grpc-retry, randomized, or `classic` (the first six) or `all`. Repeatable, or a comma list
     /// (--rule full,equal); defaults to the scenario's rules.
     #[arg(
         long = "rule",

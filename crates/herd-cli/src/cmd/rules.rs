@@ -29,11 +29,15 @@ const MAX_VALUES: u64 = 1_000_000_000;
 ///                    current = min(cap, current · multiplier), starting at base
 ///   decorrelated-v2  Polly's V2: (f(t) − f(t′)) · base / 1.4 with f(t) = 2^t · tanh(√(4t)),
 ///                    t = k − 1 + uniform[0, 1), t′ the previous t; capped
+///   grpc-retry       gRPC's retry backoff (grpc-go): c · uniform[1 − jitter, 1 + jitter),
+///                    c = min(cap, base · multiplier^(k−1)); not capped again
+///   randomized       Resilience4j's exponential random backoff: min(cap, w · uniform[1 −
+///                    jitter, 1 + jitter)), w = base then ⌊w · multiplier⌋, uncapped
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, allow_negative_numbers = true)]
 pub(crate) struct RulesArgs {
     /// The rule: immediate, constant, exponential, full, equal, decorrelated, grpc,
-    /// decorrelated-v2.
+    /// decorrelated-v2, grpc-retry, randomized.
     #[arg(long, value_name = "R", value_parser = parse_rule)]
     rule: RuleName,
     /// First pause of the exponential family, in milliseconds.
@@ -45,10 +49,10 @@ pub(crate) struct RulesArgs {
     /// The pause of `constant`, in milliseconds.
     #[arg(long, default_value_t = 1_000.0, value_name = "MS")]
     pause_ms: f64,
-    /// Growth per failure for `grpc` (at least 1).
+    /// Growth per failure for `grpc` (at least 1), `grpc-retry` and `randomized` (above 0).
     #[arg(long, default_value_t = 1.6, value_name = "X")]
     multiplier: f64,
-    /// ± jitter fraction for `grpc`, in [0, 1].
+    /// ± jitter fraction for `grpc`, `grpc-retry` and `randomized`, in [0, 1].
     #[arg(long, default_value_t = 0.2, value_name = "F")]
     jitter: f64,
     /// K: the number of failures (pauses per client).

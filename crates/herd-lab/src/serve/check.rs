@@ -6,6 +6,12 @@
 //! Nothing here translates: the reading, the defaults, the findings and the fix are
 //! `herd_sim::check`'s; this module only bounds the request and shapes the answer.
 //!
+//! The storm is the default one with the page's three knobs, as `herd check`'s flags set
+//! them: `clients` (`--clients`), `capacity` per 100 ms window (`--capacity-rps` / 10) and
+//! `outage_s` (`--outage-s`), each checked against the page's ranges and then, as a whole
+//! scenario, against the simulator's [`Limits`]; an error names the knob, so the page marks
+//! that field.
+//!
 //! The work is bounded before anything runs: the text is at most [`MAX_CHECK_TEXT_BYTES`]
 //! (the route's body at most [`MAX_CHECK_BODY_BYTES`], room for JSON escapes); at most
 //! [`MAX_CHECK_STORMS`] policies are run in the storm (the answer says how many were not);
@@ -18,7 +24,8 @@ use herd_sim::{Cancel, Limits, RunResult, Scenario, ScenarioError};
 use serde::{Deserialize, Serialize};
 
 use super::error::ApiError;
-use super::limits::MAX_STORM_ATTEMPTS;
+use super::limits::{MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS};
+use super::rules::in_range;
 
 /// Largest pasted configuration, in bytes.
 pub const MAX_CHECK_TEXT_BYTES: usize = 64 * 1024;
@@ -100,6 +107,29 @@ pub struct CheckRequest {
     /// The storm's seed.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Clients in the storm's burst (1..=200 000), as `herd check --clients`.
+    #[serde(default = "default_clients")]
+    pub clients: u64,
+    /// The server's answers per 100 ms window (1..=1 000 000), as `--capacity-rps` / 10.
+    #[serde(default = "default_capacity")]
+    pub capacity: u64,
+    /// The outage `[0, outage_s)` in seconds (0..=600; 0 = none), as `--outage-s`.
+    #[serde(default = "default_outage")]
+    pub outage_s: f64,
+}
+
+fn default_clients() -> u64 {
+    Scenario::default().clients.count
+}
+fn default_capacity() -> u64 {
+    Scenario::default().server.capacity
+}
+fn default_outage() -> f64 {
+    Scenario::default()
+        .server
+        .outages
+        .first()
+        .map_or(0.0, |o| o[1] - o[0])
 }
 
 fn default_format() -> String {
@@ -257,11 +287,12 @@ pub struct CheckAnswer {
 }
 
 impl CheckRequest {
-    /// Checks what is cheap to check: the format's name and the text's size.
+    /// Checks what is cheap to check: the text's size, the storm's knobs against the page's
+    /// ranges, and the format's name.
     ///
     /// # Errors
     ///
-    /// A 400 naming `format` or `text`.
+    /// A 400 naming `text`, `clients`, `capacity`, `outage_s` or `format`.
     pub fn check(&self) -> Result<Option<System>, ApiError> {
         if self.text.len() > MAX_CHECK_TEXT_BYTES {
             return Err(ApiError::bad_request(format!(
@@ -274,6 +305,12 @@ impl CheckRequest {
                 "text: empty; paste a retry configuration",
             ));
         }
+        in_range("clients", self.clients, 1, MAX_STORM_CLIENTS)?;
+        in_range("capacity", self.capacity, 1, MAX_CAPACITY)?;
+        if !self.outage_s.is_finite() {
+            return Err(ApiError::bad_request("outage_s must be a finite number"));
+        }
+        in_range("outage_s", self.outage_s, 0.0, MAX_OUTAGE_S)?;
         if self.format.eq_ignore_ascii_case("auto") {
             return Ok(None);
         }
@@ -313,10 +350,7 @@ impl CheckRequest {
         let mut input = Input::new(FILE, self.text.clone());
         input.system = Some(system);
         let report = check::check(&[input]).map_err(|e| config_error(&e, false))?;
-        let base = Scenario {
-            seed: self.seed,
-            ..Scenario::default()
-        };
+        let base = self.scenario()?;
         let storm = storms(&report, &base, cancel)?;
         Ok(CheckAnswer {
             system: system.as_str(),
@@ -330,6 +364,38 @@ impl CheckRequest {
                 .collect(),
             storm,
         })
+    }
+}
+
+impl CheckRequest {
+    /// The default storm with the page's knobs, checked as a whole against the simulator's
+    /// interactive [`Limits`]; a field at fault is named as the page names it.
+    ///
+    /// # Errors
+    ///
+    /// A 400 naming `clients`, `capacity`, `outage_s` or `seed`.
+    pub fn scenario(&self) -> Result<Scenario, ApiError> {
+        let d = Scenario::default();
+        let s = Scenario {
+            seed: self.seed,
+            clients: herd_sim::Clients {
+                count: self.clients,
+                ..d.clients
+            },
+            server: herd_sim::Server {
+                capacity: self.capacity,
+                outages: if self.outage_s > 0.0 {
+                    vec![[0.0, self.outage_s]]
+                } else {
+                    Vec::new()
+                },
+                ..d.server
+            },
+            ..d
+        };
+        herd_sim::Simulation::new(&s, &Limits::interactive())
+            .map_err(super::storm::scenario_error)?;
+        Ok(s)
     }
 }
 
@@ -392,7 +458,7 @@ fn storms(report: &Report, base: &Scenario, cancel: &Cancel) -> Result<CheckStor
             return Err(ApiError::bad_request(format!(
                 "text: line {}: {}: the storms up to this policy could make {total} attempts, \
                  more than the page's cap of {MAX_STORM_ATTEMPTS}; give it fewer attempts or a \
-                 timeout, or run `herd check` on the command line",
+                 timeout, fewer clients, or run `herd check` on the command line",
                 t.line, t.name
             )));
         }
@@ -515,6 +581,9 @@ mod tests {
                 text: text.to_owned(),
                 format: default_format(),
                 seed: 1,
+                clients: default_clients(),
+                capacity: default_capacity(),
+                outage_s: default_outage(),
             };
             let system = request.check().expect("cheap checks pass");
             assert_eq!(system, None, "{name}");

@@ -202,7 +202,7 @@ impl StormRequest {
 }
 
 /// The simulator names scenario-file fields; the page's parameters are named differently.
-fn scenario_error(e: herd_sim::ScenarioError) -> ApiError {
+pub(super) fn scenario_error(e: herd_sim::ScenarioError) -> ApiError {
     let field = match e.field_name() {
         Some("clients.count") => "clients",
         Some("server.capacity") => "capacity",

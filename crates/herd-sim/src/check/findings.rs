@@ -5,7 +5,8 @@
 //! `no-jitter`, `jitter-too-small`, `timeout-below-attempts`, `per-try-not-below-timeout`,
 //! `no-per-try-timeout`, `retries-deadline`, `retries-unauthenticated`,
 //! `retries-non-idempotent`, `no-budget`, `budget-floor`, `hedging-without-throttling`,
-//! `unbounded-max-retries`, `multiple-layers`, `no-retry-on`; the translators add `clamped`,
+//! `unbounded-max-retries`, `multiple-layers`, `no-retry-on`, `jitter-lost-at-cap`; the
+//! translators add `clamped`,
 //! `ignored-backoff` and `ignored-field`.
 use herd::RuleName;
 
@@ -47,7 +48,7 @@ fn jitter(t: &Translation, out: &mut Vec<Finding>) {
         return;
     }
     let b = &t.backoff;
-    if !b.rule.is_jittered() {
+    if !b.is_random() {
         let what = match b.rule {
             RuleName::Immediate => "retries at once, with no pause".to_owned(),
             RuleName::Constant => format!("waits exactly {} ms before every retry", ms(b.base)),
@@ -83,7 +84,7 @@ fn jitter(t: &Translation, out: &mut Vec<Finding>) {
             format!("{} {what}: clients that fail together retry together, and meet a recovering server all at once", t.name),
             fix,
         ));
-    } else if b.rule == RuleName::Grpc && b.jitter < SMALL_JITTER {
+    } else if b.is_plus_minus() && b.jitter < SMALL_JITTER {
         out.push(finding(
             t,
             Severity::Warning,
@@ -97,7 +98,40 @@ fn jitter(t: &Translation, out: &mut Vec<Finding>) {
             ),
             "spread pauses over at least half their length (randomizedWaitFactor 0.5), or use full jitter".to_owned(),
         ));
+    } else if let Some(retry) = jitter_lost_at(t) {
+        out.push(finding(
+            t,
+            Severity::Warning,
+            "jitter-lost-at-cap",
+            "exponentialmaxwaitduration",
+            format!(
+                "from retry {retry} on, every pause is exactly {} ms: Resilience4j never caps the growing interval, so once interval · (1 − {}) passes the maximum the random spread lies wholly above it and every client waits the maximum, together",
+                ms(t.backoff.cap),
+                t.backoff.jitter
+            ),
+            "raise exponentialMaxWaitDuration above the intervals the attempts reach, or lower maxAttempts; or wrap the retry in full jitter".to_owned(),
+        ));
     }
+}
+
+/// The first retry (1-based) whose `randomized` pause is the cap whatever the draw, within the
+/// policy's attempts: Resilience4j's interval `w` grows without a cap, and the pause is
+/// `min(cap, w · uniform[1 − f, 1 + f))`.
+fn jitter_lost_at(t: &Translation) -> Option<u32> {
+    let b = &t.backoff;
+    if b.rule != RuleName::Randomized || b.jitter <= 0.0 || b.multiplier <= 1.0 {
+        return None;
+    }
+    let retries = t.max_attempts?.saturating_sub(1).min(64);
+    let cap = b.cap.as_secs_f64();
+    let mut w = b.base.as_secs_f64();
+    for retry in 1..=retries {
+        if w * (1.0 - b.jitter) >= cap {
+            return Some(retry);
+        }
+        w *= b.multiplier;
+    }
+    None
 }
 
 fn timeouts(t: &Translation, out: &mut Vec<Finding>) {

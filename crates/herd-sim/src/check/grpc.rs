@@ -7,8 +7,11 @@
 //!   Number of Retries"; grpc-go `service_config.go` clamps the same way);
 //! - `initialBackoff`, `maxBackoff` are protobuf Duration strings (`"0.1s"`), both > 0;
 //!   `backoffMultiplier` > 0; `retryableStatusCodes` non-empty;
-//! - retry n waits `random(0, min(initialBackoff · backoffMultiplier^(n−1), maxBackoff))`
-//!   (A6, "Exponential Backoff"): herd's `full` rule when the multiplier is 2;
+//! - retry n waits `min(initialBackoff · backoffMultiplier^(n−1), maxBackoff) · random(0.8,
+//!   1.2)`: herd's `grpc-retry` rule with jitter 0.2, as grpc-go (`stream.go`,
+//!   `csAttempt.shouldRetry`) and gRPC core compute it; A6's text, `random(0, …)`, is what
+//!   gRPC Java still does (herd's `full` when the multiplier is 2). herd follows the code
+//!   (crates/herd/src/rule/systems.rs cites both);
 //! - `hedgingPolicy.maxAttempts` is clamped to 5 too; `hedgingDelay` unset sends every copy at
 //!   once;
 //! - `retryThrottling`: `maxTokens` in (0, 1000], `tokenRatio` > 0; retries and hedges stop
@@ -19,6 +22,10 @@
 use std::time::Duration;
 
 use herd::RuleName;
+
+/// The ± jitter of gRPC's retry backoff: grpc-go `stream.go` multiplies by
+/// `0.8 + 0.4*rand.Float64()`; gRPC core's retry filter sets `BackOff` jitter 0.2.
+const GRPC_RETRY_JITTER: f64 = 0.2;
 
 use super::tree::{Node, Reader, Units, get, line_of, load_json};
 use super::{
@@ -324,13 +331,13 @@ fn retry_policy(
             Some(r.duration(n, &format!("{path}.perAttemptRecvTimeout"), Units::Proto)?);
         t.field_lines.push(("perAttemptRecvTimeout", n.line));
     }
-    // gRFC A6: retry n waits random(0, min(initialBackoff · multiplier^(n−1), maxBackoff)).
+    // grpc-go stream.go: `cur := min(InitialBackoff·fact, MaxBackoff); cur *= 0.8 + 0.4·rand`.
     t.backoff = Backoff {
-        rule: RuleName::Full,
+        rule: RuleName::GrpcRetry,
         base,
         cap: cap.max(base),
         multiplier,
-        jitter: 1.0,
+        jitter: GRPC_RETRY_JITTER,
     };
     Ok(())
 }

@@ -149,8 +149,27 @@ pub struct Backoff {
     pub cap: Duration,
     /// Growth per failure.
     pub multiplier: f64,
-    /// For `grpc`-style ± jitter, the fraction; 1 for full jitter; 0 for none.
+    /// For ± jitter (`grpc`, `grpc-retry`, `randomized`), the fraction; 1 for full jitter;
+    /// 0 for none.
     pub jitter: f64,
+}
+
+impl Backoff {
+    /// Whether the rule spreads its pauses by a ± fraction ([`jitter`](Self::jitter)).
+    #[must_use]
+    pub fn is_plus_minus(&self) -> bool {
+        matches!(
+            self.rule,
+            RuleName::Grpc | RuleName::GrpcRetry | RuleName::Randomized
+        )
+    }
+
+    /// Whether the pauses are random at all: a jittered rule, and a ± rule with a jitter
+    /// above 0 (Resilience4j's exponential backoff is `randomized` without jitter).
+    #[must_use]
+    pub fn is_random(&self) -> bool {
+        self.rule.is_jittered() && !(self.is_plus_minus() && self.jitter == 0.0)
+    }
 }
 
 /// A budget or throttle on retries, named as the simulator's throttles are.

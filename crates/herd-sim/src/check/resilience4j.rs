@@ -17,9 +17,11 @@
 //!   multiplier; the default multiplier is 1.5 and the default randomization factor 0.5
 //!   (resilience4j-core IntervalFunction.java, `DEFAULT_MULTIPLIER`,
 //!   `DEFAULT_RANDOMIZATION_FACTOR`);
-//! - randomized: `random in [(1 − f) · i, (1 + f) · i)` around the interval i, then the
-//!   maximum: herd's `grpc` rule (± jitter with a multiplier; herd caps before jittering at
-//!   the cap, Resilience4j after, so the two differ only once pauses reach the cap).
+//! - randomized: `random in [(1 − f) · i, (1 + f) · i)` around the interval i (never capped,
+//!   each step `(long) (i · multiplier)`), then the maximum: herd's `randomized` rule, the
+//!   same arithmetic in nanoseconds (crates/herd/src/rule/systems.rs); exponential without
+//!   randomization is `randomized` with jitter 0 (`exponential` when the multiplier is 2),
+//!   randomized without exponential is `randomized` with multiplier 1.
 use std::time::Duration;
 
 use herd::RuleName;
@@ -314,21 +316,26 @@ fn instance(
     };
     t.backoff = match (exponential, randomized) {
         (true, true) => Backoff {
-            rule: RuleName::Grpc,
+            rule: RuleName::Randomized,
             base: wait,
             cap: cap(m, f),
             multiplier: m,
             jitter: f,
         },
         (true, false) => Backoff {
-            rule: RuleName::Exponential,
+            // ⌊w · 2⌋ from a whole w doubles exactly: herd's `exponential`.
+            rule: if m == 2.0 {
+                RuleName::Exponential
+            } else {
+                RuleName::Randomized
+            },
             base: wait,
             cap: cap(m, 0.0),
             multiplier: m,
             jitter: 0.0,
         },
         (false, true) => Backoff {
-            rule: RuleName::Grpc,
+            rule: RuleName::Randomized,
             base: wait,
             cap: wait.mul_f64(1.0 + f),
             multiplier: 1.0,

@@ -8,8 +8,10 @@
 //! pauses are shorter than the scenario's step.
 //!
 //! What the storm model cannot express is said, never dropped: each [`StormComparison`] carries
-//! `notes` such as "throttle not simulated: envoy-max-retries …" or the rule that stands in
-//! for a multiplier other than the storm's.
+//! `notes` such as "throttle not simulated: envoy-max-retries …" or a per-try timeout that
+//! cannot fire. The backoff is never a stand-in: each system's rule (`grpc-retry`,
+//! `randomized`, `full`, …) runs with its own multiplier and jitter (`retry.multiplier`,
+//! `retry.jitter`), drawn by the library's code.
 use std::time::Duration;
 
 use herd::RuleName;
@@ -74,7 +76,7 @@ pub struct StormComparison {
 pub fn suggested_fix(t: &Translation) -> (Translation, String) {
     let mut fixed = t.clone();
     let b = t.backoff;
-    let weak = !b.rule.is_jittered() || (b.rule == RuleName::Grpc && b.jitter < 0.1);
+    let weak = !b.is_random() || (b.is_plus_minus() && b.jitter < 0.1);
     if !(weak && t.retries() && t.hedging.is_none()) {
         return (fixed, "none: the pauses are already jittered".to_owned());
     }
@@ -115,12 +117,7 @@ pub fn scenario_for(
     if let Some(timeout) = t.timeout {
         s.clients.deadline_s = timeout.as_secs_f64().min(s.horizon_s);
     }
-    if let Some(p) = t.per_try_timeout {
-        notes.push(format!(
-            "per-try timeout ({} ms) not simulated: the storm's failed attempts are refused at once",
-            ms(p)
-        ));
-    }
+    attempt_timeouts(t, base, &mut s, &mut notes);
     if let Some(h) = t.hedging {
         notes.push(format!(
             "hedging simulated as retries every {} ms: in an outage every copy fails, as a retry would",
@@ -128,24 +125,11 @@ pub fn scenario_for(
         ));
     }
     let b = t.backoff;
-    let rule = match b.rule {
-        RuleName::Full | RuleName::Exponential if (b.multiplier - 2.0).abs() > 1e-9 => {
-            notes.push(format!(
-                "storm approximation: the pauses grow ×{} here, ×2 in the storm's {} rule",
-                b.multiplier, b.rule
-            ));
-            b.rule
-        }
-        RuleName::Grpc if (b.multiplier - 1.6).abs() > 1e-9 || (b.jitter - 0.2).abs() > 1e-9 => {
-            notes.push(format!(
-                "storm approximation: ×{} ±{:.0} % here, ×1.6 ±20 % in the storm's grpc rule",
-                b.multiplier,
-                b.jitter * 100.0
-            ));
-            b.rule
-        }
-        r => r,
-    };
+    // The rule runs with the system's own multiplier and jitter (the doubling rules ignore
+    // them): the storm draws the very pauses the system would.
+    let rule = b.rule;
+    s.retry.multiplier = b.multiplier;
+    s.retry.jitter = b.jitter;
     let base_ms = duration_ms(b.base).max(1e-6);
     s.retry.rules = vec![rule];
     s.retry.base_ms = base_ms;
@@ -178,6 +162,48 @@ pub fn scenario_for(
         }
     }
     Ok((s, rule, notes))
+}
+
+/// How long a failed attempt lasts in the storm: a scenario whose failures are known only
+/// after `server.timeout_s` (a server that hangs rather than refuses) meets the client's own
+/// timeouts, so an attempt ends at the earliest of the server's wait, the per-try timeout and
+/// the whole call's timeout. In a scenario whose failures are refused at once
+/// (`server.timeout_s` 0, the default storm) no timeout can fire, and the note says so.
+fn attempt_timeouts(t: &Translation, base: &Scenario, s: &mut Scenario, notes: &mut Vec<String>) {
+    let hang = base.server.timeout_s;
+    let client = match (t.per_try_timeout, t.timeout) {
+        (Some(p), Some(w)) => Some(p.min(w)),
+        (p, w) => p.or(w),
+    };
+    match (client, hang > 0.0) {
+        (Some(limit), true) if limit.as_secs_f64() < hang => {
+            s.server.timeout_s = limit.as_secs_f64();
+            notes.push(format!(
+                "{} ({} ms) simulated: a failed attempt ends after {} ms, not the server's {} s",
+                if t.per_try_timeout.is_some_and(|p| p == limit) {
+                    "per-try timeout"
+                } else {
+                    "timeout"
+                },
+                ms(limit),
+                ms(limit),
+                hang
+            ));
+        }
+        (Some(limit), true) => notes.push(format!(
+            "timeout ({} ms) simulated: it never fires, the server's failures are known after {hang} s",
+            ms(limit)
+        )),
+        (_, false) => {
+            if let Some(p) = t.per_try_timeout {
+                notes.push(format!(
+                    "per-try timeout ({} ms) never fires here: the storm's failed attempts are refused at once (a scenario with server.timeout_s, failures known only after a wait, lets it fire)",
+                    ms(p)
+                ));
+            }
+        }
+        (None, true) => {}
+    }
 }
 
 /// The storm's `[retry.throttle]` for a configuration's throttle: each system's own
@@ -459,6 +485,132 @@ mod tests {
             with.config,
             without.config
         );
+    }
+
+    const GRPC_1_6: &str = r#"{"methodConfig": [{"name": [{"service": "a.A"}],
+        "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.5s", "maxBackoff": "8s",
+        "backoffMultiplier": 1.6, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#;
+
+    #[test]
+    fn the_storm_runs_grpc_s_own_multiplier_and_jitter() {
+        let t = one("svc.json", GRPC_1_6);
+        let (s, rule, notes) = scenario_for(&t, &Scenario::default()).unwrap();
+        assert_eq!(rule, RuleName::GrpcRetry);
+        assert_eq!((s.retry.multiplier, s.retry.jitter), (1.6, 0.2));
+        assert!(notes.is_empty(), "no stand-in, nothing unsaid: {notes:?}");
+        // The storm's pauses are the library's: each client's first retry comes 0.4–0.6 s
+        // after its first attempt, its second 0.64–0.96 s after that, as grpc-go draws them
+        // (rounded up to the 100 ms step). `full` ×2 would draw 0–0.5 s, then 0–1 s.
+        let sim = Simulation::new(&s, &Limits::default()).unwrap();
+        let (_, trace) = sim.trace(rule, 3).unwrap();
+        let mut by_client: std::collections::HashMap<u32, Vec<f64>> = Default::default();
+        for e in &trace.events {
+            by_client.entry(e.client).or_default().push(e.t_s);
+        }
+        let mut checked = 0;
+        for times in by_client.values().filter(|t| t.len() >= 3) {
+            let (d1, d2) = (times[1] - times[0], times[2] - times[1]);
+            assert!((0.4 - 1e-9..=0.6 + 1e-9).contains(&d1), "{times:?}");
+            assert!((0.7 - 1e-9..=1.0 + 1e-9).contains(&d2), "{times:?}");
+            checked += 1;
+        }
+        assert!(checked > 1000, "{checked}");
+    }
+
+    /// A server that hangs for 5 s on every failure, and a route whose per-try timeout is
+    /// 250 ms: the attempts end at the client's timeout, not the server's.
+    #[test]
+    fn a_per_try_timeout_fires_when_failures_hang() {
+        let route = "name: r\nvirtual_hosts:\n- name: v\n  domains: [\"*\"]\n  routes:\n  - match: {prefix: /}\n    route:\n      cluster: c\n      timeout: 30s\n      retry_policy:\n        retry_on: 5xx\n        num_retries: 2\n        per_try_timeout: 0.25s\n";
+        let mut envoy = one("route.yaml", route);
+        envoy.throttle = None;
+        let hanging = Scenario {
+            server: crate::Server {
+                timeout_s: 5.0,
+                ..crate::Server::default()
+            },
+            ..Scenario::default()
+        };
+        let (s, _, notes) = scenario_for(&envoy, &hanging).unwrap();
+        assert_eq!(s.server.timeout_s, 0.25);
+        assert!(
+            notes[0].starts_with("per-try timeout (250 ms) simulated"),
+            "{notes:?}"
+        );
+        // The default storm refuses at once: the timeout cannot fire, and the note says so.
+        let (s, _, notes) = scenario_for(&envoy, &Scenario::default()).unwrap();
+        assert_eq!(s.server.timeout_s, 0.0);
+        assert!(notes[0].contains("never fires"), "{notes:?}");
+        // In the hanging storm, three attempts 250 ms apart (plus ≤ 75 ms pauses) all fall
+        // in the 10 s outage and fail; waiting 5 s for each, the third comes after it.
+        let with = compare(&envoy, &hanging, &Limits::default(), 1).unwrap();
+        let mut without = envoy.clone();
+        without.per_try_timeout = None;
+        let without = compare(&without, &hanging, &Limits::default(), 1).unwrap();
+        assert_eq!(with.config.served, 0, "{:?}", with.config);
+        assert!(without.config.served > 0, "{:?}", without.config);
+    }
+
+    /// Resilience4j, 1 s ×2 ±50 %, capped at 30 s, 9 attempts: the seventh retry's interval
+    /// is 64 s, whose spread [32 s, 96 s) lies above the cap, so every client waits exactly
+    /// 30 s from then on: a finding, and in the storm the clients arrive together again.
+    #[test]
+    fn resilience4j_loses_its_jitter_at_the_cap() {
+        let r4j = one(
+            "application.yml",
+            "resilience4j:\n  retry:\n    instances:\n      partner:\n        maxAttempts: 9\n        waitDuration: 1s\n        enableExponentialBackoff: true\n        exponentialBackoffMultiplier: 2\n        enableRandomizedWait: true\n        randomizedWaitFactor: 0.5\n        exponentialMaxWaitDuration: 30s\n",
+        );
+        assert_eq!(r4j.backoff.rule, RuleName::Randomized);
+        let report = crate::check::check(&[Input::new(
+            "application.yml",
+            "resilience4j:\n  retry:\n    instances:\n      partner:\n        maxAttempts: 9\n        waitDuration: 1s\n        enableExponentialBackoff: true\n        exponentialBackoffMultiplier: 2\n        enableRandomizedWait: true\n        randomizedWaitFactor: 0.5\n        exponentialMaxWaitDuration: 30s\n",
+        )])
+        .unwrap();
+        let lost = report
+            .findings
+            .iter()
+            .find(|f| f.code == "jitter-lost-at-cap")
+            .expect("the finding");
+        assert!(
+            lost.message.starts_with("from retry 7 on"),
+            "{}",
+            lost.message
+        );
+        // Seven attempts (six retries) stop before it: no finding.
+        let report = crate::check::check(&[Input::new(
+            "application.yml",
+            "resilience4j:\n  retry:\n    instances:\n      partner:\n        maxAttempts: 7\n        waitDuration: 1s\n        enableExponentialBackoff: true\n        exponentialBackoffMultiplier: 2\n        enableRandomizedWait: true\n        randomizedWaitFactor: 0.5\n        exponentialMaxWaitDuration: 30s\n",
+        )])
+        .unwrap();
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.code != "jitter-lost-at-cap")
+        );
+        // The storm draws it: in a long outage every client's last two pauses are exactly
+        // the 30 s cap.
+        let scenario = Scenario {
+            server: crate::Server {
+                outages: vec![[0.0, 600.0]],
+                ..crate::Server::default()
+            },
+            ..Scenario::default()
+        };
+        let (s, rule, _) = scenario_for(&r4j, &scenario).unwrap();
+        let (_, trace) = Simulation::new(&s, &Limits::default())
+            .unwrap()
+            .trace(rule, 1)
+            .unwrap();
+        let mut by_client: std::collections::HashMap<u32, Vec<u64>> = Default::default();
+        for e in &trace.events {
+            by_client.entry(e.client).or_default().push(e.step);
+        }
+        for steps in by_client.values() {
+            assert_eq!(steps.len(), 9);
+            assert_eq!(steps[8] - steps[7], 300, "30 s of 100 ms steps: {steps:?}");
+            assert_eq!(steps[7] - steps[6], 300, "{steps:?}");
+        }
     }
 
     #[test]

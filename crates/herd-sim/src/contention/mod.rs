@@ -214,7 +214,7 @@ impl Contention {
             RuleName::Exponential | RuleName::Full | RuleName::Equal => &self.doubling_params,
             _ => &self.params,
         };
-        fields::rule_of(name, params, "retry.rules")
+        fields::rule_of(name, params)
     }
 
     /// The scenario as given.

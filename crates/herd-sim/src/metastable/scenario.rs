@@ -339,7 +339,7 @@ impl MetastablePlan {
 
         let r = &s.retry;
         let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?;
-        fields::rule(r.rule, &params)?;
+        fields::rule_of(r.rule, &params)?;
         let budget_percent =
             fields::number_in("retry.budget_percent", r.budget_percent, 0.0, 1000.0)?;
         let budget = if budget_percent > 0.0 || r.budget_min_per_s > 0 {
@@ -404,7 +404,7 @@ impl MetastablePlan {
 
     /// The rule `name` with this scenario's parameters.
     pub(crate) fn rule(&self, name: RuleName) -> Result<Rule, ScenarioError> {
-        fields::rule(name, &self.params)
+        fields::rule_of(name, &self.params)
     }
 
     /// The first step after the last outage (0 without outages).

@@ -75,11 +75,14 @@ pub(crate) struct PlannedRule {
 }
 
 /// Whether `pauses = "steps"` draws `name` in whole steps. The rules of integer draws do;
-/// `grpc` and `decorrelated-v2` compute real-valued formulas (a multiplier, `tanh`) and
+/// `grpc`, `grpc-retry`, `randomized` and `decorrelated-v2` compute real-valued formulas (a multiplier, `tanh`) and
 /// truncate them to the rule's unit, so in whole steps `grpc` with a one-step base would
 /// never grow (`1 · 1.6` truncates to 1): they draw in nanoseconds in both modes.
 pub(crate) const fn draws_whole_steps(name: RuleName) -> bool {
-    !matches!(name, RuleName::Grpc | RuleName::DecorrelatedV2)
+    !matches!(
+        name,
+        RuleName::Grpc | RuleName::DecorrelatedV2 | RuleName::GrpcRetry | RuleName::Randomized
+    )
 }
 
 /// Builds `name` from `params` (nanoseconds) for steps of `step_ns` under `pauses`, naming
@@ -92,7 +95,7 @@ pub(crate) fn build_rule(
     step_ns: u64,
 ) -> Result<PlannedRule, ScenarioError> {
     // Checked in nanoseconds first, so that a rule's own error speaks milliseconds.
-    let rule = fields::rule_of(name, params, "retry.rules")?;
+    let rule = fields::rule_of(name, params)?;
     if pauses == Pauses::Continuous || !draws_whole_steps(name) {
         return Ok(PlannedRule {
             rule,
@@ -128,7 +131,7 @@ pub(crate) fn build_rule(
         .cap(in_steps(params.cap))
         .pause(in_steps(params.pause));
     Ok(PlannedRule {
-        rule: fields::rule_of(name, &steps, "retry.rules")?,
+        rule: fields::rule_of(name, &steps)?,
         params: steps,
         per_step: 1,
     })
@@ -267,7 +270,9 @@ impl Plan {
         let timeout_steps = ceil_div(fields::nanos("server.timeout_s", v.timeout_s)?, step_ns);
 
         let r = &s.retry;
-        let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?;
+        let params = fields::rule_params(r.base_ms, r.cap_ms, r.pause_ms)?
+            .multiplier(fields::multiplier("retry.multiplier", r.multiplier)?)
+            .jitter(fields::fraction("retry.jitter", r.jitter)?);
         if r.rules.is_empty() {
             return Err(ScenarioError::field(
                 "retry.rules",

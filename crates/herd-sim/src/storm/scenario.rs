@@ -22,7 +22,7 @@
 //! assert_eq!(err.to_string(), "server.refusal_cost (line 2): must be at least 0 and below 1, got 1.5");
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
-use herd::RuleName;
+use herd::{RuleName, RuleParams};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::ScenarioError;
@@ -213,6 +213,11 @@ pub struct Retry {
     pub cap_ms: f64,
     /// The pause of `constant`, in milliseconds.
     pub pause_ms: f64,
+    /// Growth per failure of `grpc` (at least 1), `grpc-retry` and `randomized` (above 0);
+    /// the doubling rules always double.
+    pub multiplier: f64,
+    /// The ± jitter fraction of `grpc`, `grpc-retry` and `randomized`, in `[0, 1]`.
+    pub jitter: f64,
     /// A retry budget shared by all clients, as a percentage of first attempts (0 = none).
     ///
     /// It is `herd::budget::RetryBudget` on simulated time: each first attempt deposits
@@ -275,6 +280,8 @@ impl Default for Retry {
             base_ms: 100.0,
             cap_ms: 20_000.0,
             pause_ms: 1000.0,
+            multiplier: RuleParams::default().multiplier,
+            jitter: RuleParams::default().jitter,
             budget_percent: 0.0,
             throttle: None,
         }

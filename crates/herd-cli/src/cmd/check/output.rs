@@ -201,8 +201,9 @@ fn backoff_text(t: &Translation) -> String {
     match b.rule.as_str() {
         "immediate" => "immediate".to_owned(),
         "constant" => format!("constant {} ms", herd::rule::format_ms(b.base)),
-        "grpc" => format!(
-            "±{:.0} % ×{} from {} ms, cap {} ms",
+        "grpc" | "grpc-retry" | "randomized" => format!(
+            "{} ±{:.0} % ×{} from {} ms, cap {} ms",
+            b.rule,
             b.jitter * 100.0,
             b.multiplier,
             herd::rule::format_ms(b.base),

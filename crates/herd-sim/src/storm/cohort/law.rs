@@ -17,6 +17,9 @@
 //!   (every floating-point operation in it is monotone). The law is found by binary search over
 //!   the 2^53 possible draws, calling [`Rule::pause`] with an injected generator that returns
 //!   a chosen word: exact. Its memory (the current backoff) does not depend on the draw.
+//! - `grpc-retry` and `randomized`: as `grpc`, one 53-bit float decides the pause,
+//!   monotonically, and the memory (the current backoff, the next interval) does not depend
+//!   on it: the same binary search, exact.
 //! - `decorrelated`: the pause is uniform on `base..=max(base, 3 · previous)`, capped, and the
 //!   next pause depends on this one *in the rule's unit*: in whole steps (`pauses = "steps"`)
 //!   cells are one step wide while `[base, cap]` spans at most 2000 steps (199 in the default
@@ -237,7 +240,8 @@ impl Laws {
                 }
                 k
             }
-            // decorrelated and grpc depend on the count only through "first failure or not".
+            // decorrelated, grpc, grpc-retry and randomized depend on the count only through
+            // "first failure or not" (the rest is in their memory).
             _ => 1,
         };
         let cell_ns = (step_ns / CELLS_PER_STEP)
@@ -347,7 +351,9 @@ impl Laws {
                 };
                 Law::from_weights(self.uniform_waits(lo, g))
             }
-            RuleName::Grpc => self.grpc(failures, memory),
+            RuleName::Grpc | RuleName::GrpcRetry | RuleName::Randomized => {
+                self.grpc(failures, memory)
+            }
             RuleName::Decorrelated => self.decorrelated(failures, memory),
             RuleName::DecorrelatedV2 => self.decorrelated_v2(failures, memory),
             // herd's `RuleName` may grow; a rule gets its law here in the same change.
@@ -568,7 +574,7 @@ mod tests {
                 }
                 RuleName::Decorrelated if pause >= l.cap => l.cap,
                 RuleName::Decorrelated => l.representative(l.cell_of(pause)),
-                RuleName::Grpc => state.memory(),
+                RuleName::Grpc | RuleName::GrpcRetry | RuleName::Randomized => state.memory(),
                 _ => 0,
             };
             *seen.entry((wait, mem)).or_insert(0) += 1;
@@ -642,6 +648,24 @@ mod tests {
                 (9, 20_000_000_000),
             ],
         );
+        // grpc-retry's memory is the current backoff's bits, randomized's the next interval.
+        let wide = RuleParams::default()
+            .base(Duration::from_millis(250))
+            .cap(Duration::from_millis(4000))
+            .multiplier(1.3)
+            .jitter(0.5);
+        for params in [&d, &wide] {
+            agrees(
+                RuleName::GrpcRetry,
+                params,
+                &[(0, 0), (2, 900_000_000f64.to_bits()), (9, 4e9f64.to_bits())],
+            );
+            agrees(
+                RuleName::Randomized,
+                params,
+                &[(0, 0), (3, 1_000_000_000), (8, 60_000_000_000)],
+            );
+        }
         let odd = RuleParams::default()
             .base(Duration::from_millis(37))
             .cap(Duration::from_millis(1234));
