@@ -34,7 +34,13 @@
 //! The reported truncation error is the largest move at the last doubling (0 when no deposit
 //! was lost). A graph whose chain passes [`MAX_STATES`] states or [`MAX_WORK`] steps of work
 //! is not computed here (the caller then estimates it by Monte Carlo).
-use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
+use std::hash::{BuildHasherDefault, DefaultHasher};
+
+/// A hash map whose order is the same in every process: the chain's sums run in map order,
+/// and with std's per-process random keys the last digits of a figure changed from one run
+/// of `herd amplify` to the next. SipHash with fixed keys keeps every run bit-identical.
+type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<DefaultHasher>>;
 use std::rc::Rc;
 
 use super::exact::{AnswerOdds, Options};
@@ -206,7 +212,7 @@ impl<'g> Space<'g> {
             caps,
             edge_bucket,
             masks,
-            memo: vec![HashMap::new(); services.len()],
+            memo: vec![HashMap::default(); services.len()],
             memo_counts: 0,
             width: 3 * services.len() + 3 * buckets.len(),
             work,
@@ -237,7 +243,7 @@ impl<'g> Space<'g> {
         } else {
             let mut dist: Vec<(State, [f64; 3])> = vec![(x, [1.0, 0.0, 0.0])];
             for i in 0..service.calls.len() {
-                let mut next: HashMap<State, [f64; 3]> = HashMap::new();
+                let mut next: HashMap<State, [f64; 3]> = HashMap::default();
                 for (y, odds) in dist {
                     let t = self.call(s, i, y)?;
                     add_scaled(&mut counts, &t.counts, odds.iter().sum());
@@ -292,9 +298,9 @@ impl<'g> Space<'g> {
         }
         let mask = self.masks[callee];
         let mut current: Vec<(State, f64)> = vec![(start, 1.0)];
-        let mut ends: HashMap<State, [f64; 3]> = HashMap::new();
+        let mut ends: HashMap<State, [f64; 3]> = HashMap::default();
         for attempt in 1..=k {
-            let mut retry: HashMap<State, f64> = HashMap::new();
+            let mut retry: HashMap<State, f64> = HashMap::default();
             for &(z, q) in &current {
                 if attempt > 1
                     && let Some(b) = edge
@@ -364,7 +370,7 @@ impl<'g> Space<'g> {
             last_change: f64::INFINITY,
         };
         let entry = self.graph.entry();
-        let mut index: HashMap<State, usize> = HashMap::new();
+        let mut index: HashMap<State, usize> = HashMap::default();
         let mut states: Vec<State> = vec![0];
         index.insert(0, 0);
         let mut rows: Vec<Vec<(usize, f64)>> = Vec::new();
@@ -421,7 +427,8 @@ impl<'g> Space<'g> {
             None => self.stationary(&sorted_rows, start)?,
         };
         let mut figures = vec![0.0; self.width];
-        let mut law = HashMap::with_capacity(states.len());
+        let mut law =
+            HashMap::with_capacity_and_hasher(states.len(), BuildHasherDefault::default());
         for (&i, &w) in by_tokens.iter().zip(&pi) {
             add_scaled(&mut figures, &counts[i].counts, w);
             law.insert(states[i], w);
@@ -592,7 +599,7 @@ pub(crate) fn compute(graph: &Graph, options: Options) -> Result<Stationary, Ski
     // Start with every bucket unlimited; keep a bucket whose edge then asks for more than β.
     let mut kept = vec![false; buckets.len()];
     let mut work = 0;
-    let mut settled: HashMap<Vec<bool>, (Vec<f64>, usize, f64)> = HashMap::new();
+    let mut settled: HashMap<Vec<bool>, (Vec<f64>, usize, f64)> = HashMap::default();
     let mut figures_for = |kept: &[bool]| -> Result<(Vec<f64>, usize, f64), Skipped> {
         if let Some(done) = settled.get(kept) {
             return Ok(done.clone());
@@ -642,7 +649,7 @@ fn settle(
     let mut caps: Vec<u64> = buckets.iter().map(|b| b.price + b.deposit).collect();
     let mut last: Option<Vec<f64>> = None;
     let mut last_change = f64::INFINITY;
-    let mut warm = HashMap::new();
+    let mut warm = HashMap::default();
     loop {
         let mut space = Space::new(graph, options, buckets, kept.to_vec(), caps.clone(), *work);
         let solved = space.solve(&warm);
