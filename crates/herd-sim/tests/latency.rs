@@ -315,7 +315,9 @@ fn the_model_interface_runs_each_policy() {
 fn the_shipped_latency_file_is_the_built_in_scenario() {
     let text = include_str!("../../../scenarios/latency.toml");
     let shipped: LatencyScenario = toml::from_str(text).expect("a latency scenario");
-    let mut built_in = LatencyScenario::default();
-    built_in.model = Some("latency".to_owned());
+    let built_in = LatencyScenario {
+        model: Some("latency".to_owned()),
+        ..LatencyScenario::default()
+    };
     assert_eq!(shipped, built_in);
 }

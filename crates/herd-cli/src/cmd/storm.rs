@@ -159,20 +159,20 @@ fn scenario(args: &StormArgs, text: Option<&str>) -> CliResult<(Scenario, String
             (scenario, path.display().to_string())
         }
     };
-    if let Some(n) = args.flags.clients {
-        if args.scale_capacity {
-            let from = scenario.clients.count;
-            if from == 0 {
-                return Err(CliError::input(
-                    "--scale-capacity: the scenario's clients.count is 0, nothing to scale from",
-                ));
-            }
-            let scale = |x: u64| {
-                u64::try_from(u128::from(x) * u128::from(n) / u128::from(from)).unwrap_or(u64::MAX)
-            };
-            scenario.server.capacity = scale(scenario.server.capacity);
-            scenario.server.collapse_above = scale(scenario.server.collapse_above);
+    if let Some(n) = args.flags.clients
+        && args.scale_capacity
+    {
+        let from = scenario.clients.count;
+        if from == 0 {
+            return Err(CliError::input(
+                "--scale-capacity: the scenario's clients.count is 0, nothing to scale from",
+            ));
         }
+        let scale = |x: u64| {
+            u64::try_from(u128::from(x) * u128::from(n) / u128::from(from)).unwrap_or(u64::MAX)
+        };
+        scenario.server.capacity = scale(scenario.server.capacity);
+        scenario.server.collapse_above = scale(scenario.server.collapse_above);
     }
     args.flags.apply(&mut scenario)?;
     if let Some(seed) = args.seed {

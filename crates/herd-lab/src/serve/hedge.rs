@@ -247,10 +247,12 @@ impl HedgeRequest {
             delay_ms: self.delay_ms,
             ..policy(name, PolicyKind::Delay)
         };
-        let mut scenario = LatencyScenario::default();
-        scenario.model = Some(<LatencyModel as Model>::NAME.to_owned());
-        scenario.requests = requests;
-        scenario.warmup_requests = warmup(requests);
+        let mut scenario = LatencyScenario {
+            model: Some(<LatencyModel as Model>::NAME.to_owned()),
+            requests,
+            warmup_requests: warmup(requests),
+            ..LatencyScenario::default()
+        };
         scenario.traffic.rate_per_s = self.rate_per_s();
         scenario.traffic.fan_out = self.fan_out;
         scenario.policies = vec![

@@ -117,8 +117,10 @@ impl StormRequest {
     /// as with `herd storm --seed`.
     #[must_use]
     pub fn scenario(&self, rule: RuleName, horizon_s: f64) -> Scenario {
-        let mut scenario = Scenario::default();
-        scenario.horizon_s = horizon_s;
+        let mut scenario = Scenario {
+            horizon_s,
+            ..Scenario::default()
+        };
         scenario.clients.count = self.clients;
         scenario.server.capacity = self.capacity;
         scenario.server.refusal_cost = self.refusal_cost;
