@@ -65,15 +65,10 @@ pub(crate) struct CheckArgs {
     /// A storm scenario (TOML, the storm model) instead of the default one.
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
-    /// Clients in the storm's burst.
-    #[arg(long, value_name = "N")]
-    clients: Option<u64>,
-    /// The server's capacity in answers per second (a whole number per window).
-    #[arg(long, value_name = "R")]
-    capacity_rps: Option<f64>,
-    /// One outage from t = 0 lasting S seconds, instead of the scenario's outages.
-    #[arg(long, value_name = "S")]
-    outage_s: Option<f64>,
+    /// --clients, --capacity-rps, --outage-s, --refusal-cost, --latency-ms: the storm's
+    /// fields, as `herd storm` takes them.
+    #[command(flatten)]
+    flags: super::storm_flags::StormFlags,
     /// Seed of the storm runs; defaults to the scenario's.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
@@ -270,27 +265,7 @@ fn scenario(args: &CheckArgs) -> CliResult<(Scenario, String)> {
             (s, path.display().to_string())
         }
     };
-    if let Some(n) = args.clients {
-        s.clients.count = super::args::check_closed("clients", n, 1, 10_000_000)?;
-    }
-    if let Some(rps) = args.capacity_rps {
-        let per_window = rps * s.window_ms / 1000.0;
-        if !per_window.is_finite() || per_window < 1.0 || per_window.fract() != 0.0 {
-            return Err(CliError::input(format!(
-                "capacity_rps must give a whole number of at least 1 answer per {} ms window, got {rps} (--capacity-rps)",
-                s.window_ms
-            )));
-        }
-        s.server.capacity = per_window as u64;
-    }
-    if let Some(outage) = args.outage_s {
-        let outage = super::args::check_closed("outage_s", outage, 0.0, s.horizon_s)?;
-        s.server.outages = if outage > 0.0 {
-            vec![[0.0, outage]]
-        } else {
-            Vec::new()
-        };
-    }
+    args.flags.apply(&mut s)?;
     if let Some(seed) = args.seed {
         s.seed = seed;
     }

@@ -89,6 +89,11 @@ impl StormFlags {
             };
         }
         if let Some(n) = self.clients {
+            if n == 0 {
+                return Err(CliError::input(
+                    "clients must be at least 1, got 0 (--clients)",
+                ));
+            }
             s.clients.count = n;
         }
         Ok(())
