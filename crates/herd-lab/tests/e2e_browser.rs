@@ -154,7 +154,7 @@ async fn the_page_in_headless_chromium() {
         // in the background.
         let server = PageServer::start(ServeLimits {
             max_concurrent: 8,
-            ..ServeLimits::default()
+            ..support::unhurried()
         })
         .await;
         let driver = Driver::start(&chromedriver);

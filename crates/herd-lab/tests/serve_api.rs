@@ -26,7 +26,7 @@ async fn call(app: Router, method: &str, path: &str, body: impl Into<Body>) -> (
 
 async fn post(path: &str, body: Value) -> (StatusCode, Value) {
     call(
-        serve::router(ServeLimits::default()),
+        serve::router(support::unhurried()),
         "POST",
         path,
         body.to_string(),
@@ -56,7 +56,7 @@ async fn the_page_and_its_assets_are_served() {
         ("/favicon.svg", "image/svg+xml"),
     ] {
         let request = Request::get(path).body(Body::empty()).expect("request");
-        let response = serve::router(ServeLimits::default())
+        let response = serve::router(support::unhurried())
             .oneshot(request)
             .await
             .expect("router answers");
@@ -138,7 +138,7 @@ async fn malformed_bodies_are_400s_naming_the_field() {
     assert!(error(&body).contains("unknown field `jitter`"), "{body}");
 
     let (status, body) = call(
-        serve::router(ServeLimits::default()),
+        serve::router(support::unhurried()),
         "POST",
         "/api/dots",
         "{not json",
@@ -429,7 +429,7 @@ async fn get_on_a_simulation_route_is_refused() {
     let request = Request::get("/api/storm")
         .body(Body::empty())
         .expect("request");
-    let response = serve::router(ServeLimits::default())
+    let response = serve::router(support::unhurried())
         .oneshot(request)
         .await
         .expect("router answers");
@@ -441,7 +441,7 @@ async fn a_body_without_json_content_type_is_refused() {
     let request = Request::post("/api/dots")
         .body(Body::from(json!({ "rule": "full" }).to_string()))
         .expect("request");
-    let response = serve::router(ServeLimits::default())
+    let response = serve::router(support::unhurried())
         .oneshot(request)
         .await
         .expect("router answers");
@@ -457,7 +457,7 @@ async fn a_request_addressed_to_another_host_is_refused() {
             .body(Body::from(json!({ "rule": "full" }).to_string()))
             .expect("request")
     };
-    let app = serve::router(ServeLimits::default());
+    let app = serve::router(support::unhurried());
     let rebound = app
         .clone()
         .oneshot(request("evil.example:7878"))
@@ -693,7 +693,7 @@ async fn hedge_parameters_are_checked_and_named() {
 #[tokio::test]
 async fn the_rules_route_lists_the_hedging_policies_and_limits() {
     let (status, body) = call(
-        serve::router(ServeLimits::default()),
+        serve::router(support::unhurried()),
         "GET",
         "/api/rules",
         Body::empty(),

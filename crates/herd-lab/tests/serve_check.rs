@@ -3,7 +3,6 @@
 //! input is refused with the field (and the pasted text's line) named.
 mod support;
 
-use herd_lab::serve::ServeLimits;
 use herd_lab::serve::check::{EXAMPLES, MAX_CHECK_BODY_BYTES, MAX_CHECK_TEXT_BYTES};
 use herd_sim::check::storm::compare;
 use herd_sim::check::{self, Input};
@@ -30,7 +29,7 @@ const GOOD: &str = r#"{
 }"#;
 
 async fn server() -> PageServer {
-    PageServer::start(ServeLimits::default()).await
+    PageServer::start(support::unhurried()).await
 }
 
 /// The storm figures the API must show for `text`: `herd_sim::check` run here directly.

@@ -26,6 +26,78 @@ macro_rules! named_by_word {
 }
 pub(crate) use named_by_word;
 
+/// A field of a scenario file, by its dotted path as the file writes it (`server.capacity`;
+/// `policies[].delay_ms` for that field of any item of a list).
+///
+/// The simulator's checks put a field on the [`ScenarioError`] they return, and the scenario
+/// types name the fields a caller may want to map (`Scenario::CLIENTS_COUNT`), so that a form
+/// naming its inputs differently maps an error with [`ScenarioError::is_at`]: the two agree by
+/// construction, and a renamed field is a compile error, not a silently unmapped message.
+///
+/// # Examples
+///
+/// ```
+/// use herd_sim::latency::LatencyScenario;
+///
+/// let mut scenario = LatencyScenario::default();
+/// scenario.policies[1].delay_ms = -1.0;
+/// let err = herd_sim::latency::LatencyModel::new(&scenario).unwrap_err();
+/// assert!(err.is_at(LatencyScenario::POLICY_DELAY_MS));
+/// assert_eq!(err.field_name(), Some("policies[1].delay_ms"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Field(&'static str);
+
+impl Field {
+    /// The field at `path`, dotted; `[]` stands for any index of a list.
+    pub(crate) const fn new(path: &'static str) -> Self {
+        Self(path)
+    }
+
+    /// The dotted path, `[]` standing for any index.
+    #[must_use]
+    pub const fn path(self) -> &'static str {
+        self.0
+    }
+
+    /// The path of this field in item `index` of its list: `policies[2].delay_ms`.
+    pub(crate) fn of_item(self, index: usize) -> String {
+        self.0.replacen("[]", &format!("[{index}]"), 1)
+    }
+
+    /// Whether `path`, as an error names it, is this field (`policies[3].delay_ms` is
+    /// `policies[].delay_ms`).
+    #[must_use]
+    pub fn names(self, path: &str) -> bool {
+        let mut rest = path;
+        for (i, part) in self.0.split("[]").enumerate() {
+            if i > 0 {
+                // An index: `[` digits `]`.
+                let Some(after) = rest.strip_prefix('[') else {
+                    return false;
+                };
+                let digits =
+                    after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+                let Some(after) = after[digits..].strip_prefix(']').filter(|_| digits > 0) else {
+                    return false;
+                };
+                rest = after;
+            }
+            let Some(after) = rest.strip_prefix(part) else {
+                return false;
+            };
+            rest = after;
+        }
+        rest.is_empty()
+    }
+}
+
+impl From<Field> for String {
+    fn from(field: Field) -> Self {
+        field.0.to_owned()
+    }
+}
+
 /// A scenario that cannot be run, with the field at fault and (for files) the line.
 ///
 /// It displays as one line, `field (line N): problem`, fit for `error: …` on a terminal and
@@ -73,6 +145,12 @@ impl ScenarioError {
         self.field.as_deref()
     }
 
+    /// Whether the error is about `field` (any item of a list, for a field written with `[]`).
+    #[must_use]
+    pub fn is_at(&self, field: Field) -> bool {
+        self.field.as_deref().is_some_and(|path| field.names(path))
+    }
+
     /// The 1-based line in the scenario file, when known.
     #[must_use]
     pub fn line(&self) -> Option<usize> {
@@ -113,6 +191,32 @@ impl fmt::Display for ScenarioError {
 }
 
 impl std::error::Error for ScenarioError {}
+
+#[cfg(test)]
+mod field_tests {
+    use super::Field;
+
+    #[test]
+    fn a_list_field_names_every_item_and_nothing_else() {
+        let delay = Field::new("policies[].delay_ms");
+        assert_eq!(delay.of_item(12), "policies[12].delay_ms");
+        assert!(delay.names("policies[0].delay_ms"));
+        assert!(delay.names("policies[12].delay_ms"));
+        for other in [
+            "policies[].delay_ms",
+            "policies[x].delay_ms",
+            "policies[1].delay_ms_x",
+            "policies[1].quantile",
+            "policies.delay_ms",
+            "delay_ms",
+        ] {
+            assert!(!delay.names(other), "{other}");
+        }
+        let count = Field::new("clients.count");
+        assert!(count.names("clients.count"));
+        assert!(!count.names("clients.count2") && !count.names("clients"));
+    }
+}
 
 /// The longest word an error line quotes whole; longer ones are cut in the middle.
 const LONGEST_QUOTED: usize = 80;

@@ -91,7 +91,7 @@ pub(crate) use model_of_scenario;
 pub mod guide {}
 
 pub use cancel::{Cancel, Cancelled};
-pub use error::{ScenarioError, shorten_values};
+pub use error::{Field, ScenarioError, shorten_values};
 pub use limits::Limits;
 pub use storm::cohort;
 pub use storm::{

@@ -133,7 +133,7 @@ fn points(
         s.traffic.rate_per_s = s.rate_at_utilisation(u);
         // The rate is the flag's doing: name the flag (a tiny utilisation is a tiny rate).
         if let Err(e) = LatencyModel::new(&s)
-            && e.field_name() == Some("traffic.rate_per_s")
+            && e.is_at(LatencyScenario::RATE_PER_S)
         {
             return Err(CliError::input(format!(
                 "--utilisation {u} sets traffic.rate_per_s to {:e}: {}",

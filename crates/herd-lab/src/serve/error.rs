@@ -3,6 +3,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use herd_sim::{Field, ScenarioError};
 use serde::de::DeserializeOwned;
 
 /// An error answered as JSON `{"error": message}` with its status.
@@ -52,6 +53,21 @@ impl ApiError {
         Self {
             status: StatusCode::INTERNAL_SERVER_ERROR,
             message: message.into(),
+        }
+    }
+}
+
+/// The page's name for each scenario field a scene's form sets: `(field, parameter)`.
+pub(crate) type FormFields = [(Field, &'static str)];
+
+impl ApiError {
+    /// 400 for a scenario the simulator refused: named by the page's parameter when the field
+    /// at fault is one of the form's (matched by its typed [`Field`], never by spelling), or
+    /// as the simulator names it otherwise.
+    pub(crate) fn scenario(e: &ScenarioError, form: &FormFields) -> Self {
+        match form.iter().find(|(field, _)| e.is_at(*field)) {
+            Some((_, parameter)) => Self::bad_request(format!("{parameter}: {}", e.message())),
+            None => Self::bad_request(e.to_string()),
         }
     }
 }

@@ -18,7 +18,7 @@ use herd_sim::model::Model;
 use herd_sim::{Cancel, Limits, ScenarioError};
 use serde::{Deserialize, Serialize};
 
-use super::error::ApiError;
+use super::error::{ApiError, FormFields};
 use super::limits::{
     MAX_HEDGE_COPIES, MAX_HEDGE_DELAY_MS, MAX_HEDGE_FAN_OUT, MAX_HEDGE_REQUESTS,
     MAX_HEDGE_UTILISATION, MIN_HEDGE_REQUESTS,
@@ -344,14 +344,47 @@ impl HedgeRequest {
     }
 }
 
-/// The simulator names scenario-file fields; the page's parameters are named differently.
+/// The hedging form's parameters, by the scenario field each one sets (`utilisation` sets the
+/// rate).
+const HEDGE_FORM: &FormFields = &[
+    (LatencyScenario::REQUESTS, "requests"),
+    (LatencyScenario::WARMUP_REQUESTS, "requests"),
+    (LatencyScenario::FAN_OUT, "fan_out"),
+    (LatencyScenario::RATE_PER_S, "utilisation"),
+    (LatencyScenario::POLICY_DELAY_MS, "delay_ms"),
+];
+
+/// A 400 for a latency scenario the simulator refused, named by the page's parameter.
 fn scenario_error(e: ScenarioError) -> ApiError {
-    let field = match e.field_name() {
-        Some("requests" | "warmup_requests") => "requests",
-        Some("traffic.fan_out") => "fan_out",
-        Some("traffic.rate_per_s") => "utilisation",
-        Some(f) if f.ends_with(".delay_ms") => "delay_ms",
-        _ => return ApiError::bad_request(e.to_string()),
-    };
-    ApiError::bad_request(format!("{field}: {}", e.message()))
+    ApiError::scenario(&e, HEDGE_FORM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each field the form sets, refused by the simulator, is named as the page names it.
+    #[test]
+    fn a_refused_field_is_named_as_the_form_names_it() {
+        let request: HedgeRequest = serde_json::from_value(serde_json::json!({})).unwrap();
+        let base = request.scenario(1000);
+        let cases: [(&str, fn(&mut LatencyScenario)); 5] = [
+            ("requests", |s| s.requests = 0),
+            ("requests", |s| s.warmup_requests = u64::MAX),
+            ("fan_out", |s| s.traffic.fan_out = 0),
+            ("utilisation", |s| s.traffic.rate_per_s = -1.0),
+            ("delay_ms", |s| s.policies[3].delay_ms = f64::NAN),
+        ];
+        for (parameter, spoil) in cases {
+            let mut scenario = base.clone();
+            spoil(&mut scenario);
+            let err = LatencyModel::new(&scenario).unwrap_err();
+            let api = scenario_error(err.clone());
+            assert!(
+                api.message.starts_with(&format!("{parameter}: ")),
+                "{err} was answered {}",
+                api.message
+            );
+        }
+    }
 }

@@ -11,7 +11,7 @@ use herd::RuleName;
 use herd_sim::{Cancel, Limits, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable};
 use serde::{Deserialize, Serialize};
 
-use super::error::ApiError;
+use super::error::{ApiError, FormFields};
 use super::limits::{MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS};
 use super::rules::{in_range, rule_name};
 
@@ -203,15 +203,47 @@ impl StormRequest {
     }
 }
 
-/// The simulator names scenario-file fields; the page's parameters are named differently.
+/// The storm form's parameters, by the scenario field each one sets.
+pub(super) const STORM_FORM: &FormFields = &[
+    (Scenario::CLIENTS_COUNT, "clients"),
+    (Scenario::REFUSAL_COST, "refusal_cost"),
+    (Scenario::OUTAGES, "outage_s"),
+];
+
+/// A 400 for a storm scenario the simulator refused, named by the page's parameter.
 pub(super) fn scenario_error(e: herd_sim::ScenarioError) -> ApiError {
-    let field = match e.field_name() {
-        Some("clients.count") => "clients",
-        Some("server.capacity") => "capacity",
-        Some("server.refusal_cost") => "refusal_cost",
-        Some("server.outages") => "outage_s",
-        Some("seed") => "seed",
-        _ => return ApiError::bad_request(e.to_string()),
-    };
-    ApiError::bad_request(format!("{field}: {}", e.message()))
+    ApiError::scenario(&e, STORM_FORM)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each field the form sets, refused by the simulator, is named as the page names it.
+    #[test]
+    fn a_refused_field_is_named_as_the_form_names_it() {
+        let request: StormRequest =
+            serde_json::from_value(serde_json::json!({ "rule": "full" })).unwrap();
+        let base = request.scenario(RuleName::Full, 60.0);
+        let few = Limits {
+            max_clients: base.clients.count,
+            ..Limits::interactive()
+        };
+        let cases: [(&str, fn(&mut Scenario)); 3] = [
+            ("clients", |s| s.clients.count += 1),
+            ("refusal_cost", |s| s.server.refusal_cost = 1.5),
+            ("outage_s", |s| s.server.outages = vec![[5.0, 1.0]]),
+        ];
+        for (parameter, spoil) in cases {
+            let mut scenario = base.clone();
+            spoil(&mut scenario);
+            let err = Simulation::new(&scenario, &few).unwrap_err();
+            let api = scenario_error(err.clone());
+            assert!(
+                api.message.starts_with(&format!("{parameter}: ")),
+                "{err} was answered {}",
+                api.message
+            );
+        }
+    }
 }

@@ -14,6 +14,16 @@ use tokio::task::JoinHandle;
 
 use herd_lab::serve::{self, ServeLimits};
 
+/// The page's limits, except that no run is stopped by the wall clock: a test of what a run
+/// answers must not depend on how busy the machine is (a debug build on two loaded cores can
+/// take longer than the page's 10 s for its largest runs). The time limit has its own tests.
+pub fn unhurried() -> ServeLimits {
+    ServeLimits {
+        max_run_time: std::time::Duration::from_secs(600),
+        ..ServeLimits::default()
+    }
+}
+
 /// A page server on 127.0.0.1, stopped when dropped.
 pub struct PageServer {
     pub addr: SocketAddr,

@@ -1,7 +1,7 @@
 //! The latency scenario as written in TOML (`model = "latency"`), and its checked form.
 use serde::{Deserialize, Serialize};
 
-use crate::error::ScenarioError;
+use crate::error::{Field, ScenarioError};
 use crate::limits;
 
 /// The most user requests one run may measure (latencies are kept to compute exact
@@ -319,6 +319,17 @@ fn ms_to_ns(ms: f64) -> u64 {
 }
 
 impl LatencyScenario {
+    /// `requests`: the user requests measured.
+    pub const REQUESTS: Field = Field::new("requests");
+    /// `warmup_requests`: the user requests run before measuring.
+    pub const WARMUP_REQUESTS: Field = Field::new("warmup_requests");
+    /// `traffic.rate_per_s`: the arrival rate (also named when a run would cover too long).
+    pub const RATE_PER_S: Field = Field::new("traffic.rate_per_s");
+    /// `traffic.fan_out`: sub-requests per user request.
+    pub const FAN_OUT: Field = Field::new("traffic.fan_out");
+    /// `policies[].delay_ms`: a policy's hedge delay.
+    pub const POLICY_DELAY_MS: Field = Field::new("policies[].delay_ms");
+
     /// The arrival rate (user requests a second) at which this pool is busy `utilisation`
     /// of the time without hedging: `utilisation · servers / (fan_out · mean service time)`.
     /// What `herd hedge --utilisation` and the page's slider set.
@@ -352,11 +363,16 @@ impl LatencyScenario {
     }
 
     pub(crate) fn plan(&self) -> Result<Plan, ScenarioError> {
-        let requests = count("requests", self.requests, 1, MAX_REQUESTS)?;
-        let warmup = count("warmup_requests", self.warmup_requests, 0, MAX_REQUESTS)?;
-        let rate = positive("traffic.rate_per_s", self.traffic.rate_per_s, 1e9)?;
+        let requests = count(Self::REQUESTS.path(), self.requests, 1, MAX_REQUESTS)?;
+        let warmup = count(
+            Self::WARMUP_REQUESTS.path(),
+            self.warmup_requests,
+            0,
+            MAX_REQUESTS,
+        )?;
+        let rate = positive(Self::RATE_PER_S.path(), self.traffic.rate_per_s, 1e9)?;
         let fan_out = count(
-            "traffic.fan_out",
+            Self::FAN_OUT.path(),
             self.traffic.fan_out.into(),
             1,
             MAX_FAN_OUT.into(),
@@ -422,7 +438,7 @@ impl LatencyScenario {
                     "hedging needs at least 2 servers (servers.count)",
                 ));
             }
-            let delay_ms = non_negative(&field("delay_ms"), p.delay_ms, 1e9)?;
+            let delay_ms = non_negative(&Self::POLICY_DELAY_MS.of_item(i), p.delay_ms, 1e9)?;
             let quantile = if p.kind == PolicyKind::Percentile {
                 if !(p.quantile > 0.0 && p.quantile < 1.0) {
                     return Err(ScenarioError::field(
@@ -539,7 +555,7 @@ impl Plan {
         };
         let span_s = arrivals_ns.max(busy_ns) / 1e9;
         let span_field = if arrivals_ns >= busy_ns {
-            "traffic.rate_per_s"
+            LatencyScenario::RATE_PER_S.path()
         } else if self.hiccup_every_ns.is_some() && busy_ns > 2.0 * work_ns {
             "hiccups.every_s"
         } else {
@@ -549,7 +565,7 @@ impl Plan {
         let events_field = if pauses > others {
             "hiccups.every_s"
         } else {
-            "requests"
+            LatencyScenario::REQUESTS.path()
         };
         Estimate {
             // `as` saturates: an infinite estimate is `u64::MAX`, past any limit.

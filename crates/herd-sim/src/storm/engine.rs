@@ -36,6 +36,7 @@ use herd::rng::SplitMix64;
 use crate::budget::{SimBudget, choose_admitted};
 use crate::error::ScenarioError;
 use crate::limits;
+use crate::storm::Scenario;
 use crate::storm::calendar::Calendar;
 use crate::storm::failure::{AfterFailure, Fate, pause_steps};
 use crate::storm::metrics::{Meter, RunResult};
@@ -184,7 +185,7 @@ fn run<R: Record, O: Observer>(
                 meter.requests,
                 plan.max_run_attempts,
                 "attempts",
-                "clients.count",
+                Scenario::CLIENTS_COUNT.path(),
                 "fewer clients or a shorter horizon_s",
             )?;
             let served = served as usize;

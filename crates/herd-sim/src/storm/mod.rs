@@ -313,7 +313,7 @@ impl Simulation {
         }
         if self.plan.total_clients() > MAX_TRACE_CLIENTS {
             return Err(ScenarioError::field(
-                "clients.count",
+                Scenario::CLIENTS_COUNT.path(),
                 format!(
                     "{} clients; a trace follows at most {MAX_TRACE_CLIENTS}",
                     self.plan.total_clients()

@@ -230,7 +230,7 @@ impl Plan {
             u64::try_from(num * u128::from(steps - start_step) / den).unwrap_or(u64::MAX);
         if c.count.saturating_add(open_loop) > limits.max_clients {
             let field = if c.count > limits.max_clients {
-                "clients.count"
+                Scenario::CLIENTS_COUNT.path()
             } else {
                 "clients.arrivals_per_s"
             };
@@ -255,9 +255,9 @@ impl Plan {
 
         let v = &s.server;
         let refusal_cost = RefusalCost::new(v.refusal_cost)
-            .map_err(|e| ScenarioError::field("server.refusal_cost", e.to_string()))?;
+            .map_err(|e| ScenarioError::field(Scenario::REFUSAL_COST, e.to_string()))?;
         let mut outages: Vec<(u64, u64)> =
-            fields::outages("server.outages", &v.outages, horizon_ns)?
+            fields::outages(Scenario::OUTAGES.path(), &v.outages, horizon_ns)?
                 .into_iter()
                 .map(|(a, b)| (ceil_div(a, step_ns), ceil_div(b, step_ns)))
                 .collect();
@@ -389,7 +389,7 @@ impl Plan {
         } else {
             Err(ScenarioError::field(
                 if s.clients.count >= self.open_loop_total {
-                    "clients.count"
+                    Scenario::CLIENTS_COUNT.path()
                 } else {
                     "clients.arrivals_per_s"
                 },

@@ -25,7 +25,7 @@
 use herd::{RuleName, RuleParams};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::error::ScenarioError;
+use crate::error::{Field, ScenarioError};
 use crate::limits::Limits;
 use crate::located::{locate, toml_error};
 use crate::storm::plan::Plan;
@@ -289,6 +289,14 @@ impl Default for Retry {
 }
 
 impl Scenario {
+    /// `clients.count`: the clients of the burst (also named when a run would take too many
+    /// attempts or too much memory).
+    pub const CLIENTS_COUNT: Field = Field::new("clients.count");
+    /// `server.refusal_cost`: the share of an answer a refusal costs.
+    pub const REFUSAL_COST: Field = Field::new("server.refusal_cost");
+    /// `server.outages`: the outages, `[start, end]` in seconds.
+    pub const OUTAGES: Field = Field::new("server.outages");
+
     /// Parses a scenario file and checks it against the machine's [`Limits`].
     ///
     /// # Errors
