@@ -368,7 +368,8 @@ mod tests {
     fn a_refused_field_is_named_as_the_form_names_it() {
         let request: HedgeRequest = serde_json::from_value(serde_json::json!({})).unwrap();
         let base = request.scenario(1000);
-        let cases: [(&str, fn(&mut LatencyScenario)); 5] = [
+        type Spoil = fn(&mut LatencyScenario);
+        let cases: [(&str, Spoil); 5] = [
             ("requests", |s| s.requests = 0),
             ("requests", |s| s.warmup_requests = u64::MAX),
             ("fan_out", |s| s.traffic.fan_out = 0),

@@ -229,7 +229,8 @@ mod tests {
             max_clients: base.clients.count,
             ..Limits::interactive()
         };
-        let cases: [(&str, fn(&mut Scenario)); 3] = [
+        type Spoil = fn(&mut Scenario);
+        let cases: [(&str, Spoil); 3] = [
             ("clients", |s| s.clients.count += 1),
             ("refusal_cost", |s| s.server.refusal_cost = 1.5),
             ("outage_s", |s| s.server.outages = vec![[5.0, 1.0]]),
