@@ -192,32 +192,6 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
-#[cfg(test)]
-mod field_tests {
-    use super::Field;
-
-    #[test]
-    fn a_list_field_names_every_item_and_nothing_else() {
-        let delay = Field::new("policies[].delay_ms");
-        assert_eq!(delay.of_item(12), "policies[12].delay_ms");
-        assert!(delay.names("policies[0].delay_ms"));
-        assert!(delay.names("policies[12].delay_ms"));
-        for other in [
-            "policies[].delay_ms",
-            "policies[x].delay_ms",
-            "policies[1].delay_ms_x",
-            "policies[1].quantile",
-            "policies.delay_ms",
-            "delay_ms",
-        ] {
-            assert!(!delay.names(other), "{other}");
-        }
-        let count = Field::new("clients.count");
-        assert!(count.names("clients.count"));
-        assert!(!count.names("clients.count2") && !count.names("clients"));
-    }
-}
-
 /// The longest word an error line quotes whole; longer ones are cut in the middle.
 const LONGEST_QUOTED: usize = 80;
 
@@ -278,4 +252,30 @@ fn shorten_word(word: &str) -> String {
     let head: String = value.chars().take(40).collect();
     let tail: String = value.chars().skip(chars.saturating_sub(16)).collect();
     format!("{before}{head}…{tail}{after} ({chars} characters)")
+}
+
+#[cfg(test)]
+mod field_tests {
+    use super::Field;
+
+    #[test]
+    fn a_list_field_names_every_item_and_nothing_else() {
+        let delay = Field::new("policies[].delay_ms");
+        assert_eq!(delay.of_item(12), "policies[12].delay_ms");
+        assert!(delay.names("policies[0].delay_ms"));
+        assert!(delay.names("policies[12].delay_ms"));
+        for other in [
+            "policies[].delay_ms",
+            "policies[x].delay_ms",
+            "policies[1].delay_ms_x",
+            "policies[1].quantile",
+            "policies.delay_ms",
+            "delay_ms",
+        ] {
+            assert!(!delay.names(other), "{other}");
+        }
+        let count = Field::new("clients.count");
+        assert!(count.names("clients.count"));
+        assert!(!count.names("clients.count2") && !count.names("clients"));
+    }
 }
