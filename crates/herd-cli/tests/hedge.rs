@@ -110,7 +110,7 @@ fn a_sweep_over_utilisation_reports_each_point() {
         lines
             .next()
             .unwrap()
-            .starts_with("utilisation,rate_per_s,policy,")
+            .starts_with("utilisation,rate_per_s,seed,policy,")
     );
     assert_eq!(lines.count(), 6);
 }
@@ -151,6 +151,8 @@ fn bad_input_gets_one_line_naming_the_field() {
     assert!(usage_error(&["hedge", "--utilisation", "0.5,-0.1"]).contains("--utilisation"));
     assert!(usage_error(&["hedge", "--utilisation", "nan"]).contains("--utilisation"));
     assert!(usage_error(&["hedge", "--chart", "x.gif"]).contains("--chart"));
+    assert!(usage_error(&["hedge", "--runs", "0"]).contains("--runs"));
+    assert!(usage_error(&["hedge", "--runs", "1001"]).contains("--runs"));
     assert!(usage_error(&["hedge", "no-such-file.toml"]).contains("no-such-file.toml"));
     let err = usage_error(&["hedge", "scenarios/default.toml"]);
     assert!(err.contains("scenarios/default.toml"), "{err}");
@@ -208,5 +210,47 @@ fn a_sweep_varies_the_latency_model_through_the_model_interface() {
     assert!(
         err.contains("variants of its own (none, hedge-40ms"),
         "{err}"
+    );
+}
+
+/// `--runs K` runs seeds S..S+K−1 of each policy, each exactly the run `--seed` gives, and
+/// summarises each figure over them; the CSV has a line a run.
+#[test]
+fn runs_are_the_seeds_one_after_another_and_their_summary() {
+    let base = ["hedge", "--requests", "2000", "--policy", "none,tied"];
+    let with = |extra: &[&str]| json(&[&base[..], extra, &["--format", "json"]].concat());
+    let v = with(&["--seed", "7", "--runs", "3"]);
+    assert_eq!(v["runs"], 3);
+    let results = v["results"].as_array().expect("results");
+    assert_eq!(results.len(), 6);
+    for (i, policy) in ["none", "tied"].into_iter().enumerate() {
+        let mine: Vec<&serde_json::Value> = results[3 * i..3 * i + 3].iter().collect();
+        for (k, r) in mine.iter().enumerate() {
+            assert_eq!(r["policy"], policy);
+            let seed = 7 + k as u64;
+            assert_eq!(r["seed"], seed);
+            // The same run as asking for that seed alone.
+            let alone = with(&["--seed", &seed.to_string()]);
+            assert_eq!(&&alone["results"][i], r, "{policy}, seed {seed}");
+        }
+        let summary = &v["summary"][i];
+        assert_eq!(summary["policy"], policy);
+        let p999: Vec<f64> = mine
+            .iter()
+            .map(|r| r["p999_ms"].as_f64().unwrap())
+            .collect();
+        let mean = p999.iter().sum::<f64>() / 3.0;
+        assert!((summary["p999_ms"]["mean"].as_f64().unwrap() - mean).abs() <= 1e-9 * mean);
+        let max = p999.iter().copied().fold(f64::MIN, f64::max);
+        assert_eq!(summary["p999_ms"]["max"].as_f64().unwrap(), max);
+    }
+    let csv = ok(&[&base[..], &["--runs", "3", "--format", "csv"]].concat());
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 1 + 6, "{csv}");
+    assert!(lines[0].contains(",seed,policy,"), "{}", lines[0]);
+    let table = ok(&[&base[..], &["--runs", "3"]].concat());
+    assert!(
+        table.starts_with("seeds 1..3 (3 runs a policy, mean [min–max])"),
+        "{table}"
     );
 }

@@ -64,6 +64,15 @@ const COMMANDS: &[&[&str]] = &[
         "json",
     ],
     &["hedge", "--format", "json"],
+    &[
+        "hedge",
+        "--runs",
+        "2",
+        "--requests",
+        "2000",
+        "--format",
+        "json",
+    ],
     &["hedge", "--utilisation", "0.3,0.6", "--format", "json"],
     &[
         "check",

@@ -16,8 +16,8 @@ use crate::error::{CliError, CliResult};
 
 pub(crate) mod chart;
 mod models;
-mod output;
-mod table;
+pub(crate) mod output;
+pub(crate) mod table;
 
 /// Simulate a retry storm: clients that fail together during an outage, retrying by each rule.
 ///

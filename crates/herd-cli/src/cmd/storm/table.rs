@@ -85,7 +85,12 @@ fn outages(scenario: &Scenario) -> String {
 
 /// A cell: the value of one run, or `mean [min–max]` over several, then the unit; noting how
 /// many runs had a value when some had none.
-fn cell(spread: Option<Spread>, runs: usize, fmt: fn(f64) -> String, unit: &str) -> String {
+pub(crate) fn cell(
+    spread: Option<Spread>,
+    runs: usize,
+    fmt: fn(f64) -> String,
+    unit: &str,
+) -> String {
     let Some(s) = spread else {
         return "—".to_owned();
     };
