@@ -365,10 +365,11 @@ function runEnd(r) {
   return r.cut_short ? Math.max(n, r.horizon_s) : n;
 }
 
-// The chosen run's time axis: its run with a little margin, and its outages whole.
+// The chosen run's time axis: its run with a little margin (none past the horizon of a run
+// cut short: nothing was simulated there), and its outages whole.
 function stormAxisEnd(r) {
   const outageEnd = r.outages.reduce((m, [, b]) => Math.max(m, b), 0);
-  return Math.max(runEnd(r) * 1.08, outageEnd * 1.1, r.series.window_s);
+  return Math.max(runEnd(r) * (r.cut_short ? 1 : 1.08), outageEnd * 1.1, r.series.window_s);
 }
 
 // "immediate goes on to 950 s" for each other run that the axis cuts.
