@@ -234,8 +234,10 @@ window.addEventListener("hashchange", () => {
 });
 
 // ---------------------------------------------------------------- Storm
-// The chosen rule is drawn in colour over the other five in grey, all on one time axis, so
-// that the rules compare by eye. Every run of the current knobs is kept until a knob moves.
+// The chosen rule is drawn in colour over the other five in grey, on a time axis fitted to
+// the chosen rule's run: a rule that goes on longer is cut at the right edge and says how far
+// it goes, so a storm that never ends does not squeeze the chosen one into the left edge.
+// Every run of the current knobs is kept until a knob moves.
 const storm = { rule: "full", runs: {}, key: "", frame: null, shown: 0, error: "" };
 const stormLatest = latest();
 let stormBatch = 0;
@@ -330,6 +332,7 @@ function clearStorm() {
   for (const id of ["#storm-half", "#storm-all", "#storm-rpc", "#storm-peak"]) setStat(id, null, "–");
   $("#storm-verdict").textContent = "";
   $("#storm-clock").textContent = "";
+  $("#storm-clipped").textContent = "";
   blankChart($("#storm-chart"), storm.error);
   drawStormCompare();
 }
@@ -360,6 +363,18 @@ function animateStorm() {
 function runEnd(r) {
   const n = r.series.arrivals.length * r.series.window_s;
   return r.cut_short ? Math.max(n, r.horizon_s) : n;
+}
+
+// The chosen run's time axis: its run with a little margin (none past the horizon of a run
+// cut short: nothing was simulated there), and its outages whole.
+function stormAxisEnd(r) {
+  const outageEnd = r.outages.reduce((m, [, b]) => Math.max(m, b), 0);
+  return Math.max(runEnd(r) * (r.cut_short ? 1 : 1.08), outageEnd * 1.1, r.series.window_s);
+}
+
+// "immediate goes on to 950 s" for each other run that the axis cuts.
+function clippedNotes(clipped) {
+  return clipped.map((o) => `${o.rule} goes on to ${runEnd(o).toFixed(0)} s`);
 }
 
 function drawStormCompare() {
@@ -402,10 +417,11 @@ function drawStorm() {
   const { window_s, arrivals, served } = r.series;
   const capacity = r.series.capacity;
   const n = arrivals.length;
-  // One time axis for every rule loaded so far.
+  // The chosen rule's time axis; the other rules loaded so far are cut at its end.
   const others = RULES.filter((x) => x !== storm.rule && storm.runs[x] && !storm.runs[x].error)
     .map((x) => storm.runs[x]);
-  const tEnd = Math.max(runEnd(r), ...others.map(runEnd), window_s);
+  const tEnd = stormAxisEnd(r);
+  const clipped = others.filter((o) => runEnd(o) > tEnd);
   const log = $("#storm-log").checked;
   const peak = arrivals.reduce((a, b) => Math.max(a, b), capacity);
   // Linear: zoom on the recovery (the outage's spike is clipped); log shows everything.
@@ -414,7 +430,9 @@ function drawStorm() {
   const y = (v) => top + ph - (log ? Math.log10(Math.min(v, top_) + 1) : Math.min(v, top_)) / ymax * ph;
   const x = (t) => left + (t / tEnd) * pw;
   const cols = Math.ceil(pw);
-  const colsOf = (run) => Math.max(1, Math.round((run.series.arrivals.length * run.series.window_s / tEnd) * cols));
+  // A run's windows that start before the axis ends, and the pixel columns they cover.
+  const windowsOf = (run) => Math.min(run.series.arrivals.length, Math.ceil(tEnd / run.series.window_s - 1e-9));
+  const colsOf = (run) => Math.min(cols, Math.max(1, Math.round((windowsOf(run) * run.series.window_s / tEnd) * cols)));
 
   ctx.clearRect(0, 0, W, H);
   ctx.fillStyle = "#fff";
@@ -427,15 +445,19 @@ function drawStorm() {
   // the other rules first, arrivals as grey lines on the same axes, under the chosen one
   ctx.strokeStyle = "#b4b4b4";
   ctx.lineWidth = 1;
+  const cutAt = [];
   for (const o of others) {
-    const on = o.series.arrivals.length, oc = colsOf(o);
+    const on = windowsOf(o), oc = colsOf(o);
     ctx.beginPath();
+    let last = 0;
     for (let c = 0; c < oc; c++) {
       const [a] = columnMax(o.series.arrivals, on, oc, c);
       if (c === 0) ctx.moveTo(left + c, y(a));
       else ctx.lineTo(left + c, y(a));
+      last = a;
     }
     ctx.stroke();
+    if (clipped.includes(o)) cutAt.push(y(last));
   }
   // the chosen rule: bars, one pixel column holding the busiest of its windows
   const shown = Math.min(storm.shown, n);
@@ -467,6 +489,25 @@ function drawStorm() {
   ctx.lineTo(left + pw, y(capacity));
   ctx.stroke();
   drawAxes(ctx, left, top, pw, ph);
+  // The cut lines: an arrowhead where each leaves the chart, and a note per rule.
+  ctx.fillStyle = "#555";
+  for (const yy of cutAt) {
+    ctx.beginPath();
+    ctx.moveTo(left + pw + 1, yy - 5);
+    ctx.lineTo(left + pw + 9, yy);
+    ctx.lineTo(left + pw + 1, yy + 5);
+    ctx.fill();
+  }
+  ctx.textAlign = "right";
+  ctx.textBaseline = "top";
+  clippedNotes(clipped).forEach((note, i) => {
+    const text = "→ " + note;
+    const ty = top + 20 + i * 16;
+    ctx.fillStyle = "#ffffffcc";
+    ctx.fillRect(left + pw - ctx.measureText(text).width - 6, ty - 1, ctx.measureText(text).width + 4, 15);
+    ctx.fillStyle = "#333";
+    ctx.fillText(text, left + pw - 4, ty);
+  });
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
   if (!log && peak > top_) {
@@ -488,12 +529,17 @@ function drawStorm() {
   $("#storm-clock").textContent = "t = " + (shown * window_s).toFixed(1) + " s of " + tEnd.toFixed(1) + " s";
   canvas.dataset.tEnd = String(tEnd);
   canvas.dataset.others = String(others.length);
+  canvas.dataset.clipped = clipped.map((o) => o.rule).join(",");
   canvas.dataset.drawn = storm.rule;
+  $("#storm-clipped").textContent = clipped.length
+    ? `Time axis fitted to ${storm.rule}, 0–${tEnd.toFixed(0)} s; cut at its right edge (→): ${clippedNotes(clipped).join(", ")}.`
+    : "";
   const ended = r.all_served_s !== null ? `all served by ${r.all_served_s.toFixed(1)} s`
     : `${r.served} of ${r.clients} served in the first ${r.horizon_s} s`;
   canvas.setAttribute("aria-label",
-    `requests per 100 ms window for ${storm.rule}, over ${tEnd.toFixed(0)} s, with ${others.length} other rules in grey: ` +
-    `peak after the outage ${r.peak_after_outage} against a capacity of ${capacity}; ${ended}`);
+    `requests per 100 ms window for ${storm.rule}, over ${tEnd.toFixed(0)} s, with ${others.length} other rules in grey` +
+    (clipped.length ? ` (cut at ${tEnd.toFixed(0)} s: ${clippedNotes(clipped).join(", ")})` : "") +
+    `: peak after the outage ${r.peak_after_outage} against a capacity of ${capacity}; ${ended}`);
 }
 
 function niceTicks(max, count) {

@@ -192,27 +192,95 @@ pub(crate) fn draw(
     ))
 }
 
-fn caption(result: &RunResult, shown: usize) -> String {
-    let active = result.series.arrivals.len();
-    if active > shown {
-        format!(
-            "{} (goes on to {} s)",
-            result.rule,
-            active as f64 * result.series.window_s
-        )
+/// The y-axis of one panel, fitted to its own rule's story: the recovery after the outage,
+/// not the burst at t = 0 nor another rule's spike.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct PanelScale {
+    /// The top of the axis.
+    y_max: f64,
+    /// Arrivals above this are drawn cut at it, with a mark; `None` when every shown window
+    /// fits.
+    clip_at: Option<u64>,
+    /// The most arrivals in one shown window.
+    peak: u64,
+}
+
+/// The scale of a panel showing `shown` windows of a rule whose peak after the outage is
+/// `peak_after_outage`: up to its shown peak when that is at most 2.5 × capacity or 1.15 ×
+/// the peak after the outage (whichever is higher), otherwise clipped there, as the page's
+/// Storm chart zooms on the recovery. The capacity line is always inside.
+fn panel_scale(shown: &[u64], capacity: f64, peak_after_outage: u64) -> PanelScale {
+    let peak = shown.iter().copied().max().unwrap_or(0);
+    let fit = (capacity * 2.5).max(peak_after_outage as f64 * 1.15).ceil();
+    if peak as f64 <= fit {
+        PanelScale {
+            y_max: (peak as f64).max(capacity).max(1.0) * 1.08,
+            clip_at: None,
+            peak,
+        }
     } else {
-        result.rule.to_string()
+        PanelScale {
+            y_max: fit.max(1.0) * 1.08,
+            clip_at: Some(fit as u64),
+            peak,
+        }
     }
 }
 
-/// The busiest window of each of at most `MAX_POINTS` groups, as (start time, arrivals).
-fn points(result: &RunResult, shown: usize) -> Vec<(f64, f64)> {
+/// The panel's caption: the rule; how long it goes on past the `shown` windows, and how many
+/// clients were still waiting at the horizon; where its bars are clipped.
+fn caption(result: &RunResult, shown: usize, scale: &PanelScale) -> String {
+    let mut notes = Vec::new();
+    let active = result.series.arrivals.len();
+    if active > shown {
+        let w = result.series.window_s;
+        notes.push(format!(
+            "goes on to {}, past the {} shown",
+            super::table::seconds(active as f64 * w),
+            super::table::seconds(shown as f64 * w)
+        ));
+    }
+    if result.waiting > 0 {
+        notes.push(format!("{} still waiting at the horizon", result.waiting));
+    }
+    if let Some(clip) = scale.clip_at {
+        notes.push(format!(
+            "clipped at {clip} (peak {}), marked dark red",
+            scale.peak
+        ));
+    }
+    if notes.is_empty() {
+        result.rule.to_string()
+    } else {
+        format!("{}: {}", result.rule, notes.join("; "))
+    }
+}
+
+/// The time spans `[start, end)` of the shown windows whose arrivals go past `clip`, runs of
+/// neighbouring windows merged: where the clipped bars are marked.
+fn clipped_spans(arrivals: &[u64], window_s: f64, clip: u64) -> Vec<(f64, f64)> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    for (i, _) in arrivals.iter().enumerate().filter(|&(_, &a)| a > clip) {
+        match spans.last_mut() {
+            Some(last) if last.1 == i => last.1 = i + 1,
+            _ => spans.push((i, i + 1)),
+        }
+    }
+    spans
+        .into_iter()
+        .map(|(a, b)| (a as f64 * window_s, b as f64 * window_s))
+        .collect()
+}
+
+/// The busiest window of each of at most `MAX_POINTS` groups, as (start time, arrivals),
+/// arrivals cut at `top`.
+fn points(result: &RunResult, shown: usize, top: f64) -> Vec<(f64, f64)> {
     let arrivals = &result.series.arrivals[..shown.min(result.series.arrivals.len())];
     let w = result.series.window_s;
     let group = arrivals.len().div_ceil(MAX_POINTS).max(1);
     let mut pts = Vec::with_capacity(2 * arrivals.len() / group + 2);
     for (g, chunk) in arrivals.chunks(group).enumerate() {
-        let peak = chunk.iter().copied().max().unwrap_or(0) as f64;
+        let peak = (chunk.iter().copied().max().unwrap_or(0) as f64).min(top);
         let t0 = (g * group) as f64 * w;
         let t1 = ((g * group + chunk.len()) as f64) * w;
         // A step shape: flat over the group.
@@ -250,16 +318,15 @@ where
     let window_s = results.first().map_or(1.0, |r| r.series.window_s);
     let span = (windows as f64 * window_s).max(1e-3);
     let capacity = scenario.server.capacity as f64;
-    let peak = results
-        .iter()
-        .flat_map(|r| r.series.arrivals.iter().take(windows).copied())
-        .max()
-        .unwrap_or(0) as f64;
-    let y_max = peak.max(capacity).max(1.0) * 1.08;
     let areas = body.split_evenly((results.len().max(1), 1));
     for (area, result) in areas.iter().zip(results) {
+        // Each panel's y-axis fits its own rule: one rule's spike does not flatten the
+        // recovery of the others.
+        let arrivals = &result.series.arrivals[..windows.min(result.series.arrivals.len())];
+        let scale = panel_scale(arrivals, capacity, result.peak_after_outage);
+        let y_max = scale.y_max;
         let mut chart = ChartBuilder::on(area)
-            .caption(caption(result, windows), ("sans-serif", 15))
+            .caption(caption(result, windows, &scale), ("sans-serif", 15))
             .margin(6)
             .x_label_area_size(24)
             .y_label_area_size(56)
@@ -289,11 +356,31 @@ where
                     .map(|o| Rectangle::new([(o[0], 0.0), (o[1].min(span), y_max)], shade)),
             )
             .map_err(draw_err)?;
+        let top = scale.clip_at.map_or(f64::INFINITY, |c| c as f64);
         chart
             .draw_series(
-                AreaSeries::new(points(result, windows), 0.0, BLUE.mix(0.25)).border_style(BLUE),
+                AreaSeries::new(points(result, windows, top), 0.0, BLUE.mix(0.25))
+                    .border_style(BLUE),
             )
             .map_err(draw_err)?;
+        if let Some(clip) = scale.clip_at {
+            // A dark red band along the top of each run of clipped bars, with a triangle at
+            // its start, so the cut shows without reading the caption.
+            let mark = RGBColor(157, 2, 8);
+            let spans = clipped_spans(arrivals, result.series.window_s, clip);
+            chart
+                .draw_series(spans.iter().map(|&(a, b)| {
+                    Rectangle::new([(a, clip as f64), (b.min(span), y_max)], mark.filled())
+                }))
+                .map_err(draw_err)?;
+            chart
+                .draw_series(
+                    spans
+                        .iter()
+                        .map(|&(a, _)| TriangleMarker::new((a, y_max), 7, mark.filled())),
+                )
+                .map_err(draw_err)?;
+        }
         chart
             .draw_series(LineSeries::new(
                 [(0.0, capacity), (span, capacity)],
@@ -302,4 +389,102 @@ where
             .map_err(draw_err)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use herd::RuleName;
+    use herd_sim::{Limits, Simulation};
+
+    use super::*;
+
+    /// The default storm (2000 clients, capacity 50, an outage of 10 s), seed 1.
+    fn default_runs(rules: &[RuleName]) -> (Scenario, Vec<RunResult>) {
+        let scenario = Scenario::default();
+        let sim = Simulation::new(&scenario, &Limits::default()).expect("the default scenario");
+        let runs = rules
+            .iter()
+            .map(|&r| sim.run(r, scenario.seed).expect("a run"))
+            .collect();
+        (scenario, runs)
+    }
+
+    #[test]
+    fn a_panel_fits_its_rule_and_clips_what_goes_beyond() {
+        // Everything fits: the peak sets the top, the capacity line stays inside.
+        let fits = panel_scale(&[10, 40, 20], 50.0, 40);
+        assert_eq!(fits.clip_at, None);
+        assert!((fits.y_max - 54.0).abs() < 1e-9, "{fits:?}");
+        // A burst of 2000 over a recovery that peaks at 33: clipped at 2.5 × capacity.
+        let burst = panel_scale(&[2000, 0, 33, 20], 50.0, 33);
+        assert_eq!(burst.clip_at, Some(125));
+        assert_eq!(burst.peak, 2000);
+        assert!(burst.y_max < 140.0, "{burst:?}");
+        // A spike after the outage is the rule's story: it is shown whole.
+        let spike = panel_scale(&[2000, 0, 2000, 20], 50.0, 2000);
+        assert_eq!(spike.clip_at, None);
+        // 1.15 × the peak after the outage when that is above 2.5 × capacity.
+        assert_eq!(panel_scale(&[2000, 200], 50.0, 200).clip_at, Some(230));
+        // Nothing at all: an axis still.
+        assert!(panel_scale(&[], 0.0, 0).y_max > 0.0);
+    }
+
+    #[test]
+    fn clipped_windows_merge_into_spans() {
+        let spans = clipped_spans(&[200, 300, 10, 126, 125, 400], 0.5, 125);
+        assert_eq!(spans, vec![(0.0, 1.0), (1.5, 2.0), (2.5, 3.0)]);
+        assert!(clipped_spans(&[1, 2], 0.1, 125).is_empty());
+    }
+
+    /// Regression: one y-axis for all panels, up to the highest window of any rule, so the
+    /// burst of 2000 flattened the jittered rules' recovery (33 to 92 arrivals a window) to
+    /// a few pixels; and a slow rule's caption did not say what it had been cut to.
+    #[test]
+    fn the_chart_fits_each_panel_and_says_what_it_cut() {
+        let rules = [RuleName::Exponential, RuleName::Full, RuleName::Immediate];
+        let (scenario, runs) = default_runs(&rules);
+        let refs: Vec<&RunResult> = runs.iter().collect();
+        let shown = super::super::table::shown_windows(&refs);
+        let (exponential, full, immediate) = (&runs[0], &runs[1], &runs[2]);
+        assert!(exponential.series.arrivals.len() > shown);
+        let scale = |r: &RunResult| {
+            panel_scale(
+                &r.series.arrivals[..shown.min(r.series.arrivals.len())],
+                scenario.server.capacity as f64,
+                r.peak_after_outage,
+            )
+        };
+        let full_scale = scale(full);
+        assert_eq!(full_scale.clip_at, Some(125), "{full_scale:?}");
+        assert!(full_scale.y_max < 3.0 * scenario.server.capacity as f64);
+        assert_eq!(scale(immediate).clip_at, None);
+
+        let path =
+            std::env::temp_dir().join(format!("herd-chart-test-{}-fits.svg", std::process::id()));
+        let file = ChartFile {
+            flag: "--chart",
+            path: &path,
+            kind: Kind::Svg,
+        };
+        draw(file, &scenario, &refs).expect("drawn");
+        let svg = fs::read_to_string(&path).expect("the chart");
+        let _ = fs::remove_file(&path);
+        let window_s = full.series.window_s;
+        let expected = [
+            format!(
+                "exponential: goes on to {}, past the {} shown",
+                super::super::table::seconds(exponential.series.arrivals.len() as f64 * window_s),
+                super::super::table::seconds(shown as f64 * window_s)
+            ),
+            format!(
+                "full: clipped at 125 (peak {}), marked dark red",
+                full_scale.peak
+            ),
+        ];
+        for caption in expected {
+            assert!(svg.contains(&caption), "{caption:?} missing from the chart");
+        }
+        // The immediate rule's spike after the outage is its story: no clipping there.
+        assert!(!svg.contains("immediate: clipped"));
+    }
 }

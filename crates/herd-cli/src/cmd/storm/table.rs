@@ -106,12 +106,23 @@ pub(crate) fn cell(
     text
 }
 
-/// Windows shown by the sparklines: twice the median rule's active span (so that quick rules
-/// are not squeezed into one column by a slow one), at most the longest.
+/// Windows shown by the sparklines and the chart: twice the median active span of the rules
+/// whose storm ended (nobody left waiting at the horizon), at most the longest span. So quick
+/// rules are not squeezed into one column by a slow one, nor by several that never finish
+/// (with a refusal cost, three of the six classic rules run to the horizon and would
+/// otherwise be the median). When no rule's storm ended, the median of all of them.
 pub(crate) fn shown_windows(results: &[&RunResult]) -> usize {
-    let mut spans: Vec<usize> = results.iter().map(|r| r.series.arrivals.len()).collect();
+    let span = |r: &&RunResult| r.series.arrivals.len();
+    let longest = results.iter().map(span).max().unwrap_or(0);
+    let mut spans: Vec<usize> = results
+        .iter()
+        .filter(|r| r.waiting == 0)
+        .map(span)
+        .collect();
+    if spans.is_empty() {
+        spans = results.iter().map(span).collect();
+    }
     spans.sort_unstable();
-    let longest = spans.last().copied().unwrap_or(0);
     let median = spans.get(spans.len() / 2).copied().unwrap_or(0);
     median.saturating_mul(2).min(longest)
 }
@@ -230,6 +241,60 @@ pub(crate) fn write(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A run of `rule` whose arrivals span `windows` windows, with `waiting` clients left at
+    /// the horizon.
+    fn run_spanning(rule: RuleName, windows: usize, waiting: u64) -> RunResult {
+        RunResult {
+            rule,
+            seed: 1,
+            clients: 2000,
+            served: 2000 - waiting,
+            gave_up: 0,
+            denied_by_budget: 0,
+            waiting,
+            half_served_s: None,
+            all_served_s: None,
+            last_attempt_s: Some(windows as f64 * 0.1),
+            requests: windows as u64,
+            requests_per_client: 1.0,
+            peak_after_outage: 1,
+            series: Series {
+                window_s: 0.1,
+                capacity: 50.0,
+                arrivals: vec![1; windows],
+                served: vec![1; windows],
+            },
+        }
+    }
+
+    /// Regression: with a refusal cost, the three unjittered rules never finish and run to
+    /// the horizon (36 000 windows); as half the rules they were the median, so the shown
+    /// span was the whole hour and the jittered rules sat in the first column.
+    #[test]
+    fn rules_that_never_finish_do_not_set_the_span() {
+        let runs = [
+            run_spanning(RuleName::Immediate, 36_000, 2000),
+            run_spanning(RuleName::Constant, 36_000, 2000),
+            run_spanning(RuleName::Exponential, 36_000, 2000),
+            run_spanning(RuleName::Full, 300, 0),
+            run_spanning(RuleName::Equal, 230, 0),
+            run_spanning(RuleName::Decorrelated, 280, 0),
+        ];
+        let refs: Vec<&RunResult> = runs.iter().collect();
+        // Twice the median of the three that ended (230, 280, 300).
+        assert_eq!(shown_windows(&refs), 560);
+        let line = sparkline(&runs[3].series, 560, SPARK_COLUMNS);
+        assert!(
+            line.chars().filter(|&c| c != ' ').count() > SPARK_COLUMNS / 2,
+            "full's 30 s fill half the sparkline: {line:?}"
+        );
+        // When no rule's storm ended, the median of all of them; never past the longest.
+        assert_eq!(shown_windows(&refs[..3]), 36_000);
+        let quick = [run_spanning(RuleName::Full, 300, 0)];
+        assert_eq!(shown_windows(&quick.iter().collect::<Vec<_>>()), 300);
+        assert_eq!(shown_windows(&[]), 0);
+    }
 
     #[test]
     fn glyphs_split_at_capacity() {
