@@ -97,7 +97,7 @@ const COMMANDS: &[&[&str]] = &[
         "1",
         "--policy",
         "none",
-        "--seeds",
+        "--sim-runs",
         "2",
         "--format",
         "json",

@@ -22,7 +22,7 @@ fn a_small_run_accounts_for_every_copy_and_gets_a_verdict() {
         "none",
         "--policy",
         "hedge-40ms",
-        "--seeds",
+        "--sim-runs",
         "20",
         "--format",
         "json",
@@ -72,7 +72,7 @@ fn a_small_run_accounts_for_every_copy_and_gets_a_verdict() {
             other => panic!("unexpected policy {other:?}"),
         }
         let spread = &r["spread"];
-        assert_eq!(spread["seeds"].as_u64(), Some(20));
+        assert_eq!(spread["runs"].as_u64(), Some(20));
     }
     // Exit 0 when every policy agrees, 1 when one differs, as lab storm.
     assert_eq!(
@@ -116,11 +116,15 @@ fn bad_flags_name_the_flag() {
             "20001",
             "requests must be in [1, 20000], got 20001 (--requests)",
         ),
-        ("--seeds", "1", "seeds must be in [2, 200], got 1 (--seeds)"),
         (
-            "--seeds",
+            "--sim-runs",
+            "1",
+            "sim_runs must be in [2, 200], got 1 (--sim-runs)",
+        ),
+        (
+            "--sim-runs",
             "-3",
-            "seeds must be in [2, 200], got -3 (--seeds)",
+            "sim_runs must be in [2, 200], got -3 (--sim-runs)",
         ),
         ("--seed", "-1", "(--seed)"),
         ("--policy", "nope", "policy \"nope\" is not in the scenario"),

@@ -60,7 +60,7 @@ fn with<'a>(extra: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn csv_has_one_row_per_cell_and_rule() {
-    let lines = csv(&with(&["--rules", "full,equal", "--seeds", "3"]), 4 * 2);
+    let lines = csv(&with(&["--rules", "full,equal", "--runs", "3"]), 4 * 2);
     let header: Vec<&str> = lines[0].split(',').collect();
     assert_eq!(
         &header[..6],
@@ -86,7 +86,7 @@ fn json_has_the_grid_and_the_cells() {
     let out = ok(&with(&[
         "--rules",
         "full",
-        "--seeds",
+        "--runs",
         "2",
         "--format",
         "json",
@@ -119,7 +119,7 @@ fn same_seeds_same_output() {
     let args = with(&[
         "--rules",
         "full,decorrelated",
-        "--seeds",
+        "--runs",
         "3",
         "--format",
         "csv",
@@ -129,7 +129,7 @@ fn same_seeds_same_output() {
 
 #[test]
 fn table_is_the_default() {
-    let out = ok(&with(&["--rules", "full", "--seeds", "2"]));
+    let out = ok(&with(&["--rules", "full", "--runs", "2"]));
     assert!(
         out.starts_with("default scenario: 4 cells × 1 rule × 2 seeds"),
         "{out}"
@@ -150,7 +150,7 @@ fn heat_maps_are_written() {
         ok(&with(&[
             "--rules",
             "full,exponential",
-            "--seeds",
+            "--runs",
             "2",
             "--heatmap",
             path_s,
@@ -241,7 +241,7 @@ fn a_scenario_file_is_the_base() {
         "server.capacity=2,6",
         "--set",
         "clients.max_attempts=4,8",
-        "--seeds",
+        "--runs",
         "5",
         "--metric",
         "served,gave_up",

@@ -83,7 +83,7 @@ fn override_errors_name_the_flag_and_field() {
     let err = sweep(&["clients.count=1.5e2"], &[RuleName::Full], 1);
     assert!(err.is_ok(), "150 is whole: {err:?}");
     let err = sweep(&["seed=1,2"], &[RuleName::Full], 1).unwrap_err();
-    assert!(err.contains("--seeds"), "{err}");
+    assert!(err.contains("--runs"), "{err}");
     let err = sweep(
         &["retry.cap_ms=1000", "retry.cap_ms=2000"],
         &[RuleName::Full],

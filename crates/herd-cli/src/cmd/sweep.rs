@@ -67,8 +67,8 @@ pub(crate) struct SweepArgs {
     /// First seed; defaults to the scenario's seed.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
-    /// Runs per cell and rule, with seeds S..S+K-1 (`--seeds` is another spelling).
-    #[arg(long, visible_alias = "seeds", value_name = "K", default_value_t = 10)]
+    /// Runs per cell and rule, with seeds S..S+K−1.
+    #[arg(long, value_name = "K", default_value_t = 10)]
     runs: u64,
     /// Metrics to report, comma-separated; the heat map shows the first. Default for the
     /// table: recovered_s, all_served_s, requests_per_client, peak_after_outage; for CSV and

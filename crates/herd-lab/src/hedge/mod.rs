@@ -62,10 +62,10 @@ pub const MAX_FAN_OUT: u32 = 10;
 pub const MIN_SERVICE_REAL_MS: f64 = 2.0;
 /// The longest the lab plays, in real seconds, every policy together.
 pub const MAX_REAL_S: f64 = 300.0;
-/// The most simulated seeds for the spread.
-pub const MAX_SEEDS: u32 = 200;
-/// Simulated seeds by default.
-pub const DEFAULT_SEEDS: u32 = 30;
+/// The most simulated runs (seeds) for the spread.
+pub const MAX_SIM_RUNS: u32 = 200;
+/// Simulated runs (seeds) by default.
+pub const DEFAULT_SIM_RUNS: u32 = 30;
 
 /// Seed streams of the clients' routing, one a sub-request from here (the arrivals are the
 /// simulator's). Below 2³² with every user and sub-request the bounds allow (2·10⁵), as
@@ -99,14 +99,14 @@ fn unsupported(field: String, what: &str) -> LabHedgeError {
     ))
 }
 
-/// A checked lab hedge: a latency scenario, a time scale, and how many seeds the simulator
+/// A checked lab hedge: a latency scenario, a time scale, and how many runs (seeds) the simulator
 /// runs for the spread.
 #[derive(Clone, Debug)]
 pub struct LabHedge {
     scenario: LatencyScenario,
     model: LatencyModel,
     time_scale: f64,
-    seeds: u32,
+    sim_runs: u32,
 }
 
 type Hedged = Hedge<CopyService, TokioClock, SubRequest, CopyAnswer, CopyFailed>;
@@ -123,7 +123,7 @@ struct UserEnd {
 }
 
 impl LabHedge {
-    /// Checks that the lab can play `scenario` at `time_scale`, with `seeds` simulated seeds.
+    /// Checks that the lab can play `scenario` at `time_scale`, with `sim_runs` simulated runs (seeds `S..S+sim_runs−1`).
     ///
     /// # Errors
     ///
@@ -135,14 +135,14 @@ impl LabHedge {
     pub fn new(
         scenario: LatencyScenario,
         time_scale: f64,
-        seeds: u32,
+        sim_runs: u32,
     ) -> Result<Self, LabHedgeError> {
         let model =
             LatencyModel::new(&scenario).map_err(|e| LabHedgeError::Input(e.to_string()))?;
         crate::time_scale::check(time_scale).map_err(LabHedgeError::Input)?;
-        if !(2..=MAX_SEEDS).contains(&seeds) {
+        if !(2..=MAX_SIM_RUNS).contains(&sim_runs) {
             return Err(LabHedgeError::Input(format!(
-                "seeds must be in [2, {MAX_SEEDS}], got {seeds} (--seeds)"
+                "sim_runs must be in [2, {MAX_SIM_RUNS}], got {sim_runs} (--sim-runs)"
             )));
         }
         for (i, p) in scenario.policies.iter().enumerate() {
@@ -192,7 +192,7 @@ impl LabHedge {
             scenario,
             model,
             time_scale,
-            seeds,
+            sim_runs,
         };
         let real_s = lab.real_seconds() * lab.scenario.policies.len() as f64;
         if real_s > MAX_REAL_S {
@@ -218,8 +218,8 @@ impl LabHedge {
 
     /// Seeds the simulator runs for the spread.
     #[must_use]
-    pub fn seeds(&self) -> u32 {
-        self.seeds
+    pub fn sim_runs(&self) -> u32 {
+        self.sim_runs
     }
 
     /// User requests one policy's run sends, warm-up included.
@@ -256,14 +256,14 @@ impl LabHedge {
     }
 
     /// The simulator's figures for policy `index` at the scenario's seed, and over
-    /// [`seeds`](Self::seeds) seeds from it.
+    /// [`sim_runs`](Self::sim_runs) seeds from it.
     ///
     /// # Errors
     ///
     /// [`LabHedgeError::Input`] when there is no such policy.
     pub fn predict(&self, index: usize) -> Result<(HedgeFigures, Spread), LabHedgeError> {
         let seed = self.scenario.seed;
-        let runs = (0..u64::from(self.seeds))
+        let runs = (0..u64::from(self.sim_runs))
             .map(|i| {
                 self.model
                     .run_policy(index, seed.wrapping_add(i))

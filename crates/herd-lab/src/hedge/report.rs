@@ -11,7 +11,7 @@ use super::measure::{Accounting, HedgeFigures};
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Spread {
     /// Seeds simulated (the run's seed and the ones after it).
-    pub seeds: u32,
+    pub runs: u32,
     /// Each figure's mean over the seeds.
     pub mean: HedgeFigures,
     /// Each figure's standard deviation over the seeds: one run's standard error.
@@ -40,7 +40,7 @@ impl Spread {
             stat(|r| r.extra_load_percent),
         );
         Self {
-            seeds: runs.len() as u32,
+            runs: runs.len() as u32,
             mean: HedgeFigures {
                 p50_ms: p50.0,
                 p99_ms: p99.0,
@@ -112,7 +112,7 @@ impl PolicyReport {
             "metric",
             "measured",
             "simulated",
-            format!("sim, {} seeds (mean ± sd)", self.spread.seeds),
+            format!("sim, {} runs (mean ± sd)", self.spread.runs),
             "measured 95 % (o.s.)"
         );
         let measured = self.measured.named();

@@ -8,7 +8,7 @@
 //! differ by the noise of a run given its arrivals and pauses.
 //!
 //! How large that noise is, is measured, not assumed: the simulator runs the same scenario
-//! (the same requests and warm-up) with [`seeds`](crate::hedge::LabHedge::seeds) seeds, and the
+//! (the same requests and warm-up) with [`sim_runs`](crate::hedge::LabHedge::sim_runs) seeds, and the
 //! standard deviation `σ` of a figure over them is the standard error of one run, all its
 //! randomness included. It bounds the noise given the arrivals and pauses from above, so the
 //! test is conservative: a figure agrees when `|measured − simulated| ≤ K · σ · √2` (two runs,
@@ -43,7 +43,7 @@ pub fn hedge(r: &PolicyReport) -> Judgement {
     let tolerance = format!(
         "tolerance: within {K}·√2 standard errors of the simulated run, the error from {} \
          seeds; latencies up to {:.2} ms higher for the measured overhead",
-        r.spread.seeds, r.allowance_ms
+        r.spread.runs, r.allowance_ms
     );
     let a = &r.accounting;
     let mut lost = Vec::new();
@@ -134,7 +134,7 @@ mod tests {
             servers_extra_load_percent: measured.extra_load_percent,
             simulated,
             spread: Spread {
-                seeds: 30,
+                runs: 30,
                 mean: simulated,
                 sd,
             },

@@ -27,7 +27,7 @@ pub fn storm(r: &LabReport) -> Judgement {
     let tolerance = if jittered {
         format!(
             "tolerance: within the range of {} simulated seeds ± {:.0} %, times ± {SLACK_WINDOWS} windows",
-            r.seed_spread.as_ref().map_or(0, |s| s.seeds),
+            r.seed_spread.as_ref().map_or(0, |s| s.runs),
             TOLERANCE * 100.0
         )
     } else {

@@ -75,8 +75,8 @@ impl Range {
 /// clients draw from other generators, so the measured figures should fall about here.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SeedSpread {
-    /// Seeds simulated.
-    pub seeds: u32,
+    /// Runs simulated, one a seed.
+    pub runs: u32,
     /// Half served by, seconds.
     pub half_served_s: Option<Range>,
     /// All served by, seconds.
@@ -92,7 +92,7 @@ impl SeedSpread {
     #[must_use]
     pub fn of(runs: &[RunResult]) -> Self {
         Self {
-            seeds: u32::try_from(runs.len()).unwrap_or(u32::MAX),
+            runs: u32::try_from(runs.len()).unwrap_or(u32::MAX),
             half_served_s: Range::of(runs.iter().map(|r| r.half_served_s)),
             all_served_s: Range::of(runs.iter().map(|r| r.all_served_s)),
             requests_per_client: Range::of(runs.iter().map(|r| Some(r.requests_per_client))),
@@ -201,7 +201,7 @@ impl LabReport {
         let m = &self.measured;
         let s = &self.simulated;
         let spread = self.seed_spread.as_ref();
-        let spread_header = spread.map_or(String::new(), |sp| format!("sim, {} seeds", sp.seeds));
+        let spread_header = spread.map_or(String::new(), |sp| format!("sim, {} runs", sp.runs));
         let w = if spread.is_some() { 15 } else { 0 };
         let _ = writeln!(
             out,

@@ -255,7 +255,7 @@ impl Sweep {
         limits: &Limits,
     ) -> Result<Self, SweepError> {
         if seeds == 0 {
-            return Err(SweepError::new("--seeds must be at least 1"));
+            return Err(SweepError::new("--runs must be at least 1"));
         }
         let full = registry::complete(base).map_err(|e| SweepError::new(e.to_string()))?;
         for (i, axis) in axes.iter().enumerate() {
@@ -263,7 +263,7 @@ impl Sweep {
             match path.as_str() {
                 "seed" => {
                     return Err(SweepError::new(format!(
-                        "--set {axis}: sweep seeds with --seed and --seeds"
+                        "--set {axis}: sweep seeds with --seed and --runs"
                     )));
                 }
                 "retry.rules" => {
@@ -359,7 +359,7 @@ impl Sweep {
         let runs = (cells.len() as u128) * (rules.len() as u128) * u128::from(seeds);
         if runs > u128::from(MAX_RUNS) {
             return Err(SweepError::new(format!(
-                "{} cells × {} rules × {seeds} seeds = {runs} runs; at most {MAX_RUNS} (fewer --set values, --rules or --seeds)",
+                "{} cells × {} rules × {seeds} seeds = {runs} runs; at most {MAX_RUNS} (fewer --set values, --rules or --runs)",
                 cells.len(),
                 rules.len()
             )));

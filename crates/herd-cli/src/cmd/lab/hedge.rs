@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use anyhow::Context as _;
 use clap::Args;
 use herd_lab::hedge::{
-    DEFAULT_SCENARIO, DEFAULT_SEEDS, LabHedge, LabHedgeError, MAX_REQUESTS, MAX_SEEDS, PolicyReport,
+    DEFAULT_SCENARIO, DEFAULT_SIM_RUNS, LabHedge, LabHedgeError, MAX_REQUESTS, MAX_SIM_RUNS,
+    PolicyReport,
 };
 use herd_lab::storm::descriptors::{self, Descriptors};
 use herd_sim::latency::LatencyScenario;
@@ -32,7 +33,7 @@ use crate::error::{CliError, CliResult};
 ///
 /// For each policy it prints p50, p99, p99.9, the mean and the extra load, measured beside
 /// herd hedge's prediction for the same scenario and seed and the spread of that prediction
-/// over --seeds seeds; the copies the clients sent and the servers received, reconciled copy
+/// over --sim-runs seeds; the copies the clients sent and the servers received, reconciled copy
 /// by copy; and a verdict line. A figure agrees when it lies within 4 standard errors (the
 /// simulated seeds' spread) of their mean; latencies may be higher by the real overhead the
 /// lab measures (the wire and the servers' timers). The command exits 1 when a policy
@@ -67,9 +68,10 @@ pub(crate) struct LabHedgeArgs {
     /// Only the policies with these names (repeat the flag); every policy by default.
     #[arg(long = "policy", value_name = "NAME")]
     policies: Vec<String>,
-    /// Simulated seeds whose spread is the sampling error of one run, in [2, 200].
-    #[arg(long, value_name = "K", default_value_t = i128::from(DEFAULT_SEEDS))]
-    seeds: i128,
+    /// Simulated runs (seeds S..S+K−1) whose spread is the sampling error of one run, in
+    /// [2, 200].
+    #[arg(long, value_name = "K", default_value_t = i128::from(DEFAULT_SIM_RUNS))]
+    sim_runs: i128,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
@@ -121,8 +123,8 @@ fn load(args: &LabHedgeArgs) -> CliResult<(LatencyScenario, String)> {
 
 pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
     let (scenario, name) = load(args)?;
-    let seeds = check_closed("seeds", args.seeds, 2, i128::from(MAX_SEEDS))? as u32;
-    let lab = LabHedge::new(scenario, args.time_scale, seeds).map_err(lab_error)?;
+    let sim_runs = check_closed("sim_runs", args.sim_runs, 2, i128::from(MAX_SIM_RUNS))? as u32;
+    let lab = LabHedge::new(scenario, args.time_scale, sim_runs).map_err(lab_error)?;
     let needed = lab.descriptors_needed();
     let who = "the copies in flight";
     let fewer = "play a slower scenario (traffic.rate_per_s) or fewer copies";
