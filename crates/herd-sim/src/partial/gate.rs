@@ -3,16 +3,14 @@
 //! [`FakeClock`].
 use std::time::Duration;
 
-use herd::budget::{GrpcThrottle, RetryBudget, RetryPermit};
+use herd::budget::RetryPermit;
 use herd::clock::FakeClock;
 use herd::rng::Rng;
-use herd::throttle::{
-    AdmissionControl, AwsErrorKind, AwsRateLimiter, AwsRequestKind, AwsRetryQuota,
-    EnvoyActiveRequest, EnvoyRetryLimit, SreThrottle,
-};
+use herd::throttle::{AwsErrorKind, AwsRequestKind, EnvoyActiveRequest};
 
 use super::scenario::Deposit;
-use crate::throttle::ThrottleSpec;
+use crate::throttle::LibraryThrottle as Lib;
+use crate::throttle::{LibraryThrottle, ThrottleSpec};
 
 /// A strategy's gate, checked: what one client (or, shared, all clients) keeps.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,19 +84,13 @@ pub(crate) enum Gate {
         ratio: u128,
         scale: u128,
     },
-    Sre(SreThrottle<FakeClock>),
-    Aws(AwsRetryQuota),
-    AwsAdaptive(AwsRateLimiter<FakeClock>),
-    Envoy(EnvoyRetryLimit),
-    Admission(AdmissionControl<FakeClock>),
-    Grpc(GrpcThrottle),
-    Ratio(RetryBudget<FakeClock>),
+    /// A throttle of the library.
+    Throttle(LibraryThrottle),
 }
 
 impl Gate {
     /// A fresh gate on `clock` (settings already checked).
     pub(crate) fn new(spec: &GateSpec, clock: &FakeClock) -> Self {
-        let checked = "checked by PartialFailure::new";
         match spec {
             GateSpec::None => Gate::None,
             GateSpec::Bucket {
@@ -117,21 +109,7 @@ impl Gate {
                 ratio: *ratio,
                 scale: 10u128.pow(*k),
             },
-            GateSpec::Throttle(t) => match t {
-                ThrottleSpec::Sre(c) => {
-                    Gate::Sre(SreThrottle::new(*c, clock.clone()).expect(checked))
-                }
-                ThrottleSpec::Aws(c) => Gate::Aws(AwsRetryQuota::new(*c).expect(checked)),
-                ThrottleSpec::AwsAdaptive => Gate::AwsAdaptive(AwsRateLimiter::new(clock.clone())),
-                ThrottleSpec::Envoy(c) => Gate::Envoy(EnvoyRetryLimit::new(*c).expect(checked)),
-                ThrottleSpec::Admission(c) => {
-                    Gate::Admission(AdmissionControl::new(*c, clock.clone()).expect(checked))
-                }
-                ThrottleSpec::Grpc(c) => Gate::Grpc(GrpcThrottle::new(*c).expect(checked)),
-                ThrottleSpec::Ratio(c) => {
-                    Gate::Ratio(RetryBudget::new(*c, clock.clone()).expect(checked))
-                }
-            },
+            GateSpec::Throttle(t) => Gate::Throttle(LibraryThrottle::new(t, clock)),
         }
     }
 
@@ -159,13 +137,15 @@ impl Gate {
                 *calls += 1;
                 First::Send
             }
-            Gate::Sre(t) => send(t.admit_with(rng)),
-            Gate::Admission(t) => send(t.admit_with(rng)),
-            Gate::AwsAdaptive(t) => match t.acquire(AwsRequestKind::InitialRequest) {
-                Ok(()) => First::Send,
-                Err(wait) => First::Delay(wait),
-            },
-            Gate::Ratio(b) => {
+            Gate::Throttle(Lib::Sre(t)) => send(t.admit_with(rng)),
+            Gate::Throttle(Lib::Admission(t)) => send(t.admit_with(rng)),
+            Gate::Throttle(Lib::AwsAdaptive(t)) => {
+                match t.acquire(AwsRequestKind::InitialRequest) {
+                    Ok(()) => First::Send,
+                    Err(wait) => First::Delay(wait),
+                }
+            }
+            Gate::Throttle(Lib::Ratio(b)) => {
                 b.deposit();
                 First::Send
             }
@@ -176,7 +156,7 @@ impl Gate {
     /// An attempt is sent: Envoy counts it as an active request while the guard lives.
     pub(crate) fn sent(&self) -> Option<EnvoyActiveRequest> {
         match self {
-            Gate::Envoy(limit) => Some(limit.start_request()),
+            Gate::Throttle(Lib::Envoy(limit)) => Some(limit.start_request()),
             _ => None,
         }
     }
@@ -189,12 +169,12 @@ impl Gate {
         }
         match self {
             Gate::Breaker { failures, .. } if !success => *failures += 1,
-            Gate::Sre(t) => t.record_response(success),
-            Gate::Admission(t) => t.record(success),
-            Gate::AwsAdaptive(t) => t.update(!success),
-            Gate::Grpc(t) if success => t.record_success(),
-            Gate::Grpc(t) => t.record_failure(),
-            Gate::Aws(q) if success && !retry => q.record_first_attempt_success(),
+            Gate::Throttle(Lib::Sre(t)) => t.record_response(success),
+            Gate::Throttle(Lib::Admission(t)) => t.record(success),
+            Gate::Throttle(Lib::AwsAdaptive(t)) => t.update(!success),
+            Gate::Throttle(Lib::Grpc(t)) if success => t.record_success(),
+            Gate::Throttle(Lib::Grpc(t)) => t.record_failure(),
+            Gate::Throttle(Lib::Aws(q)) if success && !retry => q.record_first_attempt_success(),
             _ => {}
         }
         if let Some(p) = permit
@@ -226,22 +206,22 @@ impl Gate {
                 // `(failures / calls) > max_rate`, in integers.
                 Retry::when(*failures * *scale <= *ratio * *calls)
             }
-            Gate::Sre(t) => Retry::when(t.admit_with(rng)),
-            Gate::Admission(t) => Retry::when(t.admit_with(rng)),
-            Gate::AwsAdaptive(t) => Retry::Go {
+            Gate::Throttle(Lib::Sre(t)) => Retry::when(t.admit_with(rng)),
+            Gate::Throttle(Lib::Admission(t)) => Retry::when(t.admit_with(rng)),
+            Gate::Throttle(Lib::AwsAdaptive(t)) => Retry::Go {
                 permit: None,
                 delay: t.acquire(AwsRequestKind::Retry).err().unwrap_or_default(),
             },
-            Gate::Grpc(t) => Retry::when(t.allows_retry()),
-            Gate::Ratio(b) => Retry::when(b.withdraw()),
-            Gate::Aws(q) => match q.acquire(AwsErrorKind::Transient) {
+            Gate::Throttle(Lib::Grpc(t)) => Retry::when(t.allows_retry()),
+            Gate::Throttle(Lib::Ratio(b)) => Retry::when(b.withdraw()),
+            Gate::Throttle(Lib::Aws(q)) => match q.acquire(AwsErrorKind::Transient) {
                 Some(p) => Retry::Go {
                     permit: Some(p),
                     delay: Duration::ZERO,
                 },
                 None => Retry::Deny,
             },
-            Gate::Envoy(limit) => match limit.acquire_retry() {
+            Gate::Throttle(Lib::Envoy(limit)) => match limit.acquire_retry() {
                 Some(p) => Retry::Go {
                     permit: Some(p),
                     delay: Duration::ZERO,

@@ -33,10 +33,12 @@
 //! or retry loop does (docs/model.md, "Throttles in the other models").
 
 mod cohort;
+mod library;
 mod run;
 mod table;
 
 pub(crate) use cohort::{CohortThrottle, check as cohort_check};
+pub(crate) use library::LibraryThrottle;
 pub(crate) use run::{FirstAttempt, SimThrottle};
 pub use table::{KINDS, ThrottleTable};
 pub(crate) use table::{ThrottleSpec, fill_tree};

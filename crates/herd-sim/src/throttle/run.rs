@@ -2,15 +2,13 @@
 //! agent engine (docs/model.md, "Throttles of real systems").
 use std::time::Duration;
 
-use herd::budget::{GrpcThrottle, RetryBudget, RetryPermit};
+use herd::budget::RetryPermit;
 use herd::clock::FakeClock;
 use herd::rng::Rng;
-use herd::throttle::{
-    AdmissionControl, AwsErrorKind, AwsRateLimiter, AwsRequestKind, AwsRetryQuota,
-    EnvoyActiveRequest, EnvoyRetryLimit, SreThrottle,
-};
+use herd::throttle::{AwsErrorKind, AwsRequestKind, EnvoyActiveRequest, EnvoyRetryLimit};
 
 use super::ThrottleSpec;
+use super::library::LibraryThrottle as Kind;
 
 impl ThrottleSpec {
     /// The library's type as a [`Budget`](herd::budget::Budget) on `clock`, as a Rust client
@@ -23,29 +21,7 @@ impl ThrottleSpec {
         std::sync::Arc<dyn herd::budget::Budget>,
         Option<EnvoyRetryLimit>,
     ) {
-        use std::sync::Arc;
-        let checked = "checked by ThrottleTable::check";
-        match self {
-            ThrottleSpec::Sre(c) => (
-                Arc::new(SreThrottle::new(*c, clock.clone()).expect(checked)),
-                None,
-            ),
-            ThrottleSpec::Aws(c) => (Arc::new(AwsRetryQuota::new(*c).expect(checked)), None),
-            ThrottleSpec::AwsAdaptive => (Arc::new(AwsRateLimiter::new(clock.clone())), None),
-            ThrottleSpec::Envoy(c) => {
-                let limit = EnvoyRetryLimit::new(*c).expect(checked);
-                (Arc::new(limit.clone()), Some(limit))
-            }
-            ThrottleSpec::Admission(c) => (
-                Arc::new(AdmissionControl::new(*c, clock.clone()).expect(checked)),
-                None,
-            ),
-            ThrottleSpec::Grpc(c) => (Arc::new(GrpcThrottle::new(*c).expect(checked)), None),
-            ThrottleSpec::Ratio(c) => (
-                Arc::new(RetryBudget::new(*c, clock.clone()).expect(checked)),
-                None,
-            ),
-        }
+        Kind::new(self, clock).into_budget()
     }
 }
 
@@ -70,34 +46,11 @@ pub(crate) struct SimThrottle {
     active: Vec<EnvoyActiveRequest>,
 }
 
-enum Kind {
-    Sre(SreThrottle<FakeClock>),
-    Aws(AwsRetryQuota),
-    AwsAdaptive(AwsRateLimiter<FakeClock>),
-    Envoy(EnvoyRetryLimit),
-    Admission(AdmissionControl<FakeClock>),
-    Grpc(GrpcThrottle),
-    Ratio(RetryBudget<FakeClock>),
-}
-
 impl SimThrottle {
     /// A fresh throttle for one run (settings already checked).
     pub(crate) fn new(spec: &ThrottleSpec, step_ns: u64) -> Self {
         let clock = FakeClock::new();
-        let checked = "checked by ThrottleTable::check";
-        let kind = match spec {
-            ThrottleSpec::Sre(c) => Kind::Sre(SreThrottle::new(*c, clock.clone()).expect(checked)),
-            ThrottleSpec::Aws(c) => Kind::Aws(AwsRetryQuota::new(*c).expect(checked)),
-            ThrottleSpec::AwsAdaptive => Kind::AwsAdaptive(AwsRateLimiter::new(clock.clone())),
-            ThrottleSpec::Envoy(c) => Kind::Envoy(EnvoyRetryLimit::new(*c).expect(checked)),
-            ThrottleSpec::Admission(c) => {
-                Kind::Admission(AdmissionControl::new(*c, clock.clone()).expect(checked))
-            }
-            ThrottleSpec::Grpc(c) => Kind::Grpc(GrpcThrottle::new(*c).expect(checked)),
-            ThrottleSpec::Ratio(c) => {
-                Kind::Ratio(RetryBudget::new(*c, clock.clone()).expect(checked))
-            }
-        };
+        let kind = Kind::new(spec, &clock);
         Self {
             clock,
             step_ns,
