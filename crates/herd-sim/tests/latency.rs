@@ -239,7 +239,7 @@ fn a_run_is_reproducible_from_its_seed_and_seeds_differ() {
 #[test]
 fn bad_scenarios_name_the_field() {
     let err = |text: &str| {
-        LatencyScenario::from_toml(text)
+        LatencyScenario::from_toml_str(text)
             .and_then(|s| LatencyModel::new(&s).map(|_| ()))
             .unwrap_err()
             .to_string()
@@ -283,7 +283,7 @@ fn the_model_interface_runs_each_policy() {
     assert_eq!(checked.name(), "latency");
     assert!(checked.rules().is_empty());
     let variants = checked.variants();
-    let direct = LatencyModel::new(&LatencyScenario::from_toml(text).unwrap()).unwrap();
+    let direct = LatencyModel::new(&LatencyScenario::from_toml_str(text).unwrap()).unwrap();
     assert_eq!(
         variants.iter().map(Variant::as_str).collect::<Vec<_>>(),
         direct.policies()

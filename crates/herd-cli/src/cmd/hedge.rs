@@ -92,7 +92,7 @@ fn load(args: &HedgeArgs) -> CliResult<LatencyScenario> {
     let mut scenario = match &args.scenario {
         Some(path) => {
             let text = super::input_file::read_input(path, "scenario")?;
-            LatencyScenario::from_toml(&text)
+            LatencyScenario::from_toml_str(&text)
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?
         }
         None => LatencyScenario::default(),

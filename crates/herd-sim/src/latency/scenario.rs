@@ -339,18 +339,15 @@ impl LatencyScenario {
             / (f64::from(self.traffic.fan_out.max(1)) * self.service.mean_ms / 1000.0)
     }
 
-    /// Reads a scenario from TOML text.
+    /// Reads a scenario from TOML text; its values are checked by
+    /// [`LatencyModel::new`](crate::latency::LatencyModel::new) (or the registry's one way in).
     ///
     /// # Errors
     ///
     /// A [`ScenarioError`] naming the field (and line) at fault.
-    pub fn from_toml(text: &str) -> Result<Self, ScenarioError> {
-        let scenario: Self = toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|span| text[..span.start.min(text.len())].lines().count().max(1));
-            ScenarioError::general(e.message().to_owned()).at_line(line)
-        })?;
+    pub fn from_toml_str(text: &str) -> Result<Self, ScenarioError> {
+        let scenario: Self =
+            toml::from_str(text).map_err(|e| crate::located::toml_error(text, &e))?;
         if let Some(model) = &scenario.model
             && model != "latency"
         {

@@ -65,7 +65,7 @@ impl Engine {
     /// The limits a scenario meets when this engine runs it, given the caller's: the same
     /// for the agent engine; for the cohort engine, clients cost no memory and may number up
     /// to [`cohort::MAX_CLIENTS`]. Check a file against them with
-    /// [`Scenario::from_toml_str_within`] before choosing the engine's [`Simulation`].
+    /// [`Scenario::from_toml_str_edited`] before choosing the engine's [`Simulation`].
     ///
     /// # Examples
     ///
@@ -74,8 +74,8 @@ impl Engine {
     ///
     /// let text = "[clients]\ncount = 1000000000000\n[server]\ncapacity = 25000000000\n";
     /// let machine = Limits::default();
-    /// assert!(Scenario::from_toml_str_within(text, &Engine::Agent.limits(&machine)).is_err());
-    /// assert!(Scenario::from_toml_str_within(text, &Engine::Cohort.limits(&machine)).is_ok());
+    /// assert!(Scenario::from_toml_str_edited(text, &Engine::Agent.limits(&machine), |_| {}).is_err());
+    /// assert!(Scenario::from_toml_str_edited(text, &Engine::Cohort.limits(&machine), |_| {}).is_ok());
     /// ```
     #[must_use]
     pub fn limits(self, limits: &Limits) -> Limits {

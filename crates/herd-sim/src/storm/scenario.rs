@@ -304,33 +304,13 @@ impl Scenario {
     /// A [`ScenarioError`] naming the field (and the line) for a TOML syntax error, an unknown
     /// field, a value of the wrong type, or a value out of range or contradicting another.
     pub fn from_toml_str(text: &str) -> Result<Self, ScenarioError> {
-        Self::from_toml_str_within(text, &Limits::default())
-    }
-
-    /// Parses a scenario file and checks it against `limits` (a web API's, say), so that a
-    /// scenario too large for them is reported with the line of the field at fault.
-    ///
-    /// # Errors
-    ///
-    /// As [`Scenario::from_toml_str`].
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use herd_sim::{Limits, Scenario};
-    ///
-    /// let text = "[clients]\ncount = 1000000\n";
-    /// let err = Scenario::from_toml_str_within(text, &Limits::interactive()).unwrap_err();
-    /// assert_eq!(err.field_name(), Some("clients.count"));
-    /// assert_eq!(err.line(), Some(2));
-    /// ```
-    pub fn from_toml_str_within(text: &str, limits: &Limits) -> Result<Self, ScenarioError> {
-        Self::from_toml_str_edited(text, limits, |_| {})
+        Self::from_toml_str_edited(text, &Limits::default(), |_| {})
     }
 
     /// Parses a scenario file, applies `edit` (a command line's overrides, say), then checks
-    /// the result against `limits`: an override can make a file valid (`pauses` continuous
-    /// for times that are not whole steps), and an error still names the field's line.
+    /// the result against `limits` (a web API's, say): an override can make a file valid
+    /// (`pauses` continuous for times that are not whole steps), and an error still names the
+    /// field's line, also for a scenario too large for `limits`.
     ///
     /// # Errors
     ///
@@ -347,6 +327,11 @@ impl Scenario {
     ///     s.pauses = Pauses::Continuous;
     /// })?;
     /// assert_eq!(s.retry.base_ms, 150.0);
+    ///
+    /// let text = "[clients]\ncount = 1000000\n";
+    /// let err = Scenario::from_toml_str_edited(text, &Limits::interactive(), |_| {}).unwrap_err();
+    /// assert!(err.is_at(Scenario::CLIENTS_COUNT));
+    /// assert_eq!(err.line(), Some(2));
     /// # Ok::<(), herd_sim::ScenarioError>(())
     /// ```
     pub fn from_toml_str_edited(

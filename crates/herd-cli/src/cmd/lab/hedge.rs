@@ -95,7 +95,7 @@ fn load(args: &LabHedgeArgs) -> CliResult<(LatencyScenario, String)> {
     let (mut scenario, name) = read_scenario(
         args.scenario.as_deref(),
         (DEFAULT_SCENARIO, "built-in lab pool"),
-        LatencyScenario::from_toml,
+        LatencyScenario::from_toml_str,
     )?;
     if let Some(seed) = args.seed {
         scenario.seed = check_seed(seed)?;
