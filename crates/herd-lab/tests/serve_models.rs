@@ -63,7 +63,10 @@ async fn models_lists_the_registry() {
         assert_eq!(entry["metrics"], json!(model.metrics));
     }
     let names: Vec<&str> = listed.iter().filter_map(|m| m["name"].as_str()).collect();
-    assert!(names.contains(&"storm") && names.contains(&"metastable"), "{names:?}");
+    assert!(
+        names.contains(&"storm") && names.contains(&"metastable"),
+        "{names:?}"
+    );
 }
 
 #[tokio::test]
@@ -169,7 +172,10 @@ async fn a_run_past_the_page_limits_is_refused_before_it_takes_a_slot() {
     let (status, answer) = call_with(no_slots, model_request(too_many.to_string())).await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
     let message = error(&answer);
-    assert!(message.starts_with("scenario: clients.count (line 2)"), "{message}");
+    assert!(
+        message.starts_with("scenario: clients.count (line 2)"),
+        "{message}"
+    );
     assert!(
         message.contains(&Limits::interactive().max_clients.to_string()),
         "{message}"

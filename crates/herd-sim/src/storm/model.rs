@@ -213,8 +213,11 @@ mod tests {
 
     #[test]
     fn a_report_until_a_flag_is_the_report_or_nothing() {
-        let tree: Value = toml::from_str("horizon_s = 60
-").unwrap();
+        let tree: Value = toml::from_str(
+            "horizon_s = 60
+",
+        )
+        .unwrap();
         let checked = registry::check(&tree, &Limits::default()).unwrap();
         let variants = [RuleName::Full.into(), RuleName::Immediate.into()];
         let whole = checked.report(&variants, &[1, 2]).unwrap().to_json();
