@@ -186,6 +186,26 @@ async fn a_run_past_the_page_limits_is_refused_before_it_takes_a_slot() {
 }
 
 #[tokio::test]
+async fn deeply_nested_scenarios_are_400s_not_a_stack_overflow() {
+    let depth = 6000;
+    let text = format!("a = {}{}\n", "[".repeat(depth), "]".repeat(depth));
+    let (status, answer) = post(&json!({ "scenario": text })).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(
+        error(&answer).starts_with("scenario: a (line 1)"),
+        "{answer}"
+    );
+    let tree = format!(
+        "{{\"scenario\": {{\"a\": {}{}}}}}",
+        "[".repeat(depth),
+        "]".repeat(depth)
+    );
+    let (status, answer) = call_with(ServeLimits::default(), model_request(tree)).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert!(error(&answer).contains("recursion limit"), "{answer}");
+}
+
+#[tokio::test]
 async fn a_huge_scenario_is_refused_by_size() {
     let text = format!("# {}\n", "x".repeat(ServeLimits::default().max_body_bytes));
     let (status, answer) = post(&json!({ "scenario": text })).await;
