@@ -174,7 +174,8 @@ pub trait Model: fmt::Debug + Send + Sync + Sized + 'static {
     /// [`Model::report`], given up when `cancel` is set (a server whose client left, or past
     /// its time limit). Every run is already bounded by the limits the scenario was checked
     /// against; by default the flag is read before the runs start and after they end, and a
-    /// model whose engine reads it as it goes (the storm's) overrides this to stop mid-run.
+    /// model whose engine reads it as it goes (the storm's, the latency model's) overrides
+    /// this to stop mid-run.
     ///
     /// # Errors
     ///
