@@ -3,7 +3,8 @@
 //! `herd` binary runs it in `herd storm` (table, JSON, CSV) and `herd sweep`, and the page's
 //! API lists and runs it, while no source file of the command or the page names it.
 //!
-//! Run with `cargo test -p herd-cli --features toy-model --test toy_model` (.ci/run does);
+//! Run with `cargo test -p herd-cli --features toy-model --test toy_model` (.ci/run runs it
+//! with `--workspace --features herd-cli/toy-model`, to reuse the workspace's build);
 //! without the feature this file is empty. The figures are computed by the toy from its seed
 //! and checked against its definition (a certain coin lands as its bias says) and against
 //! the registry's own run, never typed in.
