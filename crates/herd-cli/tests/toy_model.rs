@@ -1,6 +1,7 @@
-//! A model is one folder and one line in the simulator's registry: built with herd-sim's toy
-//! model (`--features toy-model`; crates/herd-sim/src/toy/ and one `MODELS` line), the
-//! `herd` binary runs it in `herd storm` (table, JSON, CSV) and `herd sweep`, and the page's
+//! A model is one folder and one line in the simulator's registry (beside its `mod` line in
+//! herd-sim's lib.rs): built with herd-sim's toy model (`--features toy-model`;
+//! crates/herd-sim/src/toy/ and one `MODELS` line), the `herd` binary runs it in
+//! `herd storm` (JSON, CSV) and `herd sweep`, and the page's
 //! API lists and runs it, while no source file of the command or the page names it.
 //!
 //! Run with `cargo test -p herd-cli --features toy-model --test toy_model` (.ci/run runs it
