@@ -246,3 +246,27 @@ async fn a_storm_whose_client_left_is_cancelled() {
         "the slot is given back soon after its client left"
     );
 }
+
+#[tokio::test]
+async fn a_model_run_past_the_time_limit_is_stopped_and_its_slot_given_back() {
+    // `/api/model` runs any model through the registry; the storm's engine reads the flag.
+    let server = PageServer::start(ServeLimits {
+        max_concurrent: 1,
+        max_run_time: Duration::from_millis(100),
+        ..ServeLimits::default()
+    })
+    .await;
+    let storm = "[clients]\ncount = 200000\n[server]\ncapacity = 1\noutages = [[0, 1]]\n";
+    let latency = "model = \"latency\"\nrequests = 100000\nwarmup_requests = 10000\n";
+    for body in [
+        json!({ "scenario": storm, "variant": "immediate" }),
+        json!({ "scenario": latency, "variant": "tied" }),
+    ] {
+        let (status, answer) = server.post("model", &body).await;
+        assert_eq!(status, 503, "{body}: {answer}");
+        assert!(
+            until_dots_answer(&server, 200, Duration::from_millis(300)).await,
+            "the cancelled model run gives its slot back: {body}"
+        );
+    }
+}

@@ -53,6 +53,8 @@ mod sample;
 pub mod storm;
 pub mod sweep;
 mod throttle;
+#[cfg(feature = "toy-model")]
+mod toy;
 mod ziggurat;
 
 /// The [`Model`](model::Model) methods that a model keeping its checked scenario writes the

@@ -36,6 +36,8 @@ pub static MODELS: &[Registration] = &[
     Registration::of::<Contention>(),
     Registration::of::<LatencyModel>(),
     Registration::of::<PartialFailure>(),
+    #[cfg(feature = "toy-model")]
+    Registration::of::<crate::toy::Toy>(),
 ];
 
 /// A model's constructor, as [`MODELS`] holds it.

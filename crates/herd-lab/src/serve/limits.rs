@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use herd_sim::Cancel;
+use herd_sim::{Cancel, Limits};
 use tokio::sync::Semaphore;
 
 use super::error::ApiError;
@@ -22,6 +22,14 @@ pub const MAX_CAPACITY: u64 = 1_000_000;
 /// Most attempts one storm request may simulate: the run stops with a 400 past this, so a
 /// request costs at most a second or two of one core.
 pub const MAX_STORM_ATTEMPTS: u64 = 20_000_000;
+/// The simulator's limits for one request's run: [`Limits::interactive`] with at most
+/// [`MAX_STORM_ATTEMPTS`] attempts.
+pub(crate) const fn run_limits() -> Limits {
+    Limits {
+        max_run_attempts: MAX_STORM_ATTEMPTS,
+        ..Limits::interactive()
+    }
+}
 /// Most clients the dots scene draws.
 pub const MAX_DOT_CLIENTS: u32 = 1_000;
 /// Most failures (rows) the dots scene draws.

@@ -16,6 +16,8 @@
 //! | `POST /api/hedge` | [`hedge::HedgeRequest`] → [`hedge::HedgeAnswer`] |
 //! | `POST /api/check` | [`check::CheckRequest`] → [`check::CheckAnswer`] |
 //! | `GET /api/check/examples` | the shipped configurations ([`check::examples`]) |
+//! | `GET /api/models` | every model the simulator's registry holds ([`models::ModelInfo`]) |
+//! | `POST /api/model` | [`models::ModelRequest`] → [`models::ModelAnswer`]: any model's scenario, one variant, one seed |
 //!
 //! The API is meant for one person's browser, but it is still a server: it validates every
 //! parameter (a 400 names the field), caps the work one request may ask for before it takes
@@ -48,6 +50,7 @@ mod host;
 pub mod layers;
 mod limits;
 mod listen;
+pub mod models;
 mod rules;
 pub mod six;
 pub mod storm;
@@ -89,6 +92,8 @@ pub fn router(limits: ServeLimits) -> Router {
                 .layer(DefaultBodyLimit::max(check::MAX_CHECK_BODY_BYTES)),
         )
         .route("/check/examples", get(|| async { Json(check::examples()) }))
+        .route("/models", get(|| async { Json(models::models()) }))
+        .route("/model", post(scene::<models::ModelRequest>))
         .fallback(|| async { ApiError::not_found("no such API route") })
         .layer(DefaultBodyLimit::max(limits.max_body_bytes))
         .with_state(state);
@@ -216,6 +221,20 @@ impl Scene for hedge::HedgeRequest {
     }
 
     fn answer(&self, cancel: &Cancel) -> Result<hedge::HedgeAnswer, ApiError> {
+        self.run_until(cancel)
+    }
+}
+
+impl Scene for models::ModelRequest {
+    type Answer = models::ModelAnswer;
+
+    /// The registry's check of the scenario against the page's limits (its work estimate
+    /// included), and the variant.
+    fn precheck(&self) -> Result<(), ApiError> {
+        self.check().map(drop)
+    }
+
+    fn answer(&self, cancel: &Cancel) -> Result<models::ModelAnswer, ApiError> {
         self.run_until(cancel)
     }
 }

@@ -8,11 +8,13 @@
 //! starts: the run's horizon is cut to what [`MAX_STORM_ATTEMPTS`] allows, and the answer says
 //! so (`horizon_s`, `cut_short`), so the page can say "nobody served in the first N s".
 use herd::RuleName;
-use herd_sim::{Cancel, Limits, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable};
+use herd_sim::{Cancel, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable};
 use serde::{Deserialize, Serialize};
 
 use super::error::{ApiError, FormFields};
-use super::limits::{MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS};
+use super::limits::{
+    MAX_CAPACITY, MAX_OUTAGE_S, MAX_STORM_ATTEMPTS, MAX_STORM_CLIENTS, run_limits,
+};
 use super::rules::{in_range, rule_name};
 
 /// What the page asks for. Absent fields take the default storm scenario's values (docs/model.md).
@@ -156,10 +158,7 @@ impl StormRequest {
     /// As [`StormRequest::run`]; a 503 when cancelled (nobody reads it).
     pub fn run_until(&self, cancel: &Cancel) -> Result<StormAnswer, ApiError> {
         let (rule, horizon_s) = self.check()?;
-        let limits = Limits {
-            max_run_attempts: MAX_STORM_ATTEMPTS,
-            ..Limits::interactive()
-        };
+        let limits = run_limits();
         let storm =
             Simulation::new(&self.scenario(rule, horizon_s), &limits).map_err(scenario_error)?;
         let result = storm
@@ -222,6 +221,7 @@ mod tests {
     /// Each field the form sets, refused by the simulator, is named as the page names it.
     #[test]
     fn a_refused_field_is_named_as_the_form_names_it() {
+        use herd_sim::Limits;
         let request: StormRequest =
             serde_json::from_value(serde_json::json!({ "rule": "full" })).unwrap();
         let base = request.scenario(RuleName::Full, 60.0);

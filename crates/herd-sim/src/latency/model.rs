@@ -7,7 +7,8 @@ use toml::Value;
 use super::{LatencyModel, LatencyScenario};
 use crate::error::ScenarioError;
 use crate::limits::{self, Limits};
-use crate::model::{self, Metrics, Model, Variant};
+use crate::model::{self, Metrics, MetricsReport, Model, ModelReport, Variant};
+use crate::{Cancel, Cancelled};
 
 /// The metrics of one run, in order.
 pub const METRICS: &[&str] = &[
@@ -78,6 +79,35 @@ impl Model for LatencyModel {
     }
 
     fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+        self.run_variant_until(variant, seed, &Cancel::new())
+    }
+
+    /// Each run stops within a few thousand events of the flag being set
+    /// ([`LatencyModel::run_policy_until`]).
+    fn report_until(
+        &self,
+        variants: &[Variant],
+        seeds: &[u64],
+        cancel: &Cancel,
+    ) -> Result<Result<Box<dyn ModelReport>, ScenarioError>, Cancelled> {
+        let report = MetricsReport::run_with::<Self>(variants, seeds, |variant, seed| {
+            self.run_variant_until(variant, seed, cancel)
+        });
+        if cancel.is_cancelled() {
+            return Err(Cancelled);
+        }
+        Ok(report.map(|r| Box::new(r) as Box<dyn ModelReport>))
+    }
+}
+
+impl LatencyModel {
+    /// [`Model::run`], stopped (with an error) when `cancel` is set.
+    fn run_variant_until(
+        &self,
+        variant: &Variant,
+        seed: u64,
+        cancel: &Cancel,
+    ) -> Result<Metrics, ScenarioError> {
         let name = variant.as_str();
         let index = self
             .policies()
@@ -93,7 +123,8 @@ impl Model for LatencyModel {
                 )
             })?;
         let (result, _) = self
-            .run_policy(index, seed)
+            .run_policy_until(index, seed, cancel, None)
+            .map_err(|Cancelled| ScenarioError::general(Cancelled.to_string()))?
             .ok_or_else(|| ScenarioError::general("no such policy"))?;
         let mut metrics = Metrics::new();
         metrics.set("p50_ms", Some(result.p50_ms));
@@ -105,5 +136,33 @@ impl Model for LatencyModel {
         metrics.set("cancelled", Some(result.cancelled as f64));
         metrics.set("utilisation_percent", Some(result.utilisation_percent));
         Ok(metrics)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry;
+
+    #[test]
+    fn a_report_until_a_flag_is_the_report_or_nothing() {
+        let tree: Value =
+            toml::from_str("model = \"latency\"\nrequests = 10000\nwarmup_requests = 1000\n")
+                .unwrap();
+        let checked = registry::check(&tree, &Limits::default()).unwrap();
+        let variants = checked.variants();
+        let whole = checked.report(&variants, &[5]).unwrap().to_json();
+        let until = checked
+            .report_until(&variants, &[5], &Cancel::new())
+            .unwrap()
+            .unwrap()
+            .to_json();
+        assert_eq!(whole, until);
+        let cancel = Cancel::new();
+        cancel.cancel();
+        assert!(matches!(
+            checked.report_until(&variants, &[5], &cancel),
+            Err(Cancelled)
+        ));
     }
 }

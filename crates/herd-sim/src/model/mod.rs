@@ -19,6 +19,7 @@ use herd::RuleName;
 use serde::de::DeserializeOwned;
 use toml::Value;
 
+use crate::cancel::{Cancel, Cancelled};
 use crate::error::ScenarioError;
 use crate::limits::Limits;
 
@@ -169,6 +170,31 @@ pub trait Model: fmt::Debug + Send + Sync + Sized + 'static {
     ) -> Result<Box<dyn ModelReport>, ScenarioError> {
         Ok(Box::new(MetricsReport::run(self, variants, seeds)?))
     }
+
+    /// [`Model::report`], given up when `cancel` is set (a server whose client left, or past
+    /// its time limit). Every run is already bounded by the limits the scenario was checked
+    /// against; by default the flag is read before the runs start and after they end, and a
+    /// model whose engine reads it as it goes (the storm's, the latency model's) overrides
+    /// this to stop mid-run.
+    ///
+    /// # Errors
+    ///
+    /// [`Cancelled`] when the flag was set; otherwise as [`Model::report`], inside.
+    fn report_until(
+        &self,
+        variants: &[Variant],
+        seeds: &[u64],
+        cancel: &Cancel,
+    ) -> Result<Result<Box<dyn ModelReport>, ScenarioError>, Cancelled> {
+        if cancel.is_cancelled() {
+            return Err(Cancelled);
+        }
+        let report = Model::report(self, variants, seeds);
+        if cancel.is_cancelled() {
+            return Err(Cancelled);
+        }
+        Ok(report)
+    }
 }
 
 /// A checked scenario of some model, as the dispatch holds it: [`Model`] without its
@@ -210,6 +236,17 @@ pub trait AnyModel: fmt::Debug + Send + Sync {
         variants: &[Variant],
         seeds: &[u64],
     ) -> Result<Box<dyn ModelReport>, ScenarioError>;
+    /// [`Model::report_until`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Model::report_until`].
+    fn report_until(
+        &self,
+        variants: &[Variant],
+        seeds: &[u64],
+        cancel: &Cancel,
+    ) -> Result<Result<Box<dyn ModelReport>, ScenarioError>, Cancelled>;
 }
 
 impl<M: Model> AnyModel for M {
@@ -246,6 +283,14 @@ impl<M: Model> AnyModel for M {
         seeds: &[u64],
     ) -> Result<Box<dyn ModelReport>, ScenarioError> {
         Model::report(self, variants, seeds)
+    }
+    fn report_until(
+        &self,
+        variants: &[Variant],
+        seeds: &[u64],
+        cancel: &Cancel,
+    ) -> Result<Result<Box<dyn ModelReport>, ScenarioError>, Cancelled> {
+        Model::report_until(self, variants, seeds, cancel)
     }
 }
 

@@ -101,7 +101,21 @@ impl MetricsReport {
         variants: &[Variant],
         seeds: &[u64],
     ) -> Result<Self, ScenarioError> {
-        let results = every_variant_and_seed(variants, seeds, |v, seed| model.run(v, seed))?
+        Self::run_with::<M>(variants, seeds, |v, seed| model.run(v, seed))
+    }
+
+    /// Runs every variant with every seed through `run`, the runs of model `M` (its
+    /// [`Model::run`], or a variant of it that can be stopped).
+    ///
+    /// # Errors
+    ///
+    /// The first error `run` returns.
+    pub fn run_with<M: Model>(
+        variants: &[Variant],
+        seeds: &[u64],
+        run: impl Fn(&Variant, u64) -> Result<Metrics, ScenarioError> + Sync,
+    ) -> Result<Self, ScenarioError> {
+        let results = every_variant_and_seed(variants, seeds, run)?
             .into_iter()
             .map(|(variant, seed, metrics)| Run {
                 variant,
@@ -208,5 +222,18 @@ mod tests {
         assert_eq!(value["results"][0]["seed"], 3);
         assert_eq!(value["results"][0]["metrics"]["heads"], 1.0);
         assert!(value["results"][0]["metrics"]["never"].is_null());
+    }
+
+    #[test]
+    fn a_model_without_a_stoppable_engine_reads_the_flag_around_its_runs() {
+        let variants = [Variant::Rule(RuleName::Immediate)];
+        let until = Model::report_until(&Coin, &variants, &[3], &crate::Cancel::new());
+        assert_eq!(
+            until.unwrap().unwrap().to_json(),
+            Model::report(&Coin, &variants, &[3]).unwrap().to_json()
+        );
+        let cancel = crate::Cancel::new();
+        cancel.cancel();
+        assert!(Model::report_until(&Coin, &variants, &[3], &cancel).is_err());
     }
 }

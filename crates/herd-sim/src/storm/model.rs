@@ -21,10 +21,10 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::limits::Limits;
-use crate::model::{self, MODEL_KEY, Metrics, Model, Variant};
+use crate::model::{self, MODEL_KEY, Metrics, MetricsReport, Model, ModelReport, Variant};
 use crate::storm::metrics::RunResult;
 use crate::storm::scenario::Scenario;
-use crate::{Engine, Simulation};
+use crate::{Cancel, Cancelled, Engine, Simulation};
 
 /// The key of a storm scenario's top-level table that picks its engine.
 pub const ENGINE_KEY: &str = "engine";
@@ -102,6 +102,26 @@ impl Model for Simulation {
     fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
         let result = Simulation::run(self, variant.rule_of(Self::NAME)?, seed)?;
         Ok(metrics(&result, recovered_s(self, &result)))
+    }
+
+    /// Each run stops within 65 536 attempts of the flag being set
+    /// ([`Simulation::run_until`]).
+    fn report_until(
+        &self,
+        variants: &[Variant],
+        seeds: &[u64],
+        cancel: &Cancel,
+    ) -> Result<Result<Box<dyn ModelReport>, ScenarioError>, Cancelled> {
+        let report = MetricsReport::run_with::<Self>(variants, seeds, |variant, seed| {
+            let rule = variant.rule_of(Self::NAME)?;
+            let result = Simulation::run_until(self, rule, seed, cancel)
+                .map_err(|Cancelled| ScenarioError::general(Cancelled.to_string()))??;
+            Ok(metrics(&result, recovered_s(self, &result)))
+        });
+        if cancel.is_cancelled() {
+            return Err(Cancelled);
+        }
+        Ok(report.map(|r| Box::new(r) as Box<dyn ModelReport>))
     }
 }
 
@@ -189,5 +209,29 @@ mod tests {
         let bad: Value = toml::from_str("engine = \"warp\"\n").unwrap();
         let err = registry::check(&bad, &Limits::default()).unwrap_err();
         assert_eq!(err.field_name(), Some("engine"));
+    }
+
+    #[test]
+    fn a_report_until_a_flag_is_the_report_or_nothing() {
+        let tree: Value = toml::from_str(
+            "horizon_s = 60
+",
+        )
+        .unwrap();
+        let checked = registry::check(&tree, &Limits::default()).unwrap();
+        let variants = [RuleName::Full.into(), RuleName::Immediate.into()];
+        let whole = checked.report(&variants, &[1, 2]).unwrap().to_json();
+        let until = checked
+            .report_until(&variants, &[1, 2], &Cancel::new())
+            .unwrap()
+            .unwrap()
+            .to_json();
+        assert_eq!(whole, until);
+        let cancel = Cancel::new();
+        cancel.cancel();
+        assert!(matches!(
+            checked.report_until(&variants, &[1], &cancel),
+            Err(Cancelled)
+        ));
     }
 }
