@@ -8,6 +8,8 @@ pub(crate) enum CliError {
     Input(String),
     /// Something failed while running; exit code 1.
     Run(anyhow::Error),
+    /// Reading or writing failed while running (the output, a chart); exit code 1.
+    Io(std::io::Error),
 }
 
 impl CliError {
@@ -19,28 +21,16 @@ impl CliError {
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             CliError::Input(_) => 2,
-            CliError::Run(_) => 1,
+            CliError::Run(_) | CliError::Io(_) => 1,
         }
     }
 
-    /// Whether the error is a write to a closed pipe (`herd … | head`), however it was
-    /// wrapped: an `io::Error` of kind `BrokenPipe`, or one carried inside another
-    /// (`io::Error::other(serde_json::Error)`, whose `source` skips the error it wraps).
+    /// Whether the error is a write to a closed pipe (`herd … | head`). Every write of the
+    /// output returns an `io::Error` (JSON's through `From<serde_json::Error>`, which keeps
+    /// the kind), so this is one match, not a search of an error chain.
     pub(crate) fn is_broken_pipe(&self) -> bool {
-        match self {
-            CliError::Run(e) => e.chain().any(broken_pipe),
-            CliError::Input(_) => false,
-        }
+        matches!(self, CliError::Io(e) if e.kind() == std::io::ErrorKind::BrokenPipe)
     }
-}
-
-fn broken_pipe(e: &(dyn std::error::Error + 'static)) -> bool {
-    use std::io::ErrorKind::BrokenPipe;
-    if let Some(io) = e.downcast_ref::<std::io::Error>() {
-        return io.kind() == BrokenPipe || io.get_ref().is_some_and(|inner| broken_pipe(inner));
-    }
-    e.downcast_ref::<serde_json::Error>()
-        .is_some_and(|json| json.io_error_kind() == Some(BrokenPipe))
 }
 
 impl fmt::Display for CliError {
@@ -49,6 +39,7 @@ impl fmt::Display for CliError {
             CliError::Input(msg) => f.write_str(msg),
             // `{:#}` prints the whole context chain on one line.
             CliError::Run(e) => write!(f, "{e:#}"),
+            CliError::Io(e) => write!(f, "{e}"),
         }
     }
 }
@@ -61,7 +52,15 @@ impl From<anyhow::Error> for CliError {
 
 impl From<std::io::Error> for CliError {
     fn from(e: std::io::Error) -> Self {
-        CliError::Run(e.into())
+        CliError::Io(e)
+    }
+}
+
+/// Writing JSON failed: serde_json's own conversion keeps an I/O error's kind (a closed pipe
+/// stays `BrokenPipe`).
+impl From<serde_json::Error> for CliError {
+    fn from(e: serde_json::Error) -> Self {
+        CliError::Io(e.into())
     }
 }
 

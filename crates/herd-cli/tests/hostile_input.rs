@@ -93,22 +93,48 @@ fn input_files_are_refused_when_not_regular_or_too_large() {
     }
 }
 
-/// Before: a closed pipe ended with "error: Broken pipe (os error 32)" and exit 1.
+/// Before: a closed pipe ended with "error: Broken pipe (os error 32)" and exit 1. Each
+/// command writes more than a pipe holds (64 KiB), through each way the output is written:
+/// the storm's JSON, a model's own report, and CSV lines.
 #[test]
 fn a_closed_pipe_ends_quietly_with_success() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_herd"))
-        .args(["storm", "--format", "json", "--rule", "all", "--runs", "3"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("herd runs");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let mut first = [0u8; 10];
-    stdout.read_exact(&mut first).expect("ten bytes");
-    drop(stdout);
-    let out = child.wait_with_output().expect("wait");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(stderr(&out), "");
+    for command in [
+        &["storm", "--format", "json", "--rule", "all", "--runs", "3"][..],
+        &[
+            "storm",
+            "scenarios/metastable-retry.toml",
+            "--runs",
+            "5",
+            "--format",
+            "json",
+        ],
+        &[
+            "hedge",
+            "--requests",
+            "50",
+            "--policy",
+            "none",
+            "--runs",
+            "1000",
+            "--format",
+            "csv",
+        ],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_herd"))
+            .args(command)
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("herd runs");
+        let mut stdout = child.stdout.take().expect("stdout");
+        let mut first = [0u8; 10];
+        stdout.read_exact(&mut first).expect("ten bytes");
+        drop(stdout);
+        let out = child.wait_with_output().expect("wait");
+        assert_eq!(out.status.code(), Some(0), "{command:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{command:?}");
+    }
 }
 
 /// Before: every run kept its series (hundreds of kB), so `--runs 100000` took 6 GB.

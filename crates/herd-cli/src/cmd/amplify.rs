@@ -220,7 +220,7 @@ pub(crate) fn run(args: &AmplifyArgs) -> CliResult {
     let mut out = BufWriter::new(io::stdout().lock());
     match args.format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &report).map_err(anyhow::Error::from)?;
+            serde_json::to_writer_pretty(&mut out, &report)?;
             writeln!(out)?;
         }
         Format::Table => write_table(&mut out, &report)?,

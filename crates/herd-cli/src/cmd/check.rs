@@ -196,7 +196,7 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         Format::Json => {
             let mut v = json_report(&report, &storms, &scenario_name, &scenario, args.no_storm);
             v["mesh"] = mesh_report.as_ref().map_or(Value::Null, mesh_json);
-            serde_json::to_writer_pretty(&mut out, &v).map_err(|e| CliError::Run(e.into()))?;
+            serde_json::to_writer_pretty(&mut out, &v)?;
             writeln!(out)?;
         }
         Format::Csv => write!(out, "{}", csv(&report, &storms))?,

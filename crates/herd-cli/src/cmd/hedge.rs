@@ -3,7 +3,6 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use anyhow::Context;
 use clap::Args;
 use herd_sim::Cancel;
 use herd_sim::latency::{LatencyModel, LatencyResult, LatencyScenario};
@@ -376,8 +375,7 @@ pub(crate) fn run(args: &HedgeArgs) -> CliResult {
             } else {
                 let point = PointOut::of(&points[0], &seeds, false);
                 serde_json::to_writer_pretty(&mut out, &Single { point, seed, runs })
-            }
-            .context("writing JSON")?;
+            }?;
             writeln!(out)?;
         }
     }

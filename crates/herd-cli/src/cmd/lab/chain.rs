@@ -233,8 +233,7 @@ pub(crate) fn run(args: &ChainArgs) -> CliResult {
     let mut out = BufWriter::new(io::stdout().lock());
     match args.format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &JsonOut { results: &reports })
-                .map_err(anyhow::Error::from)?;
+            serde_json::to_writer_pretty(&mut out, &JsonOut { results: &reports })?;
             writeln!(out)?;
         }
         Format::Table => {

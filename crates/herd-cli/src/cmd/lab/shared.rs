@@ -4,7 +4,6 @@ use std::fmt::Display;
 use std::io::{self, Write};
 use std::path::Path;
 
-use anyhow::Context as _;
 use herd_lab::judge::Verdict;
 use herd_lab::storm::LabStormError;
 use serde::Serialize;
@@ -85,7 +84,7 @@ pub(crate) fn print_results<W: Write>(
     match format {
         Format::Table => {}
         Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, json).context("writing JSON")?;
+            serde_json::to_writer_pretty(&mut *out, json)?;
             writeln!(out)?;
         }
         Format::Csv => write_csv(out)?,

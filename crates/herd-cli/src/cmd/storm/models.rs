@@ -103,7 +103,7 @@ pub(crate) fn run(args: &StormArgs, path: &Path, text: &str) -> CliResult<bool> 
     let mut out = BufWriter::new(io::stdout().lock());
     match args.format {
         Format::Json => {
-            serde_json::to_writer(&mut out, &report.to_json()).map_err(anyhow::Error::from)?;
+            serde_json::to_writer(&mut out, &report.to_json())?;
             writeln!(out)?;
         }
         Format::Table => report.write_table(&mut out)?,

@@ -87,7 +87,7 @@ pub(crate) fn json(
         results,
         summary: several.then(|| rules.iter().map(|&r| summarise(r, results)).collect()),
     };
-    serde_json::to_writer(&mut *out, &report).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut *out, &report).map_err(io::Error::from)?;
     writeln!(out)
 }
 

@@ -276,7 +276,7 @@ pub(crate) fn json(out: &mut impl Write, results: &Results<'_>) -> io::Result<()
         },
         "cells": cells,
     });
-    serde_json::to_writer(&mut *out, &report).map_err(io::Error::other)?;
+    serde_json::to_writer(&mut *out, &report).map_err(io::Error::from)?;
     writeln!(out)
 }
 
