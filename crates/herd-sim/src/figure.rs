@@ -24,6 +24,7 @@
 //! - **A mean with an interval prints to the interval's precision**: the interval rounds to
 //!   one significant figure, and that digit fixes the decimals of both (`29.6 ± 0.1`,
 //!   `36 ± 2`, `2000.0 ± 0.3`); an asymmetric interval uses its half-width the same way.
+//!   A half-width below a billionth of the mean is rounding noise: the mean prints alone.
 //!
 //! The kind of a quantity (seconds, milliseconds, percent, per-client ratio, count) picks
 //! the unit and the percentage rule; the digits follow the same rules for every kind.
@@ -170,7 +171,8 @@ pub fn with_unit(x: f64, kind: Kind) -> String {
 }
 
 /// `mean ± half`, both to the decimals of the interval's first significant figure; the
-/// mean alone by [`number`] when the half-width is zero or not a number.
+/// mean alone by [`number`] when the half-width is zero, not a number, or at most a
+/// billionth of the mean (the rounding noise of runs that all gave the same figure).
 ///
 /// # Examples
 ///
@@ -183,12 +185,32 @@ pub fn with_unit(x: f64, kind: Kind) -> String {
 /// assert_eq!(mean_pm(9.96, 0.96), "10 ± 1");
 /// assert_eq!(mean_pm(-0.01, 0.3), "0.0 ± 0.3");
 /// assert_eq!(mean_pm(12.5, 0.0), "12.5");
+/// assert_eq!(mean_pm(600.0, 1e-12), "600");
 /// ```
 #[must_use]
 pub fn mean_pm(mean: f64, half: f64) -> String {
-    match Precision::of(half) {
-        Some(p) => format!("{} ± {}", p.fixed(mean), p.fixed(p.interval)),
-        None => number(mean),
+    match mean_and_half(mean, half) {
+        (m, Some(h)) => format!("{m} ± {h}"),
+        (m, None) => m,
+    }
+}
+
+/// [`mean_pm`]'s two parts, for a table that puts them in two columns; the half-width is
+/// `None` where [`mean_pm`] prints the mean alone.
+///
+/// # Examples
+///
+/// ```
+/// use herd_sim::figure::mean_and_half;
+///
+/// assert_eq!(mean_and_half(2.99871, 0.0042), ("2.999".to_owned(), Some("0.004".to_owned())));
+/// assert_eq!(mean_and_half(3.0, 0.0), ("3".to_owned(), None));
+/// ```
+#[must_use]
+pub fn mean_and_half(mean: f64, half: f64) -> (String, Option<String>) {
+    match Precision::of(half, mean) {
+        Some(p) => (p.fixed(mean), Some(p.fixed(p.interval))),
+        None => (number(mean), None),
     }
 }
 
@@ -206,11 +228,14 @@ pub fn mean_pm(mean: f64, half: f64) -> String {
 /// ```
 #[must_use]
 pub fn mean_range(mean: f64, lo: f64, hi: f64) -> String {
-    match Precision::of((hi - lo) / 2.0) {
+    match Precision::of((hi - lo) / 2.0, mean) {
         Some(p) => format!("{} ({}–{})", p.fixed(mean), p.fixed(lo), p.fixed(hi)),
         None => number(mean),
     }
 }
+
+/// A half-width at most this share of the mean is rounding noise, not an interval.
+const NOISE: f64 = 1e-9;
 
 /// The decimals an interval allows, and the interval rounded to one significant figure.
 struct Precision {
@@ -219,9 +244,10 @@ struct Precision {
 }
 
 impl Precision {
-    /// `None` for a half-width that is zero, negative or not finite.
-    fn of(half: f64) -> Option<Self> {
-        if !(half.is_finite() && half > 0.0) {
+    /// `None` for a half-width that is zero, negative or not finite, or below a billionth
+    /// of the mean (the rounding noise of runs that all gave the same figure).
+    fn of(half: f64, mean: f64) -> Option<Self> {
+        if !(half.is_finite() && half > 0.0) || half <= mean.abs() * NOISE {
             return None;
         }
         let exponent = exponent_after_rounding(half, 1);

@@ -14,7 +14,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::output::number;
+use herd_sim::figure::number;
 use crate::cmd::storm::chart::{ChartFile, draw_err, render};
 use crate::error::{CliError, CliResult};
 
