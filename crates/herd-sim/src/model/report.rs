@@ -116,18 +116,20 @@ impl MetricsReport {
         })
     }
 
-    fn write_rows(&self, out: &mut dyn Write, sep: &str) -> io::Result<()> {
+    /// The rows, the metrics by `show` (full precision for CSV, the precision policy of
+    /// [`crate::figure`] for people).
+    fn write_rows(
+        &self,
+        out: &mut dyn Write,
+        sep: &str,
+        show: fn(f64) -> String,
+    ) -> io::Result<()> {
         writeln!(out, "rule{sep}seed{sep}{}", self.metric_names.join(sep))?;
         for r in &self.results {
             let values: Vec<String> = self
                 .metric_names
                 .iter()
-                .map(|n| {
-                    r.metrics
-                        .get(n)
-                        .flatten()
-                        .map_or_else(String::new, |x| x.to_string())
-                })
+                .map(|n| r.metrics.get(n).flatten().map_or_else(String::new, show))
                 .collect();
             writeln!(out, "{}{sep}{}{sep}{}", r.variant, r.seed, values.join(sep))?;
         }
@@ -137,7 +139,7 @@ impl MetricsReport {
 
 impl ModelReport for MetricsReport {
     fn write_table(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.write_rows(out, "  ")
+        self.write_rows(out, "  ", crate::figure::number)
     }
 
     fn to_json(&self) -> serde_json::Value {
@@ -145,7 +147,7 @@ impl ModelReport for MetricsReport {
     }
 
     fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.write_rows(out, ",")
+        self.write_rows(out, ",", |x| x.to_string())
     }
 }
 

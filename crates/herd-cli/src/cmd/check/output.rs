@@ -3,10 +3,10 @@
 use std::fmt::Write as _;
 
 use herd_sim::Scenario;
-use herd_sim::figure;
 use herd_sim::check::mesh::MeshReport;
 use herd_sim::check::storm::{StormComparison, StormOutcome};
 use herd_sim::check::{Report, Severity, Translation};
+use herd_sim::figure;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
