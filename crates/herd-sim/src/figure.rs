@@ -141,6 +141,23 @@ pub fn percent(x: f64) -> String {
         .unwrap_or(text)
 }
 
+/// A difference: [`number`] with a `+` before a positive value (`+1.5`, `-0.25`, `0`).
+///
+/// # Examples
+///
+/// ```
+/// use herd_sim::figure::signed;
+///
+/// assert_eq!(signed(1.25), "+1.25");
+/// assert_eq!(signed(-3.0), "-3");
+/// assert_eq!(signed(0.0), "0");
+/// ```
+#[must_use]
+pub fn signed(x: f64) -> String {
+    let text = number(x);
+    if x > 0.0 { format!("+{text}") } else { text }
+}
+
 /// `x` by its kind, without a unit: [`percent`] for a percentage, [`number`] otherwise.
 #[must_use]
 pub fn bare(x: f64, kind: Kind) -> String {
