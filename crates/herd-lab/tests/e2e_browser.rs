@@ -28,6 +28,7 @@ use fantoccini::elements::Element;
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use herd_lab::serve::ServeLimits;
+use herd_sim::figure::{self, Kind, with_unit};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
@@ -564,6 +565,12 @@ async fn check_dots(browser: &Client, server: &PageServer) {
     }
 }
 
+/// A time as the page prints it: the precision policy of `herd_sim::figure`, mirrored by
+/// the page's `fig`.
+fn seconds(s: f64) -> String {
+    with_unit(s, Kind::Seconds)
+}
+
 fn number(text: &str) -> f64 {
     text.trim()
         .trim_end_matches(" s")
@@ -590,9 +597,11 @@ async fn check_storm(browser: &Client, server: &PageServer) {
         let (api, half, all, shown) = compare_storm(browser, server, rule, cost, 2000, 10).await;
         if (rule, refusal) == ("immediate", false) {
             // The default storm's figures, through the page.
-            assert_eq!(half, "12.0 s");
+            // By the precision policy: whole seconds as integers, three significant figures
+            // (120.5 is a tie, rounded to even as herd_sim::figure does).
+            assert_eq!(half, "12 s");
             assert_eq!(all, "13.9 s");
-            assert_eq!(shown, "120.50");
+            assert_eq!(shown, "120");
         }
         if refusal && rule == "exponential" {
             let served_first_minute: u64 = api["series"]["served"]
@@ -680,21 +689,22 @@ async fn compare_storm(
 
     let half = text(browser, "#storm-half").await;
     match api["half_served_s"].as_f64() {
-        Some(s) => assert_eq!(half, format!("{s:.1} s"), "{context}: half served"),
+        Some(s) => assert_eq!(half, seconds(s), "{context}: half served"),
         None => assert_eq!(half, "never", "{context}: half served"),
     }
     let all = text(browser, "#storm-all").await;
     match api["all_served_s"].as_f64() {
-        Some(s) => assert_eq!(all, format!("{s:.1} s"), "{context}: all served"),
+        Some(s) => assert_eq!(all, seconds(s), "{context}: all served"),
         None => assert_eq!(all, "not all served", "{context}: all served"),
     }
     let rpc = api["requests_per_client"]
         .as_f64()
         .expect("requests_per_client");
     let shown = text(browser, "#storm-rpc").await;
-    assert!(
-        (number(&shown) - rpc).abs() <= 0.0051,
-        "{context}: requests per client {shown} vs {rpc}"
+    assert_eq!(
+        shown,
+        figure::number(rpc),
+        "{context}: requests per client, as herd_sim::figure prints it"
     );
     assert_eq!(
         number(&attr(browser, "#storm-rpc", "data-value").await),
@@ -1046,7 +1056,7 @@ async fn check_hedge(browser: &Client, server: &PageServer, axe: Option<&str>) {
     let described = text(browser, "#hedge-chart-text").await;
     let p999 = low["results"][1]["p999_ms"].as_f64().expect("p999");
     assert!(
-        described.contains(&format!("p99.9 {p999:.1} ms"))
+        described.contains(&format!("p99.9 {}", with_unit(p999, Kind::Millis)))
             && described.contains("Hedging pays here."),
         "screen-reader text describes the chart: {described}"
     );
@@ -1194,12 +1204,7 @@ async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) 
            .map((c) => c.textContent);",
     )
     .await;
-    let rpc = |side: &str| {
-        format!(
-            "{:.2}",
-            run[side]["requests_per_client"].as_f64().expect("rpc")
-        )
-    };
+    let rpc = |side: &str| figure::number(run[side]["requests_per_client"].as_f64().expect("rpc"));
     assert_eq!(cells, json!([rpc("config"), rpc("fix")]));
     let served = text(
         browser,
