@@ -25,6 +25,7 @@
 //!   one significant figure, and that digit fixes the decimals of both (`29.6 ± 0.1`,
 //!   `36 ± 2`, `2000.0 ± 0.3`); an asymmetric interval uses its half-width the same way.
 //!   A half-width below a billionth of the mean is rounding noise: the mean prints alone.
+//! - **A tie rounds to even**, as IEEE 754 and Rust's formatting do (`120.5` → `120`).
 //!
 //! The kind of a quantity (seconds, milliseconds, percent, per-client ratio, count) picks
 //! the unit and the percentage rule; the digits follow the same rules for every kind.
