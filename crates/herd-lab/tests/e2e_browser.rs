@@ -296,6 +296,7 @@ async fn drive(browser: &Client, server: &PageServer, axe: Option<&str>) {
         browser.title().await.expect("title"),
         "herd — watch the herd"
     );
+    check_numbers(browser).await;
     check_storm(browser, server).await;
     audit(browser, axe, "storm").await;
     check_storm_demo_and_error(browser, server).await;
@@ -576,6 +577,60 @@ fn number(text: &str) -> f64 {
         .trim_end_matches(" s")
         .parse()
         .unwrap_or_else(|_| panic!("not a number: {text:?}"))
+}
+
+/// The page's `fig` prints every figure as `herd_sim::figure` does: ties to even (JavaScript's
+/// `toFixed` rounds them up), integers whole, exponent form outside [1e-3, 1e9), no `-0`, a
+/// percentage short of 100 never as 100.
+async fn check_numbers(browser: &Client) {
+    let values = [
+        0.0,
+        -0.0,
+        2000.0,
+        12.0,
+        120.5,
+        785.5,
+        12.25,
+        0.125,
+        9.996,
+        29.63,
+        1234.5,
+        0.001,
+        0.000_999_4,
+        2.5e-5,
+        1.234e10 + 0.5,
+        -0.25,
+        1e12,
+        99.96,
+        99.9996,
+        99.95,
+        0.0004,
+        9_007_199_254_740_992.0,
+        1.005,
+        2.675,
+        0.045,
+    ];
+    let list = values
+        .iter()
+        .map(|x| format!("{x:e}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let shown = script(
+        browser,
+        &format!("return [{list}].map((x) => [fig(x), fig(x, 's'), fig(x, '%')]);"),
+    )
+    .await;
+    let want: Vec<Value> = values
+        .iter()
+        .map(|&x| {
+            json!([
+                figure::number(x),
+                with_unit(x, Kind::Seconds),
+                with_unit(x, Kind::Percent)
+            ])
+        })
+        .collect();
+    assert_eq!(shown, Value::Array(want), "fig() against herd_sim::figure");
 }
 
 /// Storm: pick rules, toggle the refusal cost, and compare the four figures with the API's.
