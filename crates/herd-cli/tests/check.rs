@@ -296,3 +296,31 @@ fn mesh_prints_amplification_advice_and_the_path_storm() {
     let out = herd(&["check", "--mesh", "scenarios/check/no-such-mesh.toml"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The storm table prints each run's requests per client by the precision policy
+/// (`herd_sim::figure`): three significant figures, so the mesh's 26.81… reads `26.8`.
+#[test]
+fn the_storm_table_prints_figures_by_the_precision_policy() {
+    let args = [
+        "--call-path",
+        "scenarios/configs/mesh-frontend.yaml",
+        "scenarios/configs/mesh-checkout.yaml",
+        "scenarios/configs/mesh-payments.yaml",
+        "--scenario",
+        "scenarios/check/mesh-storm.toml",
+    ];
+    let (v, _) = check_json(&args);
+    let table = stdout(&herd(&[&["check"][..], &args].concat()));
+    for run in v["storm"]["runs"].as_array().expect("runs") {
+        let name = run["name"].as_str().expect("name");
+        let row = table
+            .lines()
+            .find(|l| l.trim_start().starts_with(name) && l.contains("as set"))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{table}"));
+        let rpc = run["config"]["requests_per_client"].as_f64().expect("rpc");
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let shown = cells[cells.len() - 2];
+        assert_eq!(shown, herd_sim::figure::number(rpc), "{name}: {row}");
+    }
+    assert!(table.contains(" 26.8 "), "{table}");
+}

@@ -1,6 +1,7 @@
 //! `herd storm` end to end: the built binary, its output formats, charts and errors.
 mod support;
 
+use herd_sim::figure::{Kind, number, with_unit};
 use support::{fails_with_input_error, ok, temp};
 
 #[test]
@@ -13,12 +14,36 @@ fn no_arguments_prints_the_six_rule_table() {
             "no row for {rule}:\n{text}"
         );
     }
+    // Every cell is the JSON's figure by the one precision policy (herd_sim::figure):
+    // 12.0 s prints as "12 s", 785.5 s as "786 s", 120.5 requests as "120" (a tie, to even).
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&["storm", "--format", "json"])).unwrap();
+    let seconds = |v: &serde_json::Value| with_unit(v.as_f64().unwrap(), Kind::Seconds);
+    for r in json["results"].as_array().unwrap() {
+        let rule = r["rule"].as_str().unwrap();
+        let row = rows.iter().find(|l| l.starts_with(rule)).unwrap();
+        let cells: Vec<&str> = row
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .collect();
+        let want = [
+            r["served"].to_string(),
+            r["gave_up"].to_string(),
+            r["waiting"].to_string(),
+            seconds(&r["half_served_s"]),
+            seconds(&r["all_served_s"]),
+            number(r["requests_per_client"].as_f64().unwrap()),
+            r["peak_after_outage"].to_string(),
+        ];
+        assert_eq!(cells[1..8], want, "{rule}: {row}");
+    }
     let immediate = rows.iter().find(|l| l.starts_with("immediate")).unwrap();
-    for figure in ["12.0 s", "13.9 s", "120.5", "2000"] {
+    for figure in ["12 s", "13.9 s", " 120 ", "2000"] {
         assert!(immediate.contains(figure), "{immediate}");
     }
     let exponential = rows.iter().find(|l| l.starts_with("exponential")).unwrap();
-    assert!(exponential.contains("405.5 s") && exponential.contains("785.5 s"));
+    assert!(exponential.contains("406 s") && exponential.contains("786 s"));
     assert!(text.contains('█'), "no sparkline:\n{text}");
 }
 

@@ -61,8 +61,54 @@ function latest() {
   };
 }
 
+// The one precision policy for figures, the same rules as herd_sim::figure (docs/cli.md,
+// "Numbers"): integers whole; otherwise three significant figures without dropping an
+// integer digit, trailing zeros dropped; exponent form only outside [1e-3, 1e9); no "-0";
+// a percentage strictly between 0 and 100 never shows as 100. Ties round to even, as Rust's
+// formatting does. `unit` ("s", "ms", "%" or none) follows after a space.
+function fig(x, unit) {
+  const text = figBare(x, unit === "%");
+  return unit ? `${text} ${unit}` : text;
+}
+
+function figBare(x, percent) {
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? "NaN" : x > 0 ? "∞" : "-∞";
+  if (x === 0) return "0";
+  if (Number.isInteger(x) && Math.abs(x) < 2 ** 53) return String(x);
+  // The exponent once rounded to three figures (a tie there rounds up in both languages:
+  // only a 9 can carry into the exponent, and 9 is odd).
+  const [mantissa, e] = x.toExponential(2).split("e");
+  const exponent = Number(e);
+  if (exponent < -3 || exponent >= 9) return `${figTrim(mantissa)}e${exponent}`;
+  let text = figNoNegZero(figTrim(figFixed(x, Math.max(0, 2 - exponent))));
+  if (percent && x > 0 && x < 100 && text === "100") {
+    for (let d = 1; d <= 12 && text === "100"; d++) text = figTrim(figFixed(x, d));
+  }
+  return text;
+}
+
+// x with d decimals, an exact tie to even as Rust prints it (toFixed rounds ties up). A tie
+// is exactly representable, so its expansion 21 digits further is a 5 and zeros only; any
+// other x of magnitude at least 1e-3 differs from a tie within those digits.
+function figFixed(x, d) {
+  const long = Math.abs(x).toFixed(d + 21);
+  if (long.slice(-21) !== "5" + "0".repeat(20)) return x.toFixed(d);
+  const down = long.slice(0, -21).replace(/\.$/, "");
+  const odd = Number(down.slice(-1)) % 2 === 1;
+  const text = odd ? Math.abs(x).toFixed(d) : down;
+  return x < 0 ? "-" + text : text;
+}
+
+function figTrim(t) {
+  return t.includes(".") ? t.replace(/0+$/, "").replace(/\.$/, "") : t;
+}
+
+function figNoNegZero(t) {
+  return /^-[0.]+$/.test(t) ? t.slice(1) : t;
+}
+
 function fmtSeconds(s) {
-  return s === null || s === undefined ? "not all served" : s.toFixed(1) + " s";
+  return s === null || s === undefined ? "not all served" : fig(s, "s");
 }
 
 function setStat(id, value, text) {
@@ -340,7 +386,7 @@ function clearStorm() {
 function showStormStats(r) {
   setStat("#storm-half", r.half_served_s, r.half_served_s === null ? "never" : fmtSeconds(r.half_served_s));
   setStat("#storm-all", r.all_served_s, fmtSeconds(r.all_served_s));
-  setStat("#storm-rpc", r.requests_per_client, r.requests_per_client.toFixed(2));
+  setStat("#storm-rpc", r.requests_per_client, fig(r.requests_per_client));
   setStat("#storm-peak", r.peak_after_outage, String(r.peak_after_outage));
   const verdict = $("#storm-verdict");
   if (r.served === 0 && r.cut_short) {
@@ -389,9 +435,9 @@ function drawStormCompare() {
     if (!r) cells = [rule, "…", "…", "…"];
     else if (r.error) cells = [rule, "error: " + r.error, "–", "–"];
     else {
-      const all = r.all_served_s !== null ? r.all_served_s.toFixed(1) + " s"
+      const all = r.all_served_s !== null ? fig(r.all_served_s, "s")
         : r.cut_short ? `not in ${r.horizon_s} s` : "not all served";
-      cells = [rule, `${r.served} of ${r.clients}`, all, r.requests_per_client.toFixed(2)];
+      cells = [rule, `${r.served} of ${r.clients}`, all, fig(r.requests_per_client)];
     }
     for (const v of cells) tr.insertCell().textContent = v;
   }
@@ -785,8 +831,8 @@ function drawDots() {
   for (const row of d.rows) {
     const li = document.createElement("li");
     li.textContent = row.distinct === 1
-      ? `Failure ${row.failure}: all ${d.clients} clients retry at the same instant, ${(row.min_ms / 1000).toFixed(2)} s.`
-      : `Failure ${row.failure}: ${row.distinct} different times, from ${(row.min_ms / 1000).toFixed(2)} s to ${(row.max_ms / 1000).toFixed(2)} s.`;
+      ? `Failure ${row.failure}: all ${d.clients} clients retry at the same instant, ${fig(row.min_ms / 1000, "s")}.`
+      : `Failure ${row.failure}: ${row.distinct} different times, from ${fig(row.min_ms / 1000, "s")} to ${fig(row.max_ms / 1000, "s")}.`;
     list.appendChild(li);
   }
   const axisY = top + d.rows.length * rowH + 6;
@@ -826,7 +872,7 @@ function drawLayers() {
     box.innerHTML = `<div class="name"></div><div class="receives"></div><div class="unit">per request<br>at the top</div>`;
     box.querySelector(".name").textContent = s.name;
     const r = box.querySelector(".receives");
-    r.textContent = Number.isInteger(s.predicted) ? String(s.predicted) : s.predicted.toFixed(2);
+    r.textContent = fig(s.predicted);
     r.dataset.value = s.predicted;
     chain.appendChild(box);
     if (i < layers.attempts.length) {
@@ -844,7 +890,7 @@ function drawLayers() {
     }
   });
   const last = d.services[d.services.length - 1];
-  const n = Number.isInteger(last.predicted) ? last.predicted : last.predicted.toFixed(2);
+  const n = fig(last.predicted);
   $("#layers-summary").textContent =
     `One request at the top becomes ${n} at ${last.name} while ${last.name} is failing.`;
 }
@@ -884,11 +930,11 @@ function hedgeKnobs() {
 }
 
 function fmtMs(v) {
-  return (v < 100 ? v.toFixed(1) : String(Math.round(v))) + " ms";
+  return fig(v, "ms");
 }
 
-function fmtPercent(v, digits) {
-  return v.toFixed(digits) + " %";
+function fmtPercent(v) {
+  return fig(v, "%");
 }
 
 function hedgeLabel(policy) {
@@ -949,7 +995,7 @@ function showHedgeFigures() {
   setStat("#hedge-p99-none", none.p99_ms, fmtMs(none.p99_ms));
   setStat("#hedge-p999", mine.p999_ms, fmtMs(mine.p999_ms));
   setStat("#hedge-p999-none", none.p999_ms, fmtMs(none.p999_ms));
-  setStat("#hedge-extra", mine.extra_load_percent, fmtPercent(mine.extra_load_percent, 2));
+  setStat("#hedge-extra", mine.extra_load_percent, fmtPercent(mine.extra_load_percent));
   const at = `At ${Math.round(d.utilisation * 100)} % utilisation`;
   const name = hedgeLabel(d.policy);
   const verdict = $("#hedge-verdict");
@@ -958,7 +1004,7 @@ function showHedgeFigures() {
     verdict.textContent = `${at}, without hedging: p99.9 ${fmtMs(none.p999_ms)}. Pick a policy to compare.`;
     verdict.className = "verdict pays";
   } else if (mine.pays) {
-    verdict.textContent = `${at}, ${name} cuts p99.9 from ${fmtMs(none.p999_ms)} to ${fmtMs(mine.p999_ms)} for ${fmtPercent(mine.extra_load_percent, 2)} more requests.`;
+    verdict.textContent = `${at}, ${name} cuts p99.9 from ${fmtMs(none.p999_ms)} to ${fmtMs(mine.p999_ms)} for ${fmtPercent(mine.extra_load_percent)} more requests.`;
     verdict.className = "verdict pays";
   } else {
     verdict.textContent = `${at}, ${name} makes p99.9 worse: ${fmtMs(mine.p999_ms)} against ${fmtMs(none.p999_ms)} without hedging. Past the crossover, it no longer pays.`;
@@ -977,8 +1023,8 @@ function showHedgeFigures() {
       [fmtMs(r.p50_ms), r.p50_ms],
       [fmtMs(r.p99_ms), r.p99_ms],
       [fmtMs(r.p999_ms), r.p999_ms],
-      [fmtPercent(r.extra_load_percent, 2), r.extra_load_percent],
-      [fmtPercent(r.utilisation_percent, 1), r.utilisation_percent],
+      [fmtPercent(r.extra_load_percent), r.extra_load_percent],
+      [fmtPercent(r.utilisation_percent), r.utilisation_percent],
       [r.pays === null ? "–" : r.pays ? "pays" : "worse", r.pays === null ? "" : String(r.pays)],
     ];
     for (const [text, value] of cells) {
@@ -1106,7 +1152,7 @@ function drawHedge() {
   $("#hedge-chart-text").textContent =
     `The share of user requests at least as slow as each latency, both axes logarithmic, over ${d.requests} requests. ` +
     `${name}: p50 ${fmtMs(mine.p50_ms)}, p99 ${fmtMs(mine.p99_ms)}, p99.9 ${fmtMs(mine.p999_ms)}, slowest ${fmtMs(mine.tail[mine.tail.length - 1][0])}, ` +
-    `${fmtPercent(mine.extra_load_percent, 2)} more requests.` + compare;
+    `${fmtPercent(mine.extra_load_percent)} more requests.` + compare;
 }
 
 (function hedgeControls() {
@@ -1320,7 +1366,7 @@ function stormBlock(run, i, storm) {
   const rows = [
     ["served", (o) => `${o.served} of ${storm.clients}`],
     ["all served by", (o) => fmtSeconds(o.all_served_s)],
-    ["requests per client", (o) => o.requests_per_client.toFixed(2)],
+    ["requests per client", (o) => fig(o.requests_per_client)],
     ["peak after the outage", (o) => String(o.peak_after_outage)],
   ];
   for (const [name, show] of rows) {

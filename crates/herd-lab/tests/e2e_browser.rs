@@ -28,6 +28,7 @@ use fantoccini::elements::Element;
 use fantoccini::key::Key;
 use fantoccini::{Client, ClientBuilder, Locator};
 use herd_lab::serve::ServeLimits;
+use herd_sim::figure::{self, Kind, with_unit};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
@@ -295,6 +296,7 @@ async fn drive(browser: &Client, server: &PageServer, axe: Option<&str>) {
         browser.title().await.expect("title"),
         "herd — watch the herd"
     );
+    check_numbers(browser).await;
     check_storm(browser, server).await;
     audit(browser, axe, "storm").await;
     check_storm_demo_and_error(browser, server).await;
@@ -564,11 +566,71 @@ async fn check_dots(browser: &Client, server: &PageServer) {
     }
 }
 
+/// A time as the page prints it: the precision policy of `herd_sim::figure`, mirrored by
+/// the page's `fig`.
+fn seconds(s: f64) -> String {
+    with_unit(s, Kind::Seconds)
+}
+
 fn number(text: &str) -> f64 {
     text.trim()
         .trim_end_matches(" s")
         .parse()
         .unwrap_or_else(|_| panic!("not a number: {text:?}"))
+}
+
+/// The page's `fig` prints every figure as `herd_sim::figure` does: ties to even (JavaScript's
+/// `toFixed` rounds them up), integers whole, exponent form outside [1e-3, 1e9), no `-0`, a
+/// percentage short of 100 never as 100.
+async fn check_numbers(browser: &Client) {
+    let values = [
+        0.0,
+        -0.0,
+        2000.0,
+        12.0,
+        120.5,
+        785.5,
+        12.25,
+        0.125,
+        9.996,
+        29.63,
+        1234.5,
+        0.001,
+        0.000_999_4,
+        2.5e-5,
+        1.234e10 + 0.5,
+        -0.25,
+        1e12,
+        99.96,
+        99.9996,
+        99.95,
+        0.0004,
+        9_007_199_254_740_992.0,
+        1.005,
+        2.675,
+        0.045,
+    ];
+    let list = values
+        .iter()
+        .map(|x| format!("{x:e}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let shown = script(
+        browser,
+        &format!("return [{list}].map((x) => [fig(x), fig(x, 's'), fig(x, '%')]);"),
+    )
+    .await;
+    let want: Vec<Value> = values
+        .iter()
+        .map(|&x| {
+            json!([
+                figure::number(x),
+                with_unit(x, Kind::Seconds),
+                with_unit(x, Kind::Percent)
+            ])
+        })
+        .collect();
+    assert_eq!(shown, Value::Array(want), "fig() against herd_sim::figure");
 }
 
 /// Storm: pick rules, toggle the refusal cost, and compare the four figures with the API's.
@@ -590,9 +652,11 @@ async fn check_storm(browser: &Client, server: &PageServer) {
         let (api, half, all, shown) = compare_storm(browser, server, rule, cost, 2000, 10).await;
         if (rule, refusal) == ("immediate", false) {
             // The default storm's figures, through the page.
-            assert_eq!(half, "12.0 s");
+            // By the precision policy: whole seconds as integers, three significant figures
+            // (120.5 is a tie, rounded to even as herd_sim::figure does).
+            assert_eq!(half, "12 s");
             assert_eq!(all, "13.9 s");
-            assert_eq!(shown, "120.50");
+            assert_eq!(shown, "120");
         }
         if refusal && rule == "exponential" {
             let served_first_minute: u64 = api["series"]["served"]
@@ -698,21 +762,22 @@ async fn compare_storm(
 
     let half = text(browser, "#storm-half").await;
     match api["half_served_s"].as_f64() {
-        Some(s) => assert_eq!(half, format!("{s:.1} s"), "{context}: half served"),
+        Some(s) => assert_eq!(half, seconds(s), "{context}: half served"),
         None => assert_eq!(half, "never", "{context}: half served"),
     }
     let all = text(browser, "#storm-all").await;
     match api["all_served_s"].as_f64() {
-        Some(s) => assert_eq!(all, format!("{s:.1} s"), "{context}: all served"),
+        Some(s) => assert_eq!(all, seconds(s), "{context}: all served"),
         None => assert_eq!(all, "not all served", "{context}: all served"),
     }
     let rpc = api["requests_per_client"]
         .as_f64()
         .expect("requests_per_client");
     let shown = text(browser, "#storm-rpc").await;
-    assert!(
-        (number(&shown) - rpc).abs() <= 0.0051,
-        "{context}: requests per client {shown} vs {rpc}"
+    assert_eq!(
+        shown,
+        figure::number(rpc),
+        "{context}: requests per client, as herd_sim::figure prints it"
     );
     assert_eq!(
         number(&attr(browser, "#storm-rpc", "data-value").await),
@@ -1064,7 +1129,7 @@ async fn check_hedge(browser: &Client, server: &PageServer, axe: Option<&str>) {
     let described = text(browser, "#hedge-chart-text").await;
     let p999 = low["results"][1]["p999_ms"].as_f64().expect("p999");
     assert!(
-        described.contains(&format!("p99.9 {p999:.1} ms"))
+        described.contains(&format!("p99.9 {}", with_unit(p999, Kind::Millis)))
             && described.contains("Hedging pays here."),
         "screen-reader text describes the chart: {described}"
     );
@@ -1212,12 +1277,7 @@ async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) 
            .map((c) => c.textContent);",
     )
     .await;
-    let rpc = |side: &str| {
-        format!(
-            "{:.2}",
-            run[side]["requests_per_client"].as_f64().expect("rpc")
-        )
-    };
+    let rpc = |side: &str| figure::number(run[side]["requests_per_client"].as_f64().expect("rpc"));
     assert_eq!(cells, json!([rpc("config"), rpc("fix")]));
     let served = text(
         browser,

@@ -39,6 +39,7 @@ pub mod check;
 pub mod contention;
 mod error;
 mod fields;
+pub mod figure;
 pub mod latency;
 mod limits;
 mod located;

@@ -3,6 +3,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use herd_sim::figure;
 use herd_sim::graph::{
     Advice, Amplification, Exactness, Graph, MAX_SIMULATED_CALLS, MonteCarlo, Options, Prediction,
     Z, advise, amplification, known_error, predict, simulate, tolerance,
@@ -335,16 +336,6 @@ fn build_report<'a>(
     }
 }
 
-/// A count as people read it: whole numbers without decimals, others with up to four.
-pub(crate) fn count(x: f64) -> String {
-    if (x - x.round()).abs() < 1e-9 {
-        format!("{}", x.round())
-    } else {
-        let s = format!("{x:.4}");
-        s.trim_end_matches('0').trim_end_matches('.').to_owned()
-    }
-}
-
 /// The width of a table's service column: the longest name, and at least `service`.
 pub(crate) fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
     names.map(str::len).max().unwrap_or(0).max("service".len())
@@ -352,7 +343,7 @@ pub(crate) fn name_width<'a>(names: impl Iterator<Item = &'a str>) -> usize {
 
 fn list(rows: &[CountRow<'_>]) -> String {
     rows.iter()
-        .map(|r| format!("{} {}", r.name, count(r.predicted)))
+        .map(|r| format!("{} {}", r.name, figure::number(r.predicted)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -398,15 +389,15 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
     for s in &r.services {
         let note = if s.fails { "  (fails)" } else { "" };
         let receives = match s.std_error {
-            Some(se) => format!("{:.4} ± {se:.4}", s.predicted),
-            None => count(s.predicted),
+            Some(se) => figure::mean_pm(s.predicted, se),
+            None => figure::number(s.predicted),
         };
         writeln!(
             out,
             "{:<width$}  {:>12}  {:>11}%{note}",
             s.name,
             receives,
-            count(100.0 * s.answer_failure_probability)
+            figure::percent(100.0 * s.answer_failure_probability)
         )?;
     }
     if !r.amplification.is_empty() {
@@ -418,9 +409,9 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
                     out,
                     "  {}: {} requests, {}× the {} it would receive without retries",
                     a.service,
-                    count(a.predicted),
-                    count(f),
-                    count(a.without_retries)
+                    figure::number(a.predicted),
+                    figure::number(f),
+                    figure::number(a.without_retries)
                 )?,
                 None => writeln!(out, "  {}: receives nothing", a.service)?,
             }
@@ -466,23 +457,27 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
         monte_carlo_row(out, width, header.map(str::to_owned))?;
         for s in &sim.services {
             let z = if s.std_error > 0.0 {
-                format!("{:+.2}", (s.simulated - s.predicted) / s.std_error)
+                let z = (s.simulated - s.predicted) / s.std_error;
+                let sign = if z > 0.0 { "+" } else { "" };
+                format!("{sign}{}", figure::number(z))
             } else {
                 "-".to_owned()
             };
+            // The simulated mean to the precision of its standard error.
+            let (simulated, std_error) = figure::mean_and_half(s.simulated, s.std_error);
             let row = [
                 s.name.to_owned(),
-                count(s.predicted),
-                format!("{:.4}", s.simulated),
-                format!("{:.4}", s.std_error),
+                figure::number(s.predicted),
+                simulated,
+                std_error.unwrap_or_else(|| "0".to_owned()),
                 z,
             ];
             monte_carlo_row(out, width, row)?;
         }
         writeln!(
             out,
-            "entry answers failed: {:.2}%",
-            100.0 * sim.entry_failed
+            "entry answers failed: {} %",
+            figure::percent(100.0 * sim.entry_failed)
         )?;
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! One policy's run: measured beside simulated, every copy accounted for, and the verdict.
 use std::fmt::Write as _;
 
+use herd_sim::figure::{mean_pm, number, percent};
 use serde::Serialize;
 
 use crate::judge::Judgement;
@@ -121,17 +122,17 @@ impl PolicyReport {
         let sd = self.spread.sd.named();
         for i in 0..measured.len() {
             let interval = match self.order_intervals_ms.get(i) {
-                Some((lo, Some(hi))) => format!("{lo:.2}–{hi:.2}"),
-                Some((lo, None)) => format!("{lo:.2}–?"),
+                Some((lo, Some(hi))) => format!("{}–{}", number(*lo), number(*hi)),
+                Some((lo, None)) => format!("{}–?", number(*lo)),
                 None => String::new(),
             };
             let _ = writeln!(
                 out,
-                "{:<14} {:>10.2} {:>10.2} {:>24} {:>20}",
+                "{:<14} {:>10} {:>10} {:>24} {:>20}",
                 measured[i].0,
-                measured[i].1,
-                simulated[i].1,
-                format!("{:.2} ± {:.2}", mean[i].1, sd[i].1),
+                number(measured[i].1),
+                number(simulated[i].1),
+                mean_pm(mean[i].1, sd[i].1),
                 interval
             );
         }
@@ -153,12 +154,12 @@ impl PolicyReport {
         );
         let _ = writeln!(
             out,
-            "extra load counted by the servers: {:.2} %; the wire and the servers' timers \
-             added {:.2} ms (median), {:.2} ms (p99) of real time per request; {:.1} s",
-            self.servers_extra_load_percent,
-            self.overhead_p50_real_ms,
-            self.overhead_p99_real_ms,
-            self.real_s
+            "extra load counted by the servers: {} %; the wire and the servers' timers \
+             added {} ms (median), {} ms (p99) of real time per request; {} s",
+            percent(self.servers_extra_load_percent),
+            number(self.overhead_p50_real_ms),
+            number(self.overhead_p99_real_ms),
+            number(self.real_s)
         );
         if let Some(e) = &self.first_error {
             let _ = writeln!(out, "first failure: {e}");

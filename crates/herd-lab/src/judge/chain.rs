@@ -4,6 +4,7 @@
 //! graph (every edge fails always or never, no budget), within 4 standard errors on a graph
 //! with random failures. A random graph drives fewer than
 //! [`MIN_VIEWS_TO_JUDGE`](crate::chain::MIN_VIEWS_TO_JUDGE) views is too small to judge.
+use herd_sim::figure;
 use herd_sim::graph::Prediction;
 
 use super::{Judgement, Verdict};
@@ -45,9 +46,12 @@ pub fn chain(m: &Measurement, prediction: &Prediction, deterministic: bool) -> C
         .iter()
         .filter(|c| !c.agrees)
         .map(|c| {
+            // The measured mean to the precision of its standard error (none: an exact count).
             format!(
-                "{} received {:.4} per view, predicted {:.4}",
-                c.name, c.measured, c.predicted
+                "{} received {} per view, predicted {}",
+                c.name,
+                figure::mean_pm(c.measured, c.std_error),
+                figure::number(c.predicted)
             )
         })
         .collect();

@@ -23,6 +23,8 @@
 //! milliseconds. A figure that does not vary (the extra load of `none`: 0) must match
 //! exactly. A run that lost a copy or a request, or whose copies the servers' and the
 //! clients' counts do not account for, is not comparable.
+use herd_sim::figure::number;
+
 use super::{Judgement, Verdict};
 use crate::hedge::PolicyReport;
 
@@ -42,8 +44,9 @@ fn within(measured: f64, simulated: f64, sd: f64, above: f64) -> bool {
 pub fn hedge(r: &PolicyReport) -> Judgement {
     let tolerance = format!(
         "tolerance: within {K}·√2 standard errors of the simulated run, the error from {} \
-         seeds; latencies up to {:.2} ms higher for the measured overhead",
-        r.spread.runs, r.allowance_ms
+         seeds; latencies up to {} ms higher for the measured overhead",
+        r.spread.runs,
+        number(r.allowance_ms)
     );
     let a = &r.accounting;
     let mut lost = Vec::new();
@@ -90,15 +93,21 @@ pub fn hedge(r: &PolicyReport) -> Judgement {
             0.0
         };
         if !within(*m, sim, s, above) {
-            reasons.push(format!("{name} {m:.2}, simulated {sim:.2} (σ {s:.2})"));
+            reasons.push(format!(
+                "{name} {}, simulated {} (σ {})",
+                number(*m),
+                number(sim),
+                number(s)
+            ));
         }
     }
     if !reasons.is_empty() {
         reasons.push(format!(
-            "the real overhead per request reached {:.2} ms at p99 (median {:.2} ms): when that \
+            "the real overhead per request reached {} ms at p99 (median {} ms): when that \
              is large beside the service time the machine did not keep up, and late answers \
              also send more hedges (raise --time-scale, or use a release build)",
-            r.overhead_p99_real_ms, r.overhead_p50_real_ms
+            number(r.overhead_p99_real_ms),
+            number(r.overhead_p50_real_ms)
         ));
     }
     Judgement::from_reasons(tolerance, reasons)
@@ -184,7 +193,7 @@ mod tests {
         let j = hedge(&report(far, complete()));
         assert_eq!(j.verdict, Verdict::Differs);
         assert!(
-            j.reasons[0].starts_with("extra load % 18.00"),
+            j.reasons[0].starts_with("extra load % 18, simulated 10 (σ 1.3)"),
             "{:?}",
             j.reasons
         );

@@ -6,6 +6,8 @@
 //! rule's clients draw from other generators than the simulator's, so its figures must fall
 //! within the simulated seeds' range, widened by the same tolerance. A run that lost attempts
 //! on the wire (transport errors) played another storm and is not compared at all.
+use herd_sim::figure::number;
+
 use super::{Judgement, Verdict};
 use crate::storm::{LabReport, Range};
 
@@ -26,14 +28,14 @@ pub fn storm(r: &LabReport) -> Judgement {
     let jittered = r.seed_spread.is_some();
     let tolerance = if jittered {
         format!(
-            "tolerance: within the range of {} simulated seeds ± {:.0} %, times ± {SLACK_WINDOWS} windows",
+            "tolerance: within the range of {} simulated seeds ± {} %, times ± {SLACK_WINDOWS} windows",
             r.seed_spread.as_ref().map_or(0, |s| s.runs),
-            TOLERANCE * 100.0
+            number(TOLERANCE * 100.0)
         )
     } else {
         format!(
-            "tolerance: ± {:.0} %, times ± {SLACK_WINDOWS} windows",
-            TOLERANCE * 100.0
+            "tolerance: ± {} %, times ± {SLACK_WINDOWS} windows",
+            number(TOLERANCE * 100.0)
         )
     };
     if r.transport_errors > 0 {
@@ -56,11 +58,11 @@ pub fn storm(r: &LabReport) -> Judgement {
     let mut check = |name: &str, measured: f64, expected: Range, slack: f64| {
         if !within(measured, expected.min, expected.max, slack) {
             let want = if expected.min == expected.max {
-                format!("{:.2}", expected.min)
+                number(expected.min)
             } else {
-                format!("{:.2}–{:.2}", expected.min, expected.max)
+                format!("{}–{}", number(expected.min), number(expected.max))
             };
-            reasons.push(format!("{name} {measured:.2}, simulated {want}"));
+            reasons.push(format!("{name} {}, simulated {want}", number(measured)));
         }
     };
     check(

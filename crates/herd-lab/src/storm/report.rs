@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use herd_sim::RunResult;
+use herd_sim::figure::{Kind, number, signed, with_unit};
 use serde::Serialize;
 
 /// The storm's figures (docs/model.md) for one run, measured or simulated.
@@ -149,12 +150,12 @@ pub struct LabReport {
 }
 
 fn seconds(value: Option<f64>) -> String {
-    value.map_or_else(|| "–".to_owned(), |s| format!("{s:.1} s"))
+    value.map_or_else(|| "–".to_owned(), |s| with_unit(s, Kind::Seconds))
 }
 
 fn seconds_diff(measured: Option<f64>, simulated: Option<f64>) -> String {
     match (measured, simulated) {
-        (Some(m), Some(s)) => format!("{:+.1} s", m - s),
+        (Some(m), Some(s)) => format!("{} s", signed(m - s)),
         (None, None) => "same".to_owned(),
         _ => "differs".to_owned(),
     }
@@ -165,7 +166,7 @@ fn count_diff(measured: u64, simulated: u64) -> String {
     if simulated == 0 {
         format!("{d:+}")
     } else {
-        format!("{d:+} ({:+.1} %)", d as f64 / simulated as f64 * 100.0)
+        format!("{d:+} ({} %)", signed(d as f64 / simulated as f64 * 100.0))
     }
 }
 
@@ -208,18 +209,18 @@ impl LabReport {
             "{:<22} {:>12} {:>12} {:>w$}  difference",
             "metric", "measured", "simulated", spread_header
         );
-        let range = |pick: fn(&SeedSpread) -> Option<Range>, digits: usize, unit: &str| {
+        let range = |pick: fn(&SeedSpread) -> Option<Range>, unit: &str| {
             spread.map_or(String::new(), |sp| {
                 pick(sp).map_or("–".to_owned(), |r| {
-                    format!("{:.digits$}–{:.digits$}{unit}", r.min, r.max)
+                    format!("{}–{}{unit}", number(r.min), number(r.max))
                 })
             })
         };
         let spreads = [
-            range(|sp| sp.half_served_s, 1, " s"),
-            range(|sp| sp.all_served_s, 1, " s"),
-            range(|sp| sp.requests_per_client, 2, ""),
-            range(|sp| sp.peak_after_outage, 0, ""),
+            range(|sp| sp.half_served_s, " s"),
+            range(|sp| sp.all_served_s, " s"),
+            range(|sp| sp.requests_per_client, ""),
+            range(|sp| sp.peak_after_outage, ""),
             String::new(),
             String::new(),
             String::new(),
@@ -239,16 +240,16 @@ impl LabReport {
             ),
             (
                 "requests per client",
-                format!("{:.2}", m.requests_per_client),
-                format!("{:.2}", s.requests_per_client),
+                number(m.requests_per_client),
+                number(s.requests_per_client),
                 format!(
-                    "{:+.2} ({:+.1} %)",
-                    m.requests_per_client - s.requests_per_client,
-                    if s.requests_per_client > 0.0 {
+                    "{} ({} %)",
+                    signed(m.requests_per_client - s.requests_per_client),
+                    signed(if s.requests_per_client > 0.0 {
                         (m.requests_per_client / s.requests_per_client - 1.0) * 100.0
                     } else {
                         0.0
-                    }
+                    })
                 ),
             ),
             (
@@ -285,8 +286,8 @@ impl LabReport {
         let (ma, sa, per) = sparklines(&self.measured_arrivals, &self.simulated_arrivals, 72);
         let _ = writeln!(
             out,
-            "\narrivals per {:.0} ms window (a column is the busiest of {per} window{}):",
-            self.window_s * 1000.0,
+            "\narrivals per {} ms window (a column is the busiest of {per} window{}):",
+            number(self.window_s * 1000.0),
             if per == 1 { "" } else { "s" }
         );
         let _ = writeln!(out, "  measured   |{ma}|");
@@ -301,8 +302,8 @@ impl LabReport {
         for w in first.saturating_sub(2)..first + 10 {
             let _ = writeln!(
                 out,
-                "{:>8.1} {:>9} {:>9} {:>9} {:>9}",
-                w as f64 * self.window_s,
+                "{:>8} {:>9} {:>9} {:>9} {:>9}",
+                number(w as f64 * self.window_s),
                 get(&self.measured_arrivals, w),
                 get(&self.simulated_arrivals, w),
                 get(&self.measured_served, w),
@@ -312,13 +313,13 @@ impl LabReport {
         let _ = writeln!(
             out,
             "\n{} attempts sent by the clients, {} received by the server; {} arrived a step late; \
-             {} transport errors; worst tick lag {:.1} ms; {:.1} s of real time.",
+             {} transport errors; worst tick lag {} ms; {} s of real time.",
             self.client_attempts,
             m.requests,
             self.late_attempts,
             self.transport_errors,
-            self.worst_tick_lag_ms,
-            self.real_s
+            number(self.worst_tick_lag_ms),
+            number(self.real_s)
         );
         if let Some(judgement) = &self.verdict {
             let _ = writeln!(out, "{}", judgement.line());

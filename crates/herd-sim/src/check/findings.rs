@@ -11,6 +11,7 @@
 use herd::RuleName;
 
 use super::{Finding, Severity, System, Translation, finding, ms};
+use crate::figure;
 
 /// A spread below this fraction of the pause does not separate clients that failed together.
 const SMALL_JITTER: f64 = 0.1;
@@ -91,8 +92,8 @@ fn jitter(t: &Translation, out: &mut Vec<Finding>) {
             "jitter-too-small",
             "randomizedwaitfactor",
             format!(
-                "the random spread is ±{:.0} % of each pause ({} ms on the first {} ms): clients that failed together still arrive within a moment of each other",
-                b.jitter * 100.0,
+                "the random spread is ±{} % of each pause ({} ms on the first {} ms): clients that failed together still arrive within a moment of each other",
+                figure::percent(b.jitter * 100.0),
                 ms(b.base.mul_f64(b.jitter * 2.0)),
                 ms(b.base)
             ),
@@ -297,9 +298,9 @@ fn budget(t: &Translation, out: &mut Vec<Finding>) {
                     "budget-floor",
                     "retryBudget",
                     format!(
-                        "below {:.0} requests per second the floor of {floor} retries per second, not the {:.0} % ratio, bounds retries: a quiet service may retry every request",
-                        floor / ratio,
-                        ratio * 100.0
+                        "below {} requests per second the floor of {floor} retries per second, not the {} % ratio, bounds retries: a quiet service may retry every request",
+                        figure::number(floor / ratio),
+                        figure::percent(ratio * 100.0)
                     ),
                     "lower minRetriesPerSecond to what the smallest caller can afford".to_owned(),
                 ));
@@ -314,8 +315,8 @@ fn budget(t: &Translation, out: &mut Vec<Finding>) {
                     "budget-floor",
                     "retry_budget",
                     format!(
-                        "below {:.0} active requests the floor of {min} concurrent retries, not {pct} %, bounds retries",
-                        min * 100.0 / pct
+                        "below {} active requests the floor of {min} concurrent retries, not {pct} %, bounds retries",
+                        figure::number(min * 100.0 / pct)
                     ),
                     "lower min_retry_concurrency if the cluster sees little traffic".to_owned(),
                 ));

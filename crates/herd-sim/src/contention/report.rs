@@ -5,6 +5,7 @@ use herd::RuleName;
 use serde::Serialize;
 
 use super::{Contention, ContentionPoint};
+use crate::figure;
 
 /// The comparison at one or more client counts: one point per rule and count.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -96,12 +97,12 @@ impl fmt::Display for ContentionReport {
             for p in &self.points {
                 writeln!(
                     f,
-                    "{:<24} {:>8} {:>12.1} {:>12.2} {:>16.1}",
+                    "{:<24} {:>8} {:>12} {:>12} {:>16}",
                     heading(p.rule),
                     p.clients,
-                    p.calls,
-                    p.calls_per_client,
-                    p.completion_ms
+                    figure::number(p.calls),
+                    figure::number(p.calls_per_client),
+                    figure::number(p.completion_ms)
                 )?;
             }
             return Ok(());
@@ -133,7 +134,7 @@ impl fmt::Display for ContentionReport {
                 write!(f, "{n:>8}")?;
                 for &r in &self.rules {
                     match self.point(r, n) {
-                        Some(p) => write!(f, " {:>13.1}", value(p))?,
+                        Some(p) => write!(f, " {:>13}", figure::number(value(p)))?,
                         None => write!(f, " {:>13}", "-")?,
                     }
                 }

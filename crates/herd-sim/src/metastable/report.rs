@@ -5,6 +5,7 @@ use herd::RuleName;
 use serde::Serialize;
 
 use super::scenario::MetastablePlan;
+use crate::figure;
 
 /// Counts over one reporting window.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -286,9 +287,9 @@ impl fmt::Display for MetastableReport {
         for w in &self.windows {
             writeln!(
                 f,
-                "{:>8} {:>8.0} {:>8} {:>8} {:>8} {:>10} {:>8} {:>8}",
-                w.start_s,
-                offered,
+                "{:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>8} {:>8}",
+                figure::number(w.start_s),
+                figure::number(offered),
                 w.first_attempts,
                 w.retries,
                 w.attempts(),
@@ -300,17 +301,17 @@ impl fmt::Display for MetastableReport {
         let a = &self.after_outage;
         writeln!(
             f,
-            "after the outage (from {} s): {:.1} attempts/s ({:.2}x the new requests), \
-             throughput {:.1}/s, goodput {:.1}/s, queue {} at the horizon",
-            a.from_s,
-            a.attempts_per_s,
-            if a.first_attempts_per_s > 0.0 {
+            "after the outage (from {} s): {} attempts/s ({}x the new requests), \
+             throughput {}/s, goodput {}/s, queue {} at the horizon",
+            figure::number(a.from_s),
+            figure::number(a.attempts_per_s),
+            figure::number(if a.first_attempts_per_s > 0.0 {
                 a.attempts_per_s / a.first_attempts_per_s
             } else {
                 0.0
-            },
-            a.throughput_per_s,
-            a.goodput_per_s,
+            }),
+            figure::number(a.throughput_per_s),
+            figure::number(a.goodput_per_s),
             a.queue_at_horizon
         )?;
         writeln!(

@@ -130,7 +130,14 @@ impl MetricsReport {
         })
     }
 
-    fn write_rows(&self, out: &mut dyn Write, sep: &str) -> io::Result<()> {
+    /// The rows, the metrics by `show` (full precision for CSV, the precision policy of
+    /// [`crate::figure`] for people).
+    fn write_rows(
+        &self,
+        out: &mut dyn Write,
+        sep: &str,
+        show: fn(&str, f64) -> String,
+    ) -> io::Result<()> {
         writeln!(out, "rule{sep}seed{sep}{}", self.metric_names.join(sep))?;
         for r in &self.results {
             let values: Vec<String> = self
@@ -140,7 +147,7 @@ impl MetricsReport {
                     r.metrics
                         .get(n)
                         .flatten()
-                        .map_or_else(String::new, |x| x.to_string())
+                        .map_or_else(String::new, |x| show(n, x))
                 })
                 .collect();
             writeln!(out, "{}{sep}{}{sep}{}", r.variant, r.seed, values.join(sep))?;
@@ -151,7 +158,15 @@ impl MetricsReport {
 
 impl ModelReport for MetricsReport {
     fn write_table(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.write_rows(out, "  ")
+        // A metric named `…_percent` is a percentage: 99.99 must not print as 100.
+        self.write_rows(out, "  ", |name, x| {
+            let kind = if name.ends_with("_percent") {
+                crate::figure::Kind::Percent
+            } else {
+                crate::figure::Kind::Ratio
+            };
+            crate::figure::bare(x, kind)
+        })
     }
 
     fn to_json(&self) -> serde_json::Value {
@@ -159,7 +174,7 @@ impl ModelReport for MetricsReport {
     }
 
     fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
-        self.write_rows(out, ",")
+        self.write_rows(out, ",", |_, x| x.to_string())
     }
 }
 
@@ -235,5 +250,40 @@ mod tests {
         let cancel = crate::Cancel::new();
         cancel.cancel();
         assert!(Model::report_until(&Coin, &variants, &[3], &cancel).is_err());
+    }
+}
+
+#[cfg(test)]
+mod figures {
+    use super::*;
+
+    /// The table prints figures by the precision policy, a `…_percent` metric as a
+    /// percentage (99.99 is not 100); CSV keeps every digit.
+    #[test]
+    fn the_table_rounds_and_csv_does_not() {
+        let mut metrics = Metrics::new();
+        metrics.set("success_percent", Some(10093.0 / 10094.0 * 100.0));
+        metrics.set("work_amplification", Some(11220.0 / 10094.0));
+        let report = MetricsReport {
+            model: "partial-failure",
+            metric_names: &["success_percent", "work_amplification"],
+            results: vec![Run {
+                variant: Variant::Named("three_retries".to_owned()),
+                seed: 1,
+                metrics,
+            }],
+        };
+        let mut table = Vec::new();
+        report.write_table(&mut table).unwrap();
+        let table = String::from_utf8(table).unwrap();
+        assert_eq!(
+            table.lines().nth(1),
+            Some("three_retries  1  99.99  1.11"),
+            "{table}"
+        );
+        let mut csv = Vec::new();
+        report.write_csv(&mut csv).unwrap();
+        let csv = String::from_utf8(csv).unwrap();
+        assert!(csv.contains(&(11220.0f64 / 10094.0).to_string()), "{csv}");
     }
 }

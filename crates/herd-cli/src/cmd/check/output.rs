@@ -6,6 +6,7 @@ use herd_sim::Scenario;
 use herd_sim::check::mesh::MeshReport;
 use herd_sim::check::storm::{StormComparison, StormOutcome};
 use herd_sim::check::{Report, Severity, Translation};
+use herd_sim::figure;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
@@ -52,7 +53,7 @@ pub(super) fn mesh_table(m: &MeshReport) -> String {
         services
             .iter()
             .zip(&p.receives)
-            .map(|(s, r)| format!("{} {}", s.name, round(*r)))
+            .map(|(s, r)| format!("{} {}", s.name, figure::number(*r)))
             .collect::<Vec<_>>()
             .join(", ")
     };
@@ -63,8 +64,8 @@ pub(super) fn mesh_table(m: &MeshReport) -> String {
             s,
             "  {} fails: it receives {} requests per entry request ({}× what it would without retries)",
             services[a.service].name,
-            round(a.receives),
-            a.factor().map_or("—".to_owned(), round)
+            figure::number(a.receives),
+            a.factor().map_or("—".to_owned(), figure::number)
         );
     }
     let only: Vec<String> = m
@@ -85,15 +86,6 @@ pub(super) fn mesh_table(m: &MeshReport) -> String {
         counts(&m.advice.prediction)
     );
     s
-}
-
-/// A count for people: whole when it is, else four significant decimals.
-fn round(x: f64) -> String {
-    if x.fract() == 0.0 {
-        format!("{x}")
-    } else {
-        format!("{x:.4}")
-    }
 }
 
 fn ms(d: std::time::Duration) -> f64 {
@@ -193,7 +185,7 @@ pub(super) fn json_report(
 }
 
 fn secs(s: Option<f64>) -> String {
-    s.map_or("never".to_owned(), |s| format!("{s:.1}"))
+    s.map_or("never".to_owned(), figure::number)
 }
 
 fn backoff_text(t: &Translation) -> String {
@@ -341,12 +333,12 @@ pub(super) fn table(
                 };
                 let _ = writeln!(
                     s,
-                    "  {:<32} {:>8} {:>8} {:>12} {:>12.2} {:>6}",
+                    "  {:<32} {:>8} {:>8} {:>12} {:>12} {:>6}",
                     truncate(name, 32),
                     label,
                     o.served,
                     secs(o.all_served_s),
-                    o.requests_per_client,
+                    figure::number(o.requests_per_client),
                     o.peak_after_outage
                 );
             }

@@ -10,11 +10,12 @@ use herd_lab::chain::{
     Chain, ChainOptions, Comparison, DEFAULT_GRAPH, MAX_REQUESTS, MIN_VIEWS_TO_JUDGE, Measurement,
 };
 use herd_lab::judge::{self, Judgement, Verdict};
+use herd_sim::figure;
 use herd_sim::graph::{Graph, Options, predict};
 use serde::Serialize;
 
 use super::shared::storm_error;
-use crate::cmd::amplify::{count, load_graph, name_width};
+use crate::cmd::amplify::{load_graph, name_width};
 use crate::cmd::args::{Format, csv_field};
 use crate::cmd::progress;
 use crate::error::{CliError, CliResult};
@@ -328,9 +329,9 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
     )?;
     for s in &r.services {
         let measured = if r.deterministic || s.std_error == 0.0 {
-            count(s.measured)
+            figure::number(s.measured)
         } else {
-            format!("{:.4} ± {:.4}", s.measured, s.std_error)
+            figure::mean_pm(s.measured, s.std_error)
         };
         let mark = if s.agrees || r.verdict.verdict == Verdict::TooSmall {
             ""
@@ -344,7 +345,7 @@ fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
             s.address,
             s.received,
             measured,
-            count(s.predicted)
+            figure::number(s.predicted)
         )?;
     }
     let verdict = match (r.verdict.verdict, r.deterministic) {

@@ -121,11 +121,11 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
         )?;
         writeln!(
             stdout,
-            "time scale {}: a {} ms step lasts {:.1} ms; a real server on 127.0.0.1, clients \
+            "time scale {}: a {} ms step lasts {} ms; a real server on 127.0.0.1, clients \
              retrying through herd's async loop",
             args.time_scale,
             scenario.step_ms,
-            scenario.step_ms * args.time_scale
+            herd_sim::figure::number(scenario.step_ms * args.time_scale)
         )?;
     }
     let mut reports = Vec::new();

@@ -2,6 +2,7 @@
 use std::io::{self, Write};
 
 use herd::RuleName;
+use herd_sim::figure::{self, Kind};
 use herd_sim::{RunResult, Scenario, Series};
 
 use super::output::{Spread, summarise};
@@ -11,25 +12,9 @@ const SPARK_COLUMNS: usize = 48;
 /// Glyphs for arrivals up to 1/4, 1/2, 3/4 and 1 × capacity, then up to 2×, 4×, 8× and beyond.
 const LEVELS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-/// A time in seconds: one decimal when that is exact, otherwise up to three.
+/// A time in seconds, by the one precision policy (`herd_sim::figure`).
 pub(crate) fn seconds(s: f64) -> String {
-    format!("{} s", bare_seconds(s))
-}
-
-fn bare_seconds(s: f64) -> String {
-    if (s * 10.0).fract() == 0.0 {
-        format!("{s:.1}")
-    } else {
-        format!("{s:.3}").trim_end_matches('0').to_owned()
-    }
-}
-
-fn number(v: f64) -> String {
-    if v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
+    figure::with_unit(s, Kind::Seconds)
 }
 
 /// The glyph for `arrivals` in a window of `capacity`.
@@ -186,13 +171,13 @@ pub(crate) fn write(
         let runs = s.runs;
         rows.push(vec![
             rule.to_string(),
-            cell(s.served, runs, number, ""),
-            cell(s.gave_up, runs, number, ""),
-            cell(s.waiting, runs, number, ""),
-            cell(s.half_served_s, runs, bare_seconds, " s"),
-            cell(s.all_served_s, runs, bare_seconds, " s"),
-            cell(s.requests_per_client, runs, |v| format!("{v:.1}"), ""),
-            cell(s.peak_after_outage, runs, number, ""),
+            cell(s.served, runs, figure::number, ""),
+            cell(s.gave_up, runs, figure::number, ""),
+            cell(s.waiting, runs, figure::number, ""),
+            cell(s.half_served_s, runs, figure::number, " s"),
+            cell(s.all_served_s, runs, figure::number, " s"),
+            cell(s.requests_per_client, runs, figure::number, ""),
+            cell(s.peak_after_outage, runs, figure::number, ""),
             {
                 let mut line = sparkline(&one.series, windows, columns);
                 if one.series.arrivals.len() > windows {
@@ -307,12 +292,13 @@ mod tests {
     }
 
     #[test]
-    fn seconds_keep_one_decimal_when_exact() {
+    fn seconds_follow_the_precision_policy() {
         for (s, text) in [
-            (12.0, "12.0 s"),
-            (785.5, "785.5 s"),
+            (12.0, "12 s"),
+            (785.5, "786 s"),
             (0.125, "0.125 s"),
             (5.25, "5.25 s"),
+            (29.65, "29.6 s"),
         ] {
             assert_eq!(seconds(s), text);
         }

@@ -14,9 +14,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::output::number;
 use crate::cmd::storm::chart::{ChartFile, draw_err, render};
 use crate::error::{CliError, CliResult};
+use herd_sim::figure::number;
 
 /// The most panels one heat map draws.
 const MAX_PANELS: usize = 48;

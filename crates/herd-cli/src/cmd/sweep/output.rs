@@ -1,6 +1,7 @@
 //! The sweep as a table, CSV or JSON: one row per cell and rule.
 use std::io::{self, Write};
 
+use herd_sim::figure;
 use herd_sim::sweep::{Interval, PROPORTIONS, Row, Stats, Sweep, show};
 use serde_json::{Map, Value as Json, json};
 
@@ -23,51 +24,22 @@ fn count(n: usize, noun: &str) -> String {
     }
 }
 
-/// Decimals to show `v` with about three significant digits.
-fn decimals(v: f64) -> usize {
-    let a = v.abs();
-    if v.fract() == 0.0 || a >= 100.0 {
-        0
-    } else if a >= 10.0 {
-        1
-    } else if a >= 1.0 {
-        2
-    } else {
-        3
-    }
-}
-
-/// A number with about three significant digits, never in exponent form.
-pub(crate) fn number(v: f64) -> String {
-    format!("{v:.*}", decimals(v))
-}
-
-/// The half-width of an interval, with as many decimals as its mean; `None` when that
-/// rounds to zero (a point interval).
-fn half_width(h: f64, mean: f64) -> Option<String> {
-    let d = decimals(mean).max(usize::from(mean.fract() == 0.0 && mean.abs() < 100.0));
-    let text = format!("{h:.d$}");
-    text.chars().any(|c| matches!(c, '1'..='9')).then_some(text)
-}
-
-/// `mean ±half [k/n]` (`share (lo–hi) [k/n]` for a proportion), `never`/`-` when it never
+/// `mean ± half [k/n]` (`share (lo–hi) [k/n]` for a proportion), `never`/`-` when it never
 /// happened.
 fn cell(stats: &Stats, runs: usize, metric: &str) -> String {
     let Some(mean) = stats.mean else {
         return if metric.ends_with("_s") { "never" } else { "-" }.to_owned();
     };
-    let mut s = number(mean);
-    match (stats.interval, stats.lo, stats.hi) {
+    // The one precision policy: the interval's first digit fixes the decimals of both.
+    let mut s = match (stats.interval, stats.lo, stats.hi) {
         // Wilson's interval, and a t-interval clipped at 0, are not symmetric: print the ends.
         (Interval::Wilson | Interval::TClipped, Some(lo), Some(hi)) => {
-            s.push_str(&format!(" ({}–{})", number(lo), number(hi)));
+            figure::mean_range(mean, lo, hi)
         }
-        _ => {
-            if let Some(h) = stats.half_width().and_then(|h| half_width(h, mean)) {
-                s.push_str(&format!(" ±{h}"));
-            }
-        }
-    }
+        _ => stats
+            .half_width()
+            .map_or_else(|| figure::number(mean), |h| figure::mean_pm(mean, h)),
+    };
     if stats.defined < runs {
         s.push_str(&format!(" [{}/{runs}]", stats.defined));
     }
@@ -89,7 +61,7 @@ pub(crate) fn table(out: &mut impl Write, results: &Results<'_>) -> io::Result<(
     );
     writeln!(
         out,
-        "{name}: {} × {} × {} ({first}..={last}); mean ±half-width of the 95 % t-interval \
+        "{name}: {} × {} × {} ({first}..={last}); mean ± half-width of the 95 % t-interval \
          ({}: share (ends of the 95 % Wilson interval))",
         count(sweep.cells().len(), "cell"),
         count(sweep.rules().len(), "rule"),
@@ -284,17 +256,24 @@ pub(crate) fn json(out: &mut impl Write, results: &Results<'_>) -> io::Result<()
 mod tests {
     use super::*;
 
+    fn stats(mean: f64, lo: f64, hi: f64, interval: Interval) -> Stats {
+        Stats {
+            mean: Some(mean),
+            lo: Some(lo),
+            hi: Some(hi),
+            defined: 20,
+            interval,
+        }
+    }
+
     #[test]
-    fn numbers_read_well() {
-        assert_eq!(number(1000.0), "1000");
-        assert_eq!(number(12.345), "12.3");
-        assert_eq!(number(3.9), "3.90");
-        assert_eq!(number(0.1234), "0.123");
-        assert_eq!(number(785.5), "786");
-        assert_eq!(half_width(1e-12, 600.0), None);
-        assert_eq!(half_width(0.3, 31.8).as_deref(), Some("0.3"));
-        assert_eq!(half_width(0.3, 30.0).as_deref(), Some("0.3"));
-        assert_eq!(half_width(1.6, 2.82).as_deref(), Some("1.60"));
+    fn cells_print_to_their_interval() {
+        let t = stats(29.634, 29.514, 29.754, Interval::T);
+        assert_eq!(cell(&t, 20, "all_served_s"), "29.6 ± 0.1");
+        let point = stats(600.0, 600.0, 600.0, Interval::T);
+        assert_eq!(cell(&point, 20, "all_served_s"), "600");
+        let share = stats(0.27, 0.11, 0.47, Interval::Wilson);
+        assert_eq!(cell(&share, 20, "recovered"), "0.3 (0.1–0.5)");
     }
 
     #[test]
