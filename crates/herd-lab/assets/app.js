@@ -420,7 +420,7 @@ function stormAxisEnd(r) {
 
 // "immediate goes on to 950 s" for each other run that the axis cuts.
 function clippedNotes(clipped) {
-  return clipped.map((o) => `${o.rule} goes on to ${runEnd(o).toFixed(0)} s`);
+  return clipped.map((o) => `${o.rule} goes on to ${fig(runEnd(o))} s`);
 }
 
 function drawStormCompare() {
@@ -572,19 +572,19 @@ function drawStorm() {
   ctx.textAlign = "center";
   ctx.textBaseline = "top";
   for (const t of niceTicks(tEnd, Math.max(3, Math.min(8, Math.floor(pw / 80))))) ctx.fillText(t + " s", x(t), top + ph + 6);
-  $("#storm-clock").textContent = "t = " + (shown * window_s).toFixed(1) + " s of " + tEnd.toFixed(1) + " s";
+  $("#storm-clock").textContent = "t = " + fig(shown * window_s) + " s of " + fig(tEnd) + " s";
   canvas.dataset.tEnd = String(tEnd);
   canvas.dataset.others = String(others.length);
   canvas.dataset.clipped = clipped.map((o) => o.rule).join(",");
   canvas.dataset.drawn = storm.rule;
   $("#storm-clipped").textContent = clipped.length
-    ? `Time axis fitted to ${storm.rule}, 0–${tEnd.toFixed(0)} s; cut at its right edge (→): ${clippedNotes(clipped).join(", ")}.`
+    ? `Time axis fitted to ${storm.rule}, 0–${fig(tEnd)} s; cut at its right edge (→): ${clippedNotes(clipped).join(", ")}.`
     : "";
-  const ended = r.all_served_s !== null ? `all served by ${r.all_served_s.toFixed(1)} s`
+  const ended = r.all_served_s !== null ? `all served by ${fig(r.all_served_s)} s`
     : `${r.served} of ${r.clients} served in the first ${r.horizon_s} s`;
   canvas.setAttribute("aria-label",
-    `requests per 100 ms window for ${storm.rule}, over ${tEnd.toFixed(0)} s, with ${others.length} other rules in grey` +
-    (clipped.length ? ` (cut at ${tEnd.toFixed(0)} s: ${clippedNotes(clipped).join(", ")})` : "") +
+    `requests per 100 ms window for ${storm.rule}, over ${fig(tEnd)} s, with ${others.length} other rules in grey` +
+    (clipped.length ? ` (cut at ${fig(tEnd)} s: ${clippedNotes(clipped).join(", ")})` : "") +
     `: peak after the outage ${r.peak_after_outage} against a capacity of ${capacity}; ${ended}`);
 }
 

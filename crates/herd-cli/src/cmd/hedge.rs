@@ -4,8 +4,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use clap::Args;
-use herd_sim::Cancel;
 use herd_sim::latency::{LatencyModel, LatencyResult, LatencyScenario};
+use herd_sim::{Cancel, figure};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -427,7 +427,12 @@ fn table(out: &mut impl Write, points: &[Point], seeds: &[u64]) -> io::Result<()
             writeln!(out)?;
         }
         if let Some(u) = p.utilisation {
-            writeln!(out, "utilisation {u} ({:.1} requests/s)", p.rate_per_s)?;
+            writeln!(
+                out,
+                "utilisation {} ({} requests/s)",
+                figure::number(u),
+                figure::number(p.rate_per_s)
+            )?;
         }
         let summaries: Vec<PolicySummary<'_>> = p
             .runs
@@ -435,9 +440,7 @@ fn table(out: &mut impl Write, points: &[Point], seeds: &[u64]) -> io::Result<()
             .filter(|r| !r.is_empty())
             .map(|r| summarise(r))
             .collect();
-        let ms = |v: f64| format!("{v:.2}");
-        let pct = |v: f64| format!("{v:.2}");
-        let util = |v: f64| format!("{v:.1}");
+        let (ms, pct): (fn(f64) -> String, fn(f64) -> String) = (figure::number, figure::percent);
         let rows: Vec<[String; 7]> = summaries
             .iter()
             .map(|s| {
@@ -451,7 +454,7 @@ fn table(out: &mut impl Write, points: &[Point], seeds: &[u64]) -> io::Result<()
                     c(s.p999_ms, ms, ""),
                     c(s.mean_ms, ms, ""),
                     c(s.extra_load_percent, pct, "%"),
-                    c(s.utilisation_percent, util, "%"),
+                    c(s.utilisation_percent, pct, "%"),
                 ]
             })
             .collect();

@@ -338,7 +338,7 @@ where
             .light_line_style(WHITE)
             .y_labels(5)
             .x_labels(12)
-            .y_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| herd_sim::figure::number(*v))
             .x_label_formatter(&|v| format!("{v}"))
             .x_desc("time (s)")
             .label_style(("sans-serif", 11))
