@@ -440,7 +440,8 @@ fn table(out: &mut impl Write, points: &[Point], seeds: &[u64]) -> io::Result<()
             .filter(|r| !r.is_empty())
             .map(|r| summarise(r))
             .collect();
-        let (ms, pct): (fn(f64) -> String, fn(f64) -> String) = (figure::number, figure::percent);
+        let ms: fn(f64) -> String = figure::number;
+        let pct: fn(f64) -> String = figure::percent;
         let rows: Vec<[String; 7]> = summaries
             .iter()
             .map(|s| {
