@@ -205,3 +205,98 @@ fn every_printed_field_is_documented_and_every_documented_field_printed() {
          in docs/cli.md's JSON fields but printed by no command: {absent:?}"
     );
 }
+
+/// The commands whose CSV is a table of the JSON's rows, with the key of those rows.
+const CSV_COMMANDS: &[(&[&str], &str)] = &[
+    (&["storm"], "results"),
+    (&["storm", "--throttle", "grpc"], "results"),
+    (&["hedge", "--requests", "500"], "results"),
+    (&["storm", "scenarios/metastable-retry.toml"], "results"),
+    (
+        &["storm", "scenarios/contention.toml", "--clients", "10"],
+        "points",
+    ),
+    (&["storm", "scenarios/brooker-2022.toml"], "results"),
+    (
+        &["sweep", "--set", "clients.count=100,200", "--runs", "2"],
+        "cells",
+    ),
+];
+
+/// The CSV columns a row's JSON field stands for: a scalar its own name; an object of data
+/// (`metrics`, `values`) its keys, a statistic's parts as `key_part`; another object its
+/// scalar fields as `name.field`; a list of rows (`windows`) each field as `window.field`.
+/// The storm's `series` (a time series per window) is the JSON's alone.
+fn csv_columns(row: &Value) -> BTreeSet<String> {
+    let mut columns = BTreeSet::new();
+    for (key, value) in row.as_object().expect("a row is an object") {
+        match value {
+            Value::Object(inner) if key == "metrics" || key == "values" => {
+                for (k, v) in inner {
+                    match v {
+                        Value::Object(parts) => {
+                            columns.extend(parts.keys().map(|p| format!("{k}_{p}")));
+                        }
+                        _ => {
+                            columns.insert(k.clone());
+                        }
+                    }
+                }
+            }
+            // The storm's per-window series is a time series, the JSON's alone.
+            Value::Object(_) if key == "series" => {}
+            Value::Object(inner) => columns.extend(
+                inner
+                    .iter()
+                    .filter(|(_, v)| !v.is_object() && !v.is_array())
+                    .map(|(k, _)| format!("{key}.{k}")),
+            ),
+            Value::Array(items) if key == "windows" => {
+                for item in items.iter().take(1) {
+                    let fields = item.as_object().expect("a window is an object");
+                    columns.extend(fields.keys().map(|k| format!("window.{k}")));
+                }
+            }
+            Value::Array(_) => {}
+            _ => {
+                columns.insert(key.clone());
+            }
+        }
+    }
+    columns
+}
+
+/// CSV carries every scalar field the JSON has, for each command whose CSV is a table of the
+/// JSON's rows (aggregates such as `summary` and the echoed `scenario` stay in the JSON).
+#[test]
+fn csv_carries_every_field_of_the_json_rows() {
+    for &(command, rows) in CSV_COMMANDS {
+        let run = |format: &str| {
+            let args: Vec<&str> = command
+                .iter()
+                .copied()
+                .chain(["--format", format])
+                .collect();
+            let out = herd(&args);
+            assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+            stdout(&out)
+        };
+        let json: Value = serde_json::from_str(&run("json")).expect("JSON");
+        let csv = run("csv");
+        let header: BTreeSet<String> = csv
+            .lines()
+            .next()
+            .expect("a header")
+            .split(',')
+            .map(str::to_owned)
+            .collect();
+        let wanted: BTreeSet<String> = json[rows]
+            .as_array()
+            .unwrap_or_else(|| panic!("{command:?}: no {rows}"))
+            .iter()
+            .flat_map(csv_columns)
+            .collect();
+        let missing: Vec<&String> = wanted.difference(&header).collect();
+        assert!(missing.is_empty(), "{command:?}: the CSV lacks {missing:?}");
+    }
+}

@@ -66,31 +66,79 @@ impl ModelReport for MetastableRuns {
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
 
+    /// One line per window of each run: the run's figures (`after_outage.*` flattened), then
+    /// the window's (`window.*`), so that the CSV carries every figure the JSON does.
     fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(
-            out,
-            "rule,seed,start_s,first_attempts,retries,lost,throughput,goodput,timeouts,gave_up,denied_by_budget,queue"
-        )?;
-        for r in &self.results {
-            for w in &r.windows {
-                writeln!(
-                    out,
-                    "{},{},{},{},{},{},{},{},{},{},{},{}",
-                    r.rule,
-                    r.seed,
-                    w.start_s,
-                    w.first_attempts,
-                    w.retries,
-                    w.lost,
-                    w.throughput,
-                    w.goodput,
-                    w.timeouts,
-                    w.gave_up,
-                    w.denied_by_budget,
-                    w.queue
-                )?;
+        let runs: Vec<serde_json::Value> = self
+            .results
+            .iter()
+            .map(|r| serde_json::to_value(r).map_err(io::Error::from))
+            .collect::<io::Result<_>>()?;
+        let Some(first) = runs.first() else {
+            return Ok(());
+        };
+        let run_columns = scalar_columns(first, &["rule", "seed"], &["windows"]);
+        let window_columns = first["windows"]
+            .get(0)
+            .map(|w| scalar_columns(w, &["start_s"], &[]))
+            .unwrap_or_default();
+        let header: Vec<String> = run_columns
+            .iter()
+            .cloned()
+            .chain(window_columns.iter().map(|c| format!("window.{c}")))
+            .collect();
+        writeln!(out, "{}", header.join(","))?;
+        for run in &runs {
+            let prefix: Vec<String> = run_columns.iter().map(|c| csv_value(run, c)).collect();
+            for w in run["windows"].as_array().into_iter().flatten() {
+                let cells: Vec<String> = prefix
+                    .iter()
+                    .cloned()
+                    .chain(window_columns.iter().map(|c| csv_value(w, c)))
+                    .collect();
+                writeln!(out, "{}", cells.join(","))?;
             }
         }
         Ok(())
+    }
+}
+
+/// The scalar fields of a JSON object: `first` in that order, then the others by name, a
+/// nested object's as `name.field`; the keys in `skip` (lists printed as rows) left out.
+fn scalar_columns(value: &serde_json::Value, first: &[&str], skip: &[&str]) -> Vec<String> {
+    let mut columns: Vec<String> = first
+        .iter()
+        .filter(|k| value.get(**k).is_some())
+        .map(|k| (*k).to_owned())
+        .collect();
+    for (key, v) in value.as_object().into_iter().flatten() {
+        if skip.contains(&key.as_str()) || first.contains(&key.as_str()) {
+            continue;
+        }
+        match v {
+            serde_json::Value::Object(inner) => {
+                columns.extend(inner.keys().map(|k| format!("{key}.{k}")));
+            }
+            serde_json::Value::Array(_) => {}
+            _ => columns.push(key.clone()),
+        }
+    }
+    columns
+}
+
+/// The value at a `name` or `name.field` column, as a CSV field (`null` empty, a string
+/// quoted when it holds a comma or a quote).
+fn csv_value(value: &serde_json::Value, column: &str) -> String {
+    let v = column
+        .split('.')
+        .try_fold(value, |v, key| v.get(key))
+        .unwrap_or(&serde_json::Value::Null);
+    match v {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) if s.contains([',', '"', '\n']) => {
+            format!("\"{}\"", s.replace('"', "\"\""))
+        }
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
     }
 }

@@ -92,7 +92,7 @@ pub(crate) fn json(
 }
 
 /// The CSV header; the columns match the JSON fields of a result (without the series).
-pub(crate) const CSV_HEADER: &str = "rule,seed,clients,served,gave_up,waiting,half_served_s,all_served_s,last_attempt_s,requests,requests_per_client,peak_after_outage";
+pub(crate) const CSV_HEADER: &str = "rule,seed,clients,served,gave_up,denied_by_budget,waiting,half_served_s,all_served_s,last_attempt_s,requests,requests_per_client,peak_after_outage";
 
 /// One line per run; an absent time is an empty field.
 pub(crate) fn csv(out: &mut impl Write, results: &[RunResult]) -> io::Result<()> {
@@ -101,12 +101,13 @@ pub(crate) fn csv(out: &mut impl Write, results: &[RunResult]) -> io::Result<()>
     for r in results {
         writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.rule,
             r.seed,
             r.clients,
             r.served,
             r.gave_up,
+            r.denied_by_budget,
             r.waiting,
             opt(r.half_served_s),
             opt(r.all_served_s),

@@ -5,6 +5,8 @@ use herd_sim::figure;
 use herd_sim::sweep::{Interval, PROPORTIONS, Row, Stats, Sweep, show};
 use serde_json::{Map, Value as Json, json};
 
+use crate::cmd::args::csv_field;
+
 /// What a sweep printed: its scenario's name, the sweep, a row per cell and rule, and the
 /// metrics asked for.
 #[derive(Clone, Copy)]
@@ -125,15 +127,17 @@ pub(crate) fn table(out: &mut impl Write, results: &Results<'_>) -> io::Result<(
     Ok(())
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
+/// The interval method's name, as the JSON and the CSV write it.
+fn interval_name(interval: Option<Interval>) -> &'static str {
+    match interval {
+        Some(Interval::Wilson) => "wilson",
+        Some(Interval::TClipped) => "t_clipped",
+        _ => "t",
     }
 }
 
-/// Header: the swept fields, `rule`, `runs`, then `M_mean,M_lo,M_hi,M_defined` per metric.
+/// Header: the swept fields, `rule`, `runs`, then `M_mean,M_lo,M_hi,M_defined,M_interval`
+/// per metric.
 /// An absent value is an empty field.
 pub(crate) fn csv(out: &mut impl Write, results: &Results<'_>) -> io::Result<()> {
     let Results {
@@ -146,7 +150,7 @@ pub(crate) fn csv(out: &mut impl Write, results: &Results<'_>) -> io::Result<()>
     header.push("rule".into());
     header.push("runs".into());
     for m in metrics {
-        for part in ["mean", "lo", "hi", "defined"] {
+        for part in ["mean", "lo", "hi", "defined", "interval"] {
             header.push(format!("{m}_{part}"));
         }
     }
@@ -162,10 +166,20 @@ pub(crate) fn csv(out: &mut impl Write, results: &Results<'_>) -> io::Result<()>
         line.push(row.runs.to_string());
         for m in metrics {
             match row.metric(m) {
-                Some(s) => {
-                    line.extend([opt(s.mean), opt(s.lo), opt(s.hi), s.defined.to_string()]);
-                }
-                None => line.extend([String::new(), String::new(), String::new(), "0".into()]),
+                Some(s) => line.extend([
+                    opt(s.mean),
+                    opt(s.lo),
+                    opt(s.hi),
+                    s.defined.to_string(),
+                    interval_name(Some(s.interval)).to_owned(),
+                ]),
+                None => line.extend([
+                    String::new(),
+                    String::new(),
+                    String::new(),
+                    "0".into(),
+                    interval_name(None).to_owned(),
+                ]),
             }
         }
         writeln!(out, "{}", line.join(","))?;
@@ -215,11 +229,7 @@ pub(crate) fn json(out: &mut impl Write, results: &Results<'_>) -> io::Result<()
                             "lo": s.and_then(|s| s.lo),
                             "hi": s.and_then(|s| s.hi),
                             "defined": s.map_or(0, |s| s.defined),
-                            "interval": match s.map(|s| s.interval) {
-                                Some(Interval::Wilson) => "wilson",
-                                Some(Interval::TClipped) => "t_clipped",
-                                _ => "t",
-                            },
+                            "interval": interval_name(s.map(|s| s.interval)),
                         }),
                     )
                 })
