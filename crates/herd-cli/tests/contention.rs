@@ -81,7 +81,7 @@ fn herd_sweep_sweeps_the_client_count() {
             "clients.count=10,40",
             "--rules",
             "immediate,full",
-            "--seeds",
+            "--runs",
             "4",
         ],
         "cells",
