@@ -52,14 +52,16 @@ fn sweep_varies_the_failure_rate_across_strategies() {
         "--format",
         "csv",
     ]);
-    let rows: Vec<Vec<&str>> = text
-        .lines()
-        .skip(1)
-        .map(|l| l.split(',').collect())
-        .collect();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("a header").split(',').collect();
+    let column = header
+        .iter()
+        .position(|c| *c == "success_percent_mean")
+        .expect("success_percent_mean");
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 10, "2 failure rates × 5 strategies: {text}");
     for r in &rows {
-        let success: f64 = r[7].parse().unwrap();
+        let success: f64 = r[column].parse().unwrap();
         match r[0] {
             "0" => assert_eq!(success, 100.0, "{r:?}"),
             _ => assert_eq!(success, 0.0, "{r:?}"),

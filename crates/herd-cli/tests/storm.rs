@@ -126,7 +126,7 @@ fn csv_has_a_header_and_a_line_per_run() {
     let lines: Vec<&str> = out.lines().collect();
     assert!(lines[0].starts_with("rule,seed,clients,served,gave_up"));
     assert_eq!(lines.len(), 1 + 6 * 2);
-    support::assert_starts(lines[1], "immediate,1,2000,2000,0,0,12,13.9,");
+    support::assert_starts(lines[1], "immediate,1,2000,2000,0,0,0,12,13.9,");
 }
 
 #[test]

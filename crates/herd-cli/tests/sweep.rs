@@ -249,9 +249,9 @@ fn a_scenario_file_is_the_base() {
     // 4 cells × the file's three rules.
     let lines = csv(&args, 4 * 3);
     // `immediate` serves none of the six with capacity 2 and four attempts.
-    support::assert_starts(&lines[1], "2,4,immediate,5,0,0,0,5,6,6,6,5");
+    support::assert_starts(&lines[1], "2,4,immediate,5,0,0,0,5,t,6,6,6,5,t");
     // More capacity does not help: six together are above `collapse_above = 4`.
-    support::assert_starts(&lines[7], "6,4,immediate,5,0,0,0,5,6,6,6,5");
+    support::assert_starts(&lines[7], "6,4,immediate,5,0,0,0,5,t,6,6,6,5,t");
 }
 
 /// `--chart`: the metrics against one swept field (here the latency's noise, a field inside
