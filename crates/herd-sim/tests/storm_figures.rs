@@ -56,7 +56,8 @@ fn the_readme_table_is_seed_one_of_the_default() {
         let cells: Vec<&str> = line.split_whitespace().collect();
         let rule: RuleName = cells[0].parse().expect("a rule");
         let r = run(&sim, rule, 1);
-        let seconds = |t: Option<f64>| format!("{:.1}", t.expect("everyone served"));
+        // As the table prints them: herd_sim::figure's one precision policy.
+        let seconds = |t: Option<f64>| herd_sim::figure::number(t.expect("everyone served"));
         let printed = [
             r.served.to_string(),
             r.gave_up.to_string(),
@@ -65,7 +66,7 @@ fn the_readme_table_is_seed_one_of_the_default() {
             "s".to_owned(),
             seconds(r.all_served_s),
             "s".to_owned(),
-            format!("{:.1}", r.requests_per_client),
+            herd_sim::figure::number(r.requests_per_client),
             r.peak_after_outage.to_string(),
         ];
         assert_eq!(
