@@ -1,0 +1,65 @@
+//! Reading one value out of a command's JSON by a short path:
+//!
+//! - `.name` a field, `[3]` an item of a list,
+//! - `[rule=full]` the first item of a list whose field `rule` prints as `full` (a string, or a
+//!   number as JSON writes it),
+//! - `.half` on an interval (an object with `lo` and `hi`): its half-width, `(hi − lo) / 2`,
+//! - `.len` on a list: its length.
+use serde_json::Value;
+
+/// The value at `path` in `root`.
+pub fn read(root: &Value, path: &str) -> Result<Value, String> {
+    let mut here = root.clone();
+    let mut rest = path;
+    while !rest.is_empty() {
+        if let Some(after) = rest.strip_prefix('.') {
+            let end = after.find(['.', '[']).unwrap_or(after.len());
+            here = field(&here, &after[..end]).ok_or_else(|| missing(path, &after[..end]))?;
+            rest = &after[end..];
+        } else if let Some(after) = rest.strip_prefix('[') {
+            let end = after
+                .find(']')
+                .ok_or_else(|| format!("`{path}`: `[` is never closed"))?;
+            here = item(&here, &after[..end]).ok_or_else(|| missing(path, &after[..end]))?;
+            rest = &after[end + 1..];
+        } else {
+            return Err(format!("`{path}`: expected `.` or `[` at `{rest}`"));
+        }
+    }
+    Ok(here)
+}
+
+fn missing(path: &str, step: &str) -> String {
+    format!("`{path}`: no `{step}` there")
+}
+
+fn field(here: &Value, name: &str) -> Option<Value> {
+    if let Some(v) = here.get(name) {
+        return Some(v.clone());
+    }
+    match name {
+        "half" => {
+            let lo = here.get("lo")?.as_f64()?;
+            let hi = here.get("hi")?.as_f64()?;
+            Some(Value::from((hi - lo) / 2.0))
+        }
+        "len" => Some(Value::from(here.as_array()?.len())),
+        _ => None,
+    }
+}
+
+fn item(here: &Value, selector: &str) -> Option<Value> {
+    let list = here.as_array()?;
+    match selector.split_once('=') {
+        Some((key, want)) => list
+            .iter()
+            .find(|v| {
+                v.get(key).is_some_and(|f| match f {
+                    Value::String(s) => s == want,
+                    other => other.to_string() == want,
+                })
+            })
+            .cloned(),
+        None => list.get(selector.parse::<usize>().ok()?).cloned(),
+    }
+}
