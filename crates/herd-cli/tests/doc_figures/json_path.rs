@@ -2,7 +2,7 @@
 //!
 //! - `.name` a field, `[3]` an item of a list,
 //! - `[rule=full]` the first item of a list whose field `rule` prints as `full` (a string, or a
-//!   number as JSON writes it),
+//!   number equal to it; `[values.clients.offered_qps=150]` reaches into the object `values`),
 //! - `.half` on an interval (an object with `lo` and `hi`): its half-width, `(hi − lo) / 2`,
 //! - `.len` on a list: its length.
 use serde_json::Value;
@@ -51,15 +51,22 @@ fn field(here: &Value, name: &str) -> Option<Value> {
 fn item(here: &Value, selector: &str) -> Option<Value> {
     let list = here.as_array()?;
     match selector.split_once('=') {
-        Some((key, want)) => list
-            .iter()
-            .find(|v| {
-                v.get(key).is_some_and(|f| match f {
-                    Value::String(s) => s == want,
-                    other => other.to_string() == want,
-                })
-            })
-            .cloned(),
+        Some((key, want)) => list.iter().find(|v| selects(v, key, want)).cloned(),
         None => list.get(selector.parse::<usize>().ok()?).cloned(),
+    }
+}
+
+/// Whether `v`'s field `key` is `want`; `key` may reach into an object by its first dot
+/// (`values.clients.offered_qps` is the swept value `clients.offered_qps` of a sweep's cell).
+fn selects(v: &Value, key: &str, want: &str) -> bool {
+    let field = v.get(key).or_else(|| {
+        let (outer, inner) = key.split_once('.')?;
+        v.get(outer)?.get(inner)
+    });
+    match field {
+        Some(Value::String(s)) => s == want,
+        Some(Value::Number(n)) => want.parse::<f64>().is_ok_and(|w| n.as_f64() == Some(w)),
+        Some(other) => other.to_string() == want,
+        None => false,
     }
 }
