@@ -200,6 +200,8 @@ fn paths_read_fields_items_selections_and_intervals() {
     assert_eq!(json_path::read(&v, ".cells[0].rule").unwrap(), "full");
     assert_eq!(json_path::read(&v, ".cells[rule=full].m.half").unwrap(), 1.5);
     assert_eq!(json_path::read(&v, ".cells[rule=equal].n.len").unwrap(), 3);
+    assert_eq!(json_path::read(&v, ".cells[rule=full&m.lo=1].m.hi").unwrap(), 4.0);
+    assert!(json_path::read(&v, ".cells[rule=full&m.lo=2]").is_err());
     assert!(json_path::read(&v, ".cells[rule=none]").is_err());
     assert!(json_path::read(&v, ".cells[2]").is_err());
 }

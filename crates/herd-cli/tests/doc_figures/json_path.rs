@@ -2,7 +2,8 @@
 //!
 //! - `.name` a field, `[3]` an item of a list,
 //! - `[rule=full]` the first item of a list whose field `rule` prints as `full` (a string, or a
-//!   number equal to it; `[values.clients.offered_qps=150]` reaches into the object `values`),
+//!   number equal to it; `[values.clients.offered_qps=150]` reaches into the object `values`;
+//!   `[rule=full&values.pauses=steps]` asks both),
 //! - `.half` on an interval (an object with `lo` and `hi`): its half-width, `(hi − lo) / 2`,
 //! - `.len` on a list: its length.
 use serde_json::Value;
@@ -51,7 +52,15 @@ fn field(here: &Value, name: &str) -> Option<Value> {
 fn item(here: &Value, selector: &str) -> Option<Value> {
     let list = here.as_array()?;
     match selector.split_once('=') {
-        Some((key, want)) => list.iter().find(|v| selects(v, key, want)).cloned(),
+        Some(_) => list
+            .iter()
+            .find(|v| {
+                selector.split('&').all(|one| {
+                    one.split_once('=')
+                        .is_some_and(|(key, want)| selects(v, key, want))
+                })
+            })
+            .cloned(),
         None => list.get(selector.parse::<usize>().ok()?).cloned(),
     }
 }
