@@ -108,6 +108,17 @@ fn check(figure: &Figure, stdout: &str) -> Result<(), String> {
         }
         Expect::Lines(lines) => {
             let mut printed = stdout.lines().map(str::trim_end);
+            // A block may open with the command as typed, `$ herd ARGS`: the marker's own.
+            let command = format!("$ herd {}", figure.args.join(" "));
+            let lines = match lines.first() {
+                Some(first) if first.starts_with("$ ") => {
+                    if *first != command {
+                        return Err(format!("the block shows {first:?}, the marker runs {command:?}"));
+                    }
+                    &lines[1..]
+                }
+                _ => &lines[..],
+            };
             for line in lines {
                 if !printed.any(|p| p == line) {
                     return Err(format!("this line is not printed (in this order): {line:?}"));
@@ -175,6 +186,8 @@ fn a_wrong_figure_fails() {
         check_all(&marker::markers("t.md", &text).expect("well formed"))
     };
     assert!(block("herd storm: default scenario, seed 1").is_empty());
+    assert!(block("$ herd storm\nherd storm: default scenario, seed 1").is_empty());
+    assert_eq!(block("$ herd storm --seed 2\nherd storm: default scenario, seed 1").len(), 1);
     assert_eq!(block("herd storm: default scenario, seed 2").len(), 1);
 }
 
