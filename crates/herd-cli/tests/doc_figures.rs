@@ -107,7 +107,7 @@ fn check(figure: &Figure, stdout: &str) -> Result<(), String> {
             if wrong.is_empty() { Ok(()) } else { Err(wrong.join("; ")) }
         }
         Expect::Lines(lines) => {
-            let mut printed = stdout.lines().map(str::trim_end);
+            let mut printed = stdout.lines().map(str::trim);
             // A block may open with the command as typed, `$ herd ARGS`: the marker's own.
             let command = format!("$ herd {}", figure.args.join(" "));
             let lines = match lines.first() {
@@ -119,7 +119,8 @@ fn check(figure: &Figure, stdout: &str) -> Result<(), String> {
                 }
                 _ => &lines[..],
             };
-            for line in lines {
+            // Indentation is not compared, and `…` stands for lines left out.
+            for line in lines.iter().map(|l| l.trim()).filter(|l| *l != "…") {
                 if !printed.any(|p| p == line) {
                     return Err(format!("this line is not printed (in this order): {line:?}"));
                 }
@@ -188,6 +189,9 @@ fn a_wrong_figure_fails() {
     assert!(block("herd storm: default scenario, seed 1").is_empty());
     assert!(block("$ herd storm\nherd storm: default scenario, seed 1").is_empty());
     assert_eq!(block("$ herd storm --seed 2\nherd storm: default scenario, seed 1").len(), 1);
+    assert_eq!(block("…\n  full  2000").len(), 1, "a partial line is not a line");
+    let rows = "herd storm: default scenario, seed 1\n…\n";
+    assert!(block(rows).is_empty(), "indentation and elisions are not compared");
     assert_eq!(block("herd storm: default scenario, seed 2").len(), 1);
 }
 
