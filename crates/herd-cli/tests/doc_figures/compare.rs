@@ -19,6 +19,9 @@ pub fn prints_as(value: &Value, scale: f64, figure: &str) -> Result<(), String> 
                 _ => printed,
             }
         }
+        (Value::Object(o), _) if o.contains_key("mean") => {
+            return Err("an interval: compare its `.mean`, or write `MEAN ± HALF`".to_owned());
+        }
         _ => return Err(format!("cannot compare {value} with a figure")),
     };
     if got == want {
