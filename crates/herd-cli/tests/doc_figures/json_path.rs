@@ -75,7 +75,8 @@ fn selects(v: &Value, key: &str, want: &str) -> bool {
     match field {
         Some(Value::String(s)) => s == want,
         Some(Value::Number(n)) => want.parse::<f64>().is_ok_and(|w| n.as_f64() == Some(w)),
-        Some(other) => other.to_string() == want,
-        None => false,
+        Some(Value::Bool(b)) => want.parse::<bool>() == Ok(*b),
+        Some(Value::Null) => want == "null",
+        Some(Value::Array(_) | Value::Object(_)) | None => false,
     }
 }

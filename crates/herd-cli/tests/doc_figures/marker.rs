@@ -80,7 +80,9 @@ pub fn markers(file: &str, text: &str) -> Result<Vec<Figure>, String> {
         } else if let Some(rest) = body.strip_prefix(':') {
             (false, rest)
         } else {
-            return Err(format!("{place}: a marker starts `figure:` or `figure slow:`"));
+            return Err(format!(
+                "{place}: a marker starts `figure:` or `figure slow:`"
+            ));
         };
         let body = body.split_whitespace().collect::<Vec<_>>().join(" ");
         let (command, checks) = match body.split_once(" => ") {
@@ -171,7 +173,9 @@ fn fenced_block_after(place: &str, lines: &[&str], last: usize) -> Result<Vec<St
         .map(|l| l.trim_end().to_owned())
         .collect();
     if body.is_empty() {
-        return Err(format!("{place}: the fenced block after the marker is empty"));
+        return Err(format!(
+            "{place}: the fenced block after the marker is empty"
+        ));
     }
     Ok(body)
 }
@@ -213,7 +217,9 @@ fn without_markers(text: &str) -> String {
     let mut rest = text;
     while let Some(at) = rest.find(OPEN) {
         out.push_str(&rest[..at]);
-        rest = rest[at..].find(CLOSE).map_or("", |i| &rest[at + i + CLOSE.len()..]);
+        rest = rest[at..]
+            .find(CLOSE)
+            .map_or("", |i| &rest[at + i + CLOSE.len()..]);
     }
     out.push_str(rest);
     out
