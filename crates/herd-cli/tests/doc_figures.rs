@@ -271,4 +271,7 @@ fn paths_read_fields_items_selections_and_intervals() {
     assert!(json_path::read(&v, ".cells[rule=full&m.lo=2]").is_err());
     assert!(json_path::read(&v, ".cells[rule=none]").is_err());
     assert!(json_path::read(&v, ".cells[2]").is_err());
+    let clipped: serde_json::Value =
+        serde_json::from_str(r#"{"lo":0.0,"hi":63.0,"mean":29.0,"interval":"t_clipped"}"#).unwrap();
+    assert_eq!(json_path::read(&clipped, ".half").unwrap(), 34.0);
 }

@@ -4,7 +4,8 @@
 //! - `[rule=full]` the first item of a list whose field `rule` prints as `full` (a string, or a
 //!   number equal to it; `[values.clients.offered_qps=150]` reaches into the object `values`;
 //!   `[rule=full&values.pauses=steps]` asks both),
-//! - `.half` on an interval (an object with `lo` and `hi`): its half-width, `(hi − lo) / 2`,
+//! - `.half` on an interval (an object with `lo` and `hi`): its half-width, `(hi − lo) / 2`
+//!   (`hi − mean` for a t-interval clipped at 0, `"interval": "t_clipped"`),
 //! - `.len` on a list: its length.
 use serde_json::Value;
 
@@ -42,7 +43,12 @@ fn field(here: &Value, name: &str) -> Option<Value> {
         "half" => {
             let lo = here.get("lo")?.as_f64()?;
             let hi = here.get("hi")?.as_f64()?;
-            Some(Value::from((hi - lo) / 2.0))
+            // A t-interval clipped at 0 keeps its upper half: `hi − mean` is its half-width.
+            if here.get("interval").and_then(Value::as_str) == Some("t_clipped") {
+                Some(Value::from(hi - here.get("mean")?.as_f64()?))
+            } else {
+                Some(Value::from((hi - lo) / 2.0))
+            }
         }
         "len" => Some(Value::from(here.as_array()?.len())),
         _ => None,
