@@ -118,7 +118,9 @@ fn check(figure: &Figure, stdout: &str) -> Result<(), String> {
             }
         }
         Expect::Lines(lines) => {
-            let mut printed = stdout.lines().map(str::trim);
+            // Runs of spaces are one: a column's padding follows rows the excerpt left out.
+            let spaced = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
+            let mut printed = stdout.lines().map(spaced);
             // A block may open with the command as typed, `$ herd ARGS`: the marker's own.
             let command = format!("$ herd {}", figure.args.join(" "));
             let lines = match lines.first() {
@@ -133,7 +135,7 @@ fn check(figure: &Figure, stdout: &str) -> Result<(), String> {
                 _ => &lines[..],
             };
             // Indentation is not compared, and `…` stands for lines left out.
-            for line in lines.iter().map(|l| l.trim()).filter(|l| *l != "…") {
+            for line in lines.iter().map(|l| spaced(l)).filter(|l| l != "…") {
                 if !printed.any(|p| p == line) {
                     return Err(format!(
                         "this line is not printed (in this order): {line:?}"
@@ -236,6 +238,8 @@ fn a_wrong_figure_fails() {
         block(rows).is_empty(),
         "indentation and elisions are not compared"
     );
+    let padded = "herd storm:  default scenario,   seed 1";
+    assert!(block(padded).is_empty(), "padding is not compared");
     assert_eq!(block("herd storm: default scenario, seed 2").len(), 1);
 }
 

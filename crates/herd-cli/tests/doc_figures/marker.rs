@@ -12,8 +12,9 @@
 //!   `PATH is VALUE` instead checks a figure the prose states in words: "serves nobody");
 //! - `<!-- figure: herd ARGS -->` standing before a fenced block: every line of the block is a
 //!   line of what `herd ARGS` printed, in order (a pasted excerpt of its output); a first line
-//!   `$ herd ARGS` shows the command and must be the marker's; indentation is not compared,
-//!   and a line `…` stands for lines left out.
+//!   `$ herd ARGS` shows the command and must be the marker's; indentation and the width of
+//!   runs of spaces (a table's padding) are not compared, and a line `…` stands for lines left
+//!   out.
 //!
 //! `figure slow:` instead of `figure:` marks a figure too dear for every test run (the test
 //! lists it; `tools/doc-figures` runs it). The text a marker annotates is the paragraph it
