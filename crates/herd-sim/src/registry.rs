@@ -284,4 +284,38 @@ mod tests {
             check_text("[server]\ncapacity = 1\nspeed = 2\n", &Limits::default()).unwrap_err();
         assert_eq!(err.line(), Some(3), "{err}");
     }
+
+    /// A report until a flag is the report when the flag stays down, and nothing once it is
+    /// up, for a model whose engine stops mid-run (storm, latency) as for any other.
+    #[test]
+    fn a_report_until_a_flag_is_the_report_or_nothing() {
+        use crate::{Cancel, Cancelled};
+        for (text, seeds) in [
+            ("horizon_s = 60\n", &[1, 2][..]),
+            (
+                "model = \"latency\"\nrequests = 10000\nwarmup_requests = 1000\n",
+                &[5],
+            ),
+            ("model = \"metastable\"\nhorizon_s = 30\n", &[1]),
+        ] {
+            let checked = check(&tree(text), &Limits::default()).unwrap();
+            let variants = checked.variants();
+            let whole = checked.report(&variants, seeds).unwrap().to_json();
+            let until = checked
+                .report_until(&variants, seeds, &Cancel::new())
+                .unwrap()
+                .unwrap()
+                .to_json();
+            assert_eq!(whole, until, "{text}");
+            let cancel = Cancel::new();
+            cancel.cancel();
+            assert!(
+                matches!(
+                    checked.report_until(&variants, seeds, &cancel),
+                    Err(Cancelled)
+                ),
+                "{text}"
+            );
+        }
+    }
 }

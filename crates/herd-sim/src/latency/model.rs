@@ -138,31 +138,3 @@ impl LatencyModel {
         Ok(metrics)
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::registry;
-
-    #[test]
-    fn a_report_until_a_flag_is_the_report_or_nothing() {
-        let tree: Value =
-            toml::from_str("model = \"latency\"\nrequests = 10000\nwarmup_requests = 1000\n")
-                .unwrap();
-        let checked = registry::check(&tree, &Limits::default()).unwrap();
-        let variants = checked.variants();
-        let whole = checked.report(&variants, &[5]).unwrap().to_json();
-        let until = checked
-            .report_until(&variants, &[5], &Cancel::new())
-            .unwrap()
-            .unwrap()
-            .to_json();
-        assert_eq!(whole, until);
-        let cancel = Cancel::new();
-        cancel.cancel();
-        assert!(matches!(
-            checked.report_until(&variants, &[5], &cancel),
-            Err(Cancelled)
-        ));
-    }
-}

@@ -210,28 +210,4 @@ mod tests {
         let err = registry::check(&bad, &Limits::default()).unwrap_err();
         assert_eq!(err.field_name(), Some("engine"));
     }
-
-    #[test]
-    fn a_report_until_a_flag_is_the_report_or_nothing() {
-        let tree: Value = toml::from_str(
-            "horizon_s = 60
-",
-        )
-        .unwrap();
-        let checked = registry::check(&tree, &Limits::default()).unwrap();
-        let variants = [RuleName::Full.into(), RuleName::Immediate.into()];
-        let whole = checked.report(&variants, &[1, 2]).unwrap().to_json();
-        let until = checked
-            .report_until(&variants, &[1, 2], &Cancel::new())
-            .unwrap()
-            .unwrap()
-            .to_json();
-        assert_eq!(whole, until);
-        let cancel = Cancel::new();
-        cancel.cancel();
-        assert!(matches!(
-            checked.report_until(&variants, &[1], &cancel),
-            Err(Cancelled)
-        ));
-    }
 }
