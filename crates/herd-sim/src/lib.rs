@@ -88,6 +88,43 @@ macro_rules! model_of_scenario {
 }
 pub(crate) use model_of_scenario;
 
+/// The [`Model`](model::Model) methods of a model that compares named variants of its own
+/// (the latency model's policies, the partial-failure model's strategies), not retry rules:
+/// `check` reads `$scenario` and builds it with `$new(&scenario, limits)`, `sweepable` writes
+/// the scenario back, `rules` is empty, and `variants` are the names `self.$names()` lists.
+macro_rules! model_of_named_variants {
+    ($new:path, $scenario:ty, $names:ident) => {
+        fn check(
+            tree: &toml::Value,
+            limits: &$crate::limits::Limits,
+        ) -> Result<Self, $crate::error::ScenarioError> {
+            let scenario: $scenario = $crate::model::from_tree(tree, &[])?;
+            $new(&scenario, limits)
+        }
+
+        fn sweepable(&self) -> Result<toml::Value, $crate::error::ScenarioError> {
+            $crate::model::to_tree(self.scenario(), Self::NAME)
+        }
+
+        /// None: the model compares variants of its own, see [`Model::variants`].
+        fn rules(&self) -> Vec<herd::RuleName> {
+            Vec::new()
+        }
+
+        fn seed(&self) -> u64 {
+            self.scenario().seed
+        }
+
+        fn variants(&self) -> Vec<$crate::model::Variant> {
+            self.$names()
+                .into_iter()
+                .map(|name| $crate::model::Variant::Named(name.to_owned()))
+                .collect()
+        }
+    };
+}
+pub(crate) use model_of_named_variants;
+
 /// The storm guide, `docs/storm.md`: every choice the model leaves open (compiled and tested
 /// with the crate's docs).
 #[doc = include_str!("../../../docs/storm.md")]

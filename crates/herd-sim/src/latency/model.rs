@@ -1,13 +1,10 @@
 //! The latency model behind the [`Model`] interface: its variants are the scenario's hedging
 //! policies, one run is one policy with one seed, reporting [`METRICS`] (docs/model.md,
 //! "Latency").
-use herd::RuleName;
-use toml::Value;
-
 use super::{LatencyModel, LatencyScenario};
 use crate::error::ScenarioError;
 use crate::limits::{self, Limits};
-use crate::model::{self, Metrics, MetricsReport, Model, ModelReport, Variant};
+use crate::model::{Metrics, MetricsReport, Model, ModelReport, Variant};
 use crate::{Cancel, Cancelled};
 
 /// The metrics of one run, in order.
@@ -49,33 +46,10 @@ impl Model for LatencyModel {
         "hedged requests: the tail latency of a fan-out on servers that pause, and its cost";
     const METRICS: &'static [&'static str] = METRICS;
 
-    fn check(tree: &Value, limits: &Limits) -> Result<Self, ScenarioError> {
-        let scenario: LatencyScenario = model::from_tree(tree, &[])?;
-        LatencyModel::within(&scenario, limits)
-    }
-
-    fn sweepable(&self) -> Result<Value, ScenarioError> {
-        model::to_tree(self.scenario(), Self::NAME)
-    }
-
-    /// None: the latency model compares hedging policies, see [`Model::variants`].
-    fn rules(&self) -> Vec<RuleName> {
-        Vec::new()
-    }
-
-    fn seed(&self) -> u64 {
-        self.scenario().seed
-    }
+    crate::model_of_named_variants!(LatencyModel::within, LatencyScenario, policies);
 
     fn cost(&self) -> u64 {
         self.work_estimate()
-    }
-
-    fn variants(&self) -> Vec<Variant> {
-        self.policies()
-            .into_iter()
-            .map(|p| Variant::Named(p.to_owned()))
-            .collect()
     }
 
     fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
