@@ -112,14 +112,9 @@ pub(crate) fn check_seed(seed: i128) -> Result<u64, CliError> {
     })
 }
 
-/// Quotes a CSV field when it needs it (RFC 4180).
-pub(crate) fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
-}
+/// Quotes a CSV field when it needs it (RFC 4180): the simulator's, so that every CSV quotes
+/// alike.
+pub(crate) use herd_sim::model::csv_field;
 
 /// Every subcommand, nested ones too, reads `-0.1` as a value rather than a flag.
 pub(crate) fn allow_negative_numbers(cmd: clap::Command) -> clap::Command {

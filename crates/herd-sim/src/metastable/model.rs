@@ -135,10 +135,7 @@ fn csv_value(value: &serde_json::Value, column: &str) -> String {
         .unwrap_or(&serde_json::Value::Null);
     match v {
         serde_json::Value::Null => String::new(),
-        serde_json::Value::String(s) if s.contains([',', '"', '\n']) => {
-            format!("\"{}\"", s.replace('"', "\"\""))
-        }
-        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::String(s) => crate::model::csv_field(s),
         other => other.to_string(),
     }
 }

@@ -27,7 +27,7 @@ mod metrics;
 mod report;
 
 pub use metrics::Metrics;
-pub use report::{MetricsReport, ModelReport, Run, every_variant_and_seed};
+pub use report::{MetricsReport, ModelReport, Run, csv_field, every_variant_and_seed};
 
 /// The key of a scenario's top-level table that names its model.
 pub const MODEL_KEY: &str = "model";

@@ -32,6 +32,26 @@ pub trait ModelReport: Send + Sync {
     fn write_csv(&self, out: &mut dyn Write) -> io::Result<()>;
 }
 
+/// A CSV field, quoted when it needs it (RFC 4180): every report's and command's CSV writes
+/// text through it.
+///
+/// # Examples
+///
+/// ```
+/// use herd_sim::model::csv_field;
+///
+/// assert_eq!(csv_field("full"), "full");
+/// assert_eq!(csv_field("recovered at 3, then \"not\""), "\"recovered at 3, then \"\"not\"\"\"");
+/// ```
+#[must_use]
+pub fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_owned()
+    }
+}
+
 /// One run of a comparison: which variant, which seed, and its metrics.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Run {
