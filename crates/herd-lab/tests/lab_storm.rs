@@ -13,7 +13,7 @@ use herd_sim::Scenario;
 const SMALL: &str = include_str!("data/small_storm.toml");
 
 fn small() -> Scenario {
-    Scenario::from_toml_str(SMALL).expect("valid scenario")
+    Scenario::from_toml_str(SMALL, &herd_sim::Limits::default(), |_| {}).expect("valid scenario")
 }
 
 /// Plays `lab`, which must be playable, and must end within `seconds` of real time.

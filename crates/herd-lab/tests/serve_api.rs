@@ -4,6 +4,7 @@ use axum::Router;
 use axum::body::Body;
 use axum::http::{Request, StatusCode, header};
 use herd_lab::serve::{self, ServeLimits};
+use herd_sim::Watch;
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -225,7 +226,7 @@ async fn storm_figures_are_herd_sims() {
     scenario.server.capacity = 20;
     let direct = Simulation::new(&scenario, &herd_sim::Limits::default())
         .expect("valid")
-        .run(RuleName::Constant, 3)
+        .run(RuleName::Constant, 3, Watch::none())
         .expect("runs");
     let direct = serde_json::to_value(&direct).expect("serializes");
     // Every figure of the run, as `herd storm --format json` prints it.
@@ -306,7 +307,7 @@ async fn a_storm_with_a_throttle_is_herd_sims() {
         });
         let direct = Simulation::new(&scenario, &herd_sim::Limits::default())
             .expect("valid")
-            .run(RuleName::Immediate, 1)
+            .run(RuleName::Immediate, 1, Watch::none())
             .expect("runs");
         assert_eq!(body["requests"], direct.requests, "{kind}");
         assert_eq!(body["denied_by_budget"], direct.denied_by_budget, "{kind}");
@@ -538,7 +539,7 @@ async fn hedge_figures_are_the_latency_models() {
     assert_eq!(results.len(), 5);
     let none_p999 = results[0]["p999_ms"].as_f64().expect("p999");
     for (i, shown) in results.iter().enumerate() {
-        let (direct, latencies) = model.run_policy(i, 7).expect("a policy");
+        let (direct, latencies) = model.run(i, 7, Watch::none()).expect("a policy");
         // Every figure of the run, as `herd hedge --format json` prints it.
         let direct = serde_json::to_value(&direct).expect("serializes");
         for (field, value) in direct.as_object().expect("a result is an object") {

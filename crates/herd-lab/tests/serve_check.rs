@@ -41,7 +41,14 @@ fn expected_storms(text: &str) -> Vec<(u64, f64, u64, u64, f64, u64)> {
         .filter(|t| t.retries())
         .take(herd_lab::serve::check::MAX_CHECK_STORMS)
         .map(|t| {
-            let c = compare(t, &Scenario::default(), &Limits::default(), 1).expect("runs");
+            let c = compare(
+                t,
+                &Scenario::default(),
+                &Limits::default(),
+                1,
+                &herd_sim::Cancel::new(),
+            )
+            .expect("runs");
             (
                 c.config.served,
                 c.config.requests_per_client,
@@ -237,7 +244,14 @@ async fn the_storm_takes_clients_capacity_and_outage() {
         ..d
     };
     let t = &check::check(&[Input::new("config", GOOD)]).unwrap().configs[0];
-    let c = compare(t, &scenario, &Limits::default(), 1).unwrap();
+    let c = compare(
+        t,
+        &scenario,
+        &Limits::default(),
+        1,
+        &herd_sim::Cancel::new(),
+    )
+    .unwrap();
     let run = &answer["storm"]["runs"][0];
     assert_eq!(run["config"]["served"], c.config.served);
     assert_eq!(

@@ -45,7 +45,7 @@ fn error(value: &Value) -> &str {
 fn direct(text: &str, variant: Variant, seed: u64) -> Value {
     registry::check_text(text, &Limits::default())
         .expect("a valid scenario")
-        .report(&[variant], &[seed])
+        .report(&[variant], &[seed], &herd_sim::Cancel::new())
         .expect("it runs")
         .to_json()
 }

@@ -43,7 +43,7 @@ fn engines(c: &mut Criterion) {
                     .expect("valid scenario");
                 let id = BenchmarkId::new(format!("{}/{rule}", engine.as_str()), label);
                 group.bench_function(id, |b| {
-                    b.iter(|| black_box(sim.run(rule, 1).expect("runs")));
+                    b.iter(|| black_box(sim.run(rule, 1, herd_sim::Watch::none()).expect("runs")));
                 });
             }
         }

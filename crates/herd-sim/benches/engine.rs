@@ -4,6 +4,7 @@
 //!     cargo bench -p herd-sim --bench engine
 //!
 //! Criterion reports throughput in elements per second; an element is one attempt.
+use herd_sim::Watch;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -27,10 +28,10 @@ fn engine(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
     for rule in RuleName::ALL {
-        let attempts = sim.run(rule, 1).expect("runs").requests;
+        let attempts = sim.run(rule, 1, Watch::none()).expect("runs").requests;
         group.throughput(Throughput::Elements(attempts));
         group.bench_function(rule.as_str(), |b| {
-            b.iter(|| sim.run(rule, 1).expect("runs"));
+            b.iter(|| sim.run(rule, 1, Watch::none()).expect("runs"));
         });
     }
     group.finish();

@@ -22,7 +22,9 @@ fn latency(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(5))
         .throughput(Throughput::Elements(subs));
     for (i, name) in model.policies().into_iter().enumerate() {
-        group.bench_function(name, |b| b.iter(|| model.run_policy(i, 1).expect("policy")));
+        group.bench_function(name, |b| {
+            b.iter(|| model.run(i, 1, herd_sim::Watch::none()).expect("policy"))
+        });
     }
     group.finish();
 }

@@ -12,6 +12,7 @@
 //!     HERD_REFERENCE_CLIENTS=2000 cargo bench -p herd-sim --bench reference   # quicker
 //!
 //! Without `python3` on the PATH it says so and measures only the engine.
+use herd_sim::Watch;
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -94,10 +95,13 @@ fn time_engine(
 ) -> Result<(Duration, u64), String> {
     let sim =
         Simulation::with_engine(scenario, &Limits::default(), engine).map_err(|e| e.to_string())?;
-    sim.run(rule, 1).map_err(|e| e.to_string())?;
+    sim.run(rule, 1, Watch::none()).map_err(|e| e.to_string())?;
     let mut requests = 0;
     let time = median(|| {
-        requests = sim.run(rule, 1).map(|r| r.requests).unwrap_or(0);
+        requests = sim
+            .run(rule, 1, Watch::none())
+            .map(|r| r.requests)
+            .unwrap_or(0);
     });
     Ok((time, requests))
 }

@@ -107,6 +107,7 @@ pub struct ScenarioError {
     field: Option<String>,
     line: Option<usize>,
     message: String,
+    cancelled: bool,
 }
 
 impl ScenarioError {
@@ -117,6 +118,7 @@ impl ScenarioError {
             field: Some(field.into()),
             line: None,
             message: message.into(),
+            cancelled: false,
         }
     }
 
@@ -127,7 +129,25 @@ impl ScenarioError {
             field: None,
             line: None,
             message: message.into(),
+            cancelled: false,
         }
+    }
+
+    /// A run stopped by its [`Watch`](crate::Watch)'s [`Cancel`](crate::Cancel) before it
+    /// finished: it has no result.
+    #[must_use]
+    pub fn cancelled() -> Self {
+        Self {
+            cancelled: true,
+            ..Self::general("the run was cancelled")
+        }
+    }
+
+    /// Whether the run was stopped by its [`Cancel`](crate::Cancel), not by a problem with
+    /// the scenario.
+    #[must_use]
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled
     }
 
     /// The same error, located at a 1-based line of the scenario file.

@@ -20,11 +20,11 @@
 //!
 //! ```
 //! use herd::RuleName;
-//! use herd_sim::{Limits, Scenario, Simulation};
+//! use herd_sim::{Limits, Scenario, Simulation, Watch};
 //!
 //! // The default storm scenario (docs/model.md): 2000 clients, an outage over the first 10 s.
 //! let sim = Simulation::new(&Scenario::default(), &Limits::default())?;
-//! let result = sim.run(RuleName::Immediate, 1)?;
+//! let result = sim.run(RuleName::Immediate, 1, Watch::none())?;
 //! assert_eq!(result.half_served_s, Some(12.0));
 //! assert_eq!(result.all_served_s, Some(13.9));
 //! assert_eq!(result.requests_per_client, 120.5);
@@ -34,7 +34,6 @@
 #![warn(missing_docs, rust_2018_idioms, unreachable_pub)]
 
 mod budget;
-mod cancel;
 pub mod check;
 pub mod contention;
 mod error;
@@ -56,6 +55,7 @@ pub mod sweep;
 mod throttle;
 #[cfg(feature = "toy-model")]
 mod toy;
+mod watch;
 mod ziggurat;
 
 /// The [`Model`](model::Model) methods that a model keeping its checked scenario writes the
@@ -130,16 +130,16 @@ pub(crate) use model_of_named_variants;
 #[doc = include_str!("../../../docs/storm.md")]
 pub mod guide {}
 
-pub use cancel::{Cancel, Cancelled};
 pub use error::{Field, ScenarioError, shorten_values};
 pub use limits::Limits;
 pub use storm::cohort;
 pub use storm::{
     Clients, Engine, GiveUp, Latency, LatencyDistribution, MAX_TRACE_CLIENTS, MAX_TRACE_EVENTS,
     Outcome, Pauses, Retry, RunResult, Scenario, Series, Server, Simulation, Timetable, Trace,
-    TraceEvent, run,
+    TraceEvent,
 };
 pub use throttle::{KINDS as THROTTLE_KINDS, ThrottleTable};
+pub use watch::{Cancel, Watch};
 
 #[doc = include_str!("../../../docs/amplify.md")]
 pub mod graph;

@@ -7,12 +7,12 @@
 //!
 //! ```
 //! use herd::RuleName;
-//! use herd_sim::{Limits, registry};
+//! use herd_sim::{Limits, Watch, registry};
 //!
 //! let value: toml::Value = toml::from_str("[server]\nrefusal_cost = 0.05\n").unwrap();
 //! let checked = registry::check(&value, &Limits::default())?;
 //! assert_eq!(checked.name(), "storm");
-//! let metrics = checked.run(&RuleName::Full.into(), 1)?;
+//! let metrics = checked.run(&RuleName::Full.into(), 1, Watch::none())?;
 //! assert_eq!(metrics.get("served"), Some(Some(2000.0)));
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
@@ -186,7 +186,7 @@ mod tests {
     fn run(text: &str, rule: RuleName) -> Metrics {
         check(&tree(text), &Limits::default())
             .unwrap()
-            .run(&rule.into(), 1)
+            .run(&rule.into(), 1, crate::Watch::none())
             .unwrap()
     }
 
@@ -287,35 +287,42 @@ mod tests {
 
     /// A report until a flag is the report when the flag stays down, and nothing once it is
     /// up, for a model whose engine stops mid-run (storm, latency) as for any other.
+    /// Every model reads its watch as it runs: a run told to stop at its first progress
+    /// report stops with a cancellation, a watched run is the unwatched run bit for bit, and a
+    /// report whose flag is set has no result.
     #[test]
-    fn a_report_until_a_flag_is_the_report_or_nothing() {
-        use crate::{Cancel, Cancelled};
-        for (text, seeds) in [
-            ("horizon_s = 60\n", &[1, 2][..]),
-            (
-                "model = \"latency\"\nrequests = 10000\nwarmup_requests = 1000\n",
-                &[5],
-            ),
-            ("model = \"metastable\"\nhorizon_s = 30\n", &[1]),
+    fn every_model_stops_mid_run_when_its_flag_is_set() {
+        use crate::{Cancel, Watch};
+        for text in [
+            "[clients]\ncount = 20000\n[server]\ncapacity = 500\n",
+            "model = \"latency\"\nrequests = 10000\nwarmup_requests = 1000\n",
+            "model = \"metastable\"\nhorizon_s = 300\n",
+            "model = \"contention\"\nruns = 1\n[clients]\ncount = 1000\n",
+            "model = \"partial-failure\"\nhorizon_s = 100\n",
         ] {
             let checked = check(&tree(text), &Limits::default()).unwrap();
-            let variants = checked.variants();
-            let whole = checked.report(&variants, seeds).unwrap().to_json();
-            let until = checked
-                .report_until(&variants, seeds, &Cancel::new())
-                .unwrap()
-                .unwrap()
-                .to_json();
-            assert_eq!(whole, until, "{text}");
+            let variant = &checked.variants()[0];
+            let seed = checked.seed();
+            let plain = checked.run(variant, seed, Watch::none()).unwrap();
+            let mut shares = Vec::new();
+            let mut note = |done: f64| shares.push(done);
+            let watched = checked
+                .run(
+                    variant,
+                    seed,
+                    Watch::until(&Cancel::new()).progress(&mut note),
+                )
+                .unwrap();
+            assert_eq!(plain, watched, "{text}");
+            assert!(shares.len() >= 3, "{text}: {shares:?}");
+            assert_eq!(shares.last(), Some(&1.0), "{text}");
+
             let cancel = Cancel::new();
-            cancel.cancel();
-            assert!(
-                matches!(
-                    checked.report_until(&variants, seeds, &cancel),
-                    Err(Cancelled)
-                ),
-                "{text}"
-            );
+            let mut stop = |_: f64| cancel.cancel();
+            let stopped = checked.run(variant, seed, Watch::until(&cancel).progress(&mut stop));
+            assert!(stopped.is_err_and(|e| e.is_cancelled()), "{text}");
+            let report = checked.report(&checked.variants(), &[seed], &cancel);
+            assert!(report.is_err_and(|e| e.is_cancelled()), "{text}");
         }
     }
 }

@@ -2,6 +2,7 @@
 //! the errors for what it does not run. (Agreement with the agent engine over many seeds is
 //! `cohort_agreement.rs`.)
 use herd::RuleName;
+use herd_sim::Watch;
 use herd_sim::{Clients, Engine, Limits, Scenario, Server, Simulation, cohort};
 use proptest::test_runner::TestCaseError;
 
@@ -15,7 +16,10 @@ fn cohort_sim(scenario: &Scenario) -> Simulation {
 }
 
 fn scene(text: &str) -> Simulation {
-    cohort_sim(&Scenario::from_toml_str(text).expect("shipped scenario parses"))
+    cohort_sim(
+        &Scenario::from_toml_str(text, &herd_sim::Limits::default(), |_| {})
+            .expect("shipped scenario parses"),
+    )
 }
 
 /// The default scenario with `clients` clients and capacity scaled to match (50 per 2000).
@@ -160,7 +164,7 @@ fn the_work_cap_counts_random_draws() {
         ..Limits::default()
     };
     let capped = Simulation::with_engine(&s, &limits, Engine::Cohort).unwrap();
-    let err = capped.run(RuleName::Full, 1).unwrap_err();
+    let err = capped.run(RuleName::Full, 1, Watch::none()).unwrap_err();
     assert_eq!(err.field_name(), Some("step_ms"), "{err}");
     assert!(
         err.to_string()
@@ -176,7 +180,7 @@ fn the_work_cap_counts_random_draws() {
         ..Limits::default()
     };
     let sim = Simulation::with_engine(&Scenario::default(), &tiny, Engine::Cohort).unwrap();
-    let err = sim.run(RuleName::Full, 1).unwrap_err();
+    let err = sim.run(RuleName::Full, 1, Watch::none()).unwrap_err();
     assert!(err.to_string().contains("random draws"), "{err}");
 }
 
@@ -316,7 +320,7 @@ fn waiting_cohorts_are_bounded_by_the_memory_limit() {
         ..Limits::default()
     };
     let sim = Simulation::with_engine(&s, &tight, Engine::Cohort).unwrap();
-    let err = sim.run(RuleName::Full, 1).unwrap_err();
+    let err = sim.run(RuleName::Full, 1, Watch::none()).unwrap_err();
     assert_eq!(err.field_name(), Some("step_ms"), "{err}");
     assert!(err.to_string().contains("more than 1000 cohorts"), "{err}");
 }

@@ -208,8 +208,12 @@ fn every_feature_every_rule_agrees() {
 /// Fine steps under a long cap (1 ms steps, 30 s cap: laws of 30 000 waits), few clients.
 #[test]
 fn sixty_console_scene_every_rule_agrees() {
-    let scenario = Scenario::from_toml_str(include_str!("../../../scenarios/sixty-consoles.toml"))
-        .expect("shipped scenario parses");
+    let scenario = Scenario::from_toml_str(
+        include_str!("../../../scenarios/sixty-consoles.toml"),
+        &herd_sim::Limits::default(),
+        |_| {},
+    )
+    .expect("shipped scenario parses");
     every_rule_agrees("sixty", &scenario, true);
 }
 

@@ -2,7 +2,9 @@
 //! the rules that the article's figures show.
 use herd::RuleName;
 use herd_sim::Limits;
-use herd_sim::contention::{Contention, ContentionScenario, Convention};
+use herd_sim::Watch;
+use herd_sim::contention::{Contention, ContentionPoint, ContentionScenario, Convention};
+use rayon::prelude::*;
 
 mod support;
 
@@ -28,12 +30,14 @@ fn the_shipped_file_is_the_default() {
 #[test]
 fn two_clients_without_jitter_in_the_network() {
     let fixed = model(|s| s.network.delay_sd_ms = 0.0);
-    let none = fixed.run(RuleName::Immediate, 1, 2).unwrap();
+    let none = fixed.run(RuleName::Immediate, 1, 2, Watch::none()).unwrap();
     assert_eq!((none.calls, none.completion_ms), (3, 80.0));
-    let exponential = fixed.run(RuleName::Exponential, 1, 2).unwrap();
+    let exponential = fixed
+        .run(RuleName::Exponential, 1, 2, Watch::none())
+        .unwrap();
     // The first pause is base = 5 ms.
     assert_eq!((exponential.calls, exponential.completion_ms), (3, 85.0));
-    let alone = fixed.run(RuleName::Full, 1, 1).unwrap();
+    let alone = fixed.run(RuleName::Full, 1, 1, Watch::none()).unwrap();
     assert_eq!((alone.calls, alone.completion_ms), (1, 40.0));
 }
 
@@ -46,12 +50,14 @@ fn the_articles_convention_doubles_the_exponential_familys_first_pause() {
         s.network.delay_sd_ms = 0.0;
         s.retry.convention = Convention::Brooker2015;
     });
-    let exponential = fixed.run(RuleName::Exponential, 1, 2).unwrap();
+    let exponential = fixed
+        .run(RuleName::Exponential, 1, 2, Watch::none())
+        .unwrap();
     assert_eq!((exponential.calls, exponential.completion_ms), (3, 90.0));
     // Full and equal jitter draw within [0, 10 ms] and [5 ms, 10 ms]: past 80 ms, by 90 ms.
     for (rule, lo) in [(RuleName::Full, 80.0), (RuleName::Equal, 85.0)] {
         for seed in 1..50 {
-            let r = fixed.run(rule, seed, 2).unwrap();
+            let r = fixed.run(rule, seed, 2, Watch::none()).unwrap();
             assert!(
                 (lo..=90.0).contains(&r.completion_ms),
                 "{rule} seed {seed}: {}",
@@ -61,10 +67,23 @@ fn the_articles_convention_doubles_the_exponential_familys_first_pause() {
     }
     // Herd's convention never exceeds 85 ms for full jitter; the article's does, for some seed.
     let herd = model(|s| s.network.delay_sd_ms = 0.0);
-    assert!((1..50).all(|seed| herd.run(RuleName::Full, seed, 2).unwrap().completion_ms <= 85.0));
-    assert!((1..50).any(|seed| fixed.run(RuleName::Full, seed, 2).unwrap().completion_ms > 85.0));
+    assert!((1..50).all(|seed| {
+        herd.run(RuleName::Full, seed, 2, Watch::none())
+            .unwrap()
+            .completion_ms
+            <= 85.0
+    }));
+    assert!((1..50).any(|seed| {
+        fixed
+            .run(RuleName::Full, seed, 2, Watch::none())
+            .unwrap()
+            .completion_ms
+            > 85.0
+    }));
     // decorrelated: uniform in [base, 3 · base] = [5, 15] ms either way.
-    let decorrelated = fixed.run(RuleName::Decorrelated, 3, 2).unwrap();
+    let decorrelated = fixed
+        .run(RuleName::Decorrelated, 3, 2, Watch::none())
+        .unwrap();
     assert!((85.0..=95.0).contains(&decorrelated.completion_ms));
     // A cap below 2 · base caps the first pause.
     let capped = model(|s| {
@@ -72,7 +91,9 @@ fn the_articles_convention_doubles_the_exponential_familys_first_pause() {
         s.retry.convention = Convention::Brooker2015;
         s.retry.cap_ms = 7.0;
     });
-    let r = capped.run(RuleName::Exponential, 1, 2).unwrap();
+    let r = capped
+        .run(RuleName::Exponential, 1, 2, Watch::none())
+        .unwrap();
     assert_eq!(r.completion_ms, 87.0);
 }
 
@@ -94,7 +115,7 @@ fn every_client_writes_at_least_once() {
     let m = model(|s| s.runs = 3);
     for rule in m.rules() {
         for seed in 1..4 {
-            let r = m.run(rule, seed, 30).unwrap();
+            let r = m.run(rule, seed, 30, Watch::none()).unwrap();
             assert!(r.calls >= 30, "{rule} seed {seed}: {} calls", r.calls);
             assert!(
                 r.completion_ms >= 4.0 * 30.0 * 0.5,
@@ -109,12 +130,12 @@ fn every_client_writes_at_least_once() {
 fn runs_are_reproducible_from_the_seed() {
     let m = model(|_| {});
     assert_eq!(
-        m.run(RuleName::Full, 9, 40).unwrap(),
-        m.run(RuleName::Full, 9, 40).unwrap()
+        m.run(RuleName::Full, 9, 40, Watch::none()).unwrap(),
+        m.run(RuleName::Full, 9, 40, Watch::none()).unwrap()
     );
     assert_ne!(
-        m.run(RuleName::Full, 9, 40).unwrap(),
-        m.run(RuleName::Full, 10, 40).unwrap()
+        m.run(RuleName::Full, 9, 40, Watch::none()).unwrap(),
+        m.run(RuleName::Full, 10, 40, Watch::none()).unwrap()
     );
 }
 
@@ -124,8 +145,8 @@ fn runs_are_reproducible_from_the_seed() {
 #[test]
 fn the_rules_keep_the_articles_order_at_100_clients() {
     let m = model(|s| s.runs = 20);
-    let calls = |r| m.average(r, 100).unwrap().calls;
-    let time = |r| m.average(r, 100).unwrap().completion_ms;
+    let calls = |r| average(&m, r, 100).calls;
+    let time = |r| average(&m, r, 100).completion_ms;
     let (none, exponential) = (calls(RuleName::Immediate), calls(RuleName::Exponential));
     let (equal, full, decorrelated) = (
         calls(RuleName::Equal),
@@ -155,7 +176,7 @@ fn the_rules_keep_the_articles_order_at_100_clients() {
 #[test]
 fn work_grows_faster_than_the_clients_without_jitter() {
     let m = model(|s| s.runs = 10);
-    let per_client = |r, n| m.average(r, n).unwrap().calls_per_client;
+    let per_client = |r, n| average(&m, r, n).calls_per_client;
     // No backoff: calls per client grow about linearly in N (total work ~ N²).
     assert!(per_client(RuleName::Immediate, 80) > 1.7 * per_client(RuleName::Immediate, 40));
     // Full jitter: calls per client grow much more slowly.
@@ -175,4 +196,17 @@ fn bad_values_name_their_field() {
     support::refusals_name_fields(&cases, ContentionScenario::from_toml_str);
     let err = ContentionScenario::from_toml_str("[retry]\nrules = [\"nope\"]\n").expect_err("rule");
     assert!(err.to_string().contains("unknown rule `nope`"), "{err}");
+}
+
+/// `rule` with `clients` clients over the scenario's seeds `seed .. seed + runs`, averaged.
+fn average(m: &Contention, rule: RuleName, clients: u64) -> ContentionPoint {
+    let seed = m.scenario().seed;
+    let runs: Vec<_> = (0..u64::from(m.scenario().runs))
+        .into_par_iter()
+        .map(|k| {
+            m.run(rule, seed.wrapping_add(k), clients, Watch::none())
+                .unwrap()
+        })
+        .collect();
+    ContentionPoint::mean(&runs).expect("at least one run")
 }

@@ -1,5 +1,6 @@
 //! The engine's invariants: determinism, conservation, and each model option doing its job.
 use herd::RuleName;
+use herd_sim::Watch;
 use herd_sim::{GiveUp, Limits, Outcome, Scenario, Simulation};
 use proptest::prelude::*;
 
@@ -33,8 +34,8 @@ fn same_seed_same_result_and_trace_matches_run() {
     };
     let sim = sim(&s);
     for rule in RuleName::ALL {
-        let a = sim.run(rule, 42).unwrap();
-        let b = sim.run(rule, 42).unwrap();
+        let a = sim.run(rule, 42, Watch::none()).unwrap();
+        let b = sim.run(rule, 42, Watch::none()).unwrap();
         assert_eq!(a, b, "{rule} is not deterministic");
         let (c, trace) = sim.trace(rule, 42).unwrap();
         assert_eq!(a, c, "{rule}: tracing changed the run");
@@ -45,8 +46,8 @@ fn same_seed_same_result_and_trace_matches_run() {
     }
     // A different seed moves a jittered rule.
     assert_ne!(
-        sim.run(RuleName::Full, 1).unwrap().series,
-        sim.run(RuleName::Full, 2).unwrap().series
+        sim.run(RuleName::Full, 1, Watch::none()).unwrap().series,
+        sim.run(RuleName::Full, 2, Watch::none()).unwrap().series
     );
 }
 
@@ -57,10 +58,11 @@ fn progress_is_reported_and_changes_nothing() {
         s.server.capacity = 500;
     });
     let mut seen = Vec::new();
+    let mut note = |done: f64| seen.push(done);
     let r = sim
-        .run_with_progress(RuleName::Immediate, 1, |done| seen.push(done))
+        .run(RuleName::Immediate, 1, Watch::none().progress(&mut note))
         .unwrap();
-    assert_eq!(r, sim.run(RuleName::Immediate, 1).unwrap());
+    assert_eq!(r, sim.run(RuleName::Immediate, 1, Watch::none()).unwrap());
     assert!(seen.len() >= 2, "{seen:?}");
     assert!(seen.windows(2).all(|w| w[0] <= w[1]), "{seen:?}");
     assert_eq!(seen.last(), Some(&1.0));
@@ -72,7 +74,7 @@ fn open_loop_arrivals_are_clients_too() {
         s.clients.arrivals_per_s = 10.0;
         s.horizon_s = 100.0;
     })
-    .run(RuleName::Full, 1)
+    .run(RuleName::Full, 1, Watch::none())
     .unwrap();
     assert_eq!(r.clients, 2000 + 1000);
     conserved(&r);
@@ -97,7 +99,7 @@ fn deadline_gives_up_and_never_attempts_late() {
 #[test]
 fn retry_after_holds_clients_back() {
     let r = sim_with(|s| s.server.retry_after_s = 2.0)
-        .run(RuleName::Immediate, 1)
+        .run(RuleName::Immediate, 1, Watch::none())
         .unwrap();
     // During the outage there is no Retry-After: immediate knocks every step. After it, the
     // refused wait 2 s plus a jitter of 0–10 % (20, 21 or 22 steps), so they come back over
@@ -201,7 +203,7 @@ fn clients_refused_together_do_not_come_back_together() {
 #[test]
 fn timeout_delays_every_retry() {
     let r = sim_with(|s| s.server.timeout_s = 0.4)
-        .run(RuleName::Constant, 1)
+        .run(RuleName::Constant, 1, Watch::none())
         .unwrap();
     // Attempts every 1.4 s: 0, 1.4, … 9.8 down; 11.2 first served.
     assert_eq!(r.series.served.iter().position(|&x| x > 0), Some(112));
@@ -211,9 +213,9 @@ fn timeout_delays_every_retry() {
 #[test]
 fn warmup_serves_less_just_after_the_outage() {
     let mut s = Scenario::default();
-    let cold = sim(&s).run(RuleName::Immediate, 1).unwrap();
+    let cold = sim(&s).run(RuleName::Immediate, 1, Watch::none()).unwrap();
     s.server.warmup_s = 2.0;
-    let warm = sim(&s).run(RuleName::Immediate, 1).unwrap();
+    let warm = sim(&s).run(RuleName::Immediate, 1, Watch::none()).unwrap();
     assert_eq!(cold.series.served[100], 50);
     assert_eq!(warm.series.served[100], 2); // 50 · 0.1 s / 2 s = 2.5 → 2
     assert!(warm.all_served_s > cold.all_served_s);
@@ -227,7 +229,7 @@ fn windows_longer_than_a_step_serve_earlier_steps_first() {
         ..Default::default()
     };
     s.server.capacity = 500;
-    let r = sim(&s).run(RuleName::Immediate, 1).unwrap();
+    let r = sim(&s).run(RuleName::Immediate, 1, Watch::none()).unwrap();
     // 2000 knock at 10.0 s and take the whole window's 500; the rest wait for 11.0 s.
     assert_eq!(r.series.served[10], 500);
     assert_eq!(r.all_served_s, Some(13.0));
@@ -240,7 +242,9 @@ fn horizon_leaves_clients_waiting() {
         horizon_s: 20.0,
         ..Default::default()
     };
-    let r = sim(&s).run(RuleName::Exponential, 1).unwrap();
+    let r = sim(&s)
+        .run(RuleName::Exponential, 1, Watch::none())
+        .unwrap();
     assert_eq!(r.served, 50);
     assert_eq!(r.waiting, 1950);
     assert_eq!(r.all_served_s, None);
@@ -254,7 +258,7 @@ fn retry_budget_caps_retries_at_a_share_of_first_attempts() {
     s.retry.budget_percent = 10.0;
     let sim = sim(&s);
     for rule in RuleName::CLASSIC {
-        let r = sim.run(rule, 1).unwrap();
+        let r = sim.run(rule, 1, Watch::none()).unwrap();
         conserved(&r);
         // 2000 first attempts earn 200 retries, which expire 10 s later, inside the outage.
         assert!(r.requests <= 2000 + 200, "{rule}: {}", r.requests);
@@ -267,7 +271,7 @@ fn retry_budget_caps_retries_at_a_share_of_first_attempts() {
     s.horizon_s = 60.0;
     let r = Simulation::new(&s, &Limits::unlimited())
         .unwrap()
-        .run(RuleName::Full, 1)
+        .run(RuleName::Full, 1, Watch::none())
         .unwrap();
     conserved(&r);
     assert!(r.denied_by_budget > 0 && r.served > r.clients / 2, "{r:?}");
@@ -280,7 +284,7 @@ fn work_limit_stops_a_run_with_an_error() {
         ..Limits::unlimited()
     };
     let sim = Simulation::new(&Scenario::default(), &limits).unwrap();
-    let err = sim.run(RuleName::Immediate, 1).unwrap_err();
+    let err = sim.run(RuleName::Immediate, 1, Watch::none()).unwrap_err();
     assert!(err.to_string().contains("10000 attempts"), "{err}");
 }
 
@@ -309,7 +313,9 @@ fn bad_scenarios_name_their_field_and_line() {
         ("[retry]\npause_ms = 0\n", "retry.pause_ms", 2),
         ("step_ms = \"fast\"\n", "step_ms", 1),
     ];
-    let errors = support::refusals_name_fields(&cases, Scenario::from_toml_str);
+    let errors = support::refusals_name_fields(&cases, |t: &str| {
+        Scenario::from_toml_str(t, &herd_sim::Limits::default(), |_| {})
+    });
     for (err, (_, field, _)) in errors.iter().zip(cases) {
         assert!(err.to_string().starts_with(field), "{err}");
     }
@@ -405,7 +411,7 @@ proptest! {
 /// add up, no window serves more than the capacity, and the run replays.
 fn accounted_for(s: &Scenario, rule: RuleName, seed: u64) -> Result<(), TestCaseError> {
     let sim = sim(s);
-    let r = sim.run(rule, seed).unwrap();
+    let r = sim.run(rule, seed, Watch::none()).unwrap();
     prop_assert_eq!(r.served + r.gave_up + r.waiting, r.clients);
     prop_assert_eq!(r.series.arrivals.iter().sum::<u64>(), r.requests);
     prop_assert_eq!(r.series.served.iter().sum::<u64>(), r.served);
@@ -417,7 +423,7 @@ fn accounted_for(s: &Scenario, rule: RuleName, seed: u64) -> Result<(), TestCase
         prop_assert!(v <= a);
         prop_assert!(*v <= s.server.capacity);
     }
-    prop_assert_eq!(sim.run(rule, seed).unwrap(), r);
+    prop_assert_eq!(sim.run(rule, seed, Watch::none()).unwrap(), r);
     Ok(())
 }
 
@@ -439,5 +445,11 @@ fn an_open_loop_rate_past_nine_decimals_is_refused_and_as_written_is_accounted_f
     s.clients.arrivals_per_s = 12.195_169_709;
     accounted_for(&s, RuleName::ALL[rule], seed).unwrap();
     // The open loop really ran: 1 + ⌊12.195169709 · 40⌋ clients.
-    assert_eq!(sim(&s).run(RuleName::ALL[rule], seed).unwrap().clients, 488);
+    assert_eq!(
+        sim(&s)
+            .run(RuleName::ALL[rule], seed, Watch::none())
+            .unwrap()
+            .clients,
+        488
+    );
 }

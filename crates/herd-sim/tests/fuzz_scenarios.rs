@@ -223,7 +223,7 @@ fn check_and_run(tree: &Value) -> Result<(), String> {
         .next()
         .unwrap_or(Variant::Rule(herd::RuleName::Full));
     checked
-        .run(&variant, checked.seed())
+        .run(&variant, checked.seed(), herd_sim::Watch::none())
         .map(drop)
         .map_err(|e| e.to_string())
 }

@@ -4,6 +4,7 @@
 //! Distribution checks run many independent seeds and compare across them: each seed's
 //! figure is one independent sample, so the standard error is honest even though the
 //! latencies within one run are correlated.
+use herd_sim::Watch;
 use herd_sim::latency::{
     Distribution, Hiccups, LatencyModel, LatencyScenario, PolicyKind, PolicySpec, Servers, Service,
     Traffic,
@@ -34,7 +35,7 @@ fn per_seed(model: &LatencyModel, seeds: u64, thresholds_ms: &[f64]) -> (Vec<f64
     let mut means = Vec::new();
     let mut tails = vec![Vec::new(); thresholds_ms.len()];
     for seed in (1..=seeds).map(chance::seed) {
-        let (_, lat) = model.run_policy(0, seed).unwrap();
+        let (_, lat) = model.run(0, seed, Watch::none()).unwrap();
         let n = lat.len() as f64;
         means.push(lat.iter().map(|&l| l as f64 / 1e6).sum::<f64>() / n);
         for (i, &t) in thresholds_ms.iter().enumerate() {
@@ -138,7 +139,7 @@ fn the_default_scenario_cuts_the_tail_for_a_few_percent_more_requests() {
             ..LatencyScenario::default()
         };
         let model = LatencyModel::new(&scenario).unwrap();
-        let results = model.run_all();
+        let results = every_policy(&model);
         let find = |name: &str| results.iter().find(|r| r.policy == name).unwrap();
         let none = find("none");
         let hedged = find("hedge-10ms");
@@ -200,7 +201,7 @@ fn near_saturation_unbudgeted_hedging_makes_the_tail_worse_and_a_budget_bounds_i
             ..LatencyScenario::default()
         };
         let model = LatencyModel::new(&scenario).unwrap();
-        let r = model.run_all();
+        let r = every_policy(&model);
         let (none, hedged, capped) = (&r[0], &r[1], &r[2]);
         assert!(
             hedged.p99_ms > 5.0 * none.p99_ms,
@@ -228,10 +229,10 @@ fn a_run_is_reproducible_from_its_seed_and_seeds_differ() {
     };
     let model = LatencyModel::new(&scenario).unwrap();
     for i in 0..model.policies().len() {
-        let a = model.run_policy(i, 7).unwrap();
-        let b = model.run_policy(i, 7).unwrap();
+        let a = model.run(i, 7, Watch::none()).unwrap();
+        let b = model.run(i, 7, Watch::none()).unwrap();
         assert_eq!(a, b);
-        let c = model.run_policy(i, 8).unwrap();
+        let c = model.run(i, 8, Watch::none()).unwrap();
         assert_ne!(a.1, c.1);
     }
 }
@@ -289,17 +290,23 @@ fn the_model_interface_runs_each_policy() {
         direct.policies()
     );
     for (i, v) in variants.iter().enumerate() {
-        let metrics = checked.run(v, 9).unwrap();
-        let (result, _) = direct.run_policy(i, 9).unwrap();
+        let metrics = checked.run(v, 9, Watch::none()).unwrap();
+        let (result, _) = direct.run(i, 9, Watch::none()).unwrap();
         assert_eq!(metrics.get("p99_ms"), Some(Some(result.p99_ms)), "{v}");
         assert_eq!(
             metrics.get("extra_load_percent"),
             Some(Some(result.extra_load_percent))
         );
     }
-    let err = checked.run(&Variant::Named("nope".into()), 1).unwrap_err();
+    let err = checked
+        .run(&Variant::Named("nope".into()), 1, Watch::none())
+        .unwrap_err();
     assert!(err.to_string().starts_with("policies: "), "{err}");
-    assert!(checked.run(&herd::RuleName::Full.into(), 1).is_err());
+    assert!(
+        checked
+            .run(&herd::RuleName::Full.into(), 1, Watch::none())
+            .is_err()
+    );
     // A run too large for the limits is refused before it starts, naming the field.
     let small = Limits {
         max_run_attempts: 1000,
@@ -320,4 +327,16 @@ fn the_shipped_latency_file_is_the_built_in_scenario() {
         ..LatencyScenario::default()
     };
     assert_eq!(shipped, built_in);
+}
+
+/// Every policy of `model` with the scenario's seed, in its order.
+fn every_policy(model: &LatencyModel) -> Vec<herd_sim::latency::LatencyResult> {
+    (0..model.policies().len())
+        .map(|i| {
+            model
+                .run(i, model.scenario().seed, Watch::none())
+                .unwrap()
+                .0
+        })
+        .collect()
 }

@@ -53,7 +53,7 @@ fn a_tied_copy_on_a_paused_server_does_not_cancel_its_twin() {
     let s = scenario();
     let model = LatencyModel::new(&s).unwrap();
     for seed in 1..=5 {
-        let (_, latencies) = model.run_policy(0, seed).unwrap();
+        let (_, latencies) = model.run(0, seed, herd_sim::Watch::none()).unwrap();
         let slow = latencies.iter().filter(|&&l| l > 2_000_000).count();
         // Arrivals that find both servers paused, with more than 2 ms of the pause to go.
         let mut pauses = [Pauses::new(&s, seed, 0), Pauses::new(&s, seed, 1)];

@@ -37,7 +37,7 @@ fn kind(kind: &str) -> ThrottleTable {
 }
 
 fn results(throttle: Option<ThrottleTable>) -> Vec<LatencyResult> {
-    LatencyModel::new(&scenario(throttle)).unwrap().run_all()
+    every_policy(&scenario(throttle))
 }
 
 /// Envoy's `max_retries = 0` allows no hedge in flight: the hedging policy sends none, and
@@ -110,7 +110,7 @@ fn a_policy_budget_wins_over_the_throttle() {
     let with_budget = |throttle: Option<ThrottleTable>| {
         let mut s = scenario(throttle);
         s.policies[1].budget_percent = Some(5.0);
-        LatencyModel::new(&s).unwrap().run_all()
+        every_policy(&s)
     };
     let mut none = kind("envoy-max-retries");
     none.max_retries = Some(0);
@@ -119,4 +119,17 @@ fn a_policy_budget_wins_over_the_throttle() {
         .unwrap_err()
         .to_string();
     assert!(err.starts_with("retry.throttle.kind:"), "{err}");
+}
+
+/// Every policy of `scenario` with its seed, in its order.
+fn every_policy(scenario: &LatencyScenario) -> Vec<LatencyResult> {
+    let model = LatencyModel::new(scenario).unwrap();
+    (0..model.policies().len())
+        .map(|i| {
+            model
+                .run(i, scenario.seed, herd_sim::Watch::none())
+                .unwrap()
+                .0
+        })
+        .collect()
 }

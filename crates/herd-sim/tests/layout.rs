@@ -7,7 +7,7 @@ use std::path::Path;
 /// What every model shares.
 const SHARED: &[&str] = &[
     "budget",
-    "cancel",
+    "watch",
     "error",
     "fields",
     "limits",

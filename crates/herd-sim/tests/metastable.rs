@@ -4,6 +4,7 @@
 //! it recovers by itself.
 use herd::RuleName;
 use herd_sim::Limits;
+use herd_sim::Watch;
 use herd_sim::metastable::{Metastable, MetastableScenario};
 
 mod support;
@@ -119,7 +120,11 @@ fn low_offered_load_recovers_by_itself_and_280_does_not() {
         let model = Metastable::new(&s, &Limits::default()).expect("valid");
         let runs: Vec<_> = seeds
             .iter()
-            .map(|&seed| model.run(RuleName::Constant, seed).expect("runs"))
+            .map(|&seed| {
+                model
+                    .run(RuleName::Constant, seed, Watch::none())
+                    .expect("runs")
+            })
             .collect();
         if qps == 150.0 {
             // At low load, the load after the outage is the offered load: no retries remain.
@@ -211,7 +216,7 @@ fn unlimited_retries_stop_at_the_attempt_cap_with_an_error() {
     };
     let err = Metastable::new(&s, &small)
         .expect("valid")
-        .run(s.retry.rule, 1)
+        .run(s.retry.rule, 1, Watch::none())
         .expect_err("more than 50 000 attempts");
     assert_eq!(err.field_name(), Some("clients.max_attempts"), "{err}");
     assert!(err.to_string().contains("50000 attempts"), "{err}");

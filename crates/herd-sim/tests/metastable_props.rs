@@ -2,6 +2,7 @@
 //! accounted for, useful work never exceeds work, and a seed replays exactly.
 use herd::RuleName;
 use herd_sim::Limits;
+use herd_sim::Watch;
 use herd_sim::metastable::{Metastable, MetastableScenario};
 use proptest::prelude::*;
 #[path = "support/chance.rs"]
@@ -63,7 +64,7 @@ fn conserved_and_replays(s: &MetastableScenario, seed: u64) -> Result<(), TestCa
         ..Limits::default()
     };
     let model = Metastable::new(s, &limits).expect("valid");
-    let r = model.run(s.retry.rule, seed).expect("runs");
+    let r = model.run(s.retry.rule, seed, Watch::none()).expect("runs");
     prop_assert_eq!(r.served + r.gave_up + r.pending, r.new_requests);
     prop_assert!(r.denied_by_budget <= r.gave_up);
     prop_assert!(r.served <= r.new_requests);
@@ -76,7 +77,10 @@ fn conserved_and_replays(s: &MetastableScenario, seed: u64) -> Result<(), TestCa
     if s.clients.max_attempts == 1 {
         prop_assert_eq!(r.requests, r.new_requests);
     }
-    prop_assert_eq!(&model.run(s.retry.rule, seed).expect("runs"), &r);
+    prop_assert_eq!(
+        &model.run(s.retry.rule, seed, Watch::none()).expect("runs"),
+        &r
+    );
     Ok(())
 }
 

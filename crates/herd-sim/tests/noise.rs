@@ -32,7 +32,7 @@ fn noisy(distribution: LatencyDistribution, mean_ms: f64, sd_ms: f64) -> Scenari
 fn run(s: &Scenario, engine: Engine, rule: RuleName, seed: u64) -> RunResult {
     Simulation::with_engine(s, &Limits::unlimited(), engine)
         .expect("valid")
-        .run(rule, seed)
+        .run(rule, seed, herd_sim::Watch::none())
         .expect("runs")
 }
 
@@ -51,7 +51,12 @@ fn zero_latency_is_the_old_model_bit_for_bit() {
         for zero in [
             noisy(LatencyDistribution::Normal, 0.0, 0.0),
             noisy(LatencyDistribution::Lognormal, 0.0, 0.0),
-            Scenario::from_toml_str("[clients.latency]\nsd_ms = 0\n").unwrap(),
+            Scenario::from_toml_str(
+                "[clients.latency]\nsd_ms = 0\n",
+                &herd_sim::Limits::default(),
+                |_| {},
+            )
+            .unwrap(),
         ] {
             for rule in RuleName::CLASSIC {
                 for seed in 1..=3 {
@@ -171,7 +176,11 @@ fn cohort_agrees_with_agent_under_noise() {
 /// Bad latencies get one line naming the field, as every other field does.
 #[test]
 fn bad_latencies_name_their_field() {
-    let err = |text: &str| Scenario::from_toml_str(text).unwrap_err().to_string();
+    let err = |text: &str| {
+        Scenario::from_toml_str(text, &herd_sim::Limits::default(), |_| {})
+            .unwrap_err()
+            .to_string()
+    };
     assert_eq!(
         err("[clients.latency]\nsd_ms = -1\n"),
         "clients.latency.sd_ms (line 2): must be a finite number of milliseconds between 0 and 10^12, got -1"
@@ -207,9 +216,7 @@ fn bad_latencies_name_their_field() {
         "{inline}"
     );
     // A law too wide for the cohort engine's split: the agent engine runs it.
-    let wide = Scenario::from_toml_str(
-        "step_ms = 1\nwindow_ms = 1\nhorizon_s = 600\n[clients.latency]\ndistribution = \"lognormal\"\nmean_ms = 100\nsd_ms = 10000\n",
-    )
+    let wide = Scenario::from_toml_str("step_ms = 1\nwindow_ms = 1\nhorizon_s = 600\n[clients.latency]\ndistribution = \"lognormal\"\nmean_ms = 100\nsd_ms = 10000\n", &herd_sim::Limits::default(), |_| {})
     .unwrap();
     let e = Simulation::with_engine(&wide, &Limits::default(), Engine::Cohort).unwrap_err();
     assert_eq!(e.field_name(), Some("clients.latency.sd_ms"), "{e}");

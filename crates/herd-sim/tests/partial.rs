@@ -4,6 +4,7 @@
 mod support;
 
 use herd_sim::Limits;
+use herd_sim::Watch;
 use herd_sim::model::Variant;
 use herd_sim::partial::{PartialFailure, PartialRun, PartialScenario};
 use herd_sim::registry;
@@ -29,7 +30,7 @@ fn mean_se(xs: &[f64]) -> (f64, f64) {
 
 fn runs(model: &PartialFailure, name: &str, seeds: u64) -> Vec<PartialRun> {
     (1..=seeds)
-        .map(|s| model.run_strategy(name, chance::seed(s)).unwrap())
+        .map(|s| model.run(name, chance::seed(s), Watch::none()).unwrap())
         .collect()
 }
 
@@ -48,7 +49,7 @@ fn accounting_is_exact_for_every_strategy() {
             };
             let m = model(&scenario);
             for (s, strategy) in m.strategies().into_iter().zip(&scenario.strategies) {
-                let r = m.run_strategy(s, chance::seed(7)).unwrap();
+                let r = m.run(s, chance::seed(7), Watch::none()).unwrap();
                 let sent = r.calls - r.refused;
                 assert_eq!(
                     r.successes + r.refused + r.denied + r.exhausted,
@@ -92,20 +93,20 @@ fn a_run_is_reproducible_from_its_seed_and_strategies_meet_the_same_calls() {
     let m = model(&shipped("brooker-2022.toml"));
     for s in m.strategies() {
         assert_eq!(
-            m.run_strategy(s, 3).unwrap(),
-            m.run_strategy(s, 3).unwrap(),
+            m.run(s, 3, Watch::none()).unwrap(),
+            m.run(s, 3, Watch::none()).unwrap(),
             "{s}"
         );
     }
     let calls: Vec<u64> = m
         .strategies()
         .into_iter()
-        .map(|s| m.run_strategy(s, 3).unwrap().calls)
+        .map(|s| m.run(s, 3, Watch::none()).unwrap().calls)
         .collect();
     assert!(calls.iter().all(|c| *c == calls[0]), "{calls:?}");
     assert_ne!(
-        m.run_strategy("three_retries", 3).unwrap(),
-        m.run_strategy("three_retries", 4).unwrap()
+        m.run("three_retries", 3, Watch::none()).unwrap(),
+        m.run("three_retries", 4, Watch::none()).unwrap()
     );
 }
 
@@ -252,10 +253,12 @@ fn the_model_is_registered_and_its_strategies_are_its_variants() {
     let variants = checked.variants();
     assert_eq!(variants.len(), 10);
     let m = checked
-        .run(&Variant::Named("adaptive_10pct".into()), 1)
+        .run(&Variant::Named("adaptive_10pct".into()), 1, Watch::none())
         .unwrap();
     assert!(m.get("work_amplification").unwrap().unwrap() > 1.0);
-    let err = checked.run(&Variant::Named("nope".into()), 1).unwrap_err();
+    let err = checked
+        .run(&Variant::Named("nope".into()), 1, Watch::none())
+        .unwrap_err();
     assert_eq!(err.field_name(), Some("strategies"));
 }
 

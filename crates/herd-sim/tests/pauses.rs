@@ -7,6 +7,7 @@
 //! in whole steps. Their law is checked with a chi-square goodness-of-fit test at level 10⁻⁴
 //! (the seeds are fixed, so each test is deterministic).
 use herd::RuleName;
+use herd_sim::Watch;
 use herd_sim::{Engine, Limits, Pauses, Scenario, Simulation};
 
 mod support;
@@ -149,7 +150,7 @@ fn grpc_draws_alike_in_both_modes() {
         };
         Simulation::new(&s, &Limits::default())
             .unwrap()
-            .run(RuleName::Grpc, 3)
+            .run(RuleName::Grpc, 3, Watch::none())
             .unwrap()
     };
     let steps = run(Pauses::Steps);
@@ -166,10 +167,20 @@ fn grpc_draws_alike_in_both_modes() {
 /// both modes (their pauses are whole steps either way).
 #[test]
 fn the_default_scenario_draws_whole_steps() {
-    let file = Scenario::from_toml_str(include_str!("../../../scenarios/default.toml")).unwrap();
+    let file = Scenario::from_toml_str(
+        include_str!("../../../scenarios/default.toml"),
+        &herd_sim::Limits::default(),
+        |_| {},
+    )
+    .unwrap();
     assert_eq!(file.pauses, Pauses::Steps);
     assert_eq!(Scenario::default().pauses, Pauses::Steps);
-    assert_eq!(Scenario::from_toml_str("").unwrap().pauses, Pauses::Steps);
+    assert_eq!(
+        Scenario::from_toml_str("", &herd_sim::Limits::default(), |_| {})
+            .unwrap()
+            .pauses,
+        Pauses::Steps
+    );
     for pauses in Pauses::ALL {
         let s = Scenario {
             pauses,
@@ -203,7 +214,7 @@ fn times_that_are_not_whole_steps_name_their_field() {
                 3,
             ),
         ],
-        Scenario::from_toml_str,
+        |t: &str| Scenario::from_toml_str(t, &herd_sim::Limits::default(), |_| {}),
     );
     assert!(
         errors[0]
@@ -213,20 +224,46 @@ fn times_that_are_not_whole_steps_name_their_field() {
         errors[0]
     );
     // Unused by the rules listed, or a rule of real-valued formulas: accepted.
-    assert!(Scenario::from_toml_str("[retry]\nrules = [\"full\"]\npause_ms = 1234\n").is_ok());
-    assert!(Scenario::from_toml_str("[retry]\nrules = [\"grpc\"]\nbase_ms = 150\n").is_ok());
-    assert!(Scenario::from_toml_str("pauses = \"continuous\"\n[retry]\nbase_ms = 150\n").is_ok());
+    assert!(
+        Scenario::from_toml_str(
+            "[retry]\nrules = [\"full\"]\npause_ms = 1234\n",
+            &herd_sim::Limits::default(),
+            |_| {}
+        )
+        .is_ok()
+    );
+    assert!(
+        Scenario::from_toml_str(
+            "[retry]\nrules = [\"grpc\"]\nbase_ms = 150\n",
+            &herd_sim::Limits::default(),
+            |_| {}
+        )
+        .is_ok()
+    );
+    assert!(
+        Scenario::from_toml_str(
+            "pauses = \"continuous\"\n[retry]\nbase_ms = 150\n",
+            &herd_sim::Limits::default(),
+            |_| {}
+        )
+        .is_ok()
+    );
     // A rule run that the scenario does not list is checked when it is built.
-    let s = Scenario::from_toml_str("[retry]\nrules = [\"immediate\"]\nbase_ms = 150\n").unwrap();
+    let s = Scenario::from_toml_str(
+        "[retry]\nrules = [\"immediate\"]\nbase_ms = 150\n",
+        &herd_sim::Limits::default(),
+        |_| {},
+    )
+    .unwrap();
     let sim = Simulation::new(&s, &Limits::default()).unwrap();
-    let err = sim.run(RuleName::Full, 1).unwrap_err();
+    let err = sim.run(RuleName::Full, 1, Watch::none()).unwrap_err();
     assert_eq!(err.field_name(), Some("retry.base_ms"), "{err}");
 }
 
 #[test]
 fn an_unknown_mode_names_pauses() {
     let text = "seed = 2\npauses = \"ticks\"\n";
-    let err = Scenario::from_toml_str(text).unwrap_err();
+    let err = Scenario::from_toml_str(text, &herd_sim::Limits::default(), |_| {}).unwrap_err();
     support::names_field(&err, text, "pauses", 2);
     assert!(
         err.to_string().contains("\"steps\" or \"continuous\""),

@@ -119,7 +119,7 @@ fn the_model_agrees_with_a_reference_written_from_its_definition() {
         let theirs = reference(py, policy);
         assert_eq!(theirs.len() as u64, SEEDS);
         let ours: Vec<LatencyResult> = (1..=SEEDS)
-            .map(|seed| model.run_policy(index, seed).unwrap().0)
+            .map(|seed| model.run(index, seed, herd_sim::Watch::none()).unwrap().0)
             .collect();
         // Exact on both sides: no copy beyond the first, or exactly two.
         let exact = match policy {

@@ -66,7 +66,7 @@ fn scenario(clients: u64, capacity: u64, refusal_cost: f64, outage_s: f64) -> Sc
 fn engine(s: &Scenario, rule: RuleName, seed: u64) -> RunResult {
     Simulation::new(s, &Limits::unlimited())
         .unwrap()
-        .run(rule, seed)
+        .run(rule, seed, herd_sim::Watch::none())
         .unwrap()
 }
 

@@ -264,7 +264,7 @@ fn fits(a: (i128, i128), b: (i128, i128)) -> bool {
 fn engine(s: &Scenario, rule: RuleName, seed: u64) -> Figures {
     let r = Simulation::new(s, &Limits::unlimited())
         .unwrap()
-        .run(rule, seed)
+        .run(rule, seed, herd_sim::Watch::none())
         .unwrap();
     Figures {
         served: r.served,
@@ -285,7 +285,7 @@ fn agrees_on_the_shipped_scenes() {
         include_str!("../../../scenarios/refusal-cost.toml"),
         "pauses = \"continuous\"\n",
     ] {
-        let s = Scenario::from_toml_str(text).unwrap();
+        let s = Scenario::from_toml_str(text, &herd_sim::Limits::default(), |_| {}).unwrap();
         for rule in s.retry.rules.clone() {
             assert_eq!(engine(&s, rule, 3), reference(&s, rule, 3), "{rule}");
         }

@@ -143,7 +143,9 @@ fn both_engines_serve_forty_seven_of_seventy_seven() {
     s.retry.rules = vec![RuleName::Constant];
     for engine in [Engine::Agent, Engine::Cohort] {
         let sim = Simulation::with_engine(&s, &Limits::default(), engine).unwrap();
-        let run = sim.run(RuleName::Constant, 1).unwrap();
+        let run = sim
+            .run(RuleName::Constant, 1, herd_sim::Watch::none())
+            .unwrap();
         assert_eq!(run.series.served[0], 47, "{engine:?}");
     }
 }

@@ -7,7 +7,8 @@ mod support;
 use support::run;
 
 fn scene(text: &str) -> Simulation {
-    let scenario = Scenario::from_toml_str(text).expect("shipped scenario parses");
+    let scenario = Scenario::from_toml_str(text, &herd_sim::Limits::default(), |_| {})
+        .expect("shipped scenario parses");
     Simulation::new(&scenario, &Limits::default()).expect("shipped scenario is valid")
 }
 
@@ -17,7 +18,12 @@ fn default_scene() -> Simulation {
 
 #[test]
 fn the_shipped_default_is_the_embedded_default() {
-    let file = Scenario::from_toml_str(include_str!("../../../scenarios/default.toml")).unwrap();
+    let file = Scenario::from_toml_str(
+        include_str!("../../../scenarios/default.toml"),
+        &herd_sim::Limits::default(),
+        |_| {},
+    )
+    .unwrap();
     assert_eq!(file, Scenario::default());
 }
 
@@ -164,7 +170,7 @@ fn sixty_console_scene() {
 #[test]
 fn metastable_scene_recovers_only_with_backoff_or_a_budget() {
     let text = include_str!("../../../scenarios/metastable.toml");
-    let mut scenario = Scenario::from_toml_str(text).unwrap();
+    let mut scenario = Scenario::from_toml_str(text, &herd_sim::Limits::default(), |_| {}).unwrap();
     let after_outage = |r: &RunResult| -> u64 { r.series.served.iter().skip(200).sum() };
     let sim = Simulation::new(&scenario, &Limits::default()).unwrap();
     let immediate = run(&sim, RuleName::Immediate, 1);

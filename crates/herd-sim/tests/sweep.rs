@@ -1,6 +1,7 @@
 //! Sweeps: grid parsing, override errors, determinism, counts and intervals.
 use herd::RuleName;
 use herd_sim::Limits;
+use herd_sim::Watch;
 use herd_sim::model::Metrics;
 use herd_sim::registry;
 use herd_sim::sweep::{Axis, Row, Sweep, show};
@@ -174,7 +175,7 @@ fn same_seeds_and_the_model_dispatch_agree() {
         .map(|seed| {
             registry::check(&base(), &Limits::default())
                 .unwrap()
-                .run(&RuleName::Full.into(), seed)
+                .run(&RuleName::Full.into(), seed, Watch::none())
                 .unwrap()
         })
         .collect();
@@ -289,7 +290,7 @@ fn direct(extra: &str, rule: RuleName, seed: u64) -> Metrics {
     let tree: Value = toml::from_str(&format!("{OPEN}{extra}")).unwrap();
     registry::check(&tree, &Limits::default())
         .unwrap()
-        .run(&rule.into(), seed)
+        .run(&rule.into(), seed, Watch::none())
         .unwrap()
 }
 
@@ -330,7 +331,7 @@ fn throttle_kinds_and_their_settings_sweep_as_axes() {
             );
             let got = s.cells()[row.cell]
                 .model()
-                .run(&RuleName::Full.into(), seed)
+                .run(&RuleName::Full.into(), seed, Watch::none())
                 .unwrap();
             assert_eq!(got, want, "{label}, seed {seed}");
         }
@@ -342,7 +343,7 @@ fn throttle_kinds_and_their_settings_sweep_as_axes() {
     let none = open_sweep(&["retry.throttle.kind=none,envoy-max-retries"]).unwrap();
     let got = none.cells()[0]
         .model()
-        .run(&RuleName::Full.into(), 1)
+        .run(&RuleName::Full.into(), 1, Watch::none())
         .unwrap();
     assert_eq!(got, direct("", RuleName::Full, 1));
     let err = open_sweep(&["retry.throttle.k=2"]).unwrap_err();

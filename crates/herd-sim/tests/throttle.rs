@@ -15,12 +15,14 @@ fn storm(throttle: &str) -> Scenario {
          [server]\ncapacity = 3\noutages = [[0.0, 20.0]]\n\
          [retry]\nrules = [\"full\"]\n{throttle}"
     );
-    Scenario::from_toml_str(&text).expect("valid scenario")
+    Scenario::from_toml_str(&text, &herd_sim::Limits::default(), |_| {}).expect("valid scenario")
 }
 
 fn run(s: &Scenario, seed: u64) -> herd_sim::RunResult {
     let sim = Simulation::new(s, &Limits::unlimited()).expect("valid");
-    let r = sim.run(RuleName::Full, seed).unwrap();
+    let r = sim
+        .run(RuleName::Full, seed, herd_sim::Watch::none())
+        .unwrap();
     conserved(&r);
     r
 }
@@ -70,10 +72,14 @@ fn envoy_max_retries_zero_allows_no_retry() {
 #[test]
 fn errors_name_the_field_and_line() {
     let err = |t: &str| {
-        Scenario::from_toml_str(&format!("[retry.throttle]\n{t}"))
-            .and_then(|s| Simulation::new(&s, &Limits::default()).map(|_| ()))
-            .unwrap_err()
-            .to_string()
+        Scenario::from_toml_str(
+            &format!("[retry.throttle]\n{t}"),
+            &herd_sim::Limits::default(),
+            |_| {},
+        )
+        .and_then(|s| Simulation::new(&s, &Limits::default()).map(|_| ()))
+        .unwrap_err()
+        .to_string()
     };
     assert!(err("kind = \"bogus\"").contains("retry.throttle.kind"));
     let e = err("kind = \"aws-standard\"\nk = 2.0");
@@ -87,6 +93,8 @@ fn errors_name_the_field_and_line() {
     assert!(e.contains("bogus"), "{e}");
     let e = Scenario::from_toml_str(
         "[retry]\nbudget_percent = 10.0\n[retry.throttle]\nkind = \"grpc\"",
+        &herd_sim::Limits::default(),
+        |_| {},
     )
     .and_then(|s| Simulation::new(&s, &Limits::default()).map(|_| ()))
     .unwrap_err()

@@ -174,9 +174,14 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         let (scenario, name) = scenario(args)?;
         let mut runs = storms(&report, &scenario, args.call_path)?;
         if let Some(m) = &mesh_report
-            && let Some(c) =
-                check_storm::compare_layers(&m.path, &scenario, &Limits::default(), scenario.seed)
-                    .map_err(|e| CliError::input(format!("the mesh's storm: {e}")))?
+            && let Some(c) = check_storm::compare_layers(
+                &m.path,
+                &scenario,
+                &Limits::default(),
+                scenario.seed,
+                &herd_sim::Cancel::new(),
+            )
+            .map_err(|e| CliError::input(format!("the mesh's storm: {e}")))?
         {
             runs.push(c);
         }
@@ -257,10 +262,8 @@ fn scenario(args: &CheckArgs) -> CliResult<(Scenario, String)> {
     let (mut s, name) = match &args.scenario {
         None => (Scenario::default(), "default scenario".to_owned()),
         Some(path) => {
-            let text = fs::read_to_string(path).map_err(|e| {
-                CliError::input(format!("cannot read scenario {}: {e}", path.display()))
-            })?;
-            let s = Scenario::from_toml_str(&text)
+            let text = super::input_file::read_input(path, "scenario")?;
+            let s = Scenario::from_toml_str(&text, &Limits::default(), |_| {})
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
             (s, path.display().to_string())
         }
@@ -284,7 +287,14 @@ fn storms(
     let limits = Limits::default();
     let mut out = Vec::new();
     for t in report.configs.iter().filter(|t| t.retries()) {
-        let c = check_storm::compare(t, scenario, &limits, scenario.seed).map_err(|e| {
+        let c = check_storm::compare(
+            t,
+            scenario,
+            &limits,
+            scenario.seed,
+            &herd_sim::Cancel::new(),
+        )
+        .map_err(|e| {
             CliError::input(format!(
                 "{}:{}: {} (the storm): {e}",
                 t.file, t.line, t.name
@@ -293,9 +303,14 @@ fn storms(
         out.push(c);
     }
     if call_path
-        && let Some(c) =
-            check_storm::compare_layers(&report.configs, scenario, &limits, scenario.seed)
-                .map_err(|e| CliError::input(format!("the layers' storm: {e}")))?
+        && let Some(c) = check_storm::compare_layers(
+            &report.configs,
+            scenario,
+            &limits,
+            scenario.seed,
+            &herd_sim::Cancel::new(),
+        )
+        .map_err(|e| CliError::input(format!("the layers' storm: {e}")))?
     {
         out.push(c);
     }

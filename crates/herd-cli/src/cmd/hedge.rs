@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use clap::Args;
 use herd_sim::latency::{LatencyModel, LatencyResult, LatencyScenario};
-use herd_sim::{Cancel, figure};
+use herd_sim::{Watch, figure};
 use rayon::prelude::*;
 use serde::Serialize;
 
@@ -271,7 +271,6 @@ pub(crate) fn run(args: &HedgeArgs) -> CliResult {
     let users = scenario.requests + scenario.warmup_requests;
     let arrived: Vec<AtomicU64> = jobs.iter().map(|_| AtomicU64::new(0)).collect();
     let finished = AtomicBool::new(false);
-    let never = Cancel::new();
     let interrupt = Interrupt::watch();
     let done: CliResult<Vec<Option<PolicyRun>>> = std::thread::scope(|scope| {
         let bar = scope.spawn(|| {
@@ -292,19 +291,20 @@ pub(crate) fn run(args: &HedgeArgs) -> CliResult {
                 if interrupt.is_set() {
                     return Ok(None);
                 }
+                // The users arrived so far, from the share the run reports; runs under way
+                // finish after Ctrl-C: they are printed.
+                let mut note = |f: f64| shown.store((f * users as f64) as u64, Ordering::Relaxed);
                 match models[m]
                     .1
-                    .run_policy_until(i, seeds[k as usize], &never, Some(shown))
+                    .run(i, seeds[k as usize], Watch::none().progress(&mut note))
                 {
-                    Ok(Some((result, latencies))) => {
+                    Ok((result, latencies)) => {
                         shown.store(users, Ordering::Relaxed);
                         // Only the first seed's latencies are drawn.
                         let kept = if k == 0 { latencies } else { Vec::new() };
                         Ok(Some((result, kept)))
                     }
-                    Ok(None) | Err(_) => {
-                        Err(CliError::Run(anyhow::anyhow!("policy {i} did not run")))
-                    }
+                    Err(e) => Err(CliError::Run(anyhow::anyhow!("policy {i}: {e}"))),
                 }
             })
             .collect();

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use clap::{Args, ValueEnum};
 use herd::RuleName;
 use herd_sim::{
-    Engine, Limits, Pauses, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable,
+    Engine, Limits, Pauses, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable, Watch,
 };
 use rayon::prelude::*;
 
@@ -150,7 +150,7 @@ fn scenario(args: &StormArgs, text: Option<&str>) -> CliResult<(Scenario, String
             // `--pauses` before the check: it decides whether the rules' times must be whole
             // steps.
             let limits = engine.limits(&Limits::default());
-            let scenario = Scenario::from_toml_str_edited(text, &limits, |s| {
+            let scenario = Scenario::from_toml_str(text, &limits, |s| {
                 if let Some(pauses) = args.pauses {
                     s.pauses = pauses.into();
                 }
@@ -344,9 +344,9 @@ fn run_all(
                 if interrupt.is_set() {
                     return Ok(None);
                 }
-                let run = sim.run_with_progress(rule, seed, |f| {
-                    share.store((f * 1000.0) as u32, Ordering::Relaxed);
-                });
+                let mut note = |f: f64| share.store((f * 1000.0) as u32, Ordering::Relaxed);
+                // Runs under way finish after Ctrl-C: they are printed.
+                let run = sim.run(rule, seed, Watch::none().progress(&mut note));
                 run.map(|r| Some(keep_series_of_first(r, seeds[0])))
             })
             .collect::<Result<Vec<_>, _>>()

@@ -29,6 +29,7 @@ use herd::asynchronous::TokioClock;
 use herd::budget::{BudgetConfig, RetryBudget};
 use herd::hedge::{Hedge, HedgeDelay, HedgeLayer, HedgePolicy, MAX_COPIES};
 use herd::rng::SplitMix64;
+use herd_sim::Watch;
 use herd_sim::latency::{
     self, LatencyModel, LatencyScenario, PolicyKind, PolicySpec, draws, nearest_rank,
 };
@@ -266,9 +267,9 @@ impl LabHedge {
         let runs = (0..u64::from(self.sim_runs))
             .map(|i| {
                 self.model
-                    .run_policy(index, seed.wrapping_add(i))
+                    .run(index, seed.wrapping_add(i), Watch::none())
                     .map(|(r, _)| HedgeFigures::of(&r))
-                    .ok_or_else(|| LabHedgeError::Input(format!("no policy number {index}")))
+                    .map_err(|e| LabHedgeError::Input(e.to_string()))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok((runs[0], Spread::of(&runs)))

@@ -325,23 +325,15 @@ impl CheckRequest {
     }
 
     /// Reads the text through `herd_sim::check`, bounds the storm's work, and runs each
-    /// retrying policy beside its fix (CPU work: call it off the executor).
+    /// retrying policy beside its fix (CPU work: call it off the executor), the storms stopped
+    /// when `cancel` is set (the client left, the server is stopping, or the page's time
+    /// limit passed).
     ///
     /// # Errors
     ///
     /// A 400 naming `format` or `text` (with the line at fault in the pasted text), or when
-    /// the storm would exceed the page's work cap.
-    pub fn run(&self) -> Result<CheckAnswer, ApiError> {
-        self.run_until(&Cancel::new())
-    }
-
-    /// [`CheckRequest::run`], its storms stopped when `cancel` is set (the client left, the
-    /// server is stopping, or the page's time limit passed).
-    ///
-    /// # Errors
-    ///
-    /// As [`CheckRequest::run`]; a 503 when cancelled (nobody reads it).
-    pub fn run_until(&self, cancel: &Cancel) -> Result<CheckAnswer, ApiError> {
+    /// the storm would exceed the page's work cap; a 503 when cancelled (nobody reads it).
+    pub fn run(&self, cancel: &Cancel) -> Result<CheckAnswer, ApiError> {
         let named = self.check()?;
         let system = match named {
             Some(s) => s,
@@ -437,6 +429,9 @@ fn attempts_bound(t: &Translation, base: &Scenario) -> Result<u64, ScenarioError
 }
 
 fn storm_error(t: &Translation, e: &ScenarioError) -> ApiError {
+    if e.is_cancelled() {
+        return ApiError::busy(e.to_string());
+    }
     ApiError::bad_request(format!(
         "text: line {}: {} (the storm): {e}",
         t.line, t.name
@@ -470,8 +465,7 @@ fn storms(report: &Report, base: &Scenario, cancel: &Cancel) -> Result<CheckStor
     let runs = shown
         .iter()
         .map(|t| {
-            check_storm::compare_until(t, base, &limits, base.seed, cancel)
-                .map_err(|e| ApiError::busy(e.to_string()))?
+            check_storm::compare(t, base, &limits, base.seed, cancel)
                 .map(|c| storm_view(t, &c))
                 .map_err(|e| storm_error(t, &e))
         })
@@ -611,7 +605,14 @@ mod tests {
         let t = &check::check(&[Input::new(FILE, text)]).unwrap().configs[0];
         let bound = attempts_bound(t, &Scenario::default()).unwrap();
         assert_eq!(bound, 2000 * 4);
-        let c = check_storm::compare(t, &Scenario::default(), &Limits::default(), 1).unwrap();
+        let c = check_storm::compare(
+            t,
+            &Scenario::default(),
+            &Limits::default(),
+            1,
+            &herd_sim::Cancel::new(),
+        )
+        .unwrap();
         assert!(c.runs.iter().all(|r| r.requests <= bound), "{:?}", c.config);
     }
 }

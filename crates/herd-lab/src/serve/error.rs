@@ -63,8 +63,12 @@ pub(crate) type FormFields = [(Field, &'static str)];
 impl ApiError {
     /// 400 for a scenario the simulator refused: named by the page's parameter when the field
     /// at fault is one of the form's (matched by its typed [`Field`], never by spelling), or
-    /// as the simulator names it otherwise.
+    /// as the simulator names it otherwise; 503 for a run stopped by its flag (nobody reads
+    /// the answer).
     pub(crate) fn scenario(e: &ScenarioError, form: &FormFields) -> Self {
+        if e.is_cancelled() {
+            return Self::busy(e.to_string());
+        }
         match form.iter().find(|(field, _)| e.is_at(*field)) {
             Some((_, parameter)) => Self::bad_request(format!("{parameter}: {}", e.message())),
             None => Self::bad_request(e.to_string()),

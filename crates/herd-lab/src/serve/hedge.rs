@@ -15,7 +15,7 @@ use herd_sim::latency::{
     LatencyModel, LatencyResult, LatencyScenario, PolicyKind, PolicySpec, tail,
 };
 use herd_sim::model::Model;
-use herd_sim::{Cancel, Limits, ScenarioError};
+use herd_sim::{Cancel, Limits, ScenarioError, Watch};
 use serde::{Deserialize, Serialize};
 
 use super::error::{ApiError, FormFields};
@@ -271,16 +271,6 @@ impl HedgeRequest {
         scenario
     }
 
-    /// Checks the request and runs every policy of the latency model on its scenario, as
-    /// `herd hedge` runs a scenario file (CPU work: call it off the executor).
-    ///
-    /// # Errors
-    ///
-    /// A 400 [`ApiError`] for a bad parameter, or when the run would exceed the page's cap.
-    pub fn run(&self) -> Result<HedgeAnswer, ApiError> {
-        self.run_until(&Cancel::new())
-    }
-
     /// Checks the request and the scenario it describes, as a scenario file of the latency
     /// model is checked (`LatencyModel::within`, which estimates the run's events and refuses
     /// what the page's cap does not allow): the chosen policy's
@@ -303,20 +293,22 @@ impl HedgeRequest {
         Ok((chosen, requests, capped, latency))
     }
 
-    /// [`HedgeRequest::run`], stopped between two policies' events when `cancel` is set
-    /// (the client left, the server is stopping, or the page's time limit passed).
+    /// Checks the request and runs every policy of the latency model on its scenario, as
+    /// `herd hedge` runs a scenario file (CPU work: call it off the executor), stopped within
+    /// a few thousand events when `cancel` is set (the client left, the server is stopping,
+    /// or the page's time limit passed).
     ///
     /// # Errors
     ///
-    /// As [`HedgeRequest::run`]; a 503 when cancelled (nobody reads it).
-    pub fn run_until(&self, cancel: &Cancel) -> Result<HedgeAnswer, ApiError> {
+    /// A 400 [`ApiError`] for a bad parameter, or when the run would exceed the page's cap; a
+    /// 503 when cancelled (nobody reads it).
+    pub fn run(&self, cancel: &Cancel) -> Result<HedgeAnswer, ApiError> {
         let (chosen, requests, capped, latency) = self.model()?;
         let mut results = Vec::with_capacity(POLICIES.len());
         for index in 0..POLICIES.len() {
             let (result, latencies) = latency
-                .run_policy_until(index, self.seed, cancel, None)
-                .map_err(|e| ApiError::busy(e.to_string()))?
-                .ok_or_else(|| ApiError::internal("a policy of the tree is missing"))?;
+                .run(index, self.seed, Watch::until(cancel))
+                .map_err(scenario_error)?;
             results.push((result, tail(&latencies, TAIL_POINTS)));
         }
         let none_p999 = results[0].0.p999_ms;

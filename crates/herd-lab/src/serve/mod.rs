@@ -191,7 +191,7 @@ impl Scene for storm::StormRequest {
     }
 
     fn answer(&self, cancel: &Cancel) -> Result<storm::StormAnswer, ApiError> {
-        self.run_until(cancel)
+        self.run(cancel)
     }
 }
 scene!(six::SixRequest => six::SixTimeline, run);
@@ -207,7 +207,7 @@ impl Scene for check::CheckRequest {
     }
 
     fn answer(&self, cancel: &Cancel) -> Result<check::CheckAnswer, ApiError> {
-        self.run_until(cancel)
+        self.run(cancel)
     }
 }
 
@@ -221,7 +221,7 @@ impl Scene for hedge::HedgeRequest {
     }
 
     fn answer(&self, cancel: &Cancel) -> Result<hedge::HedgeAnswer, ApiError> {
-        self.run_until(cancel)
+        self.run(cancel)
     }
 }
 
@@ -235,7 +235,7 @@ impl Scene for models::ModelRequest {
     }
 
     fn answer(&self, cancel: &Cancel) -> Result<models::ModelAnswer, ApiError> {
-        self.run_until(cancel)
+        self.run(cancel)
     }
 }
 

@@ -83,6 +83,9 @@ pub struct ModelAnswer {
 /// A scenario error as the API says it: the request's field, then the scenario's field and
 /// line.
 fn scenario_error(e: &ScenarioError) -> ApiError {
+    if e.is_cancelled() {
+        return ApiError::busy(e.to_string());
+    }
     ApiError::bad_request(format!("scenario: {e}"))
 }
 
@@ -146,11 +149,10 @@ impl ModelRequest {
     ///
     /// As [`ModelRequest::check`], a 400 when the run fails (past its limits, say), and a
     /// 503 when cancelled (nobody reads it).
-    pub fn run_until(&self, cancel: &Cancel) -> Result<ModelAnswer, ApiError> {
+    pub fn run(&self, cancel: &Cancel) -> Result<ModelAnswer, ApiError> {
         let (checked, variant, seed) = self.check()?;
         let report = checked
-            .report_until(std::slice::from_ref(&variant), &[seed], cancel)
-            .map_err(|e| ApiError::busy(e.to_string()))?
+            .report(std::slice::from_ref(&variant), &[seed], cancel)
             .map_err(|e| scenario_error(&e))?;
         Ok(ModelAnswer {
             model: checked.name(),

@@ -72,7 +72,7 @@ fn outcome_name(outcome: Outcome) -> &'static str {
 ///
 /// Only if the shipped file were broken (a test checks it is not).
 pub fn scene() -> Result<Scenario, ApiError> {
-    Scenario::from_toml_str(SCENE)
+    Scenario::from_toml_str(SCENE, &herd_sim::Limits::default(), |_| {})
         .map_err(|e| ApiError::internal(format!("scenarios/six-clients.toml: {e}")))
 }
 

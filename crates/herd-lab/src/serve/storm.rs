@@ -1,6 +1,7 @@
 //! The *Storm* scene: the default storm scenario with the page's knobs (rule, refusal cost,
 //! clients, outage, capacity), built as a typed `Scenario` and checked and run as
-//! `herd storm` runs a scenario file (`Simulation::new`, `Simulation::run_until`).
+//! `herd storm` runs a scenario file (`Simulation::new`, then `Simulation::run` watched by the
+//! request's cancel flag).
 //!
 //! A storm that never ends (a refusal that costs work, and clients that retry faster than
 //! the server can refuse them) must still be shown, not refused. A waiting client makes at
@@ -8,7 +9,7 @@
 //! starts: the run's horizon is cut to what [`MAX_STORM_ATTEMPTS`] allows, and the answer says
 //! so (`horizon_s`, `cut_short`), so the page can say "nobody served in the first N s".
 use herd::RuleName;
-use herd_sim::{Cancel, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable};
+use herd_sim::{Cancel, RunResult, Scenario, Simulation, THROTTLE_KINDS, ThrottleTable, Watch};
 use serde::{Deserialize, Serialize};
 
 use super::error::{ApiError, FormFields};
@@ -141,29 +142,20 @@ impl StormRequest {
 
     /// Checks the request and runs the storm model on its scenario, as `herd storm` does:
     /// the same checks ([`Simulation::new`]) and the same run (CPU work: call it off the
-    /// executor).
+    /// executor), stopped when `cancel` is set (the client left, the server is stopping, or
+    /// the page's time limit passed).
     ///
     /// # Errors
     ///
-    /// A 400 [`ApiError`] for a bad parameter, or when the run would exceed the page's caps.
-    pub fn run(&self) -> Result<StormAnswer, ApiError> {
-        self.run_until(&Cancel::new())
-    }
-
-    /// [`StormRequest::run`], stopped when `cancel` is set (the client left, the server is
-    /// stopping, or the page's time limit passed).
-    ///
-    /// # Errors
-    ///
-    /// As [`StormRequest::run`]; a 503 when cancelled (nobody reads it).
-    pub fn run_until(&self, cancel: &Cancel) -> Result<StormAnswer, ApiError> {
+    /// A 400 [`ApiError`] for a bad parameter, or when the run would exceed the page's caps;
+    /// a 503 when cancelled (nobody reads it).
+    pub fn run(&self, cancel: &Cancel) -> Result<StormAnswer, ApiError> {
         let (rule, horizon_s) = self.check()?;
         let limits = run_limits();
         let storm =
             Simulation::new(&self.scenario(rule, horizon_s), &limits).map_err(scenario_error)?;
         let result = storm
-            .run_until(rule, self.seed, cancel)
-            .map_err(|e| ApiError::busy(e.to_string()))?
+            .run(rule, self.seed, Watch::until(cancel))
             .map_err(scenario_error)?;
         let cut_short = horizon_s < Scenario::default().horizon_s && result.waiting > 0;
         Ok(StormAnswer {

@@ -15,6 +15,7 @@
 //! simulator closely (an attempt that misses its step shows in the report's "late" count), and
 //! jittered rules match in distribution: the lab's clients draw from their own generators, not
 //! from the simulator's one world generator.
+use herd_sim::Watch;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -195,7 +196,7 @@ impl LabStorm {
     /// [`LabStormError::Input`] when the simulator refuses the run (the rule's parameters, say).
     pub fn simulate(&self) -> Result<RunResult, LabStormError> {
         self.simulation
-            .run(self.rule, self.seed)
+            .run(self.rule, self.seed, Watch::none())
             .map_err(|e| LabStormError::Input(e.to_string()))
     }
 
@@ -209,7 +210,10 @@ impl LabStorm {
             return Ok(None);
         }
         let runs = (0..u64::from(SPREAD_SEEDS))
-            .map(|i| self.simulation.run(self.rule, self.seed.wrapping_add(i)))
+            .map(|i| {
+                self.simulation
+                    .run(self.rule, self.seed.wrapping_add(i), Watch::none())
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| LabStormError::Input(e.to_string()))?;
         Ok(Some(SeedSpread::of(&runs)))

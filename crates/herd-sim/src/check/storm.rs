@@ -18,7 +18,7 @@ use herd::RuleName;
 
 use super::{Backoff, Throttle, Translation, ms};
 use crate::throttle::ThrottleTable;
-use crate::{Cancel, Cancelled, Limits, Pauses, RunResult, Scenario, ScenarioError, Simulation};
+use crate::{Cancel, Limits, Pauses, RunResult, Scenario, ScenarioError, Simulation, Watch};
 
 /// The figures `herd check` reports for one side of a comparison.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -257,59 +257,29 @@ fn duration_ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
 }
 
-/// Runs `t` and its suggested fix in the storm `base`, with `seed`.
+/// Runs `t` and its suggested fix in the storm `base`, with `seed`, each run stopped once
+/// `cancel` is set (a server whose client left; see [`Watch::until`]).
 ///
 /// # Errors
 ///
-/// A scenario the storm refuses (out of range, or beyond `limits`), naming the field.
+/// A scenario the storm refuses (out of range, or beyond `limits`), naming the field; an
+/// error for which [`ScenarioError::is_cancelled`] holds when the flag stopped a run.
 pub fn compare(
     t: &Translation,
     base: &Scenario,
     limits: &Limits,
     seed: u64,
-) -> Result<StormComparison, ScenarioError> {
-    // Nobody else holds this flag, so it is never set.
-    compare_until(t, base, limits, seed, &Cancel::new())
-        .unwrap_or_else(|Cancelled| Err(ScenarioError::general("the run was cancelled")))
-}
-
-/// [`compare`], stopped when `cancel` is set (see [`Simulation::run_until`]).
-///
-/// # Errors
-///
-/// [`Cancelled`] when the flag stopped a run; otherwise as [`compare`], inside.
-pub fn compare_until(
-    t: &Translation,
-    base: &Scenario,
-    limits: &Limits,
-    seed: u64,
     cancel: &Cancel,
-) -> Result<Result<StormComparison, ScenarioError>, Cancelled> {
+) -> Result<StormComparison, ScenarioError> {
     let (fixed, fix_summary) = suggested_fix(t);
-    /// One policy's run, its storm and the notes on how it was modelled.
-    type Ran = (RunResult, Scenario, Vec<String>);
-    let run = |t: &Translation| -> Result<Result<Ran, ScenarioError>, Cancelled> {
-        let (s, rule, notes) = match scenario_for(t, base) {
-            Ok(v) => v,
-            Err(e) => return Ok(Err(e)),
-        };
-        let sim = match Simulation::new(&s, limits) {
-            Ok(sim) => sim,
-            Err(e) => return Ok(Err(e)),
-        };
-        Ok(sim
-            .run_until(rule, seed, cancel)?
-            .map(|result| (result, s, notes)))
+    let run = |t: &Translation| -> Result<(RunResult, Scenario, Vec<String>), ScenarioError> {
+        let (s, rule, notes) = scenario_for(t, base)?;
+        let result = Simulation::new(&s, limits)?.run(rule, seed, Watch::until(cancel))?;
+        Ok((result, s, notes))
     };
-    let (config, scenario, notes) = match run(t)? {
-        Ok(v) => v,
-        Err(e) => return Ok(Err(e)),
-    };
-    let (fix, _, _) = match run(&fixed)? {
-        Ok(v) => v,
-        Err(e) => return Ok(Err(e)),
-    };
-    Ok(Ok(StormComparison {
+    let (config, scenario, notes) = run(t)?;
+    let (fix, _, _) = run(&fixed)?;
+    Ok(StormComparison {
         file: t.file.clone(),
         name: t.name.clone(),
         config: StormOutcome::from(&config),
@@ -318,7 +288,7 @@ pub fn compare_until(
         notes,
         scenario,
         runs: [config, fix],
-    }))
+    })
 }
 
 /// The retrying layers of `configs` in the order given (the caller first): a layer is a file,
@@ -352,6 +322,7 @@ pub fn compare_layers(
     base: &Scenario,
     limits: &Limits,
     seed: u64,
+    cancel: &Cancel,
 ) -> Result<Option<StormComparison>, ScenarioError> {
     let layers = layers(configs);
     let Some(bottom) = layers
@@ -378,11 +349,11 @@ pub fn compare_layers(
     all.throttle = None;
     all.timeout = None;
     all.per_try_timeout = None;
-    let mut c = compare(&all, base, limits, seed)?;
+    let mut c = compare(&all, base, limits, seed, cancel)?;
     // The fix: the bottom layer alone retries, jittered and budgeted.
     let (fixed, _) = suggested_fix(bottom);
     let (s, rule, _) = scenario_for(&fixed, base)?;
-    let fix = Simulation::new(&s, limits)?.run(rule, seed)?;
+    let fix = Simulation::new(&s, limits)?.run(rule, seed, crate::Watch::none())?;
     c.fix = StormOutcome::from(&fix);
     c.runs[1] = fix;
     c.fix_summary = format!(
@@ -475,10 +446,24 @@ mod tests {
             envoy.throttle.as_ref().map(|t| t.kind),
             Some("envoy-max-retries")
         );
-        let with = compare(&envoy, &Scenario::default(), &Limits::default(), 1).unwrap();
+        let with = compare(
+            &envoy,
+            &Scenario::default(),
+            &Limits::default(),
+            1,
+            &Cancel::new(),
+        )
+        .unwrap();
         let mut without = envoy.clone();
         without.throttle = None;
-        let without = compare(&without, &Scenario::default(), &Limits::default(), 1).unwrap();
+        let without = compare(
+            &without,
+            &Scenario::default(),
+            &Limits::default(),
+            1,
+            &Cancel::new(),
+        )
+        .unwrap();
         assert!(
             with.config.requests_per_client < without.config.requests_per_client,
             "{:?} against {:?}",
@@ -543,10 +528,10 @@ mod tests {
         assert!(notes[0].contains("never fires"), "{notes:?}");
         // In the hanging storm, three attempts 250 ms apart (plus ≤ 75 ms pauses) all fall
         // in the 10 s outage and fail; waiting 5 s for each, the third comes after it.
-        let with = compare(&envoy, &hanging, &Limits::default(), 1).unwrap();
+        let with = compare(&envoy, &hanging, &Limits::default(), 1, &Cancel::new()).unwrap();
         let mut without = envoy.clone();
         without.per_try_timeout = None;
-        let without = compare(&without, &hanging, &Limits::default(), 1).unwrap();
+        let without = compare(&without, &hanging, &Limits::default(), 1, &Cancel::new()).unwrap();
         assert_eq!(with.config.served, 0, "{:?}", with.config);
         assert!(without.config.served > 0, "{:?}", without.config);
     }
@@ -625,7 +610,14 @@ mod tests {
         assert_eq!(fixed.backoff.cap, Duration::from_secs(30));
         assert_eq!(fixed.throttle, None);
         assert!(summary.contains("full jitter"), "{summary}");
-        let c = compare(&r4j, &Scenario::default(), &Limits::default(), 1).unwrap();
+        let c = compare(
+            &r4j,
+            &Scenario::default(),
+            &Limits::default(),
+            1,
+            &Cancel::new(),
+        )
+        .unwrap();
         // Five attempts of doubling pauses end inside the 10 s outage either way; jitter
         // moves the last ones apart, and no client makes more than five.
         assert_eq!(c.config.requests_per_client, 5.0);

@@ -48,13 +48,17 @@
 //!
 //! ```
 //! use herd::RuleName;
-//! use herd_sim::Limits;
-//! use herd_sim::contention::{Contention, ContentionScenario};
+//! use herd_sim::contention::{Contention, ContentionPoint, ContentionScenario};
+//! use herd_sim::{Limits, Watch};
 //!
-//! let scenario = ContentionScenario { runs: 5, ..ContentionScenario::default() };
-//! let model = Contention::new(&scenario, &Limits::default())?;
-//! let full = model.average(RuleName::Full, 50)?;
-//! let none = model.average(RuleName::Immediate, 50)?;
+//! let model = Contention::new(&ContentionScenario::default(), &Limits::default())?;
+//! let mean = |rule| -> Result<ContentionPoint, herd_sim::ScenarioError> {
+//!     let runs = (1..=5)
+//!         .map(|seed| model.run(rule, seed, 50, Watch::none()))
+//!         .collect::<Result<Vec<_>, _>>()?;
+//!     Ok(ContentionPoint::mean(&runs).expect("five runs"))
+//! };
+//! let (full, none) = (mean(RuleName::Full)?, mean(RuleName::Immediate)?);
 //! assert!(full.calls < none.calls, "jitter saves work");
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
@@ -64,12 +68,12 @@ use std::collections::binary_heap::PeekMut;
 
 use herd::rng::SplitMix64;
 use herd::{Rule, RuleName, RuleParams, RuleState};
-use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::error::ScenarioError;
 use crate::fields;
 use crate::limits::Limits;
+use crate::watch::{LOOK_EVERY, Watch};
 
 mod model;
 mod report;
@@ -148,6 +152,35 @@ pub struct ContentionPoint {
     pub calls_per_client: f64,
     /// Mean completion time, in milliseconds.
     pub completion_ms: f64,
+}
+
+impl ContentionPoint {
+    /// The mean of `runs`, all of one rule at one client count, summed in the order given
+    /// (seed order, so that the mean does not depend on the number of threads); `None` for
+    /// no runs.
+    #[must_use]
+    pub fn mean(runs: &[ContentionRun]) -> Option<Self> {
+        let first = runs.first()?;
+        let (mut calls, mut completion) = (0.0, 0.0);
+        for run in runs {
+            calls += run.calls as f64;
+            completion += run.completion_ms;
+        }
+        let count = runs.len() as f64;
+        let calls = calls / count;
+        Some(Self {
+            rule: first.rule,
+            clients: first.clients,
+            runs: u32::try_from(runs.len()).unwrap_or(u32::MAX),
+            calls,
+            calls_per_client: if first.clients == 0 {
+                0.0
+            } else {
+                calls / first.clients as f64
+            },
+            completion_ms: completion / count,
+        })
+    }
 }
 
 /// What one hop of the protocol is doing when its event fires.
@@ -229,61 +262,33 @@ impl Contention {
         self.scenario.retry.rules.clone()
     }
 
-    /// Runs `rule` with `clients` clients and the generator seeded by `seed`.
+    /// Runs `rule` with `clients` clients and the generator seeded by `seed`, followed by
+    /// `watch` (told the share of clients done, and its flag read, about every 65 536
+    /// events). The same inputs give the same run, bit for bit, whatever watches.
     ///
     /// # Errors
     ///
-    /// The rule cannot be built, `clients` is out of range, or the run makes more than
-    /// [`MAX_CALLS`] write calls.
+    /// The rule cannot be built, `clients` is out of range, the run makes more than
+    /// [`MAX_CALLS`] write calls, or the watch's flag stopped it
+    /// ([`ScenarioError::is_cancelled`]).
     pub fn run(
         &self,
         rule: RuleName,
         seed: u64,
         clients: u64,
+        mut watch: Watch<'_>,
     ) -> Result<ContentionRun, ScenarioError> {
         check_clients("clients.count", clients, &Limits::unlimited())?;
         let built = self.rule(rule)?;
-        let (calls, completion_ns) = self.simulate(&built, seed, clients as usize)?;
+        watch.check()?;
+        let (calls, completion_ns) = self.simulate(&built, seed, clients as usize, &mut watch)?;
+        watch.report(1.0);
         Ok(ContentionRun {
             rule,
             seed,
             clients,
             calls,
             completion_ms: completion_ns as f64 / 1e6,
-        })
-    }
-
-    /// Runs `rule` with `clients` clients over seeds `seed .. seed + runs` and averages.
-    ///
-    /// # Errors
-    ///
-    /// As [`Contention::run`].
-    pub fn average(&self, rule: RuleName, clients: u64) -> Result<ContentionPoint, ScenarioError> {
-        let runs = self.scenario.runs;
-        // One task per seed (runs differ a hundredfold in cost between rules and counts, so
-        // whole points make poor units of work), summed afterwards in seed order, so the
-        // mean is the same whatever the number of threads.
-        let each = (0..u64::from(runs))
-            .into_par_iter()
-            .map(|k| self.run(rule, self.scenario.seed.wrapping_add(k), clients))
-            .collect::<Result<Vec<_>, _>>()?;
-        let (mut calls, mut completion) = (0.0, 0.0);
-        for run in &each {
-            calls += run.calls as f64;
-            completion += run.completion_ms;
-        }
-        let calls = calls / f64::from(runs);
-        Ok(ContentionPoint {
-            rule,
-            clients,
-            runs,
-            calls,
-            calls_per_client: if clients == 0 {
-                0.0
-            } else {
-                calls / clients as f64
-            },
-            completion_ms: completion / f64::from(runs),
         })
     }
 
@@ -311,6 +316,7 @@ impl Contention {
         rule: &Rule,
         seed: u64,
         clients: usize,
+        watch: &mut Watch<'_>,
     ) -> Result<(u64, u64), ScenarioError> {
         debug_assert!(clients as u64 <= MAX_CLIENTS && MAX_CLIENTS < 1 << CLIENT_BITS);
         let mut rng = SplitMix64::new(seed);
@@ -327,9 +333,15 @@ impl Contention {
         let mut states = vec![RuleState::default(); clients];
         let mut calls = 0u64;
         let mut last = 0u64;
+        let (mut events_seen, mut done) = (0u64, 0usize);
         // Each event but a client's last schedules the client's next: the new key replaces
         // the earliest in place (one sift down, where a pop and a push take two passes).
         while let Some(mut earliest) = events.peek_mut() {
+            events_seen += 1;
+            if events_seen.is_multiple_of(LOOK_EVERY) {
+                watch.check()?;
+                watch.report(done as f64 / clients as f64);
+            }
             let Reverse(key) = *earliest;
             let now = (key >> 64) as u64;
             let c = (key as u64 & ((1 << CLIENT_BITS) - 1)) as u32;
@@ -358,6 +370,7 @@ impl Contention {
                 }
                 Hop::WriteAnswered { committed: true } => {
                     PeekMut::pop(earliest);
+                    done += 1;
                     continue;
                 }
                 Hop::WriteAnswered { committed: false } => {

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use super::{Contention, ContentionPoint, ContentionReport, ContentionScenario, METRICS};
 use crate::error::ScenarioError;
 use crate::model::{Metrics, Model, ModelReport, Variant, every_variant_and_seed};
+use crate::watch::{Cancel, Watch};
 
 impl Model for Contention {
     const NAME: &'static str = "contention";
@@ -24,10 +25,15 @@ impl Model for Contention {
         self.scenario().runs
     }
 
-    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+    fn run(
+        &self,
+        variant: &Variant,
+        seed: u64,
+        watch: Watch<'_>,
+    ) -> Result<Metrics, ScenarioError> {
         let clients = self.scenario().clients.count;
         let rule = variant.rule_of(Self::NAME)?;
-        Ok(Contention::run(self, rule, seed, clients)?.metrics())
+        Ok(Contention::run(self, rule, seed, clients, watch)?.metrics())
     }
 
     /// One point per rule at `clients.count`, each the mean over `seeds` (in seed order, so
@@ -36,39 +42,27 @@ impl Model for Contention {
         &self,
         variants: &[Variant],
         seeds: &[u64],
+        cancel: &Cancel,
     ) -> Result<Box<dyn ModelReport>, ScenarioError> {
         let clients = self.scenario().clients.count;
+        Watch::until(cancel).check()?;
         let runs = every_variant_and_seed(variants, seeds, |v, seed| {
-            Contention::run(self, v.rule_of(Self::NAME)?, seed, clients)
+            Contention::run(
+                self,
+                v.rule_of(Self::NAME)?,
+                seed,
+                clients,
+                Watch::until(cancel),
+            )
         })?;
         let rules: Vec<RuleName> = variants
             .iter()
             .map(|v| v.rule_of(Self::NAME))
             .collect::<Result<_, _>>()?;
-        let n = seeds.len().max(1);
+        let runs: Vec<_> = runs.into_iter().map(|(_, _, run)| run).collect();
         let points = runs
-            .chunks(n)
-            .map(|chunk| {
-                let (mut calls, mut completion) = (0.0, 0.0);
-                for (_, _, run) in chunk {
-                    calls += run.calls as f64;
-                    completion += run.completion_ms;
-                }
-                let count = chunk.len() as f64;
-                let calls = calls / count;
-                ContentionPoint {
-                    rule: chunk[0].2.rule,
-                    clients,
-                    runs: u32::try_from(chunk.len()).unwrap_or(u32::MAX),
-                    calls,
-                    calls_per_client: if clients == 0 {
-                        0.0
-                    } else {
-                        calls / clients as f64
-                    },
-                    completion_ms: completion / count,
-                }
-            })
+            .chunks(seeds.len().max(1))
+            .filter_map(ContentionPoint::mean)
             .collect();
         let mut report = ContentionReport::new(self, &rules, points);
         report.seed = seeds.first().copied().unwrap_or(report.seed);

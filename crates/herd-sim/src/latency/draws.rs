@@ -290,7 +290,7 @@ mod tests {
         s.hiccups.pause_ms = 30.0;
         let model = LatencyModel::new(&s).unwrap();
         for seed in [1, 7, 99] {
-            let (result, engine) = model.run_policy(0, seed).unwrap();
+            let (result, engine) = model.run(0, seed, crate::Watch::none()).unwrap();
             let mut pauses = Pauses::new(&s, seed, 0);
             let mut free = 0u64;
             let mut busy = 0u64;

@@ -8,7 +8,6 @@
 //! not shrink come due in the order they were set).
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use herd::budget::{Budget, RetryPermit};
@@ -20,7 +19,8 @@ use herd::throttle::{EnvoyActiveRequest, EnvoyRetryLimit};
 use super::draws::{Pauses, ROUTING, SERVICE, arrivals_of, service_time, stream};
 use super::report::LatencyResult;
 use super::scenario::{Plan, Policy, PolicyKind};
-use crate::cancel::{Cancel, Cancelled};
+use crate::error::ScenarioError;
+use crate::watch::Watch;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CopyState {
@@ -637,21 +637,16 @@ impl World<'_> {
 /// Events between two looks at the cancel flag: a few microseconds of work.
 const CANCEL_CHECK_EVERY: u64 = 4096;
 
-/// Runs one policy of a checked scenario.
-pub(crate) fn run(plan: &Plan, policy: &Policy) -> (LatencyResult, Vec<u64>) {
-    run_until(plan, policy, &Cancel::new(), None)
-        .unwrap_or_else(|Cancelled| unreachable!("a flag nobody else holds was set"))
-}
-
-/// Runs one policy of a checked scenario, unless `cancel` is set first: it is read every
-/// [`CANCEL_CHECK_EVERY`] events, when `arrived` (for a progress bar) is given the user
-/// requests arrived so far.
-pub(crate) fn run_until(
+/// Runs one policy of a checked scenario, followed by `watch`: every
+/// [`CANCEL_CHECK_EVERY`] events it is told the share of user requests arrived so far (warm-up
+/// included) and its flag is read.
+pub(crate) fn run(
     plan: &Plan,
     policy: &Policy,
-    cancel: &Cancel,
-    arrived_so_far: Option<&AtomicU64>,
-) -> Result<(LatencyResult, Vec<u64>), Cancelled> {
+    watch: &mut Watch<'_>,
+) -> Result<(LatencyResult, Vec<u64>), ScenarioError> {
+    watch.check()?;
+    let all_arrivals = (plan.requests + plan.warmup).max(1) as f64;
     let mut envoy = None;
     let budget = match (policy.budget_percent, &plan.throttle) {
         (Some(percent), _) => {
@@ -710,12 +705,8 @@ pub(crate) fn run_until(
     loop {
         events += 1;
         if events.is_multiple_of(CANCEL_CHECK_EVERY) {
-            if cancel.is_cancelled() {
-                return Err(Cancelled);
-            }
-            if let Some(shown) = arrived_so_far {
-                shown.store(arrived, Ordering::Relaxed);
-            }
+            watch.check()?;
+            watch.report(arrived as f64 / all_arrivals);
         }
         let done = world.completions.first();
         let (timer, run) = if timed {
@@ -750,5 +741,6 @@ pub(crate) fn run_until(
         world.cancelled,
         world.busy_ns as f64 / (f64::from(plan.servers) * elapsed as f64),
     );
+    watch.report(1.0);
     Ok((result, world.latencies))
 }

@@ -66,12 +66,13 @@
 //! # Examples
 //!
 //! ```
+//! use herd_sim::Watch;
 //! use herd_sim::latency::{LatencyModel, LatencyScenario};
 //!
 //! let scenario = LatencyScenario { requests: 20_000, warmup_requests: 2_000, ..LatencyScenario::default() };
 //! let model = LatencyModel::new(&scenario)?;
-//! let results = model.run_all();
-//! let (none, hedged) = (&results[0], &results[1]);
+//! let (none, _) = model.run(0, scenario.seed, Watch::none())?;
+//! let (hedged, _) = model.run(1, scenario.seed, Watch::none())?;
 //! assert_eq!((none.policy.as_str(), hedged.policy.as_str()), ("none", "hedge-10ms"));
 //! assert!(hedged.p99_ms * 3.0 < none.p99_ms, "a hedge cuts the tail");
 //! assert!(hedged.extra_load_percent < 10.0, "for a few percent more requests");
@@ -83,10 +84,6 @@ mod model;
 mod report;
 mod scenario;
 
-use std::sync::atomic::AtomicU64;
-
-use rayon::prelude::*;
-
 pub use crate::budget::BUDGET_WINDOW;
 pub use engine::{LEARNING_MIN_SAMPLES, LEARNING_WINDOW};
 pub use model::METRICS;
@@ -96,8 +93,8 @@ pub use scenario::{
     MAX_SERVERS, MAX_SPAN_S, PolicyKind, PolicySpec, Servers, Service, Traffic,
 };
 
-use crate::cancel::{Cancel, Cancelled};
 use crate::error::ScenarioError;
+use crate::watch::Watch;
 
 /// A checked latency scenario, ready to run.
 #[derive(Clone, Debug)]
@@ -131,51 +128,36 @@ impl LatencyModel {
         self.plan.policies.iter().map(|p| p.name.as_str()).collect()
     }
 
-    /// Runs every policy (in parallel), in the scenario's order.
-    #[must_use]
-    pub fn run_all(&self) -> Vec<LatencyResult> {
-        self.plan
-            .policies
-            .par_iter()
-            .map(|p| engine::run(&self.plan, p).0)
-            .collect()
-    }
-
-    /// Runs policy number `index` with `seed`, and returns its figures and every measured
-    /// user latency in nanoseconds, sorted; `None` when there is no such policy.
-    #[must_use]
-    pub fn run_policy(&self, index: usize, seed: u64) -> Option<(LatencyResult, Vec<u64>)> {
-        let policy = self.plan.policies.get(index)?;
-        let plan = scenario::Plan {
-            seed,
-            ..self.plan.clone()
-        };
-        Some(engine::run(&plan, policy))
-    }
-
-    /// Runs policy number `index` with `seed` as [`LatencyModel::run_policy`] does, unless
-    /// `cancel` is set before it finishes (the engine looks every few thousand events, and
-    /// then writes the user requests arrived so far, warm-up included, to `arrived` when
-    /// given: a progress bar's count, out of `requests + warmup_requests`).
+    /// Runs policy number `index` (in [`LatencyModel::policies`]) with `seed`, followed by
+    /// `watch` (told the share of user requests arrived, warm-up included, and its flag read
+    /// every few thousand events), and returns its figures and every measured user latency
+    /// in nanoseconds, sorted. The same policy and seed give the same result, bit for bit,
+    /// whatever watches.
     ///
     /// # Errors
     ///
-    /// [`Cancelled`] when the flag stopped the run; `Ok(None)` when there is no such policy.
-    pub fn run_policy_until(
+    /// There is no such policy (naming `policies`), or the watch's flag stopped the run
+    /// ([`ScenarioError::is_cancelled`]).
+    pub fn run(
         &self,
         index: usize,
         seed: u64,
-        cancel: &Cancel,
-        arrived: Option<&AtomicU64>,
-    ) -> Result<Option<(LatencyResult, Vec<u64>)>, Cancelled> {
-        let Some(policy) = self.plan.policies.get(index) else {
-            return Ok(None);
-        };
+        mut watch: Watch<'_>,
+    ) -> Result<(LatencyResult, Vec<u64>), ScenarioError> {
+        let policy = self.plan.policies.get(index).ok_or_else(|| {
+            ScenarioError::field(
+                "policies",
+                format!(
+                    "has {} policies, numbered from 0; there is no policy {index}",
+                    self.plan.policies.len()
+                ),
+            )
+        })?;
         let plan = scenario::Plan {
             seed,
             ..self.plan.clone()
         };
-        engine::run_until(&plan, policy, cancel, arrived).map(Some)
+        engine::run(&plan, policy, &mut watch)
     }
 
     /// The events one policy's run takes, estimated before it runs (the costliest policy's:
@@ -196,35 +178,36 @@ impl LatencyModel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Cancel;
 
     #[test]
     fn a_cancelled_run_stops_without_a_result() {
         let model = LatencyModel::new(&LatencyScenario::default()).expect("default");
         let cancel = Cancel::new();
         cancel.cancel();
-        assert_eq!(
-            model
-                .run_policy_until(0, 1, &cancel, None)
-                .map(|r| r.is_some()),
-            Err(Cancelled)
-        );
+        let err = model.run(0, 1, Watch::until(&cancel)).unwrap_err();
+        assert!(err.is_cancelled(), "{err}");
         let small = LatencyScenario {
             requests: 2_000,
             warmup_requests: 0,
             ..LatencyScenario::default()
         };
         let model = LatencyModel::new(&small).expect("small");
-        let arrived = AtomicU64::new(0);
+        let mut shares = Vec::new();
+        let mut note = |done: f64| shares.push(done);
         let ran = model
-            .run_policy_until(1, 7, &Cancel::new(), Some(&arrived))
+            .run(1, 7, Watch::until(&Cancel::new()).progress(&mut note))
             .expect("not cancelled");
-        assert_eq!(ran, model.run_policy(1, 7));
-        // Written every 4096 events: some of the 2000 requests, never more.
-        let shown = arrived.load(std::sync::atomic::Ordering::Relaxed);
-        assert!(shown > 0 && shown <= 2_000, "{shown}");
-        assert_eq!(
-            model.run_policy_until(99, 7, &Cancel::new(), None),
-            Ok(None)
+        assert_eq!(ran, model.run(1, 7, Watch::none()).unwrap());
+        // Told every 4096 events, never decreasing, and 1 at the end.
+        assert!(shares.len() >= 2, "{shares:?}");
+        assert!(shares.windows(2).all(|w| w[0] <= w[1]), "{shares:?}");
+        assert!(shares[0] > 0.0 && shares[0] < 1.0, "{shares:?}");
+        assert_eq!(shares.last(), Some(&1.0));
+        let err = model.run(99, 7, Watch::none()).unwrap_err();
+        assert!(
+            err.is_at(crate::Field::new("policies")) && !err.is_cancelled(),
+            "{err}"
         );
     }
 }

@@ -4,8 +4,8 @@
 use super::{LatencyModel, LatencyScenario};
 use crate::error::ScenarioError;
 use crate::limits::{self, Limits};
-use crate::model::{Metrics, MetricsReport, Model, ModelReport, Variant};
-use crate::{Cancel, Cancelled};
+use crate::model::{Metrics, Model, Variant};
+use crate::watch::Watch;
 
 /// The metrics of one run, in order.
 pub const METRICS: &[&str] = &[
@@ -52,35 +52,11 @@ impl Model for LatencyModel {
         self.work_estimate()
     }
 
-    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
-        self.run_variant_until(variant, seed, &Cancel::new())
-    }
-
-    /// Each run stops within a few thousand events of the flag being set
-    /// ([`LatencyModel::run_policy_until`]).
-    fn report_until(
-        &self,
-        variants: &[Variant],
-        seeds: &[u64],
-        cancel: &Cancel,
-    ) -> Result<Result<Box<dyn ModelReport>, ScenarioError>, Cancelled> {
-        let report = MetricsReport::run_with::<Self>(variants, seeds, |variant, seed| {
-            self.run_variant_until(variant, seed, cancel)
-        });
-        if cancel.is_cancelled() {
-            return Err(Cancelled);
-        }
-        Ok(report.map(|r| Box::new(r) as Box<dyn ModelReport>))
-    }
-}
-
-impl LatencyModel {
-    /// [`Model::run`], stopped (with an error) when `cancel` is set.
-    fn run_variant_until(
+    fn run(
         &self,
         variant: &Variant,
         seed: u64,
-        cancel: &Cancel,
+        watch: Watch<'_>,
     ) -> Result<Metrics, ScenarioError> {
         let name = variant.as_str();
         let index = self
@@ -96,10 +72,7 @@ impl LatencyModel {
                     ),
                 )
             })?;
-        let (result, _) = self
-            .run_policy_until(index, seed, cancel, None)
-            .map_err(|Cancelled| ScenarioError::general(Cancelled.to_string()))?
-            .ok_or_else(|| ScenarioError::general("no such policy"))?;
+        let (result, _) = LatencyModel::run(self, index, seed, watch)?;
         let mut metrics = Metrics::new();
         metrics.set("p50_ms", Some(result.p50_ms));
         metrics.set("p99_ms", Some(result.p99_ms));

@@ -13,6 +13,7 @@ use super::report::{self, Window};
 use super::scenario::MetastablePlan;
 use crate::error::ScenarioError;
 use crate::throttle::{FirstAttempt, SimThrottle};
+use crate::watch::{LOOK_EVERY, Watch};
 
 /// One logical request: its retry state and whether it has been answered in time.
 #[derive(Clone, Copy, Default)]
@@ -35,7 +36,10 @@ pub(crate) fn simulate(
     name: RuleName,
     rule: &Rule,
     seed: u64,
+    watch: &mut Watch<'_>,
 ) -> Result<MetastableReport, ScenarioError> {
+    watch.check()?;
+    let mut look_at = LOOK_EVERY;
     let mut rng = SplitMix64::new(seed);
     let poisson = Poisson::new(plan.arrivals_per_step);
     let clock = FakeClock::new();
@@ -73,6 +77,11 @@ pub(crate) fn simulate(
     let mut outage = plan.outages.iter().peekable();
 
     for t in 0..plan.steps {
+        if attempts_total >= look_at || t.is_multiple_of(LOOK_EVERY) {
+            look_at = attempts_total + LOOK_EVERY;
+            watch.check()?;
+            watch.report(t as f64 / plan.steps as f64);
+        }
         if budget.is_some() {
             clock.set(Duration::from_nanos(t.saturating_mul(plan.step_ns)));
         }

@@ -54,20 +54,21 @@
 //! # Examples
 //!
 //! ```
-//! use herd_sim::Limits;
 //! use herd_sim::metastable::{Metastable, MetastableScenario};
+//! use herd_sim::{Limits, Watch};
 //!
 //! // The Bronson example over 60 s: no budget, and the retries keep the server down.
 //! let mut scenario = MetastableScenario::default();
 //! scenario.horizon_s = 60.0;
 //! let model = Metastable::new(&scenario, &Limits::default())?;
-//! let report = model.run(scenario.retry.rule, 1)?;
+//! let report = model.run(scenario.retry.rule, 1, Watch::none())?;
 //! assert_eq!(report.recovered_at_s, None);
 //! assert!(report.after_outage.attempts_per_s > 1.6 * scenario.clients.offered_qps);
 //!
 //! // A 10 % retry budget: the server recovers a few seconds after the outage.
 //! scenario.retry.budget_percent = 10.0;
-//! let report = Metastable::new(&scenario, &Limits::default())?.run(scenario.retry.rule, 1)?;
+//! let model = Metastable::new(&scenario, &Limits::default())?;
+//! let report = model.run(scenario.retry.rule, 1, Watch::none())?;
 //! assert!(report.recovered_at_s.is_some_and(|t| t < 30.0), "{}", report.outcome);
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
@@ -81,6 +82,7 @@ use herd::RuleName;
 
 use crate::error::ScenarioError;
 use crate::limits::Limits;
+use crate::watch::Watch;
 
 pub use report::{AfterOutage, METRICS, MetastableReport, Window};
 pub use scenario::{MetastableRetry, MetastableScenario, OpenLoop, SlowingServer};
@@ -137,15 +139,25 @@ impl Metastable {
     }
 
     /// Runs with `rule` (the scenario's or any other) and the world's generator seeded by
-    /// `seed`. The same inputs give the same report, bit for bit.
+    /// `seed`, followed by `watch` (told the share of the horizon simulated, and its flag
+    /// read, about every 65 536 attempts). The same rule and seed give the same report, bit
+    /// for bit, whatever watches.
     ///
     /// # Errors
     ///
-    /// The rule cannot be built from the scenario's parameters, or the run exceeds
-    /// [`Limits::max_run_attempts`].
-    pub fn run(&self, rule: RuleName, seed: u64) -> Result<MetastableReport, ScenarioError> {
+    /// The rule cannot be built from the scenario's parameters, the run exceeds
+    /// [`Limits::max_run_attempts`], or the watch's flag stopped it
+    /// ([`ScenarioError::is_cancelled`]).
+    pub fn run(
+        &self,
+        rule: RuleName,
+        seed: u64,
+        mut watch: Watch<'_>,
+    ) -> Result<MetastableReport, ScenarioError> {
         let built = self.plan.rule(rule)?;
-        engine::simulate(&self.plan, rule, &built, seed)
+        let report = engine::simulate(&self.plan, rule, &built, seed, &mut watch)?;
+        watch.report(1.0);
+        Ok(report)
     }
 }
 

@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{METRICS, Metastable, MetastableReport, MetastableScenario};
 use crate::error::ScenarioError;
 use crate::model::{Metrics, Model, ModelReport, Variant, every_variant_and_seed};
+use crate::watch::{Cancel, Watch};
 
 impl Model for Metastable {
     const NAME: &'static str = "metastable";
@@ -21,18 +22,25 @@ impl Model for Metastable {
         self.expected_requests()
     }
 
-    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+    fn run(
+        &self,
+        variant: &Variant,
+        seed: u64,
+        watch: Watch<'_>,
+    ) -> Result<Metrics, ScenarioError> {
         let rule = variant.rule_of(Self::NAME)?;
-        Ok(Metastable::run(self, rule, seed)?.metrics())
+        Ok(Metastable::run(self, rule, seed, watch)?.metrics())
     }
 
     fn report(
         &self,
         variants: &[Variant],
         seeds: &[u64],
+        cancel: &Cancel,
     ) -> Result<Box<dyn ModelReport>, ScenarioError> {
+        Watch::until(cancel).check()?;
         let results = every_variant_and_seed(variants, seeds, |v, seed| {
-            Metastable::run(self, v.rule_of(Self::NAME)?, seed)
+            Metastable::run(self, v.rule_of(Self::NAME)?, seed, Watch::until(cancel))
         })?
         .into_iter()
         .map(|(_, _, report)| report)

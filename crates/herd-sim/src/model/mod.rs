@@ -19,9 +19,9 @@ use herd::RuleName;
 use serde::de::DeserializeOwned;
 use toml::Value;
 
-use crate::cancel::{Cancel, Cancelled};
 use crate::error::ScenarioError;
 use crate::limits::Limits;
+use crate::watch::{Cancel, Watch};
 
 mod metrics;
 mod report;
@@ -147,53 +147,40 @@ pub trait Model: fmt::Debug + Send + Sync + Sized + 'static {
     }
 
     /// Runs `variant` with the world's generator seeded by `seed`. The same inputs give the
-    /// same metrics, bit for bit.
+    /// same metrics, bit for bit, whatever `watch` follows. A model whose engine reads the
+    /// watch as it goes (the storm's, the latency model's, the metastable model's) stops
+    /// within a few thousand events of its flag being set; the others look before they
+    /// start.
     ///
     /// # Errors
     ///
     /// A variant this model does not have ([`Variant::rule_of`] names the model for a rule
-    /// model), a rule that cannot be built from the scenario, or a run over its limits.
-    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError>;
+    /// model), a rule that cannot be built from the scenario, a run over its limits, or the
+    /// watch's flag set ([`ScenarioError::is_cancelled`]).
+    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>)
+    -> Result<Metrics, ScenarioError>;
 
     /// Runs every variant with every seed (in parallel) and gathers the model's own report:
     /// by default each run's [`Metrics`] ([`MetricsReport`]); a model with a richer account
     /// of a run (the metastable model's windows, the contention model's comparison) returns
     /// its own. Callers print it through [`ModelReport`] and never need the model's type.
     ///
+    /// Every run is bounded by the limits the scenario was checked against; `cancel` bounds
+    /// them in wall-clock time too (a server whose client left, Ctrl-C): each run is
+    /// followed by [`Watch::until`]`(cancel)`, and a report given up has no result.
+    ///
     /// # Errors
     ///
-    /// As [`Model::run`], for the first run that fails.
+    /// As [`Model::run`], for the first run that fails; an error for which
+    /// [`ScenarioError::is_cancelled`] holds when `cancel` was set before the report was
+    /// whole.
     fn report(
         &self,
         variants: &[Variant],
         seeds: &[u64],
-    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
-        Ok(Box::new(MetricsReport::run(self, variants, seeds)?))
-    }
-
-    /// [`Model::report`], given up when `cancel` is set (a server whose client left, or past
-    /// its time limit). Every run is already bounded by the limits the scenario was checked
-    /// against; by default the flag is read before the runs start and after they end, and a
-    /// model whose engine reads it as it goes (the storm's, the latency model's) overrides
-    /// this to stop mid-run.
-    ///
-    /// # Errors
-    ///
-    /// [`Cancelled`] when the flag was set; otherwise as [`Model::report`], inside.
-    fn report_until(
-        &self,
-        variants: &[Variant],
-        seeds: &[u64],
         cancel: &Cancel,
-    ) -> Result<Result<Box<dyn ModelReport>, ScenarioError>, Cancelled> {
-        if cancel.is_cancelled() {
-            return Err(Cancelled);
-        }
-        let report = Model::report(self, variants, seeds);
-        if cancel.is_cancelled() {
-            return Err(Cancelled);
-        }
-        Ok(report)
+    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
+        Ok(Box::new(MetricsReport::run(self, variants, seeds, cancel)?))
     }
 }
 
@@ -225,7 +212,8 @@ pub trait AnyModel: fmt::Debug + Send + Sync {
     /// # Errors
     ///
     /// As [`Model::run`].
-    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError>;
+    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>)
+    -> Result<Metrics, ScenarioError>;
     /// [`Model::report`].
     ///
     /// # Errors
@@ -235,18 +223,8 @@ pub trait AnyModel: fmt::Debug + Send + Sync {
         &self,
         variants: &[Variant],
         seeds: &[u64],
-    ) -> Result<Box<dyn ModelReport>, ScenarioError>;
-    /// [`Model::report_until`].
-    ///
-    /// # Errors
-    ///
-    /// As [`Model::report_until`].
-    fn report_until(
-        &self,
-        variants: &[Variant],
-        seeds: &[u64],
         cancel: &Cancel,
-    ) -> Result<Result<Box<dyn ModelReport>, ScenarioError>, Cancelled>;
+    ) -> Result<Box<dyn ModelReport>, ScenarioError>;
 }
 
 impl<M: Model> AnyModel for M {
@@ -274,23 +252,21 @@ impl<M: Model> AnyModel for M {
     fn variants(&self) -> Vec<Variant> {
         Model::variants(self)
     }
-    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
-        Model::run(self, variant, seed)
+    fn run(
+        &self,
+        variant: &Variant,
+        seed: u64,
+        watch: Watch<'_>,
+    ) -> Result<Metrics, ScenarioError> {
+        Model::run(self, variant, seed, watch)
     }
     fn report(
         &self,
         variants: &[Variant],
         seeds: &[u64],
-    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
-        Model::report(self, variants, seeds)
-    }
-    fn report_until(
-        &self,
-        variants: &[Variant],
-        seeds: &[u64],
         cancel: &Cancel,
-    ) -> Result<Result<Box<dyn ModelReport>, ScenarioError>, Cancelled> {
-        Model::report_until(self, variants, seeds, cancel)
+    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
+        Model::report(self, variants, seeds, cancel)
     }
 }
 

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::{Metrics, Model, Variant};
 use crate::error::ScenarioError;
+use crate::watch::{Cancel, Watch};
 
 /// A model's account of the runs of a comparison, printable three ways.
 pub trait ModelReport: Send + Sync {
@@ -111,7 +112,8 @@ pub struct MetricsReport {
 }
 
 impl MetricsReport {
-    /// Runs every variant of `model` with every seed.
+    /// Runs every variant of `model` with every seed, each followed by
+    /// [`Watch::until`]`(cancel)`.
     ///
     /// # Errors
     ///
@@ -120,29 +122,21 @@ impl MetricsReport {
         model: &M,
         variants: &[Variant],
         seeds: &[u64],
+        cancel: &Cancel,
     ) -> Result<Self, ScenarioError> {
-        Self::run_with::<M>(variants, seeds, |v, seed| model.run(v, seed))
-    }
-
-    /// Runs every variant with every seed through `run`, the runs of model `M` (its
-    /// [`Model::run`], or a variant of it that can be stopped).
-    ///
-    /// # Errors
-    ///
-    /// The first error `run` returns.
-    pub fn run_with<M: Model>(
-        variants: &[Variant],
-        seeds: &[u64],
-        run: impl Fn(&Variant, u64) -> Result<Metrics, ScenarioError> + Sync,
-    ) -> Result<Self, ScenarioError> {
-        let results = every_variant_and_seed(variants, seeds, run)?
-            .into_iter()
-            .map(|(variant, seed, metrics)| Run {
-                variant,
-                seed,
-                metrics,
-            })
-            .collect();
+        // A model that does not read the watch as it runs still gives no result once the
+        // flag is set.
+        Watch::until(cancel).check()?;
+        let results = every_variant_and_seed(variants, seeds, |v, seed| {
+            model.run(v, seed, Watch::until(cancel))
+        })?
+        .into_iter()
+        .map(|(variant, seed, metrics)| Run {
+            variant,
+            seed,
+            metrics,
+        })
+        .collect();
         Ok(Self {
             model: M::NAME,
             metric_names: M::METRICS,
@@ -228,7 +222,7 @@ mod tests {
         fn cost(&self) -> u64 {
             1
         }
-        fn run(&self, _: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+        fn run(&self, _: &Variant, seed: u64, _: Watch<'_>) -> Result<Metrics, ScenarioError> {
             let mut m = Metrics::new();
             m.set("heads", Some((seed % 2) as f64));
             m.set("never", None);
@@ -242,14 +236,14 @@ mod tests {
             Variant::Rule(RuleName::Immediate),
             Variant::Rule(RuleName::Full),
         ];
-        let report = Model::report(&Coin, &variants, &[1, 2]).unwrap();
+        let report = Model::report(&Coin, &variants, &[1, 2], &Cancel::new()).unwrap();
         let mut csv = Vec::new();
         report.write_csv(&mut csv).unwrap();
         assert_eq!(
             String::from_utf8(csv).unwrap(),
             "rule,seed,heads,never\nimmediate,1,1,\nimmediate,2,0,\nfull,1,1,\nfull,2,0,\n"
         );
-        let value = Model::report(&Coin, &variants[..1], &[3])
+        let value = Model::report(&Coin, &variants[..1], &[3], &Cancel::new())
             .unwrap()
             .to_json();
         assert_eq!(value["model"], "coin");
@@ -260,16 +254,12 @@ mod tests {
     }
 
     #[test]
-    fn a_model_without_a_stoppable_engine_reads_the_flag_around_its_runs() {
+    fn a_report_whose_flag_is_set_has_no_result() {
         let variants = [Variant::Rule(RuleName::Immediate)];
-        let until = Model::report_until(&Coin, &variants, &[3], &crate::Cancel::new());
-        assert_eq!(
-            until.unwrap().unwrap().to_json(),
-            Model::report(&Coin, &variants, &[3]).unwrap().to_json()
-        );
-        let cancel = crate::Cancel::new();
+        let cancel = Cancel::new();
         cancel.cancel();
-        assert!(Model::report_until(&Coin, &variants, &[3], &cancel).is_err());
+        let report = Model::report(&Coin, &variants, &[3], &cancel);
+        assert!(report.is_err_and(|e| e.is_cancelled()));
     }
 }
 

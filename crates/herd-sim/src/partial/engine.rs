@@ -13,6 +13,7 @@ use super::gate::{First, Gate, Retry};
 use super::{Checked, PartialFailure, PartialRun};
 use crate::error::ScenarioError;
 use crate::limits;
+use crate::watch::{LOOK_EVERY, Watch};
 
 /// The streams of a run's seed (`SplitMix64::derive(seed, ·)`, docs/rng.md).
 pub(crate) const ARRIVALS: u64 = 1;
@@ -212,7 +213,9 @@ pub(crate) fn run(
     model: &PartialFailure,
     strategy: &Checked,
     seed: u64,
+    watch: &mut Watch<'_>,
 ) -> Result<PartialRun, ScenarioError> {
+    watch.check()?;
     let clock = FakeClock::new();
     let count = model.clients;
     let gates = (0..if strategy.shared { 1 } else { count })
@@ -241,7 +244,13 @@ pub(crate) fn run(
             world.at(first, Event::Start(c as u32));
         }
     }
+    let mut events = 0u64;
     while let Some(Reverse((t, _, event))) = world.queue.pop() {
+        events += 1;
+        if events.is_multiple_of(LOOK_EVERY) {
+            watch.check()?;
+            watch.report(t as f64 / model.horizon_ns.max(1) as f64);
+        }
         world.clock.set(Duration::from_nanos(t));
         match event {
             Event::Start(c) => world.start(t, c, &mut arrivals)?,
@@ -249,5 +258,6 @@ pub(crate) fn run(
             Event::Answer(i, success) => world.answer(t, i, success)?,
         }
     }
+    watch.report(1.0);
     Ok(world.run)
 }

@@ -32,14 +32,14 @@
 //! # Examples
 //!
 //! ```
-//! use herd_sim::Limits;
 //! use herd_sim::partial::{PartialFailure, PartialScenario};
+//! use herd_sim::{Limits, Watch};
 //!
 //! let scenario = PartialScenario { failure_rate: 0.5, ..PartialScenario::default() };
 //! let model = PartialFailure::new(&scenario, &Limits::default())?;
-//! let none = model.run_strategy("no_retries", 1)?;
-//! let three = model.run_strategy("three_retries", 1)?;
-//! let bucket = model.run_strategy("adaptive_10pct", 1)?;
+//! let none = model.run("no_retries", 1, Watch::none())?;
+//! let three = model.run("three_retries", 1, Watch::none())?;
+//! let bucket = model.run("adaptive_10pct", 1, Watch::none())?;
 //! assert_eq!(none.attempts, none.calls);
 //! assert!(three.work_amplification() > 1.8, "half the attempts fail: 1 + ½ + ¼ + ⅛");
 //! assert!(bucket.work_amplification() < 1.2, "a tenth of a token a call");
@@ -50,6 +50,7 @@ use serde::Serialize;
 use crate::error::ScenarioError;
 use crate::fields;
 use crate::limits::{self, Limits};
+use crate::watch::Watch;
 
 mod engine;
 mod gate;
@@ -323,12 +324,20 @@ impl PartialFailure {
         self.strategies.iter().map(|s| s.name.as_str()).collect()
     }
 
-    /// Runs the strategy called `name` with `seed`.
+    /// Runs the strategy called `name` with `seed`, followed by `watch` (told the share of
+    /// the horizon simulated, and its flag read, about every 65 536 events). The same
+    /// strategy and seed give the same run, bit for bit, whatever watches.
     ///
     /// # Errors
     ///
-    /// No strategy has that name; the run makes more attempts than the limits allow.
-    pub fn run_strategy(&self, name: &str, seed: u64) -> Result<PartialRun, ScenarioError> {
+    /// No strategy has that name; the run makes more attempts than the limits allow; the
+    /// watch's flag stopped it ([`ScenarioError::is_cancelled`]).
+    pub fn run(
+        &self,
+        name: &str,
+        seed: u64,
+        mut watch: Watch<'_>,
+    ) -> Result<PartialRun, ScenarioError> {
         let strategy = self
             .strategies
             .iter()
@@ -342,7 +351,7 @@ impl PartialFailure {
                     ),
                 )
             })?;
-        engine::run(self, strategy, seed)
+        engine::run(self, strategy, seed, &mut watch)
     }
 
     /// An estimate of one run's attempts, for bounding a sweep.

@@ -4,6 +4,7 @@
 use super::{METRICS, PartialFailure, PartialScenario};
 use crate::error::ScenarioError;
 use crate::model::{Metrics, Model, Variant};
+use crate::watch::Watch;
 
 impl Model for PartialFailure {
     const NAME: &'static str = "partial-failure";
@@ -17,12 +18,17 @@ impl Model for PartialFailure {
     }
 
     /// A strategy by name; a retry rule is an error naming the strategies.
-    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+    fn run(
+        &self,
+        variant: &Variant,
+        seed: u64,
+        watch: Watch<'_>,
+    ) -> Result<Metrics, ScenarioError> {
         if let Variant::Rule(rule) = variant {
             return Err(ScenarioError::general(format!(
                 "the partial-failure model compares retry strategies (strategies[].name), not retry rules such as {rule}"
             )));
         }
-        Ok(self.run_strategy(variant.as_str(), seed)?.metrics())
+        Ok(PartialFailure::run(self, variant.as_str(), seed, watch)?.metrics())
     }
 }

@@ -178,7 +178,7 @@ fn run<R: Record, O: Observer>(
                 report_at = meter.requests + PROGRESS_EVERY;
                 observer.progress(step as f64 / plan.steps as f64);
                 if observer.stop() {
-                    return Err(ScenarioError::general("the run was cancelled"));
+                    return Err(ScenarioError::cancelled());
                 }
             }
             limits::within(

@@ -371,7 +371,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn plan(text: &str) -> Plan {
-        let scenario = Scenario::from_toml_str(text).unwrap();
+        let scenario = Scenario::from_toml_str(text, &crate::Limits::default(), |_| {}).unwrap();
         Plan::new(&scenario, &Limits::default()).unwrap()
     }
 

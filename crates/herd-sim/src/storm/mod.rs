@@ -24,9 +24,9 @@ pub use model::{ENGINE_KEY, METRICS};
 pub use scenario::{Clients, Latency, LatencyDistribution, Pauses, Retry, Scenario, Server};
 pub use trace::{GiveUp, MAX_TRACE_CLIENTS, MAX_TRACE_EVENTS, Outcome, Trace, TraceEvent};
 
+use crate::Watch;
 use crate::error::{self, ScenarioError};
 use crate::limits::Limits;
-use crate::{Cancel, Cancelled};
 use plan::Plan;
 
 /// A checked scenario, ready to run any rule with any seed. Cheap to share across threads.
@@ -65,7 +65,7 @@ impl Engine {
     /// The limits a scenario meets when this engine runs it, given the caller's: the same
     /// for the agent engine; for the cohort engine, clients cost no memory and may number up
     /// to [`cohort::MAX_CLIENTS`]. Check a file against them with
-    /// [`Scenario::from_toml_str_edited`] before choosing the engine's [`Simulation`].
+    /// [`Scenario::from_toml_str`] before choosing the engine's [`Simulation`].
     ///
     /// # Examples
     ///
@@ -74,8 +74,8 @@ impl Engine {
     ///
     /// let text = "[clients]\ncount = 1000000000000\n[server]\ncapacity = 25000000000\n";
     /// let machine = Limits::default();
-    /// assert!(Scenario::from_toml_str_edited(text, &Engine::Agent.limits(&machine), |_| {}).is_err());
-    /// assert!(Scenario::from_toml_str_edited(text, &Engine::Cohort.limits(&machine), |_| {}).is_ok());
+    /// assert!(Scenario::from_toml_str(text, &Engine::Agent.limits(&machine), |_| {}).is_err());
+    /// assert!(Scenario::from_toml_str(text, &Engine::Cohort.limits(&machine), |_| {}).is_ok());
     /// ```
     #[must_use]
     pub fn limits(self, limits: &Limits) -> Limits {
@@ -220,80 +220,29 @@ impl Simulation {
     }
 
     /// Runs `rule` (any rule, listed in the scenario or not) with the world's generator
-    /// seeded by `seed`. The same inputs give the same result, bit for bit.
+    /// seeded by `seed`, followed by `watch`: the agent engine reports the share of the
+    /// horizon simulated and looks at the flag about every 65 536 attempts; a cohort run takes
+    /// milliseconds, so it looks only before it starts and reports only its end. The same
+    /// rule and seed give the same result, bit for bit, whatever watches.
     ///
     /// # Errors
     ///
     /// The rule cannot be built from the scenario's parameters (`retry.pause_ms = 0` for
-    /// `constant`, say), or the run exceeds [`Limits::max_run_attempts`].
-    pub fn run(&self, rule: RuleName, seed: u64) -> Result<RunResult, ScenarioError> {
-        let built = self.rule(rule)?;
-        match &self.cohort {
-            None => engine::simulate(&self.plan, rule, &built, seed, &mut trace::Silent),
-            Some(prepared) => cohort::simulate(&self.plan, rule, &built, seed, prepared),
-        }
-    }
-
-    /// Runs `rule` like [`Simulation::run`], unless `cancel` is set before it finishes (the
-    /// agent engine looks every 65 536 attempts; a cohort run takes milliseconds and is not
-    /// stopped). A server uses it to give a slot back when nobody waits for the answer.
-    ///
-    /// # Errors
-    ///
-    /// [`Cancelled`] when the flag stopped the run; otherwise as [`Simulation::run`], inside.
-    pub fn run_until(
+    /// `constant`, say), the run exceeds [`Limits::max_run_attempts`], or the watch's flag
+    /// stopped it ([`ScenarioError::is_cancelled`]).
+    pub fn run(
         &self,
         rule: RuleName,
         seed: u64,
-        cancel: &Cancel,
-    ) -> Result<Result<RunResult, ScenarioError>, Cancelled> {
-        let built = match self.rule(rule) {
-            Ok(built) => built,
-            Err(e) => return Ok(Err(e)),
-        };
-        let run = match &self.cohort {
-            None => engine::simulate(
-                &self.plan,
-                rule,
-                &built,
-                seed,
-                &mut trace::Stoppable(cancel),
-            ),
-            Some(prepared) => cohort::simulate(&self.plan, rule, &built, seed, prepared),
-        };
-        match run {
-            Err(_) if cancel.is_cancelled() => Err(Cancelled),
-            run => Ok(run),
-        }
-    }
-
-    /// Runs `rule` like [`Simulation::run`], calling `progress` now and then (about every
-    /// 65 536 attempts) with the share of the horizon simulated so far, and with 1.0 at the
-    /// end. The result is the same as [`Simulation::run`]'s.
-    ///
-    /// # Errors
-    ///
-    /// As [`Simulation::run`].
-    pub fn run_with_progress(
-        &self,
-        rule: RuleName,
-        seed: u64,
-        progress: impl FnMut(f64),
+        mut watch: Watch<'_>,
     ) -> Result<RunResult, ScenarioError> {
         let built = self.rule(rule)?;
+        watch.check()?;
         match &self.cohort {
-            None => engine::simulate(
-                &self.plan,
-                rule,
-                &built,
-                seed,
-                &mut trace::Progress(progress),
-            ),
+            None => engine::simulate(&self.plan, rule, &built, seed, &mut watch),
             Some(prepared) => {
-                // Cohort runs take milliseconds: report only the end.
-                let mut progress = progress;
                 let result = cohort::simulate(&self.plan, rule, &built, seed, prepared)?;
-                progress(1.0);
+                watch.report(1.0);
                 Ok(result)
             }
         }
@@ -330,13 +279,4 @@ impl Simulation {
         let result = engine::simulate(&plan, rule, &built, seed, &mut recorder)?;
         Ok((result, recorder.into_trace()))
     }
-}
-
-/// Runs one rule of a scenario with one seed, under the machine's [`Limits`].
-///
-/// # Errors
-///
-/// As [`Simulation::new`] and [`Simulation::run`].
-pub fn run(scenario: &Scenario, rule: RuleName, seed: u64) -> Result<RunResult, ScenarioError> {
-    Simulation::new(scenario, &Limits::default())?.run(rule, seed)
 }

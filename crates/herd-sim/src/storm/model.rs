@@ -21,10 +21,10 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::limits::Limits;
-use crate::model::{self, MODEL_KEY, Metrics, MetricsReport, Model, ModelReport, Variant};
+use crate::model::{self, MODEL_KEY, Metrics, Model, Variant};
 use crate::storm::metrics::RunResult;
 use crate::storm::scenario::Scenario;
-use crate::{Cancel, Cancelled, Engine, Simulation};
+use crate::{Engine, Simulation, Watch};
 
 /// The key of a storm scenario's top-level table that picks its engine.
 pub const ENGINE_KEY: &str = "engine";
@@ -99,29 +99,14 @@ impl Model for Simulation {
         }
     }
 
-    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
-        let result = Simulation::run(self, variant.rule_of(Self::NAME)?, seed)?;
-        Ok(metrics(&result, recovered_s(self, &result)))
-    }
-
-    /// Each run stops within 65 536 attempts of the flag being set
-    /// ([`Simulation::run_until`]).
-    fn report_until(
+    fn run(
         &self,
-        variants: &[Variant],
-        seeds: &[u64],
-        cancel: &Cancel,
-    ) -> Result<Result<Box<dyn ModelReport>, ScenarioError>, Cancelled> {
-        let report = MetricsReport::run_with::<Self>(variants, seeds, |variant, seed| {
-            let rule = variant.rule_of(Self::NAME)?;
-            let result = Simulation::run_until(self, rule, seed, cancel)
-                .map_err(|Cancelled| ScenarioError::general(Cancelled.to_string()))??;
-            Ok(metrics(&result, recovered_s(self, &result)))
-        });
-        if cancel.is_cancelled() {
-            return Err(Cancelled);
-        }
-        Ok(report.map(|r| Box::new(r) as Box<dyn ModelReport>))
+        variant: &Variant,
+        seed: u64,
+        watch: Watch<'_>,
+    ) -> Result<Metrics, ScenarioError> {
+        let result = Simulation::run(self, variant.rule_of(Self::NAME)?, seed, watch)?;
+        Ok(metrics(&result, recovered_s(self, &result)))
     }
 }
 
@@ -177,7 +162,7 @@ mod tests {
         let tree: Value = toml::from_str(text).unwrap();
         registry::check(&tree, &Limits::default())
             .unwrap()
-            .run(&rule.into(), 1)
+            .run(&rule.into(), 1, crate::Watch::none())
             .unwrap()
     }
 

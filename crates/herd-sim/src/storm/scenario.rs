@@ -12,13 +12,14 @@
 //! # Examples
 //!
 //! ```
-//! use herd_sim::Scenario;
+//! use herd_sim::{Limits, Scenario};
 //!
-//! let scenario = Scenario::from_toml_str("[server]\nrefusal_cost = 0.1\n")?;
+//! let read = |text| Scenario::from_toml_str(text, &Limits::default(), |_| {});
+//! let scenario = read("[server]\nrefusal_cost = 0.1\n")?;
 //! assert_eq!(scenario.server.refusal_cost, 0.1);
 //! assert_eq!(scenario.clients.count, 2000); // everything else is the default
 //!
-//! let err = Scenario::from_toml_str("[server]\nrefusal_cost = 1.5\n").unwrap_err();
+//! let err = read("[server]\nrefusal_cost = 1.5\n").unwrap_err();
 //! assert_eq!(err.to_string(), "server.refusal_cost (line 2): must be at least 0 and below 1, got 1.5");
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
@@ -61,12 +62,13 @@ pub struct Scenario {
 /// # Examples
 ///
 /// ```
-/// use herd_sim::{Pauses, Scenario};
+/// use herd_sim::{Limits, Pauses, Scenario};
 ///
+/// let read = |text| Scenario::from_toml_str(text, &Limits::default(), |_| {});
 /// assert_eq!(Scenario::default().pauses, Pauses::Steps);
-/// let s = Scenario::from_toml_str("pauses = \"continuous\"\n")?;
+/// let s = read("pauses = \"continuous\"\n")?;
 /// assert_eq!(s.pauses, Pauses::Continuous);
-/// let err = Scenario::from_toml_str("pauses = \"ticks\"\n").unwrap_err();
+/// let err = read("pauses = \"ticks\"\n").unwrap_err();
 /// assert_eq!(err.field_name(), Some("pauses"));
 /// # Ok::<(), herd_sim::ScenarioError>(())
 /// ```
@@ -144,14 +146,13 @@ pub struct Clients {
 /// # Examples
 ///
 /// ```
-/// use herd_sim::{LatencyDistribution, Scenario};
+/// use herd_sim::{LatencyDistribution, Limits, Scenario};
 ///
-/// let s = Scenario::from_toml_str(
-///     "[clients.latency]\ndistribution = \"lognormal\"\nmean_ms = 50\nsd_ms = 30\n",
-/// )?;
+/// let read = |text| Scenario::from_toml_str(text, &Limits::default(), |_| {});
+/// let s = read("[clients.latency]\ndistribution = \"lognormal\"\nmean_ms = 50\nsd_ms = 30\n")?;
 /// assert_eq!(s.clients.latency.distribution, LatencyDistribution::Lognormal);
 ///
-/// let err = Scenario::from_toml_str("[clients.latency]\nsd_ms = -1\n").unwrap_err();
+/// let err = read("[clients.latency]\nsd_ms = -1\n").unwrap_err();
 /// assert_eq!(err.field_name(), Some("clients.latency.sd_ms"));
 /// # Ok::<(), herd_sim::ScenarioError>(())
 /// ```
@@ -297,24 +298,18 @@ impl Scenario {
     /// `server.outages`: the outages, `[start, end]` in seconds.
     pub const OUTAGES: Field = Field::new("server.outages");
 
-    /// Parses a scenario file and checks it against the machine's [`Limits`].
+    /// Parses a scenario file, applies `edit` (a command line's overrides; `|_| {}` for
+    /// none), then checks the result against `limits` ([`Limits::default`], the machine's;
+    /// [`Limits::interactive`], a web page's). An override can make a file valid (`pauses`
+    /// continuous for times that are not whole steps), and an error still names the field's
+    /// line, also for a scenario too large for `limits`. This is the one way a storm scenario
+    /// is read from text.
     ///
     /// # Errors
     ///
     /// A [`ScenarioError`] naming the field (and the line) for a TOML syntax error, an unknown
-    /// field, a value of the wrong type, or a value out of range or contradicting another.
-    pub fn from_toml_str(text: &str) -> Result<Self, ScenarioError> {
-        Self::from_toml_str_edited(text, &Limits::default(), |_| {})
-    }
-
-    /// Parses a scenario file, applies `edit` (a command line's overrides, say), then checks
-    /// the result against `limits` (a web API's, say): an override can make a file valid
-    /// (`pauses` continuous for times that are not whole steps), and an error still names the
-    /// field's line, also for a scenario too large for `limits`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Scenario::from_toml_str`], for the edited scenario.
+    /// field, a value of the wrong type, or a value out of range, contradicting another or
+    /// too large for `limits`.
     ///
     /// # Examples
     ///
@@ -322,19 +317,19 @@ impl Scenario {
     /// use herd_sim::{Limits, Pauses, Scenario};
     ///
     /// let text = "[retry]\nbase_ms = 150\n"; // not a whole number of 100 ms steps
-    /// assert!(Scenario::from_toml_str(text).is_err());
-    /// let s = Scenario::from_toml_str_edited(text, &Limits::default(), |s| {
+    /// assert!(Scenario::from_toml_str(text, &Limits::default(), |_| {}).is_err());
+    /// let s = Scenario::from_toml_str(text, &Limits::default(), |s| {
     ///     s.pauses = Pauses::Continuous;
     /// })?;
     /// assert_eq!(s.retry.base_ms, 150.0);
     ///
     /// let text = "[clients]\ncount = 1000000\n";
-    /// let err = Scenario::from_toml_str_edited(text, &Limits::interactive(), |_| {}).unwrap_err();
+    /// let err = Scenario::from_toml_str(text, &Limits::interactive(), |_| {}).unwrap_err();
     /// assert!(err.is_at(Scenario::CLIENTS_COUNT));
     /// assert_eq!(err.line(), Some(2));
     /// # Ok::<(), herd_sim::ScenarioError>(())
     /// ```
-    pub fn from_toml_str_edited(
+    pub fn from_toml_str(
         text: &str,
         limits: &Limits,
         edit: impl FnOnce(&mut Scenario),
@@ -372,12 +367,20 @@ mod tests {
 
     #[test]
     fn empty_file_is_the_default() {
-        assert_eq!(Scenario::from_toml_str("").unwrap(), Scenario::default());
+        assert_eq!(
+            Scenario::from_toml_str("", &crate::Limits::default(), |_| {}).unwrap(),
+            Scenario::default()
+        );
     }
 
     #[test]
     fn unknown_field_is_rejected_with_its_line() {
-        let err = Scenario::from_toml_str("seed = 2\n[server]\ncapacityy = 3\n").unwrap_err();
+        let err = Scenario::from_toml_str(
+            "seed = 2\n[server]\ncapacityy = 3\n",
+            &crate::Limits::default(),
+            |_| {},
+        )
+        .unwrap_err();
         let msg = err.to_string();
         assert!(
             msg.starts_with("line 3: unknown field `capacityy`"),
@@ -387,7 +390,12 @@ mod tests {
 
     #[test]
     fn type_error_names_the_field() {
-        let err = Scenario::from_toml_str("[server]\ncapacity = -5\n").unwrap_err();
+        let err = Scenario::from_toml_str(
+            "[server]\ncapacity = -5\n",
+            &crate::Limits::default(),
+            |_| {},
+        )
+        .unwrap_err();
         assert_eq!(err.field_name(), Some("server.capacity"));
         assert_eq!(err.line(), Some(2));
         assert!(!err.to_string().contains('\n'));
@@ -395,14 +403,24 @@ mod tests {
 
     #[test]
     fn unknown_rule_is_named() {
-        let err = Scenario::from_toml_str("[retry]\nrules = [\"full\", \"fancy\"]\n").unwrap_err();
+        let err = Scenario::from_toml_str(
+            "[retry]\nrules = [\"full\", \"fancy\"]\n",
+            &crate::Limits::default(),
+            |_| {},
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("unknown rule `fancy`"), "{err}");
         assert_eq!(err.line(), Some(2));
     }
 
     #[test]
     fn integers_are_accepted_for_seconds() {
-        let s = Scenario::from_toml_str("horizon_s = 60\n[server]\noutages = [[0, 5]]\n").unwrap();
+        let s = Scenario::from_toml_str(
+            "horizon_s = 60\n[server]\noutages = [[0, 5]]\n",
+            &crate::Limits::default(),
+            |_| {},
+        )
+        .unwrap();
         assert_eq!(s.horizon_s, 60.0);
         assert_eq!(s.server.outages, vec![[0.0, 5.0]]);
     }

@@ -74,44 +74,24 @@ pub(crate) trait Observer {
     #[inline]
     fn progress(&mut self, _done: f64) {}
     /// Asked at the same moments as [`progress`](Self::progress): whether the run should stop
-    /// now (its [`Cancel`](crate::Cancel) was set).
+    /// now (its [`Watch`](crate::Watch)'s flag was set).
     #[inline]
     fn stop(&self) -> bool {
         false
     }
 }
 
-/// Records nothing; stops the run when its flag is set.
-pub(crate) struct Stoppable<'a>(pub(crate) &'a crate::Cancel);
-
-impl Observer for Stoppable<'_> {
-    const ACTIVE: bool = false;
-    #[inline]
-    fn attempt(&mut self, _: u32, _: u64, _: Outcome, _: Option<GiveUp>) {}
-    fn stop(&self) -> bool {
-        self.0.is_cancelled()
-    }
-}
-
-/// Records nothing, reports progress.
-pub(crate) struct Progress<F>(pub(crate) F);
-
-impl<F: FnMut(f64)> Observer for Progress<F> {
+/// Records nothing; reports progress to the watch and stops when its flag is set.
+impl Observer for crate::Watch<'_> {
     const ACTIVE: bool = false;
     #[inline]
     fn attempt(&mut self, _: u32, _: u64, _: Outcome, _: Option<GiveUp>) {}
     fn progress(&mut self, done: f64) {
-        (self.0)(done);
+        self.report(done);
     }
-}
-
-/// Records nothing.
-pub(crate) struct Silent;
-
-impl Observer for Silent {
-    const ACTIVE: bool = false;
-    #[inline]
-    fn attempt(&mut self, _: u32, _: u64, _: Outcome, _: Option<GiveUp>) {}
+    fn stop(&self) -> bool {
+        self.stopped()
+    }
 }
 
 /// Records every attempt.

@@ -463,12 +463,15 @@ impl Sweep {
             .into_par_iter()
             .map(|i| {
                 let (cell, rule, seed) = (i / (r * k), &self.rules[(i / k) % r], self.seeds[i % k]);
-                let result = self.cells[cell].model.run(rule, seed).map_err(|e| {
-                    SweepError::new(format!(
-                        "cell {}, rule {rule}, seed {seed}: {e}",
-                        self.label(cell)
-                    ))
-                });
+                let result = self.cells[cell]
+                    .model
+                    .run(rule, seed, crate::Watch::none())
+                    .map_err(|e| {
+                        SweepError::new(format!(
+                            "cell {}, rule {rule}, seed {seed}: {e}",
+                            self.label(cell)
+                        ))
+                    });
                 done();
                 result
             })

@@ -131,7 +131,12 @@ impl Model for Toy {
         VARIANTS.map(|v| Variant::Named(v.to_owned())).into()
     }
 
-    fn run(&self, variant: &Variant, seed: u64) -> Result<Metrics, ScenarioError> {
+    fn run(
+        &self,
+        variant: &Variant,
+        seed: u64,
+        _: crate::Watch<'_>,
+    ) -> Result<Metrics, ScenarioError> {
         let p = match variant {
             Variant::Named(name) if name == VARIANTS[0] => 0.5,
             Variant::Named(name) if name == VARIANTS[1] => self.scenario.bias,

@@ -24,6 +24,6 @@ pub fn with_budget() -> MetastableScenario {
 pub fn run(s: &MetastableScenario, seed: u64) -> MetastableReport {
     Metastable::new(s, &Limits::default())
         .expect("valid")
-        .run(s.retry.rule, seed)
+        .run(s.retry.rule, seed, herd_sim::Watch::none())
         .expect("runs")
 }

@@ -9,7 +9,7 @@ pub mod chance;
 
 /// Runs `rule` with `seed` and checks [`conserved`].
 pub fn run(sim: &Simulation, rule: RuleName, seed: u64) -> RunResult {
-    let r = sim.run(rule, seed).expect("runs");
+    let r = sim.run(rule, seed, herd_sim::Watch::none()).expect("runs");
     conserved(&r);
     r
 }

@@ -70,7 +70,7 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
     let (mut scenario, name) = read_scenario(
         args.scenario.as_deref(),
         (DEFAULT_SCENARIO, "built-in lab storm"),
-        Scenario::from_toml_str,
+        |text| Scenario::from_toml_str(text, &herd_sim::Limits::default(), |_| {}),
     )?;
     if let Some(n) = args.clients {
         scenario.clients.count = check_closed("clients", n, 1, MAX_CLIENTS)?;

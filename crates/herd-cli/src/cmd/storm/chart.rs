@@ -404,7 +404,10 @@ mod tests {
         let sim = Simulation::new(&scenario, &Limits::default()).expect("the default scenario");
         let runs = rules
             .iter()
-            .map(|&r| sim.run(r, scenario.seed).expect("a run"))
+            .map(|&r| {
+                sim.run(r, scenario.seed, herd_sim::Watch::none())
+                    .expect("a run")
+            })
             .collect();
         (scenario, runs)
     }

@@ -99,7 +99,9 @@ pub(crate) fn run(args: &StormArgs, path: &Path, text: &str) -> CliResult<bool> 
     let seeds: Vec<u64> = (0..u64::from(runs))
         .map(|k| first.wrapping_add(k))
         .collect();
-    let report = checked.report(&variants, &seeds).map_err(named)?;
+    let report = checked
+        .report(&variants, &seeds, &herd_sim::Cancel::new())
+        .map_err(named)?;
     let mut out = BufWriter::new(io::stdout().lock());
     match args.format {
         Format::Json => {

@@ -14,18 +14,18 @@
 //!
 //! ```
 //! use herd::RuleName;
-//! use herd_sim::{Engine, Limits, Scenario, Simulation};
+//! use herd_sim::{Engine, Limits, Scenario, Simulation, Watch};
 //!
 //! // The default storm scenario with a billion clients, capacity scaled alike (50 per 2000).
 //! let mut scenario = Scenario::default();
 //! scenario.clients.count = 1_000_000_000;
 //! scenario.server.capacity = 25_000_000;
 //! let sim = Simulation::with_engine(&scenario, &Limits::default(), Engine::Cohort)?;
-//! let r = sim.run(RuleName::Immediate, 1)?;
+//! let r = sim.run(RuleName::Immediate, 1, Watch::none())?;
 //! assert_eq!(r.clients, 1_000_000_000);
 //! assert_eq!((r.half_served_s, r.all_served_s), (Some(12.0), Some(13.9)));
 //! assert_eq!(r.requests_per_client, 120.5);
-//! let full = sim.run(RuleName::Full, 1)?;
+//! let full = sim.run(RuleName::Full, 1, Watch::none())?;
 //! assert_eq!(full.served, 1_000_000_000);
 //! # Ok::<(), herd_sim::ScenarioError>(())
 //! ```
