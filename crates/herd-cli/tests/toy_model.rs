@@ -19,7 +19,7 @@ use axum::body::{Body, to_bytes};
 use axum::http::{Request, StatusCode, header};
 use herd_lab::serve::{self, ServeLimits};
 use herd_sim::model::Variant;
-use herd_sim::{Limits, registry};
+use herd_sim::{Limits, Watch, registry};
 use serde_json::{Value, json};
 use support::{herd, ok, scratch_file, stderr, stdout, usage_error};
 use tower::ServiceExt;
@@ -35,7 +35,7 @@ fn toy_text() -> String {
 fn direct(variant: &str, seed: u64) -> (f64, f64) {
     let m = registry::check_text(&toy_text(), &Limits::default())
         .expect("the toy is registered")
-        .run(&Variant::Named(variant.to_owned()), seed)
+        .run(&Variant::Named(variant.to_owned()), seed, Watch::none())
         .expect("it runs");
     let heads = m.get("heads").flatten().expect("heads");
     let longest = m.get("longest_run").flatten().expect("longest_run");
