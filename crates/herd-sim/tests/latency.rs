@@ -6,8 +6,8 @@
 //! latencies within one run are correlated.
 use herd_sim::Watch;
 use herd_sim::latency::{
-    Distribution, Hiccups, LatencyModel, LatencyScenario, PolicyKind, PolicySpec, Servers, Service,
-    Traffic,
+    Distribution, Hiccups, LatencyModel, LatencyScenario, PolicyKind, PolicySpec, Servers,
+    ServiceTime, Traffic,
 };
 use herd_sim::registry;
 
@@ -69,7 +69,7 @@ fn one_exponential_server_matches_mm1() {
             fan_out: 1,
         },
         servers: Servers { count: 1 },
-        service: Service {
+        service: ServiceTime {
             distribution: Distribution::Exponential,
             mean_ms: 1.0,
             sigma: 0.0,
@@ -105,7 +105,7 @@ fn on_idle_servers_the_hedged_tail_is_the_minimum_of_two_draws() {
             fan_out: 1,
         },
         servers: Servers { count: 10 },
-        service: Service {
+        service: ServiceTime {
             distribution: Distribution::Exponential,
             mean_ms: 10.0,
             sigma: 0.0,

@@ -3,10 +3,10 @@
 //! (stopped by garbage collection, say) takes nothing from its queue; so a copy that reaches
 //! an idle, paused server waits for the pause to end, and its twin on a running server
 //! starts, and wins, at once.
-use herd_sim::latency::draws::{Pauses, arrivals};
+use herd_sim::latency::draws::{ServerPauses, arrivals};
 use herd_sim::latency::{
-    Distribution, Hiccups, LatencyModel, LatencyScenario, PolicyKind, PolicySpec, Servers, Service,
-    Traffic,
+    Distribution, Hiccups, LatencyModel, LatencyScenario, PolicyKind, PolicySpec, Servers,
+    ServiceTime, Traffic,
 };
 
 /// Two servers, so a tied request has one copy on each; one user request a second, so the
@@ -21,7 +21,7 @@ fn scenario() -> LatencyScenario {
             fan_out: 1,
         },
         servers: Servers { count: 2 },
-        service: Service {
+        service: ServiceTime {
             distribution: Distribution::Constant,
             mean_ms: 1.0,
             sigma: 0.0,
@@ -56,7 +56,10 @@ fn a_tied_copy_on_a_paused_server_does_not_cancel_its_twin() {
         let (_, latencies) = model.run(0, seed, herd_sim::Watch::none()).unwrap();
         let slow = latencies.iter().filter(|&&l| l > 2_000_000).count();
         // Arrivals that find both servers paused, with more than 2 ms of the pause to go.
-        let mut pauses = [Pauses::new(&s, seed, 0), Pauses::new(&s, seed, 1)];
+        let mut pauses = [
+            ServerPauses::new(&s, seed, 0),
+            ServerPauses::new(&s, seed, 1),
+        ];
         let both_paused = arrivals(&s, seed)
             .filter(|&a| {
                 pauses

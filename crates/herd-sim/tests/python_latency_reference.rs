@@ -12,7 +12,7 @@ use support::python;
 
 use herd_sim::latency::{
     Distribution, Hiccups, LatencyModel, LatencyResult, LatencyScenario, PolicyKind, PolicySpec,
-    Servers, Service, Traffic,
+    Servers, ServiceTime, Traffic,
 };
 
 /// Seeds per side.
@@ -35,7 +35,7 @@ fn scenario() -> LatencyScenario {
             fan_out: 5,
         },
         servers: Servers { count: 10 },
-        service: Service {
+        service: ServiceTime {
             distribution: Distribution::Exponential,
             mean_ms: 1.0,
             sigma: 0.0,

@@ -56,7 +56,7 @@ pub(crate) fn load_graph(path: &Path) -> CliResult<Graph> {
 }
 
 #[derive(Serialize)]
-struct Report<'a> {
+struct AmplifyReport<'a> {
     graph: String,
     entry: &'a str,
     layer_aware: bool,
@@ -232,7 +232,7 @@ pub(crate) fn run(args: &AmplifyArgs) -> CliResult {
 }
 
 /// One line per service: the exact figures, and the Monte Carlo ones when it ran.
-fn write_csv(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
+fn write_csv(out: &mut impl Write, r: &AmplifyReport<'_>) -> io::Result<()> {
     use super::args::csv_field;
     write!(out, "service,predicted,fails,answer_failure_probability")?;
     if r.simulation.is_some() {
@@ -265,10 +265,10 @@ fn build_report<'a>(
     advice: &Advice,
     aware: &Prediction,
     simulation: &Option<MonteCarlo>,
-) -> Report<'a> {
+) -> AmplifyReport<'a> {
     let services = graph.services();
     let name = |i: usize| services[i].name.as_str();
-    Report {
+    AmplifyReport {
         graph: args.graph.display().to_string(),
         entry: name(graph.entry()),
         layer_aware: args.layer_aware,
@@ -357,7 +357,7 @@ fn monte_carlo_row(out: &mut impl Write, width: usize, cells: [String; 5]) -> io
     )
 }
 
-fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
+fn write_table(out: &mut impl Write, r: &AmplifyReport<'_>) -> io::Result<()> {
     let mode = if r.layer_aware {
         "layer-aware retries"
     } else {

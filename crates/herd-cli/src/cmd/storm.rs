@@ -10,6 +10,7 @@ use herd_sim::{
 };
 use rayon::prelude::*;
 
+use super::args::Format;
 use super::interrupt::Interrupt;
 use super::progress;
 use crate::error::{CliError, CliResult};
@@ -73,7 +74,8 @@ pub(crate) struct StormArgs {
     /// lists the kinds.
     #[arg(long = "throttle", value_name = "KIND", value_delimiter = ',')]
     throttles: Vec<String>,
-    /// Output format.
+    /// Output format: table (one row per rule, with a sparkline), json (one object,
+    /// {"scenario": {…}, "results": […]}) or csv (one line per run).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Also draw arrivals per window, one panel per rule, to FILE.svg or FILE.png.
@@ -115,17 +117,6 @@ impl From<PausesArg> for Pauses {
             PausesArg::Continuous => Pauses::Continuous,
         }
     }
-}
-
-/// How results are printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// One row per rule, with a sparkline.
-    Table,
-    /// One object: `{"scenario": {…}, "results": […]}`.
-    Json,
-    /// One line per run.
-    Csv,
 }
 
 /// The most runs one invocation may ask for.

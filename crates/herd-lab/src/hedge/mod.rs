@@ -354,7 +354,7 @@ impl LabHedge {
         // The simulator's own pauses and arrivals for this seed: the lab meets what the
         // simulated run beside it meets.
         let pauses = (0..s.servers.count)
-            .map(|i| draws::Pauses::new(s, seed, i))
+            .map(|i| draws::ServerPauses::new(s, seed, i))
             .collect();
         let pool = Pool::spawn(pauses, keys, self.law(), seed, epoch).await?;
         let mut connector = HttpConnector::new();

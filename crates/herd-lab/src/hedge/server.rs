@@ -6,7 +6,7 @@
 //! the previous copy finished)`, or when the pause under way then ends (a paused server
 //! starts nothing), takes a service time drawn at its start, and is stopped by every pause
 //! in between, as `herd_sim::latency` defines it (docs/model.md). The pauses are
-//! the simulator's own for the seed ([`herd_sim::latency::draws::Pauses`]), so the lab's
+//! the simulator's own for the seed ([`herd_sim::latency::draws::ServerPauses`]), so the lab's
 //! servers pause when the simulated ones do. The worker sleeps until that ideal finish
 //! and answers; a late timer delays the answer but not the next copy's start, so the lateness
 //! is measured (the answer carries its ideal finish) rather than accumulated. A copy whose
@@ -27,7 +27,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use herd::rng::SplitMix64;
 use herd_sim::latency::Distribution;
-use herd_sim::latency::draws::{self, Pauses};
+use herd_sim::latency::draws::{self, ServerPauses};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
@@ -154,7 +154,7 @@ async fn work(
     mut queue: mpsc::UnboundedReceiver<Job>,
     law: Law,
     mut service: SplitMix64,
-    mut pauses: Pauses,
+    mut pauses: ServerPauses,
     epoch: Instant,
     ledger: Arc<Ledger>,
 ) {
@@ -187,7 +187,7 @@ impl Pool {
     /// Binds `servers` listeners on 127.0.0.1:0 on a new thread; their timelines start at
     /// `epoch`.
     pub(crate) async fn spawn(
-        pauses: Vec<Pauses>,
+        pauses: Vec<ServerPauses>,
         keys: usize,
         law: Law,
         seed: u64,
@@ -242,7 +242,7 @@ impl Pool {
 }
 
 async fn serve(
-    pauses: Vec<Pauses>,
+    pauses: Vec<ServerPauses>,
     law: Law,
     seed: u64,
     epoch: Instant,

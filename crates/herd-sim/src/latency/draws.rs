@@ -14,7 +14,7 @@ use herd::rng::{Rng, SplitMix64};
 
 use super::LatencyScenario;
 use super::scenario::Distribution;
-use super::scenario::Plan;
+use super::scenario::LatencyPlan;
 
 /// The streams of one run, by number: arrivals, routing, service times, then one per server
 /// for its pauses (server `i` has `HICCUPS + i`). Every number is below 2³², so for seeds
@@ -98,7 +98,7 @@ pub fn arrivals(scenario: &LatencyScenario, seed: u64) -> impl Iterator<Item = u
 }
 
 /// The arrival times of a checked plan's users: the engine's.
-pub(crate) fn arrivals_of(plan: &Plan) -> impl Iterator<Item = u64> {
+pub(crate) fn arrivals_of(plan: &LatencyPlan) -> impl Iterator<Item = u64> {
     times(plan.seed, plan.interarrival_ns, plan.warmup + plan.requests)
 }
 
@@ -119,7 +119,7 @@ fn times(seed: u64, interarrival_ns: f64, total: u64) -> impl Iterator<Item = u6
 /// at times that never decrease, but a finish it asked for may lie past pauses that a copy
 /// stopped early (a loser cancelled in service) leaves its server to meet.
 #[derive(Clone, Debug)]
-pub struct Pauses {
+pub struct ServerPauses {
     rng: SplitMix64,
     every_ns: Option<f64>,
     pause_ns: u64,
@@ -129,7 +129,7 @@ pub struct Pauses {
     drawn_until: u64,
 }
 
-impl Pauses {
+impl ServerPauses {
     /// The pauses of server `server` (from 0) for `seed`.
     #[must_use]
     pub fn new(scenario: &LatencyScenario, seed: u64, server: u32) -> Self {
@@ -143,7 +143,7 @@ impl Pauses {
     }
 
     /// The pauses of server `server` in a checked plan's run: the engine's.
-    pub(crate) fn of_plan(plan: &Plan, server: u32) -> Self {
+    pub(crate) fn of_plan(plan: &LatencyPlan, server: u32) -> Self {
         Self::with(plan.seed, server, plan.hiccup_every_ns, plan.hiccup_ns)
     }
 
@@ -291,7 +291,7 @@ mod tests {
         let model = LatencyModel::new(&s).unwrap();
         for seed in [1, 7, 99] {
             let (result, engine) = model.run(0, seed, crate::Watch::none()).unwrap();
-            let mut pauses = Pauses::new(&s, seed, 0);
+            let mut pauses = ServerPauses::new(&s, seed, 0);
             let mut free = 0u64;
             let mut busy = 0u64;
             let mut replay: Vec<u64> = arrivals(&s, seed)
@@ -329,8 +329,8 @@ mod tests {
         let mut s = LatencyScenario::default();
         s.hiccups.every_s = 0.01;
         s.hiccups.pause_ms = 5.0;
-        let mut ahead = Pauses::new(&s, 3, 0);
-        let mut step = Pauses::new(&s, 3, 0);
+        let mut ahead = ServerPauses::new(&s, 3, 0);
+        let mut step = ServerPauses::new(&s, 3, 0);
         // A second of work spans about 70 pauses.
         let finish = ahead.finish(0, 1_000_000_000);
         assert!(finish > 1_200_000_000, "{finish}");

@@ -16,9 +16,9 @@ use herd::hedge::{LatencyHistogram, MAX_COPIES};
 use herd::rng::{Rng, SplitMix64};
 use herd::throttle::{EnvoyActiveRequest, EnvoyRetryLimit};
 
-use super::draws::{Pauses, ROUTING, SERVICE, arrivals_of, service_time, stream};
+use super::draws::{ROUTING, SERVICE, ServerPauses, arrivals_of, service_time, stream};
 use super::report::LatencyResult;
-use super::scenario::{Plan, Policy, PolicyKind};
+use super::scenario::{LatencyPlan, Policy, PolicyKind};
 use crate::error::ScenarioError;
 use crate::watch::Watch;
 
@@ -121,17 +121,17 @@ struct Server {
     resuming: bool,
     /// When the copy in service started.
     busy_since: u64,
-    pauses: Pauses,
+    pauses: ServerPauses,
 }
 
 impl Server {
-    fn new(plan: &Plan, index: u32) -> Self {
+    fn new(plan: &LatencyPlan, index: u32) -> Self {
         Self {
             queue: VecDeque::new(),
             busy: None,
             resuming: false,
             busy_since: 0,
-            pauses: Pauses::of_plan(plan, index),
+            pauses: ServerPauses::of_plan(plan, index),
         }
     }
 }
@@ -282,7 +282,7 @@ pub const LEARNING_WINDOW: Duration = Duration::from_secs(1);
 pub const LEARNING_MIN_SAMPLES: u64 = 100;
 
 struct World<'p> {
-    plan: &'p Plan,
+    plan: &'p LatencyPlan,
     policy: &'p Policy,
     tied: bool,
     now: u64,
@@ -641,7 +641,7 @@ const CANCEL_CHECK_EVERY: u64 = 4096;
 /// [`CANCEL_CHECK_EVERY`] events it is told the share of user requests arrived so far (warm-up
 /// included) and its flag is read.
 pub(crate) fn run(
-    plan: &Plan,
+    plan: &LatencyPlan,
     policy: &Policy,
     watch: &mut Watch<'_>,
 ) -> Result<(LatencyResult, Vec<u64>), ScenarioError> {

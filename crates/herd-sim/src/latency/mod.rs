@@ -90,7 +90,7 @@ pub use model::METRICS;
 pub use report::{LatencyResult, nearest_rank, tail};
 pub use scenario::{
     Distribution, Hiccups, LatencyRetry, LatencyScenario, MAX_EVENTS, MAX_FAN_OUT, MAX_REQUESTS,
-    MAX_SERVERS, MAX_SPAN_S, PolicyKind, PolicySpec, Servers, Service, Traffic,
+    MAX_SERVERS, MAX_SPAN_S, PolicyKind, PolicySpec, Servers, ServiceTime, Traffic,
 };
 
 use crate::error::ScenarioError;
@@ -100,7 +100,7 @@ use crate::watch::Watch;
 #[derive(Clone, Debug)]
 pub struct LatencyModel {
     scenario: LatencyScenario,
-    plan: scenario::Plan,
+    plan: scenario::LatencyPlan,
 }
 
 impl LatencyModel {
@@ -153,7 +153,7 @@ impl LatencyModel {
                 ),
             )
         })?;
-        let plan = scenario::Plan {
+        let plan = scenario::LatencyPlan {
             seed,
             ..self.plan.clone()
         };

@@ -41,7 +41,7 @@ pub struct LatencyScenario {
     /// The server pool.
     pub servers: Servers,
     /// The time one copy takes to serve once it starts.
-    pub service: Service,
+    pub service: ServiceTime,
     /// Pauses of whole servers (garbage collection, background work).
     pub hiccups: Hiccups,
     /// The policies to compare, one result row each.
@@ -95,7 +95,7 @@ pub enum Distribution {
 /// `[service]`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct Service {
+pub struct ServiceTime {
     /// `constant`, `exponential` or `lognormal`.
     pub distribution: Distribution,
     /// The mean service time, in milliseconds.
@@ -186,7 +186,7 @@ impl Default for LatencyScenario {
             warmup_requests: 20_000,
             traffic: Traffic::default(),
             servers: Servers::default(),
-            service: Service::default(),
+            service: ServiceTime::default(),
             hiccups: Hiccups::default(),
             policies: vec![
                 PolicySpec::named("none", PolicyKind::None),
@@ -230,7 +230,7 @@ impl Default for Servers {
     }
 }
 
-impl Default for Service {
+impl Default for ServiceTime {
     fn default() -> Self {
         Self {
             distribution: Distribution::Exponential,
@@ -263,7 +263,7 @@ pub(crate) struct Policy {
 
 /// A checked scenario, times in nanoseconds.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Plan {
+pub(crate) struct LatencyPlan {
     pub(crate) seed: u64,
     pub(crate) requests: u64,
     pub(crate) warmup: u64,
@@ -359,7 +359,7 @@ impl LatencyScenario {
         Ok(scenario)
     }
 
-    pub(crate) fn plan(&self) -> Result<Plan, ScenarioError> {
+    pub(crate) fn plan(&self) -> Result<LatencyPlan, ScenarioError> {
         let requests = count(Self::REQUESTS.path(), self.requests, 1, MAX_REQUESTS)?;
         let warmup = count(
             Self::WARMUP_REQUESTS.path(),
@@ -462,7 +462,7 @@ impl LatencyScenario {
                 cancel_losers: p.cancel_losers,
             });
         }
-        let plan = Plan {
+        let plan = LatencyPlan {
             seed: self.seed,
             requests,
             warmup,
@@ -524,7 +524,7 @@ pub(crate) struct Estimate {
     pub(crate) span_field: &'static str,
 }
 
-impl Plan {
+impl LatencyPlan {
     /// The run's cost, from its means (an estimate, not a bound: a run's draws scatter around
     /// it by a few percent). Every copy costs a dispatch and an answer (a hedge timer at
     /// most one more); a server draws one pause per up-time and pause

@@ -73,7 +73,7 @@ pub(crate) struct ChainArgs {
 }
 
 #[derive(Serialize)]
-struct Report<'a> {
+struct ChainRun<'a> {
     graph: &'a str,
     views: u64,
     layer_aware: bool,
@@ -102,8 +102,8 @@ struct Row {
 }
 
 #[derive(Serialize)]
-struct JsonOut<'a> {
-    results: &'a [Report<'a>],
+struct ChainJson<'a> {
+    results: &'a [ChainRun<'a>],
 }
 
 /// Descriptors a chain needs: a listener per service, and per call edge (and the entry's
@@ -213,11 +213,11 @@ pub(crate) fn run(args: &ChainArgs) -> CliResult {
             break;
         }
     }
-    let reports: Vec<Report<'_>> = drives
+    let reports: Vec<ChainRun<'_>> = drives
         .iter()
         .map(|(name, seed, measurement, addresses)| {
             let judged = judge::chain(measurement, &prediction, deterministic);
-            Report {
+            ChainRun {
                 graph: &label,
                 views: measurement.views,
                 layer_aware: args.layer_aware,
@@ -234,7 +234,7 @@ pub(crate) fn run(args: &ChainArgs) -> CliResult {
     let mut out = BufWriter::new(io::stdout().lock());
     match args.format {
         Format::Json => {
-            serde_json::to_writer_pretty(&mut out, &JsonOut { results: &reports })?;
+            serde_json::to_writer_pretty(&mut out, &ChainJson { results: &reports })?;
             writeln!(out)?;
         }
         Format::Table => {
@@ -266,7 +266,7 @@ pub(crate) fn run(args: &ChainArgs) -> CliResult {
     Ok(())
 }
 
-fn write_csv(out: &mut impl Write, reports: &[Report<'_>]) -> io::Result<()> {
+fn write_csv(out: &mut impl Write, reports: &[ChainRun<'_>]) -> io::Result<()> {
     writeln!(
         out,
         "rule,seed,service,address,views,received,measured,std_error,predicted,agrees,verdict"
@@ -310,7 +310,7 @@ fn rows(m: &Measurement, comparisons: Vec<Comparison>, addresses: &[String]) -> 
         .collect()
 }
 
-fn write_table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
+fn write_table(out: &mut impl Write, r: &ChainRun<'_>) -> io::Result<()> {
     let mode = if r.layer_aware {
         "layer-aware retries"
     } else {

@@ -85,7 +85,7 @@ fn lab_error(e: LabHedgeError) -> CliError {
 }
 
 #[derive(Serialize)]
-struct JsonOut<'a> {
+struct LabHedgeJson<'a> {
     scenario: &'a LatencyScenario,
     time_scale: f64,
     results: &'a [PolicyReport],
@@ -200,7 +200,7 @@ pub(crate) fn run(args: &LabHedgeArgs) -> CliResult {
         outcome
     });
     let stopped = outcome?;
-    let json = JsonOut {
+    let json = LabHedgeJson {
         scenario: lab.scenario(),
         time_scale: lab.time_scale(),
         results: &reports,

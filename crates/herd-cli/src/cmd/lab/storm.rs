@@ -61,7 +61,7 @@ pub(crate) struct LabStormArgs {
 }
 
 #[derive(Serialize)]
-struct JsonOut<'a> {
+struct LabStormJson<'a> {
     scenario: &'a Scenario,
     results: &'a [LabReport],
 }
@@ -153,7 +153,7 @@ pub(crate) fn run(args: &LabStormArgs) -> CliResult {
         }
         reports.push(report);
     }
-    let json = JsonOut {
+    let json = LabStormJson {
         scenario: &scenario,
         results: &reports,
     };

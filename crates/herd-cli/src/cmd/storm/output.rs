@@ -66,7 +66,7 @@ pub(crate) fn summarise(rule: RuleName, results: &[RunResult]) -> Summary {
 }
 
 #[derive(Serialize)]
-struct Report<'a> {
+struct StormJson<'a> {
     scenario: &'a Scenario,
     results: &'a [RunResult],
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -82,7 +82,7 @@ pub(crate) fn json(
     results: &[RunResult],
 ) -> io::Result<()> {
     let several = results.len() > rules.len();
-    let report = Report {
+    let report = StormJson {
         scenario,
         results,
         summary: several.then(|| rules.iter().map(|&r| summarise(r, results)).collect()),
