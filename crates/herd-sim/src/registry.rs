@@ -52,6 +52,8 @@ pub struct Registration {
     pub about: &'static str,
     /// [`Model::METRICS`].
     pub metrics: &'static [&'static str],
+    /// [`Model::HEADLINE`].
+    pub headline: &'static [&'static str],
     check: CheckFn,
 }
 
@@ -75,6 +77,7 @@ impl Registration {
             name: M::NAME,
             about: M::ABOUT,
             metrics: M::METRICS,
+            headline: M::HEADLINE,
             check: boxed::<M>,
         }
     }
@@ -188,6 +191,30 @@ mod tests {
             .unwrap()
             .run(&rule.into(), 1, crate::Watch::none())
             .unwrap()
+    }
+
+    /// A table's default columns are the model's own: up to four of its metrics, none twice
+    /// (the storm's are written by hand).
+    #[test]
+    fn every_headline_is_a_few_of_the_models_metrics() {
+        for m in MODELS {
+            assert!(
+                (1..=4).contains(&m.headline.len()),
+                "{}: {:?}",
+                m.name,
+                m.headline
+            );
+            for (i, h) in m.headline.iter().enumerate() {
+                assert!(m.metrics.contains(h), "{}: {h} is no metric", m.name);
+                assert!(!m.headline[..i].contains(h), "{}: {h} twice", m.name);
+            }
+        }
+        let storm = find("storm").unwrap();
+        assert!(!storm.headline.contains(&"half_served_s"));
+        assert_eq!(
+            find("latency").unwrap().headline,
+            &crate::latency::METRICS[..4]
+        );
     }
 
     #[test]

@@ -4,13 +4,14 @@ use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use herd_sim::Limits;
 use herd_sim::sweep::{Axis, Row, Sweep};
 use toml::Value;
 
 use crate::error::{CliError, CliResult};
 
+use super::args::Format;
 use super::progress;
 use super::storm::chart::ChartFile;
 
@@ -71,11 +72,14 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "K", default_value_t = 10)]
     runs: u64,
     /// Metrics to report, comma-separated; the heat map shows the first. Default for the
-    /// table: recovered_s, all_served_s, requests_per_client, peak_after_outage; for CSV and
-    /// JSON: all.
+    /// table: the model's headline (the storm's recovered_s, all_served_s,
+    /// requests_per_client, peak_after_outage; another model's first four); for CSV and JSON:
+    /// all.
     #[arg(long = "metric", value_name = "M,…", value_delimiter = ',')]
     metrics: Vec<String>,
-    /// Output format.
+    /// Output format: table (one row per cell and rule, mean ± half the 95 % interval), csv
+    /// (one line per cell and rule: mean, interval bounds and defined runs per metric) or json
+    /// (one object, {"grid": {…}, "cells": […]}).
     #[arg(long, value_enum, default_value_t = Format::Table)]
     format: Format,
     /// Also draw a heat map of the first metric over two swept fields to FILE.svg or FILE.png,
@@ -97,17 +101,6 @@ pub(crate) struct SweepArgs {
     max_work: u64,
 }
 
-/// How results are printed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Format {
-    /// One row per cell and rule: mean ± half the 95 % interval.
-    Table,
-    /// One line per cell and rule: mean, interval bounds and defined runs per metric.
-    Csv,
-    /// One object: `{"grid": {…}, "cells": […]}`.
-    Json,
-}
-
 fn parse_axis(s: &str) -> Result<Axis, String> {
     s.parse::<Axis>().map_err(|e| {
         // clap prefixes its own "invalid value … for '--set'"; keep only the problem.
@@ -120,13 +113,6 @@ fn parse_axis(s: &str) -> Result<Axis, String> {
 /// The most attempts one run of a sweep may simulate (a few seconds of work), so that a cell
 /// whose storm never ends stops the sweep with an error naming it instead of seeming to hang.
 const MAX_ATTEMPTS_PER_RUN: u64 = 1_000_000_000;
-
-const TABLE_METRICS: [&str; 4] = [
-    "recovered_s",
-    "all_served_s",
-    "requests_per_client",
-    "peak_after_outage",
-];
 
 /// What one run of a sweep may cost.
 fn limits() -> Limits {
@@ -184,12 +170,8 @@ fn metrics(args: &SweepArgs, sweep: &Sweep) -> CliResult<Vec<&'static str>> {
     let known = sweep.metric_names();
     if args.metrics.is_empty() {
         return Ok(match args.format {
-            // The storm's four headline metrics; another model's first four.
-            Format::Table if known.contains(&"half_served_s") => TABLE_METRICS
-                .into_iter()
-                .filter(|m| known.contains(m))
-                .collect(),
-            Format::Table => known.iter().copied().take(4).collect(),
+            // Each model names its own.
+            Format::Table => sweep.headline().to_vec(),
             Format::Csv | Format::Json => known.to_vec(),
         });
     }

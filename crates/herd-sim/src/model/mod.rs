@@ -107,6 +107,13 @@ pub trait Model: fmt::Debug + Send + Sync + Sized + 'static {
     const ABOUT: &'static str;
     /// The metrics [`Model::run`] reports, in order (defined in `docs/model.md`).
     const METRICS: &'static [&'static str];
+    /// The metrics a table shows when the caller names none (`herd sweep`'s table), at most
+    /// four of [`Model::METRICS`]: by default the first four.
+    const HEADLINE: &'static [&'static str] = if Self::METRICS.len() > 4 {
+        Self::METRICS.split_at(4).0
+    } else {
+        Self::METRICS
+    };
 
     /// Parses and checks a scenario tree of this model (its `model` key, when present, names
     /// this model) against `limits`.
@@ -191,6 +198,8 @@ pub trait AnyModel: fmt::Debug + Send + Sync {
     fn name(&self) -> &'static str;
     /// [`Model::METRICS`].
     fn metric_names(&self) -> &'static [&'static str];
+    /// [`Model::HEADLINE`].
+    fn headline(&self) -> &'static [&'static str];
     /// [`Model::sweepable`].
     ///
     /// # Errors
@@ -233,6 +242,9 @@ impl<M: Model> AnyModel for M {
     }
     fn metric_names(&self) -> &'static [&'static str] {
         M::METRICS
+    }
+    fn headline(&self) -> &'static [&'static str] {
+        M::HEADLINE
     }
     fn sweepable(&self) -> Result<Value, ScenarioError> {
         Model::sweepable(self)

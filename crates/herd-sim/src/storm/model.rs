@@ -63,6 +63,13 @@ impl Model for Simulation {
     const ABOUT: &'static str =
         "a burst of clients that fail together and retry against a recovering server";
     const METRICS: &'static [&'static str] = METRICS;
+    /// The table of a sweep: when the storm ended, its cost and its peak.
+    const HEADLINE: &'static [&'static str] = &[
+        "recovered_s",
+        "all_served_s",
+        "requests_per_client",
+        "peak_after_outage",
+    ];
 
     fn check(tree: &Value, limits: &Limits) -> Result<Self, ScenarioError> {
         let engine = engine_of(tree)?;

@@ -106,6 +106,7 @@ pub struct Sweep {
     rules: Vec<Variant>,
     seeds: Vec<u64>,
     metrics: Vec<&'static str>,
+    headline: Vec<&'static str>,
 }
 
 /// One (cell, rule) over its seeds.
@@ -365,11 +366,17 @@ impl Sweep {
             )));
         }
         let seeds: Vec<u64> = (0..seeds).map(|k| first.wrapping_add(k)).collect();
-        let mut metrics: Vec<&'static str> = Vec::new();
+        let (mut metrics, mut headline): (Vec<&'static str>, Vec<&'static str>) =
+            Default::default();
         for cell in &cells {
             for &m in cell.model.metric_names() {
                 if !metrics.contains(&m) {
                     metrics.push(m);
+                }
+            }
+            for &m in cell.model.headline() {
+                if !headline.contains(&m) {
+                    headline.push(m);
                 }
             }
         }
@@ -380,6 +387,7 @@ impl Sweep {
             rules,
             seeds,
             metrics,
+            headline,
         })
     }
 
@@ -417,6 +425,13 @@ impl Sweep {
     #[must_use]
     pub fn metric_names(&self) -> &[&'static str] {
         &self.metrics
+    }
+
+    /// The metrics a table shows when the caller names none: the cells' models'
+    /// [`Model::HEADLINE`](crate::model::Model::HEADLINE)s, in order.
+    #[must_use]
+    pub fn headline(&self) -> &[&'static str] {
+        &self.headline
     }
 
     /// Runs in all: cells × rules × seeds.
