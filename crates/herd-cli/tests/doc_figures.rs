@@ -159,13 +159,7 @@ fn every_cheap_doc_figure_holds() {
     for f in &slow {
         eprintln!("slow, not run here: {} herd {}", f.place, f.args.join(" "));
     }
-    let failures = check_all(&cheap);
-    assert!(
-        failures.is_empty(),
-        "{} doc figures differ from their commands:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
+    assert_all_hold(&cheap);
 }
 
 /// The dear figures; `tools/doc-figures` runs them in a release build.
@@ -173,7 +167,12 @@ fn every_cheap_doc_figure_holds() {
 #[ignore = "minutes in a debug build: run by tools/doc-figures"]
 fn every_slow_doc_figure_holds() {
     let slow: Vec<Figure> = all_figures().into_iter().filter(|f| f.slow).collect();
-    let failures = check_all(&slow);
+    assert_all_hold(&slow);
+}
+
+/// Fails naming every figure in `figures` that differs from its command.
+fn assert_all_hold(figures: &[Figure]) {
+    let failures = check_all(figures);
     assert!(
         failures.is_empty(),
         "{} doc figures differ from their commands:\n{}",

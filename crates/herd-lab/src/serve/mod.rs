@@ -165,10 +165,17 @@ pub(crate) trait Scene: DeserializeOwned + Send + 'static {
     fn answer(&self, cancel: &Cancel) -> Result<Self::Answer, ApiError>;
 }
 
-/// `Scene` for a request whose method `$answer` checks it and computes the scene, and whose
+/// `Scene` for a request whose method `$answer` checks it and computes the scene (given the
+/// cancel flag when written `$answer(cancel)`, for a scene whose engine can stop), and whose
 /// `$check`, when named, checks it cheaply first.
 macro_rules! scene {
     ($request:ty => $answer_type:ty, $answer:ident $(, checked by $check:ident)?) => {
+        scene!(@impl $request => $answer_type, |r, _c| r.$answer() $(, $check)?);
+    };
+    ($request:ty => $answer_type:ty, $answer:ident(cancel) $(, checked by $check:ident)?) => {
+        scene!(@impl $request => $answer_type, |r, c| r.$answer(c) $(, $check)?);
+    };
+    (@impl $request:ty => $answer_type:ty, |$r:ident, $c:ident| $call:expr $(, $check:ident)?) => {
         impl Scene for $request {
             type Answer = $answer_type;
 
@@ -176,68 +183,27 @@ macro_rules! scene {
                 self.$check().map(drop)
             })?
 
-            fn answer(&self, _cancel: &Cancel) -> Result<$answer_type, ApiError> {
-                self.$answer()
+            fn answer(&self, $c: &Cancel) -> Result<$answer_type, ApiError> {
+                let $r = self;
+                $call
             }
         }
     };
 }
 
-impl Scene for storm::StormRequest {
-    type Answer = storm::StormAnswer;
-
-    fn precheck(&self) -> Result<(), ApiError> {
-        self.check().map(drop)
-    }
-
-    fn answer(&self, cancel: &Cancel) -> Result<storm::StormAnswer, ApiError> {
-        self.run(cancel)
-    }
-}
+scene!(storm::StormRequest => storm::StormAnswer, run(cancel), checked by check);
 scene!(six::SixRequest => six::SixTimeline, run);
 scene!(dots::DotsRequest => dots::Dots, compute);
 scene!(layers::LayersRequest => layers::Layers, compute);
-impl Scene for check::CheckRequest {
-    type Answer = check::CheckAnswer;
-
-    /// The text's size and format; its storms' work is bounded when it is read, before any
-    /// storm runs.
-    fn precheck(&self) -> Result<(), ApiError> {
-        self.check().map(drop)
-    }
-
-    fn answer(&self, cancel: &Cancel) -> Result<check::CheckAnswer, ApiError> {
-        self.run(cancel)
-    }
-}
-
-impl Scene for hedge::HedgeRequest {
-    type Answer = hedge::HedgeAnswer;
-
-    /// Everything but the run: the page's ranges, and the model's own check of the
-    /// scenario, work estimate included.
-    fn precheck(&self) -> Result<(), ApiError> {
-        self.model().map(drop)
-    }
-
-    fn answer(&self, cancel: &Cancel) -> Result<hedge::HedgeAnswer, ApiError> {
-        self.run(cancel)
-    }
-}
-
-impl Scene for models::ModelRequest {
-    type Answer = models::ModelAnswer;
-
-    /// The registry's check of the scenario against the page's limits (its work estimate
-    /// included), and the variant.
-    fn precheck(&self) -> Result<(), ApiError> {
-        self.check().map(drop)
-    }
-
-    fn answer(&self, cancel: &Cancel) -> Result<models::ModelAnswer, ApiError> {
-        self.run(cancel)
-    }
-}
+// The text's size and format; its storms' work is bounded when it is read, before any storm
+// runs.
+scene!(check::CheckRequest => check::CheckAnswer, run(cancel), checked by check);
+// Everything but the run: the page's ranges, and the model's own check of the scenario,
+// work estimate included.
+scene!(hedge::HedgeRequest => hedge::HedgeAnswer, run(cancel), checked by model);
+// The registry's check of the scenario against the page's limits (its work estimate
+// included), and the variant.
+scene!(models::ModelRequest => models::ModelAnswer, run(cancel), checked by check);
 
 async fn scene<R: Scene>(
     State(state): State<AppState>,
