@@ -1,10 +1,12 @@
 //! Sweeps: grid parsing, override errors, determinism, counts and intervals.
 use herd::RuleName;
-use herd_sim::Limits;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use herd_sim::Watch;
 use herd_sim::model::Metrics;
 use herd_sim::registry;
 use herd_sim::sweep::{Axis, Row, Sweep, show};
+use herd_sim::{Cancel, Limits};
 use toml::Value;
 
 /// A small, quick scenario: 200 clients, 2 minutes.
@@ -31,7 +33,7 @@ fn sweep(args: &[&str], rules: &[RuleName], seeds: u64) -> Result<Sweep, String>
 }
 
 fn run(s: &Sweep) -> Vec<Row> {
-    s.run(&|| {}).unwrap()
+    s.run(&|| {}, &Cancel::new()).unwrap()
 }
 
 #[test]
@@ -138,7 +140,7 @@ fn rules_that_cannot_be_built_are_named_at_run_time() {
         &Limits::default(),
     )
     .unwrap();
-    let err = s.run(&|| {}).unwrap_err().to_string();
+    let err = s.run(&|| {}, &Cancel::new()).unwrap_err().to_string();
     assert!(
         err.starts_with("cell retry.pause_ms=0, rule constant, seed 1: retry.pause_ms"),
         "{err}"
@@ -163,6 +165,56 @@ fn sweep_is_deterministic_whatever_the_threads() {
     let one = on(1);
     assert_eq!(one, on(3));
     assert_eq!(one, run(&s));
+}
+
+/// Ctrl-C: no run starts once the flag is set, and only whole rows come back, each the row
+/// of the whole sweep.
+#[test]
+fn an_interrupted_sweep_returns_whole_rows_only() {
+    let s = sweep(
+        &["server.capacity=5,10,20", "server.refusal_cost=0,0.1"],
+        &[RuleName::Full, RuleName::Decorrelated],
+        4,
+    )
+    .unwrap();
+    let whole = run(&s);
+    assert_eq!(whole.len(), 12);
+
+    let cancel = Cancel::new();
+    cancel.cancel();
+    assert!(
+        s.run(&|| panic!("no run starts"), &cancel)
+            .unwrap()
+            .is_empty()
+    );
+
+    // On one thread the runs go in order: set the flag after the tenth.
+    let cancel = Cancel::new();
+    let ran = AtomicUsize::new(0);
+    let stop_after_ten = || {
+        if ran.fetch_add(1, Ordering::Relaxed) + 1 == 10 {
+            cancel.cancel();
+        }
+    };
+    let rows = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| s.run(&stop_after_ten, &cancel))
+        .unwrap();
+    assert_eq!(ran.load(Ordering::Relaxed), 10);
+    assert_eq!(
+        rows.len(),
+        2,
+        "runs 0–7 make two rows of 4 seeds; 8 and 9 no third"
+    );
+    for row in &rows {
+        let same = whole
+            .iter()
+            .find(|w| w.cell == row.cell && w.rule == row.rule)
+            .unwrap();
+        assert_eq!(row, same);
+    }
 }
 
 #[test]

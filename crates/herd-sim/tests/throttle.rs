@@ -132,7 +132,7 @@ fn a_sweep_varies_a_throttle_setting() {
     .unwrap();
     let axes: Vec<Axis> = vec!["retry.throttle.k=1,2,3".parse().unwrap()];
     let sweep = Sweep::new(&base, axes, None, None, 1, &Limits::default()).unwrap();
-    let rows = sweep.run(&|| {}).unwrap();
+    let rows = sweep.run(&|| {}, &herd_sim::Cancel::new()).unwrap();
     assert_eq!(rows.len(), 3);
     let requests: Vec<f64> = rows
         .iter()

@@ -12,6 +12,7 @@ use toml::Value;
 use crate::error::{CliError, CliResult};
 
 use super::args::Format;
+use super::interrupt::Interrupt;
 use super::progress;
 use super::storm::chart::ChartFile;
 
@@ -257,7 +258,7 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
     for file in [heatmap, chart].into_iter().flatten() {
         file.check()?;
     }
-    let rows = run_all(&sweep)?;
+    let (rows, finished_runs) = run_all(&sweep)?;
 
     if let (Some(file), Some(x)) = (chart, chart_axis) {
         chart::draw(file, &sweep, &rows, x, &metrics).map_err(CliError::Run)?;
@@ -281,24 +282,38 @@ pub(crate) fn run(args: &SweepArgs) -> CliResult {
         Format::Json => output::json(&mut out, &results)?,
     }
     out.flush()?;
+    let whole = sweep.cells().len() * sweep.rules().len();
+    if rows.len() < whole {
+        return Err(CliError::Run(anyhow::anyhow!(
+            "interrupted after {finished_runs} of {} runs: {} of {whole} rows printed, each over all its seeds",
+            sweep.runs(),
+            rows.len()
+        )));
+    }
     Ok(())
 }
 
-/// Runs the sweep on all cores with a progress bar on a terminal.
-fn run_all(sweep: &Sweep) -> CliResult<Vec<Row>> {
+/// Runs the sweep on all cores with a progress bar on a terminal; after Ctrl-C, the runs not
+/// yet started are left out (see [`Sweep::run`]). Returns the rows and the runs that finished.
+fn run_all(sweep: &Sweep) -> CliResult<(Vec<Row>, u64)> {
     let done = AtomicU64::new(0);
     let finished = AtomicBool::new(false);
+    let interrupt = Interrupt::watch();
     let result = std::thread::scope(|scope| {
         let bar = scope.spawn(|| progress(&done, sweep.runs(), &finished));
-        let rows = sweep.run(&|| {
-            done.fetch_add(1, Ordering::Relaxed);
-        });
+        let rows = sweep.run(
+            &|| {
+                done.fetch_add(1, Ordering::Relaxed);
+            },
+            interrupt.flag(),
+        );
         finished.store(true, Ordering::Release);
         bar.thread().unpark();
         let _ = bar.join();
         rows
     });
-    result.map_err(CliError::input)
+    let rows = result.map_err(CliError::input)?;
+    Ok((rows, done.load(Ordering::Relaxed)))
 }
 
 /// Draws a bar on stderr until `finished` (see [`progress::draw`]).

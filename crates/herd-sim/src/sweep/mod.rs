@@ -20,12 +20,12 @@
 //! ```
 //! use herd::RuleName;
 //! use herd_sim::sweep::{Axis, Sweep};
-//! use herd_sim::Limits;
+//! use herd_sim::{Cancel, Limits};
 //!
 //! let base: toml::Value = toml::from_str("horizon_s = 120\n[clients]\ncount = 200\n").unwrap();
 //! let axes: Vec<Axis> = vec!["server.capacity=10,20".parse()?];
 //! let sweep = Sweep::new(&base, axes, Some(&[RuleName::Full]), None, 3, &Limits::default())?;
-//! let rows = sweep.run(&|| {})?;
+//! let rows = sweep.run(&|| {}, &Cancel::new())?; // no progress bar, no Ctrl-C
 //! assert_eq!(rows.len(), 2); // two cells × one rule
 //! let all = rows[0].metric("all_served_s").unwrap();
 //! assert_eq!(all.defined, 3);
@@ -43,6 +43,7 @@ use std::sync::Arc;
 
 use crate::model::{AnyModel, Metrics, Variant};
 use crate::registry;
+use crate::watch::{Cancel, Watch};
 
 mod grid;
 mod stats;
@@ -466,21 +467,27 @@ impl Sweep {
 
     /// Runs every cell × rule × seed on all cores and summarises each (cell, rule), in the
     /// order cell-major, then rule. `done` is called after each run (for a progress bar).
+    /// Once `cancel` is set (Ctrl-C), no further run starts and the runs under way finish:
+    /// the rows returned are those whose every seed ran, so an interrupted sweep has fewer
+    /// than [`Sweep::runs`] / seeds, each as it would be in the whole sweep.
     ///
     /// # Errors
     ///
     /// A run failed (a rule cannot be built from a cell's parameters, or a run exceeds its
     /// limits), naming the cell, rule and seed.
-    pub fn run(&self, done: &(dyn Fn() + Sync)) -> Result<Vec<Row>, SweepError> {
+    pub fn run(&self, done: &(dyn Fn() + Sync), cancel: &Cancel) -> Result<Vec<Row>, SweepError> {
         let (r, k) = (self.rules.len(), self.seeds.len());
         let total = self.cells.len() * r * k;
-        let metrics: Vec<Metrics> = (0..total)
+        let metrics: Vec<Option<Metrics>> = (0..total)
             .into_par_iter()
             .map(|i| {
+                if cancel.is_cancelled() {
+                    return Ok(None);
+                }
                 let (cell, rule, seed) = (i / (r * k), &self.rules[(i / k) % r], self.seeds[i % k]);
                 let result = self.cells[cell]
                     .model
-                    .run(rule, seed, crate::Watch::none())
+                    .run(rule, seed, Watch::none())
                     .map_err(|e| {
                         SweepError::new(format!(
                             "cell {}, rule {rule}, seed {seed}: {e}",
@@ -488,26 +495,30 @@ impl Sweep {
                         ))
                     });
                 done();
-                result
+                result.map(Some)
             })
             .collect::<Result<_, _>>()?;
         Ok(metrics
             .chunks(k.max(1))
             .enumerate()
-            .map(|(i, runs)| Row {
-                cell: i / r,
-                rule: self.rules[i % r].clone(),
-                runs: runs.len(),
-                stats: self
-                    .metrics
-                    .iter()
-                    .map(|&m| {
-                        (
-                            m,
-                            Stats::of_metric(m, runs.iter().map(|x| x.get(m).flatten())),
-                        )
-                    })
-                    .collect(),
+            .filter_map(|(i, runs)| {
+                // A row is whole or left out.
+                let runs: Vec<&Metrics> = runs.iter().map(Option::as_ref).collect::<Option<_>>()?;
+                Some(Row {
+                    cell: i / r,
+                    rule: self.rules[i % r].clone(),
+                    runs: runs.len(),
+                    stats: self
+                        .metrics
+                        .iter()
+                        .map(|&m| {
+                            (
+                                m,
+                                Stats::of_metric(m, runs.iter().map(|x| x.get(m).flatten())),
+                            )
+                        })
+                        .collect(),
+                })
             })
             .collect())
     }
