@@ -138,6 +138,24 @@ fn table_is_the_default() {
     assert_eq!(out.lines().count(), 2 + 4, "{out}");
 }
 
+/// The heading describes the Wilson interval of a share only when a share is shown.
+#[test]
+fn the_heading_names_the_intervals_it_shows() {
+    let wilson = "(recovered: share (ends of the 95 % Wilson interval))";
+    let first = |extra: &[&str]| ok(&with(extra)).lines().next().unwrap_or("").to_owned();
+    let plain = first(&["--rules", "full", "--runs", "2"]);
+    assert!(plain.ends_with("95 % t-interval"), "{plain}");
+    let share = first(&[
+        "--rules",
+        "full",
+        "--runs",
+        "2",
+        "--metric",
+        "recovered,all_served_s",
+    ]);
+    assert!(share.ends_with(wilson), "{share}");
+}
+
 #[test]
 fn heat_maps_are_written() {
     let svg = temp("map.svg");

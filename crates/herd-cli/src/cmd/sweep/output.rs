@@ -61,14 +61,25 @@ pub(crate) fn table(out: &mut impl Write, results: &Results<'_>) -> io::Result<(
         seeds.first().copied().unwrap_or(0),
         seeds.last().copied().unwrap_or(0),
     );
+    // The proportions shown, if any, are described too.
+    let shares: Vec<&str> = PROPORTIONS
+        .into_iter()
+        .filter(|p| metrics.contains(p))
+        .collect();
+    let shares = if shares.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ({}: share (ends of the 95 % Wilson interval))",
+            shares.join(", ")
+        )
+    };
     writeln!(
         out,
-        "{name}: {} × {} × {} ({first}..={last}); mean ± half-width of the 95 % t-interval \
-         ({}: share (ends of the 95 % Wilson interval))",
+        "{name}: {} × {} × {} ({first}..={last}); mean ± half-width of the 95 % t-interval{shares}",
         count(sweep.cells().len(), "cell"),
         count(sweep.rules().len(), "rule"),
         count(seeds.len(), "seed"),
-        PROPORTIONS.join(", "),
     )?;
     let mut header: Vec<String> = sweep.axes().iter().map(|a| a.name().to_owned()).collect();
     header.push("rule".into());
