@@ -11,12 +11,19 @@
 //! - `legacy`: differs by SDK; herd reads botocore's (boto/botocore
 //!   botocore/data/_retry.json `__default__`: 5 attempts, `rand · 2^(n−1)` seconds, no cap,
 //!   no quota). Other SDKs' legacy modes differ (Java v2: 4 attempts; C++: 11).
+//!
+//! A profile whose `retry_mode` or `max_attempts` is invalid is an `invalid-entry` finding and
+//! the others are read: the SDKs fail only when that profile is used (botocore
+//! `botocore/config.py` raises `InvalidRetryModeError` / `InvalidMaxRetryAttemptsError` when a
+//! client is made with it; aws-sdk-go-v2 `config/shared_config.go` returns the parse error when
+//! that profile is loaded). Keys are matched without regard to case, as both SDKs lower-case
+//! them; a profile written twice is one profile, the later value winning.
 use std::time::Duration;
 
 use herd::RuleName;
 
 use super::tree::Reader;
-use super::{Backoff, CheckError, System, Throttle, Translated, Translation};
+use super::{Backoff, CheckError, Throttle, Translated, Translation};
 
 /// retry.rs `RetryConfig::default()`: 3 attempts.
 const STANDARD_ATTEMPTS: u32 = 3;
@@ -33,6 +40,9 @@ const QUOTA: [(&str, f64); 4] = [
     ("timeout_retry_cost", 10.0),
     ("success_reward", 1.0),
 ];
+
+/// What the SDKs do with a profile whose retry settings are invalid.
+const FAILS: &str = "the SDK fails when this profile is used (botocore: InvalidRetryModeError or InvalidMaxRetryAttemptsError; aws-sdk-go-v2: an error loading the profile); the other profiles are unaffected";
 
 struct Section {
     name: String,
@@ -51,12 +61,20 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
         if let Some(header) = trimmed.strip_prefix('[') {
             let name = header
                 .strip_suffix(']')
-                .ok_or_else(|| r.bad(line, "", "a section header must end with ]"))?;
-            sections.push(Section {
-                name: name.trim().to_owned(),
-                line,
-                entries: Vec::new(),
-            });
+                .ok_or_else(|| r.bad(line, "", "a section header must end with ]"))?
+                .trim();
+            // A section written twice is one section: move it last, so that the entries
+            // below extend it and later values win.
+            let old = sections.iter().position(|s| s.name == name);
+            let section = match old {
+                Some(at) => sections.remove(at),
+                None => Section {
+                    name: name.to_owned(),
+                    line,
+                    entries: Vec::new(),
+                },
+            };
+            sections.push(section);
             continue;
         }
         let Some(section) = sections.last_mut() else {
@@ -69,53 +87,48 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
         let (key, value) = trimmed
             .split_once('=')
             .ok_or_else(|| r.bad(line, "", "expected key = value"))?;
-        section
-            .entries
-            .push((key.trim().to_owned(), value.trim().to_owned(), line));
+        section.entries.push((
+            key.trim().to_ascii_lowercase(),
+            value.trim().to_owned(),
+            line,
+        ));
     }
     let mut out = Translated::default();
+    let mut profiles = 0;
     for s in &sections {
         let profile = match s.name.as_str() {
             "default" => Some("default".to_owned()),
             n => n.strip_prefix("profile ").map(|p| p.trim().to_owned()),
         };
         let Some(profile) = profile else {
-            r.ignored.push(super::Ignored {
-                file: r.file.clone(),
-                line: s.line,
-                field: format!("[{}]", s.name),
-            });
+            r.ignore(s.line, format!("[{}]", s.name));
             continue;
         };
-        out.configs.push(profile_of(r, s, profile)?);
+        profiles += 1;
+        match profile_of(r, s, profile) {
+            Ok(t) => out.configs.push(t),
+            Err(e) => r.reject(e, FAILS),
+        }
     }
+    out.looked_at = format!("{profiles} profile(s), none that retries");
     Ok(out)
 }
 
 fn profile_of(r: &mut Reader, s: &Section, profile: String) -> Result<Translation, CheckError> {
     let field = |k: &str| format!("[{}].{k}", s.name);
-    let mut t = Translation {
-        file: r.file.clone(),
-        line: s.line,
-        system: System::Aws,
-        name: profile,
-        max_attempts: None,
-        per_try_timeout: None,
-        timeout: None,
-        backoff: Backoff {
+    let mut t = r.translation(
+        s.line,
+        profile,
+        Backoff {
             rule: RuleName::Full,
             base: BASE,
             cap: MAX_BACKOFF,
             multiplier: 2.0,
             jitter: 1.0,
         },
-        retry_on: vec!["throttling".into(), "transient".into(), "5xx".into()],
-        methods: Vec::new(),
-        throttle: None,
-        hedging: None,
-        defaults: Vec::new(),
-        field_lines: Vec::new(),
-    };
+    );
+    t.max_attempts = None;
+    t.retry_on = vec!["throttling".into(), "transient".into(), "5xx".into()];
     let mut mode = None;
     let mut attempts = None;
     for (key, value, line) in &s.entries {
@@ -148,11 +161,15 @@ fn profile_of(r: &mut Reader, s: &Section, profile: String) -> Result<Translatio
                     })?;
                 attempts = Some(n);
             }
-            _ => r.ignored.push(super::Ignored {
-                file: r.file.clone(),
-                line: *line,
-                field: field(key),
-            }),
+            _ => {
+                r.misspelt(
+                    key,
+                    *line,
+                    &format!("[{}]", s.name),
+                    &["retry_mode", "max_attempts"],
+                );
+                r.ignore(*line, field(key));
+            }
         }
     }
     if mode.is_none() {

@@ -19,27 +19,45 @@ use super::{CheckError, System};
 /// # Ok::<(), herd_sim::check::CheckError>(())
 /// ```
 pub fn detect(file: &str, text: &str) -> Result<System, CheckError> {
+    let text = super::tree::strip_bom(text);
     let trimmed = text.trim_start();
     let has = |word: &str| text.contains(word);
-    let system = if trimmed.starts_with('{') {
+    // Envoy in either protobuf JSON spelling, or an Envoy resource named by its type URL
+    // (an xDS or admin dump, an `istioctl proxy-config` output).
+    let envoy = || {
+        [
+            "virtual_hosts",
+            "virtualHosts",
+            "retry_policy",
+            "retryPolicy\"",
+            "retryPolicy:",
+            "static_resources",
+            "staticResources",
+            "type.googleapis.com/envoy.",
+        ]
+        .iter()
+        .any(|w| has(w))
+    };
+    let system = if is_ini(text) {
+        Some(System::Aws)
+    } else if trimmed.starts_with('{') || trimmed.starts_with('[') {
         if has("\"methodConfig\"") || has("\"retryThrottling\"") {
             Some(System::Grpc)
-        } else if has("virtual_hosts") || has("retry_policy") || has("static_resources") {
+        } else if envoy() {
             Some(System::Envoy)
         } else {
             None
         }
-    } else if is_ini(text) {
-        Some(System::Aws)
     } else if text.lines().any(|l| {
-        l.trim_end() == "resilience4j:" || l.trim_start().starts_with("resilience4j.retry.")
+        let l = l.trim_start();
+        l.starts_with("resilience4j.retry") || l.trim_end() == "resilience4j:"
     }) {
         Some(System::Resilience4j)
     } else if has("networking.istio.io") {
         Some(System::Istio)
     } else if has("linkerd.io") {
         Some(System::Linkerd)
-    } else if has("virtual_hosts") || has("static_resources") || has("retry_policy") {
+    } else if envoy() {
         Some(System::Envoy)
     } else {
         None

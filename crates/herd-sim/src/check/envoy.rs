@@ -1,7 +1,19 @@
 //! Envoy (YAML or JSON): every `virtual_hosts[].routes[]` found anywhere in the file (a
-//! `RouteConfiguration`, a listener's `route_config`, a bootstrap's `static_resources`), with
-//! its `retry_policy` (a route's replaces its virtual host's), its `timeout`, and the
-//! circuit breakers of the cluster it routes to.
+//! `RouteConfiguration` or a list of them, a listener's `route_config`, a bootstrap's
+//! `static_resources`, an admin or xDS dump's `configs[].dynamic_route_configs[].route_config`
+//! inside `@type` wrappers, `istioctl proxy-config routes -o json`), with its `retry_policy` (a
+//! route's replaces its virtual host's), its `timeout`, and the circuit breakers of the cluster
+//! it routes to (any object in the file with `name` and `circuit_breakers`: a bootstrap's
+//! `clusters`, a dump's `dynamic_active_clusters[].cluster`, a list of clusters).
+//!
+//! Field names are read in both protobuf JSON spellings, as Envoy's loader takes them
+//! (source/common/protobuf/utility.cc, `MessageUtil::loadFromJson` through protobuf's
+//! `JsonStringToMessage`, which accepts a field's lowerCamelCase `json_name` and its original
+//! name): `retryPolicy` and `retry_policy`, `numRetries` and `num_retries`. Control planes
+//! (Envoy Gateway, Kuma, ESPv2) emit the first, Envoy's own examples the second.
+//!
+//! One route, virtual host or cluster that Envoy would reject is an `invalid-entry` finding;
+//! the others are read.
 //!
 //! Defaults, from Envoy's own definitions:
 //! - `num_retries` 1 (api/envoy/config/route/v3/route_components.proto, `RetryPolicy`);
@@ -21,8 +33,11 @@ use std::time::Duration;
 
 use herd::RuleName;
 
-use super::tree::{Node, Reader, Units, Value, get, line_of, load_json, load_yaml};
-use super::{Backoff, CheckError, System, Throttle, Translated, Translation};
+use super::tree::{
+    Node, Reader, Units, Value, get, line_of, load_json, load_yaml, map_of, str_of,
+    to_proto_field_names,
+};
+use super::{Backoff, CheckError, Throttle, Translated, Translation};
 
 /// route_components.proto `RetryPolicy.num_retries`: "defaults to 1".
 const NUM_RETRIES: u32 = 1;
@@ -39,12 +54,17 @@ const BUDGET_PERCENT: f64 = 20.0;
 /// circuit_breaker.proto `RetryBudget.min_retry_concurrency`: "defaults to 3".
 const MIN_RETRY_CONCURRENCY: f64 = 3.0;
 
+/// What Envoy does with a configuration holding an entry it cannot load.
+const REJECTS: &str = "Envoy rejects the whole resource that holds it (the route table, listener or bootstrap) when it is loaded";
+
 pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckError> {
-    let docs = if text.trim_start().starts_with('{') {
+    let trimmed = text.trim_start();
+    let mut docs = if trimmed.starts_with('{') || trimmed.starts_with('[') {
         vec![load_json(&r.file, text)?]
     } else {
         load_yaml(&r.file, text)?
     };
+    docs.iter_mut().for_each(to_proto_field_names);
     let mut clusters = Vec::new();
     let mut vhosts = Vec::new();
     for doc in &docs {
@@ -52,16 +72,26 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
     }
     let mut throttles = Vec::new();
     for (path, node) in clusters {
-        throttles.push(cluster(r, node, &path)?);
+        match cluster(r, node, &path) {
+            Ok(t) => throttles.push(t),
+            Err(e) => r.reject(e, REJECTS),
+        }
     }
     let mut out = Translated::default();
-    for (path, vh) in vhosts {
-        virtual_host(r, vh, &path, &throttles, &mut out.configs)?;
+    let mut routes = 0;
+    for (path, vh) in &vhosts {
+        routes += virtual_host(r, vh, path, &throttles, &mut out.configs);
     }
+    out.looked_at = format!(
+        "{} virtual host(s) with {routes} route(s) and {} cluster(s) with circuit breakers; no route has a retry_policy (on the route or its virtual host) that retries, and Envoy retries only when one does or a request's x-envoy-retry-on header asks",
+        vhosts.len(),
+        throttles.len()
+    );
     Ok(out)
 }
 
-/// Finds `clusters[]` and `virtual_hosts[]` anywhere in the tree.
+/// Finds, anywhere in the tree, every `virtual_hosts[]` and every cluster with circuit
+/// breakers (an object with `circuit_breakers`).
 fn collect<'a>(
     node: &'a Node,
     path: &str,
@@ -70,15 +100,12 @@ fn collect<'a>(
 ) {
     match &node.value {
         Value::Map(entries) => {
+            if get(entries, "circuit_breakers").is_some() {
+                clusters.push((path.to_owned(), node));
+            }
             for (key, _, child) in entries {
                 let p = super::tree::join(path, key);
                 match (key.as_str(), &child.value) {
-                    ("clusters", Value::Seq(items)) => clusters.extend(
-                        items
-                            .iter()
-                            .enumerate()
-                            .map(|(i, c)| (format!("{p}[{i}]"), c)),
-                    ),
                     ("virtual_hosts", Value::Seq(items)) => vhosts.extend(
                         items
                             .iter()
@@ -192,14 +219,19 @@ fn wrapped(r: &Reader, node: &Node, field: &str, lo: f64, hi: f64) -> Result<f64
     }
 }
 
+/// The routes of one virtual host, each translated or, if Envoy would reject it, a finding;
+/// returns how many routes it has.
 fn virtual_host(
     r: &mut Reader,
     node: &Node,
     path: &str,
     clusters: &[(String, Throttle, bool)],
     out: &mut Vec<Translation>,
-) -> Result<(), CheckError> {
-    let m = r.map(node, path)?;
+) -> usize {
+    let Some(m) = map_of(Some(node)) else {
+        r.reject(r.bad(node.line, path, "expected a mapping"), REJECTS);
+        return 0;
+    };
     r.ignore_unknown(
         node,
         path,
@@ -211,139 +243,177 @@ fn virtual_host(
             "require_tls",
             "request_headers_to_add",
             "response_headers_to_add",
+            "request_headers_to_remove",
+            "response_headers_to_remove",
             "typed_per_filter_config",
             "cors",
+            "virtual_clusters",
+            "rate_limits",
+            "metadata",
         ],
     );
-    let vh_name = get(m, "name")
-        .map(|n| r.text(n, "name"))
-        .transpose()?
-        .unwrap_or_default();
-    let vh_policy = get(m, "retry_policy");
+    let vh_name = str_of(get(m, "name")).unwrap_or_default().to_owned();
+    let vh_policy = get(m, "retry_policy").map(|p| (p, format!("{path}.retry_policy")));
     let Some(routes) = get(m, "routes") else {
-        return Ok(());
+        return 0;
     };
-    for (i, route) in r.seq(routes, &format!("{path}.routes"))?.iter().enumerate() {
-        let rp = format!("{path}.routes[{i}]");
-        let rm = r.map(route, &rp)?;
-        r.ignore_unknown(
-            route,
-            &rp,
-            &[
-                "name",
-                "match",
-                "route",
-                "redirect",
-                "direct_response",
-                "decorator",
-                "request_headers_to_add",
-                "response_headers_to_add",
-                "typed_per_filter_config",
-            ],
-        );
-        let Some(action) = get(rm, "route") else {
-            continue;
-        };
-        let ap = format!("{rp}.route");
-        let am = r.map(action, &ap)?;
-        r.ignore_unknown(
-            action,
-            &ap,
-            &[
-                "cluster",
-                "weighted_clusters",
-                "cluster_header",
-                "timeout",
-                "idle_timeout",
-                "retry_policy",
-                "prefix_rewrite",
-                "regex_rewrite",
-                "host_rewrite_literal",
-                "auto_host_rewrite",
-                "hash_policy",
-                "max_stream_duration",
-            ],
-        );
-        let (policy, policy_path) = match get(am, "retry_policy") {
-            Some(p) => (p, format!("{ap}.retry_policy")),
-            None => match vh_policy {
-                Some(p) => (p, format!("{path}.retry_policy")),
-                None => continue,
-            },
-        };
-        let name = get(rm, "name")
-            .map(|n| r.text(n, "name"))
-            .transpose()?
-            .unwrap_or_else(|| format!("{vh_name}/routes[{i}]"));
-        let mut t = retry_policy(r, policy, &policy_path, name)?;
-        match get(am, "timeout") {
-            Some(n) => {
-                let d = r.duration(n, &format!("{ap}.timeout"), Units::Proto)?;
-                t.timeout = (!d.is_zero()).then_some(d);
-                t.field_lines.push(("timeout", n.line));
-            }
-            None => {
-                t.timeout = Some(ROUTE_TIMEOUT);
-                t.defaults.push("timeout");
-            }
+    let routes = match r.seq(routes, &format!("{path}.routes")) {
+        Ok(routes) => routes,
+        Err(e) => {
+            r.reject(e, REJECTS);
+            return 0;
         }
-        t.methods = methods(get(rm, "match"));
-        let cluster_name = get(am, "cluster")
-            .map(|c| r.text(c, "cluster"))
-            .transpose()?;
-        match clusters
-            .iter()
-            .find(|(n, _, _)| Some(n) == cluster_name.as_ref())
-        {
-            Some((_, throttle, set)) => {
-                t.throttle = Some(throttle.clone());
-                if !set {
-                    t.defaults.push("circuit_breakers.max_retries");
-                }
-            }
-            None => {
-                t.throttle = Some(Throttle {
-                    kind: "envoy-max-retries",
-                    params: vec![("max_retries", MAX_RETRIES)],
-                });
+    };
+    for (i, route) in routes.iter().enumerate() {
+        let rp = format!("{path}.routes[{i}]");
+        match self::route(r, route, &rp, &vh_name, i, vh_policy.as_ref(), clusters) {
+            Ok(Some(t)) => out.push(t),
+            Ok(None) => {}
+            Err(e) => r.reject(e, REJECTS),
+        }
+    }
+    routes.len()
+}
+
+/// One route with the retry policy that applies to it (its own, else its virtual host's).
+fn route(
+    r: &mut Reader,
+    route: &Node,
+    rp: &str,
+    vh_name: &str,
+    i: usize,
+    vh_policy: Option<&(&Node, String)>,
+    clusters: &[(String, Throttle, bool)],
+) -> Result<Option<Translation>, CheckError> {
+    let rm = r.map(route, rp)?;
+    r.ignore_unknown(
+        route,
+        rp,
+        &[
+            "name",
+            "match",
+            "route",
+            "redirect",
+            "direct_response",
+            "decorator",
+            "metadata",
+            "request_headers_to_add",
+            "response_headers_to_add",
+            "request_headers_to_remove",
+            "response_headers_to_remove",
+            "typed_per_filter_config",
+        ],
+    );
+    let Some(action) = get(rm, "route") else {
+        return Ok(None);
+    };
+    let ap = format!("{rp}.route");
+    let am = r.map(action, &ap)?;
+    r.ignore_unread(
+        action,
+        &ap,
+        &[
+            "cluster",
+            "weighted_clusters",
+            "cluster_header",
+            "cluster_specifier_plugin",
+            "timeout",
+            "retry_policy",
+            "prefix_rewrite",
+            "regex_rewrite",
+            "path_rewrite_policy",
+            "host_rewrite_literal",
+            "host_rewrite_header",
+            "auto_host_rewrite",
+            "hash_policy",
+            "upgrade_configs",
+            "request_mirror_policies",
+            "priority",
+            "rate_limits",
+            "cors",
+        ],
+        &[
+            "idle_timeout",
+            "max_stream_duration",
+            "max_grpc_timeout",
+            "grpc_timeout_offset",
+            "retry_policy_typed_config",
+            "hedge_policy",
+            "internal_redirect_policy",
+        ],
+    );
+    let (policy, policy_path) = match get(am, "retry_policy") {
+        Some(p) => (p, format!("{ap}.retry_policy")),
+        None => match vh_policy {
+            Some((p, path)) => (*p, path.clone()),
+            None => return Ok(None),
+        },
+    };
+    let name = match get(rm, "name") {
+        Some(n) => r.text(n, "name")?,
+        None => format!("{vh_name}/routes[{i}]"),
+    };
+    let mut t = retry_policy(r, policy, &policy_path, name)?;
+    match get(am, "timeout") {
+        Some(n) => {
+            let d = r.duration(n, &format!("{ap}.timeout"), Units::Proto)?;
+            t.timeout = (!d.is_zero()).then_some(d);
+            t.field_lines.push(("timeout", n.line));
+        }
+        None => {
+            t.timeout = Some(ROUTE_TIMEOUT);
+            t.defaults.push("timeout");
+        }
+    }
+    t.methods = methods(get(rm, "match"));
+    let cluster_name = str_of(get(am, "cluster"));
+    match clusters
+        .iter()
+        .find(|(n, _, _)| Some(n.as_str()) == cluster_name)
+    {
+        Some((_, throttle, set)) => {
+            t.throttle = Some(throttle.clone());
+            if !set {
                 t.defaults.push("circuit_breakers.max_retries");
             }
         }
-        out.push(t);
+        None => {
+            t.throttle = Some(Throttle {
+                kind: "envoy-max-retries",
+                params: vec![("max_retries", MAX_RETRIES)],
+            });
+            t.defaults.push("circuit_breakers.max_retries");
+        }
     }
-    Ok(())
+    if t.max_attempts == Some(1) && !t.defaults.contains(&"retry_on") {
+        r.note(
+            t.line_of("num_retries"),
+            format!(
+                "route {}: num_retries 0, retries disabled (not counted as a retry policy)",
+                t.name
+            ),
+        );
+    }
+    Ok(Some(t))
 }
 
 /// `:method` header matches of a route's `match`.
 fn methods(m: Option<&Node>) -> Vec<String> {
-    let Some(Node {
-        value: Value::Map(entries),
-        ..
-    }) = m
-    else {
-        return Vec::new();
-    };
-    let Some(Node {
-        value: Value::Seq(headers),
-        ..
-    }) = get(entries, "headers")
+    let Some(Value::Seq(headers)) = map_of(m).and_then(|e| get(e, "headers")).map(|h| &h.value)
     else {
         return Vec::new();
     };
     headers
         .iter()
-        .filter_map(|h| match &h.value {
-            Value::Map(e) if matches!(get(e, "name"), Some(Node { value: Value::Str(n), .. }) if n == ":method") => {
-                ["exact_match", "string_match"].iter().find_map(|k| match get(e, k) {
-                    Some(Node { value: Value::Str(s), .. }) => Some(s.clone()),
-                    Some(Node { value: Value::Map(sm), .. }) => match get(sm, "exact") {
-                        Some(Node { value: Value::Str(s), .. }) => Some(s.clone()),
-                        _ => None,
-                    },
-                    _ => None,
-                })
+        .filter_map(|h| {
+            let e = map_of(Some(h))?;
+            if str_of(get(e, "name")) != Some(":method") {
+                return None;
             }
-            _ => None,
+            str_of(get(e, "exact_match"))
+                .or_else(|| str_of(get(e, "string_match")))
+                .or_else(|| str_of(map_of(get(e, "string_match")).and_then(|sm| get(sm, "exact"))))
+                .map(str::to_owned)
         })
         .collect()
 }
@@ -356,46 +426,39 @@ pub(crate) fn retry_policy(
     name: String,
 ) -> Result<Translation, CheckError> {
     let m = r.map(node, path)?;
-    r.ignore_unknown(
+    r.ignore_unread(
         node,
         path,
         &[
             "retry_on",
             "num_retries",
             "per_try_timeout",
-            "per_try_idle_timeout",
             "retriable_status_codes",
             "retry_back_off",
+        ],
+        &[
+            "per_try_idle_timeout",
             "rate_limited_retry_back_off",
             "retry_host_predicate",
             "host_selection_retry_max_attempts",
             "retriable_headers",
             "retriable_request_headers",
             "retry_priority",
+            "retry_options_predicates",
         ],
     );
-    let mut t = Translation {
-        file: r.file.clone(),
-        line: node.line,
-        system: System::Envoy,
+    let mut t = r.translation(
+        node.line,
         name,
-        max_attempts: Some(NUM_RETRIES + 1),
-        per_try_timeout: None,
-        timeout: None,
-        backoff: Backoff {
+        Backoff {
             rule: RuleName::Full,
             base: BASE_INTERVAL,
             cap: BASE_INTERVAL * MAX_INTERVAL_TIMES_BASE,
             multiplier: 2.0,
             jitter: 1.0,
         },
-        retry_on: Vec::new(),
-        methods: Vec::new(),
-        throttle: None,
-        hedging: None,
-        defaults: Vec::new(),
-        field_lines: Vec::new(),
-    };
+    );
+    t.max_attempts = Some(NUM_RETRIES + 1);
     for key in [
         "retry_on",
         "num_retries",

@@ -17,8 +17,15 @@
 //! - `retryThrottling`: `maxTokens` in (0, 1000], `tokenRatio` > 0; retries and hedges stop
 //!   while tokens ≤ `maxTokens / 2` (A6, "Throttling Retry Attempts and Hedged RPCs").
 //!
-//! A policy that breaks these rules makes the whole service config invalid in gRPC, so it is
-//! bad input here.
+//! A policy that breaks these rules makes the whole service config invalid in gRPC: grpc-go's
+//! `parseServiceConfig` (service_config.go) returns an error and the channel keeps its previous
+//! config (or none: no retries at all). herd reports it as an `invalid-entry` error and reads
+//! the other method configs. A `retryPolicy` without `maxAttempts` is common in googleapis'
+//! `*_grpc_service_config.json`: those files are inputs to the GAPIC generators, whose clients
+//! retry with that backoff until the method's `timeout` and never look at `maxAttempts`
+//! (gapic-generator-python `gapic/schema/wrappers.py`, `Method.retry`, and the generated
+//! `retries.Retry(…, deadline=timeout)`; gapic-generator-java's `RetrySettings` with
+//! `totalTimeout` and no attempt limit).
 use std::time::Duration;
 
 use herd::RuleName;
@@ -27,10 +34,8 @@ use herd::RuleName;
 /// `0.8 + 0.4*rand.Float64()`; gRPC core's retry filter sets `BackOff` jitter 0.2.
 const GRPC_RETRY_JITTER: f64 = 0.2;
 
-use super::tree::{Node, Reader, Units, get, line_of, load_json};
-use super::{
-    Backoff, CheckError, Hedging, Severity, System, Throttle, Translated, Translation, finding,
-};
+use super::tree::{Node, Reader, Units, get, line_of, load_json, map_of};
+use super::{Backoff, CheckError, Hedging, Severity, Throttle, Translated, Translation, finding};
 
 /// gRFC A6: "values greater than 5 are treated as 5".
 pub(crate) const MAX_ATTEMPTS_CLAMP: u32 = 5;
@@ -56,6 +61,9 @@ const STATUS: [&str; 17] = [
     "UNAUTHENTICATED",
 ];
 
+/// What grpc-go does with a service config holding an invalid entry.
+const REJECTS: &str = "grpc-go rejects the whole service config (service_config.go, parseServiceConfig): the channel keeps its previous config, or none, and no call is retried";
+
 pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckError> {
     let root = load_json(&r.file, text)?;
     let top = r.map(&root, "")?;
@@ -70,24 +78,48 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
             "healthCheckConfig",
         ],
     );
-    let throttle = match get(top, "retryThrottling") {
-        Some(node) => Some(throttling(r, node)?),
+    let throttle = match get(top, "retryThrottling").map(|node| throttling(r, node)) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            r.reject(e, REJECTS);
+            None
+        }
         None => None,
     };
     let mut out = Translated::default();
-    let Some(configs) = get(top, "methodConfig") else {
-        return Ok(out);
+    let configs = match get(top, "methodConfig").map(|c| r.seq(c, "methodConfig")) {
+        Some(Ok(configs)) => configs,
+        Some(Err(e)) => {
+            r.reject(e, REJECTS);
+            &[]
+        }
+        None => &[],
     };
-    for (i, mc) in r.seq(configs, "methodConfig")?.iter().enumerate() {
+    for (i, mc) in configs.iter().enumerate() {
         let path = format!("methodConfig[{i}]");
-        out.configs.push(method_config(
-            r,
-            mc,
-            &path,
-            throttle.clone(),
-            &mut out.findings,
-        )?);
+        match method_config(r, mc, &path, throttle.clone(), &mut out.findings) {
+            Ok(t) => out.configs.push(t),
+            Err(e) if e.field.ends_with("retryPolicy.maxAttempts") && e.message == "required" => {
+                let timeout = map_of(Some(mc))
+                    .and_then(|m| get(m, "timeout"))
+                    .and_then(|n| r.duration(n, "timeout", Units::Proto).ok())
+                    .map_or_else(
+                        || "the call's deadline".to_owned(),
+                        |d| format!("the method's timeout, {} ms", super::ms(d)),
+                    );
+                r.reject(
+                    e,
+                    &format!("{REJECTS}. GAPIC clients generated from this file ignore maxAttempts and retry with this backoff until {timeout}"),
+                );
+            }
+            Err(e) => r.reject(e, REJECTS),
+        }
     }
+    out.looked_at = format!(
+        "{} methodConfig entr{}, none with a valid retryPolicy or hedgingPolicy",
+        configs.len(),
+        if configs.len() == 1 { "y" } else { "ies" }
+    );
     Ok(out)
 }
 
@@ -140,28 +172,8 @@ fn method_config(
         ],
     );
     let name = names(r, m, path)?;
-    let mut t = Translation {
-        file: r.file.clone(),
-        line: node.line,
-        system: System::Grpc,
-        name,
-        max_attempts: Some(1),
-        per_try_timeout: None,
-        timeout: None,
-        backoff: Backoff {
-            rule: RuleName::Immediate,
-            base: Duration::ZERO,
-            cap: Duration::ZERO,
-            multiplier: 1.0,
-            jitter: 0.0,
-        },
-        retry_on: Vec::new(),
-        methods: Vec::new(),
-        throttle,
-        hedging: None,
-        defaults: Vec::new(),
-        field_lines: Vec::new(),
-    };
+    let mut t = r.translation(node.line, name, Backoff::IMMEDIATE);
+    t.throttle = throttle;
     if let Some(n) = get(m, "timeout") {
         t.timeout = Some(r.duration(n, &format!("{path}.timeout"), Units::Proto)?);
         t.field_lines.push(("timeout", n.line));

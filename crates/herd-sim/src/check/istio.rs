@@ -13,16 +13,26 @@
 //!   it Envoy's 25 ms / 250 ms apply (see the Envoy translator);
 //! - no `timeout`: no route timeout at all (pilot/pkg/networking/core/route/route.go sets
 //!   `0s`, disabling Envoy's 15 s);
-//! - `connectionPool.http.maxRetries` unset: 2³² − 1 concurrent retries
+//! - `connectionPool.http.maxRetries` unset or 0: 2³² − 1 concurrent retries
 //!   (pilot/pkg/networking/core/cluster_traffic_policy.go,
-//!   `getDefaultCircuitBreakerThresholds`: `MaxRetries: math.MaxUint32`), lifting Envoy's 3.
+//!   `getDefaultCircuitBreakerThresholds`: `MaxRetries: math.MaxUint32`; `applyConnectionPool`
+//!   copies `maxRetries` only `if settings.Http.MaxRetries > 0`), lifting Envoy's 3;
+//! - a `DestinationRule` with no `VirtualService` route to its host in the file still governs
+//!   retries: every route to that host, including those istiod builds without any
+//!   `VirtualService`, carries retry.go's default policy (2 retries), bounded by the rule's
+//!   `maxRetries`. herd translates it as such a route.
+//!
+//! One route or rule that istiod would reject is an `invalid-entry` finding and the others are
+//! read (`istioctl analyze` reports per resource too). `retries` misspelt (`retrys`) is a
+//! `misspelt-key` warning: the Kubernetes API server prunes an unknown field of the CRD and the
+//! route silently gets the default policy.
 use std::time::Duration;
 
 use herd::RuleName;
 
 use super::kube::{self, Object};
-use super::tree::{Node, Reader, Units, Value, get, line_of};
-use super::{Backoff, CheckError, System, Throttle, Translated, Translation};
+use super::tree::{Node, Reader, Units, Value, get, line_of, map_of, str_of};
+use super::{Backoff, CheckError, Throttle, Translated, Translation};
 
 /// retry.go `defaultPolicy()`: `NumRetries: 2`.
 const DEFAULT_RETRIES: u32 = 2;
@@ -45,35 +55,118 @@ const OTHER_KINDS: [&str; 7] = [
     "ProxyConfig",
 ];
 
+/// What istiod does with a resource it cannot translate.
+const REJECTS: &str = "the API server or istiod rejects this resource (istioctl analyze reports it) and its routes keep Istio's defaults";
+
 pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckError> {
     let docs = kube::documents(r, text)?;
     let objects = kube::objects(r, &docs)?;
     let mut limits = Vec::new();
     for o in &objects {
         if is_istio(o) && o.kind == "DestinationRule" {
-            limits.push(destination_rule(r, o)?);
+            match destination_rule(r, o) {
+                Ok(limit) => limits.push(limit),
+                Err(e) => r.reject(e, REJECTS),
+            }
         }
     }
     let mut out = Translated::default();
+    let mut routes = 0;
+    let mut routed = Vec::new();
     for o in &objects {
         if !is_istio(o) {
             ignore_object(r, o);
             continue;
         }
         match o.kind.as_str() {
-            "VirtualService" => virtual_service(r, o, &limits, &mut out.configs)?,
+            "VirtualService" => {
+                routes += virtual_service(r, o, &limits, &mut out.configs, &mut routed);
+            }
             "DestinationRule" => {}
             k if OTHER_KINDS.contains(&k) => ignore_object(r, o),
-            k => {
-                return Err(r.bad(
+            k => r.reject(
+                r.bad(
                     o.node.line,
                     &kube::at(&o.path, "kind"),
                     format!("unknown kind {k} in networking.istio.io (expected VirtualService or DestinationRule)"),
-                ));
-            }
+                ),
+                REJECTS,
+            ),
         }
     }
+    // A rule whose host no route of the file reaches: the default policy of every route to it.
+    for limit in &limits {
+        if !routed.iter().any(|h| hosts_match(h, &limit.host)) {
+            out.configs.push(rule_alone(r, limit));
+        }
+    }
+    out.looked_at = format!(
+        "{} object(s): {} DestinationRule(s), {routes} http route(s) of VirtualServices",
+        objects.len(),
+        limits.len()
+    );
     Ok(out)
+}
+
+/// A `DestinationRule`: where it is, its host and the `maxRetries` it sets.
+pub(crate) struct Limit {
+    name: String,
+    line: usize,
+    host: String,
+    max_retries: f64,
+    max_retries_line: Option<usize>,
+}
+
+/// The routes to a rule's host that no `VirtualService` of the file describes: retry.go's
+/// default policy under the rule's `maxRetries`.
+fn rule_alone(r: &Reader, limit: &Limit) -> Translation {
+    let mut t = default_policy(
+        r,
+        limit.line,
+        format!("DestinationRule {} (routes to {})", limit.name, limit.host),
+    );
+    t.defaults.push("timeout");
+    t.defaults.extend([
+        "retries.attempts",
+        "retries.retryOn",
+        "retries.perTryTimeout",
+    ]);
+    throttle(&mut t, Some(limit));
+    t
+}
+
+/// retry.go's `DefaultPolicy()` in herd's terms, for a route at `line`.
+fn default_policy(r: &Reader, line: usize, name: String) -> Translation {
+    let mut t = r.translation(
+        line,
+        name,
+        Backoff {
+            rule: RuleName::Full,
+            base: ENVOY_BASE,
+            cap: ENVOY_BASE * 10,
+            multiplier: 2.0,
+            jitter: 1.0,
+        },
+    );
+    t.max_attempts = Some(DEFAULT_RETRIES + 1);
+    t.retry_on = super::envoy::split_list(DEFAULT_RETRY_ON);
+    t.defaults.push("retries.backoff");
+    t
+}
+
+/// The `maxRetries` bound of the rule for the route's host, or Istio's default.
+fn throttle(t: &mut Translation, limit: Option<&Limit>) {
+    let (max_retries, line) = limit.map_or((DEFAULT_MAX_RETRIES, None), |l| {
+        (l.max_retries, l.max_retries_line)
+    });
+    match line {
+        Some(l) => t.field_lines.push(("connectionPool.http.maxRetries", l)),
+        None => t.defaults.push("connectionPool.http.maxRetries"),
+    }
+    t.throttle = Some(Throttle {
+        kind: "envoy-max-retries",
+        params: vec![("max_retries", max_retries)],
+    });
 }
 
 fn is_istio(o: &Object<'_>) -> bool {
@@ -95,10 +188,7 @@ pub(crate) fn ignore_object(r: &mut Reader, o: &Object<'_>) {
 }
 
 /// A `DestinationRule`'s host and its `maxRetries` (set, or Istio's default).
-fn destination_rule(
-    r: &mut Reader,
-    o: &Object<'_>,
-) -> Result<(String, f64, Option<usize>), CheckError> {
+fn destination_rule(r: &mut Reader, o: &Object<'_>) -> Result<Limit, CheckError> {
     let (s, sp) = kube::spec(
         r,
         o,
@@ -114,11 +204,17 @@ fn destination_rule(
         .map(|h| r.text(h, "spec.host"))
         .transpose()?
         .unwrap_or_default();
-    let mut max = (DEFAULT_MAX_RETRIES, None);
+    let mut limit = Limit {
+        name: o.name.clone(),
+        line: o.node.line,
+        host,
+        max_retries: DEFAULT_MAX_RETRIES,
+        max_retries_line: None,
+    };
     if let Some(tp) = get(s, "trafficPolicy") {
         let tpp = format!("{sp}.trafficPolicy");
         let tpm = r.map(tp, &tpp)?;
-        r.ignore_unknown(
+        r.ignore_unread(
             tp,
             &tpp,
             &[
@@ -129,8 +225,8 @@ fn destination_rule(
                 "portLevelSettings",
                 "tunnel",
                 "proxyProtocol",
-                "retryBudget",
             ],
+            &["retryBudget"],
         );
         if let Some(cp) = get(tpm, "connectionPool") {
             let cpp = format!("{tpp}.connectionPool");
@@ -139,7 +235,7 @@ fn destination_rule(
             if let Some(http) = get(cpm, "http") {
                 let hp = format!("{cpp}.http");
                 let hm = r.map(http, &hp)?;
-                r.ignore_unknown(
+                r.ignore_unread(
                     http,
                     &hp,
                     &[
@@ -147,41 +243,68 @@ fn destination_rule(
                         "http2MaxRequests",
                         "maxRequestsPerConnection",
                         "maxRetries",
-                        "idleTimeout",
                         "h2UpgradePolicy",
                         "useClientProtocol",
                         "maxConcurrentStreams",
                     ],
+                    &["idleTimeout"],
                 );
                 if let Some(n) = get(hm, "maxRetries") {
                     let v = r.int(n, &format!("{hp}.maxRetries"), 0, i64::from(i32::MAX))?;
-                    max = (v as f64, Some(n.line));
+                    // cluster_traffic_policy.go: `if settings.Http.MaxRetries > 0`; 0 keeps
+                    // the default.
+                    if v > 0 {
+                        limit.max_retries = v as f64;
+                        limit.max_retries_line = Some(n.line);
+                    }
                 }
             }
         }
     }
-    Ok((host, max.0, max.1))
+    Ok(limit)
 }
 
+/// The http routes of one `VirtualService`, each translated or, if istiod would reject it,
+/// a finding; returns how many there are.
 fn virtual_service(
     r: &mut Reader,
     o: &Object<'_>,
-    limits: &[(String, f64, Option<usize>)],
+    limits: &[Limit],
     out: &mut Vec<Translation>,
-) -> Result<(), CheckError> {
-    let (s, sp) = kube::spec(
+    routed: &mut Vec<String>,
+) -> usize {
+    let (s, sp) = match kube::spec(
         r,
         o,
         &["hosts", "gateways", "http", "tcp", "tls", "exportTo"],
-    )?;
-    let Some(http) = get(s, "http") else {
-        return Ok(());
+    ) {
+        Ok(spec) => spec,
+        Err(e) => {
+            r.reject(e, REJECTS);
+            return 0;
+        }
     };
-    for (i, route) in r.seq(http, &format!("{sp}.http"))?.iter().enumerate() {
+    let Some(http) = get(s, "http") else {
+        return 0;
+    };
+    let routes = match r.seq(http, &format!("{sp}.http")) {
+        Ok(routes) => routes,
+        Err(e) => {
+            r.reject(e, REJECTS);
+            return 0;
+        }
+    };
+    for (i, route) in routes.iter().enumerate() {
         let rp = format!("{sp}.http[{i}]");
-        out.push(http_route(r, route, &rp, &o.name, i, limits)?);
+        match http_route(r, route, &rp, &o.name, i, limits) {
+            Ok((t, hosts)) => {
+                out.push(t);
+                routed.extend(hosts);
+            }
+            Err(e) => r.reject(e, REJECTS),
+        }
     }
-    Ok(())
+    routes.len()
 }
 
 fn http_route(
@@ -190,8 +313,8 @@ fn http_route(
     rp: &str,
     vs_name: &str,
     index: usize,
-    limits: &[(String, f64, Option<usize>)],
-) -> Result<Translation, CheckError> {
+    limits: &[Limit],
+) -> Result<(Translation, Vec<String>), CheckError> {
     let rm = r.map(route, rp)?;
     r.ignore_unknown(
         route,
@@ -210,6 +333,8 @@ fn http_route(
             "mirror",
             "mirrors",
             "mirrorPercentage",
+            "mirror_percent",
+            "mirrorPercent",
             "corsPolicy",
             "headers",
         ],
@@ -218,28 +343,8 @@ fn http_route(
         Some(n) => format!("{vs_name}/{}", r.text(n, "name")?),
         None => format!("{vs_name}/http[{index}]"),
     };
-    let mut t = Translation {
-        file: r.file.clone(),
-        line: route.line,
-        system: System::Istio,
-        name,
-        max_attempts: Some(DEFAULT_RETRIES + 1),
-        per_try_timeout: None,
-        timeout: None,
-        backoff: Backoff {
-            rule: RuleName::Full,
-            base: ENVOY_BASE,
-            cap: ENVOY_BASE * 10,
-            multiplier: 2.0,
-            jitter: 1.0,
-        },
-        retry_on: super::envoy::split_list(DEFAULT_RETRY_ON),
-        methods: methods(r, get(rm, "match"))?,
-        throttle: None,
-        hedging: None,
-        defaults: vec!["retries.backoff"],
-        field_lines: Vec::new(),
-    };
+    let mut t = default_policy(r, route.line, name);
+    t.methods = methods(r, get(rm, "match"))?;
     match get(rm, "timeout") {
         Some(n) => {
             let d = r.duration(n, &format!("{rp}.timeout"), Units::Go)?;
@@ -257,17 +362,11 @@ fn http_route(
         Some(retries) => {
             let pp = format!("{rp}.retries");
             let pm = r.map(retries, &pp)?;
-            r.ignore_unknown(
+            r.ignore_unread(
                 retries,
                 &pp,
-                &[
-                    "attempts",
-                    "perTryTimeout",
-                    "retryOn",
-                    "retryRemoteLocalities",
-                    "retryIgnorePreviousHosts",
-                    "backoff",
-                ],
+                &["attempts", "perTryTimeout", "retryOn", "backoff"],
+                &["retryRemoteLocalities", "retryIgnorePreviousHosts"],
             );
             t.line = retries.line;
             for key in ["attempts", "perTryTimeout", "retryOn", "backoff"] {
@@ -287,6 +386,12 @@ fn http_route(
                 None => 0,
             };
             t.max_attempts = Some(u32::try_from(attempts.max(0)).unwrap_or(0) + 1);
+            if attempts <= 0 {
+                r.note(
+                    retries.line,
+                    format!("route {}: retries.attempts {attempts}, retries disabled (not counted as a retry policy)", t.name),
+                );
+            }
             if let Some(n) = get(pm, "retryOn") {
                 let text = r.text(n, &format!("{pp}.retryOn"))?;
                 let mut parts = super::envoy::split_list(&text);
@@ -317,19 +422,12 @@ fn http_route(
             }
         }
     }
-    let host = destination_host(get(rm, "route"));
-    let (max_retries, line) = limits
+    let hosts = destination_hosts(get(rm, "route"));
+    let limit = limits
         .iter()
-        .find(|(h, _, _)| host.as_deref().is_some_and(|x| hosts_match(h, x)))
-        .map_or((DEFAULT_MAX_RETRIES, None), |(_, v, l)| (*v, *l));
-    if line.is_none() {
-        t.defaults.push("connectionPool.http.maxRetries");
-    }
-    t.throttle = Some(Throttle {
-        kind: "envoy-max-retries",
-        params: vec![("max_retries", max_retries)],
-    });
-    Ok(t)
+        .find(|l| hosts.iter().any(|h| hosts_match(&l.host, h)));
+    throttle(&mut t, limit);
+    Ok((t, hosts))
 }
 
 /// `reviews` matches `reviews.prod.svc.cluster.local` and the reverse.
@@ -338,20 +436,18 @@ fn hosts_match(a: &str, b: &str) -> bool {
     a == b || short(a) == short(b)
 }
 
-fn destination_host(route: Option<&Node>) -> Option<String> {
-    let Value::Seq(items) = &route?.value else {
-        return None;
+/// The hosts of a route's `route[].destination`.
+fn destination_hosts(route: Option<&Node>) -> Vec<String> {
+    let Some(Value::Seq(items)) = route.map(|n| &n.value) else {
+        return Vec::new();
     };
-    items.iter().find_map(|d| match &d.value {
-        Value::Map(e) => match get(e, "destination").map(|x| &x.value) {
-            Some(Value::Map(dest)) => match get(dest, "host").map(|x| &x.value) {
-                Some(Value::Str(h)) => Some(h.clone()),
-                _ => None,
-            },
-            _ => None,
-        },
-        _ => None,
-    })
+    items
+        .iter()
+        .filter_map(|d| {
+            let dest = map_of(get(map_of(Some(d))?, "destination"));
+            str_of(get(dest?, "host")).map(str::to_owned)
+        })
+        .collect()
 }
 
 /// `match[].method.exact` values.

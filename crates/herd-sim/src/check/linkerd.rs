@@ -15,12 +15,10 @@
 //!   cannot be combined with a `ServiceProfile`.
 use std::time::Duration;
 
-use herd::RuleName;
-
 use super::istio::ignore_object;
 use super::kube::{self, Object};
 use super::tree::{Node, Reader, Units, Value, get, line_of};
-use super::{Backoff, CheckError, System, Throttle, Translated, Translation};
+use super::{Backoff, CheckError, Throttle, Translated, Translation};
 
 /// profile_translator.go `defaultRetryBudget`.
 const RETRY_RATIO: f64 = 0.2;
@@ -50,30 +48,11 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
     Ok(out)
 }
 
+/// A Linkerd policy: the proxy retries at once, without backoff.
 fn translation(r: &Reader, line: usize, name: String) -> Translation {
-    Translation {
-        file: r.file.clone(),
-        line,
-        system: System::Linkerd,
-        name,
-        max_attempts: None,
-        per_try_timeout: None,
-        timeout: None,
-        // The proxy retries at once: no backoff.
-        backoff: Backoff {
-            rule: RuleName::Immediate,
-            base: Duration::ZERO,
-            cap: Duration::ZERO,
-            multiplier: 1.0,
-            jitter: 0.0,
-        },
-        retry_on: Vec::new(),
-        methods: Vec::new(),
-        throttle: None,
-        hedging: None,
-        defaults: Vec::new(),
-        field_lines: Vec::new(),
-    }
+    let mut t = r.translation(line, name, Backoff::IMMEDIATE);
+    t.max_attempts = None;
+    t
 }
 
 fn service_profile(

@@ -52,6 +52,7 @@ pub mod storm;
 mod tree;
 
 pub use detect::detect;
+pub use tree::strip_bom;
 
 /// The guide, `docs/check.md`: what each system's fields mean, every default with its source,
 /// the findings and the storm (compiled with the crate's docs).
@@ -155,6 +156,15 @@ pub struct Backoff {
 }
 
 impl Backoff {
+    /// No pause at all: a retry goes out at once (Linkerd's proxy; a method without retries).
+    pub(crate) const IMMEDIATE: Backoff = Backoff {
+        rule: RuleName::Immediate,
+        base: Duration::ZERO,
+        cap: Duration::ZERO,
+        multiplier: 1.0,
+        jitter: 0.0,
+    };
+
     /// Whether the rule spreads its pauses by a ± fraction ([`jitter`](Self::jitter)).
     #[must_use]
     pub fn is_plus_minus(&self) -> bool {
@@ -317,15 +327,39 @@ pub struct Ignored {
     pub field: String,
 }
 
+/// Something a reader saw that is neither a policy nor a fault: a route whose retries are
+/// disabled (`attempts: 0`, `num_retries: 0`), and, for a file that holds no retry policy, what
+/// was looked at and why nothing matched (line 0).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// The file.
+    pub file: String,
+    /// The line (0 for the whole file).
+    pub line: usize,
+    /// What was seen.
+    pub message: String,
+}
+
 /// What [`check`] found in a set of files.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Report {
-    /// Every retry policy found, in file order.
+    /// Every policy found, in file order, those that do not retry included (a method config
+    /// with a timeout only, a disabled route), since a hop without retries still matters on a
+    /// call path; [`retry_policies`](Self::retry_policies) counts those that retry.
     pub configs: Vec<Translation>,
     /// What they do that their owners should know, in file and line order.
     pub findings: Vec<Finding>,
     /// Keys read by no translator.
     pub ignored: Vec<Ignored>,
+    /// Disabled routes, and why a file gave no retry policy.
+    pub notes: Vec<Note>,
+}
+
+impl Report {
+    /// The policies that retry (or hedge): what "N retry policies" counts.
+    pub fn retry_policies(&self) -> impl Iterator<Item = &Translation> {
+        self.configs.iter().filter(|t| t.retries())
+    }
 }
 
 /// A file that cannot be read as its system's configuration: one line naming the file, the
@@ -374,6 +408,9 @@ impl std::error::Error for CheckError {}
 pub(crate) struct Translated {
     pub(crate) configs: Vec<Translation>,
     pub(crate) findings: Vec<Finding>,
+    /// What the translator looked at (`2 virtual hosts with 5 routes`), said when the file
+    /// yields no retry policy.
+    pub(crate) looked_at: String,
 }
 
 /// How [`check_with`] reads several files together.
@@ -415,22 +452,33 @@ pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
 pub fn check_with(inputs: &[Input], options: CheckOptions) -> Result<Report, CheckError> {
     let mut report = Report::default();
     for input in inputs {
+        let text = tree::strip_bom(&input.text);
         let system = match input.system {
             Some(s) => s,
-            None => detect(&input.file, &input.text)?,
+            None => detect(&input.file, text)?,
         };
-        let mut reader = tree::Reader::new(&input.file);
+        let mut reader = tree::Reader::new(&input.file, system);
         let translated = match system {
-            System::Grpc => grpc::translate(&mut reader, &input.text)?,
-            System::Envoy => envoy::translate(&mut reader, &input.text)?,
-            System::Istio => istio::translate(&mut reader, &input.text)?,
-            System::Linkerd => linkerd::translate(&mut reader, &input.text)?,
-            System::Aws => aws::translate(&mut reader, &input.text)?,
-            System::Resilience4j => resilience4j::translate(&mut reader, &input.text)?,
+            System::Grpc => grpc::translate(&mut reader, text)?,
+            System::Envoy => envoy::translate(&mut reader, text)?,
+            System::Istio => istio::translate(&mut reader, text)?,
+            System::Linkerd => linkerd::translate(&mut reader, text)?,
+            System::Aws => aws::translate(&mut reader, text)?,
+            System::Resilience4j => resilience4j::translate(&mut reader, text)?,
         };
+        if !translated.configs.iter().any(Translation::retries) {
+            let looked_at = if translated.looked_at.is_empty() {
+                format!("read as {system}")
+            } else {
+                translated.looked_at
+            };
+            reader.note(0, format!("no retry policy: {looked_at}"));
+        }
         report.configs.extend(translated.configs);
         report.findings.extend(translated.findings);
+        report.findings.extend(reader.findings);
         report.ignored.extend(reader.ignored);
+        report.notes.extend(reader.notes);
     }
     for t in &report.configs {
         report.findings.extend(findings::of(t));

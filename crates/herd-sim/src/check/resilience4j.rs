@@ -1,6 +1,12 @@
-//! Resilience4j retries in a Spring Boot `application.yml`: `resilience4j.retry.instances.*`
-//! and `resilience4j.retry.configs.*`, with Spring's relaxed names (`maxAttempts`,
-//! `max-attempts`).
+//! Resilience4j retries in a Spring Boot `application.yml` or `application.properties`:
+//! `resilience4j.retry.instances.*` (or the deprecated `backends.*`) and
+//! `resilience4j.retry.configs.*`, read as Spring Boot binds them: nested and dotted keys alike
+//! (`resilience4j.retry:` as one key, `resilience4j.retry.instances.a.maxAttempts=3`), relaxed
+//! names (`maxAttempts`, `max-attempts`, `max_attempts`, `MAXATTEMPTS`), lists as YAML
+//! sequences, `a, b` or `retryExceptions[0]`, and `---` (or `#---`) documents activated by
+//! `spring.config.activate.on-profile`, each profile's policies named `NAME [profile P]` when
+//! the profile changes them (spring-boot `OriginTrackedYamlLoader`,
+//! `OriginTrackedPropertiesLoader`, `ConfigurationPropertyName`).
 //!
 //! Read as resilience4j/resilience4j builds them
 //! (resilience4j-framework-common/…/retry/configuration/CommonRetryConfigurationProperties.java,
@@ -26,8 +32,8 @@ use std::time::Duration;
 
 use herd::RuleName;
 
-use super::tree::{Node, Reader, Units, Value, get, load_yaml};
-use super::{Backoff, CheckError, Finding, Severity, System, Translated, Translation, finding};
+use super::tree::{Node, Reader, Units, Value, load_yaml};
+use super::{Backoff, CheckError, Finding, Severity, Translated, Translation, finding};
 
 /// RetryConfig.java `DEFAULT_MAX_ATTEMPTS`.
 const MAX_ATTEMPTS: u32 = 3;
@@ -56,30 +62,56 @@ const KEYS: [&str; 14] = [
     "failaftermaxattempts",
 ];
 
-/// Spring's relaxed binding: case, `-` and `_` do not matter.
+/// The keys of one instance or config as their documentation writes them, for the
+/// "did you mean" of a misspelt key.
+const NAMES: [&str; 14] = [
+    "maxAttempts",
+    "waitDuration",
+    "enableExponentialBackoff",
+    "exponentialBackoffMultiplier",
+    "exponentialMaxWaitDuration",
+    "enableRandomizedWait",
+    "randomizedWaitFactor",
+    "retryExceptions",
+    "ignoreExceptions",
+    "baseConfig",
+    "retryExceptionPredicate",
+    "resultPredicate",
+    "eventConsumerBufferSize",
+    "failAfterMaxAttempts",
+];
+
+/// What Resilience4j does with an instance it cannot bind.
+const FAILS: &str = "Spring Boot fails to bind resilience4j.retry at start-up (or Resilience4j when the instance is first used); the other instances are unaffected";
+
+/// Spring's relaxed binding: case, `-` and `_` do not matter
+/// (spring-boot `ConfigurationPropertyName`, "relaxed binding" in the reference).
 fn relaxed(key: &str) -> String {
-    key.chars()
-        .filter(|c| *c != '-' && *c != '_')
-        .flat_map(char::to_lowercase)
-        .collect()
+    super::tree::squash(key)
 }
 
-/// One instance's (or config's) fields, with their lines.
-#[derive(Clone, Default)]
-struct Props<'a> {
-    fields: Vec<(String, usize, &'a Node, String)>,
+/// One instance's (or config's) fields, with their lines: relaxed key, line, value, path.
+#[derive(Clone, Default, PartialEq)]
+struct Props {
+    fields: Vec<(String, usize, Node, String)>,
 }
 
-impl<'a> Props<'a> {
-    fn get(&self, key: &str) -> Option<(&'a Node, &str)> {
+impl Props {
+    fn get(&self, key: &str) -> Option<(&Node, &str)> {
         self.fields
             .iter()
             .find(|(k, _, _, _)| k == key)
-            .map(|(_, _, n, p)| (*n, p.as_str()))
+            .map(|(_, _, n, p)| (n, p.as_str()))
+    }
+
+    /// Sets `key`, replacing an earlier value (a later document or profile wins).
+    fn set(&mut self, key: String, line: usize, value: Node, path: String) {
+        self.fields.retain(|(k, _, _, _)| *k != key);
+        self.fields.push((key, line, value, path));
     }
 
     /// `self` with the fields it lacks taken from `base`.
-    fn merged(&self, base: &Props<'a>) -> Props<'a> {
+    fn merged(&self, base: &Props) -> Props {
         let mut out = self.clone();
         for f in &base.fields {
             if self.get(&f.0).is_none() {
@@ -90,143 +122,386 @@ impl<'a> Props<'a> {
     }
 }
 
-pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckError> {
-    let docs = load_yaml(&r.file, text)?;
-    let mut out = Translated::default();
-    for doc in &docs {
-        let Value::Map(top) = &doc.value else {
-            continue;
-        };
-        let Some(r4j) = top
-            .iter()
-            .find(|(k, _, _)| k == "resilience4j")
-            .map(|(_, _, n)| n)
-        else {
-            continue;
-        };
-        let r4j_map = r.map(r4j, "resilience4j")?;
-        let Some(retry) = get(r4j_map, "retry") else {
-            continue;
-        };
-        let retry_map = r.map(retry, "resilience4j.retry")?;
-        r.ignore_unknown(
-            retry,
-            "resilience4j.retry",
-            &[
-                "configs",
-                "instances",
-                "retryAspectOrder",
-                "retry-aspect-order",
-                "metrics",
-            ],
-        );
-        let configs = section(r, get(retry_map, "configs"), "resilience4j.retry.configs")?;
-        let instances = section(
-            r,
-            get(retry_map, "instances"),
-            "resilience4j.retry.instances",
-        )?;
-        let default = configs
-            .iter()
-            .find(|(n, _, _)| n == "default")
-            .map(|(_, _, p)| p.clone());
-        let targets = if instances.is_empty() {
-            &configs
-        } else {
-            &instances
-        };
-        for (name, line, props) in targets {
-            let merged = match props.get("baseconfig") {
-                Some((node, path)) => {
-                    let base_name = r.text(node, path)?;
-                    let base = configs
-                        .iter()
-                        .find(|(n, _, _)| *n == base_name)
-                        .ok_or_else(|| {
-                            r.bad(
-                                node.line,
-                                path,
-                                format!(
-                                    "no config named {base_name:?} under resilience4j.retry.configs"
-                                ),
-                            )
-                        })?;
-                    props.merged(&base.2)
+/// One property of a file: its key split at dots as written, its line, its value (a scalar
+/// or a list). A YAML file's nested and dotted keys both end up here
+/// (`resilience4j.retry:` then `instances:` is `resilience4j.retry.instances`), as Spring Boot
+/// flattens them (`OriginTrackedYamlLoader`), and so does a `.properties` file.
+#[derive(Clone, Debug)]
+struct Prop {
+    key: Vec<String>,
+    line: usize,
+    value: Node,
+}
+
+/// A key split at its dots, a bracketed map key (`instances[backend.a]`) kept whole.
+fn split_key(key: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in key.chars() {
+        match c {
+            '[' if depth == 0 => {
+                depth = 1;
+                if !current.is_empty() {
+                    out.push(std::mem::take(&mut current));
                 }
-                None if name != "default" => default
-                    .as_ref()
-                    .map_or_else(|| props.clone(), |d| props.merged(d)),
-                None => props.clone(),
-            };
-            out.configs
-                .push(instance(r, name, *line, &merged, &mut out.findings)?);
+                current.push('[');
+            }
+            ']' if depth == 1 => {
+                depth = 0;
+                current.push(']');
+                out.push(std::mem::take(&mut current));
+            }
+            '.' if depth == 0 => {
+                if !current.is_empty() {
+                    out.push(std::mem::take(&mut current));
+                }
+            }
+            _ => current.push(c),
         }
     }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    // `[backend.a]` is the map key `backend.a`; `[0]` stays an index.
+    out.into_iter()
+        .map(
+            |s| match s.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
+                Some(inner) if !inner.bytes().all(|b| b.is_ascii_digit()) => inner.to_owned(),
+                _ => s,
+            },
+        )
+        .collect()
+}
+
+fn flatten(node: &Node, prefix: &[String], out: &mut Vec<Prop>) {
+    let Value::Map(entries) = &node.value else {
+        return;
+    };
+    for (key, line, child) in entries {
+        let mut k = prefix.to_vec();
+        k.extend(split_key(key));
+        match &child.value {
+            Value::Map(e) if !e.is_empty() => flatten(child, &k, out),
+            _ => out.push(Prop {
+                key: k,
+                line: *line,
+                value: child.clone(),
+            }),
+        }
+    }
+}
+
+/// A `.properties` file's documents (split at `#---` or `!---` lines, as Spring Boot reads
+/// them: `OriginTrackedPropertiesLoader`): `key=value`, `key: value` or `key value`, with `#`
+/// and `!` comments and `\` line continuations.
+fn properties(text: &str) -> Vec<Vec<Prop>> {
+    let mut docs = vec![Vec::new()];
+    let mut lines = text.lines().enumerate();
+    while let Some((i, raw)) = lines.next() {
+        let trimmed = raw.trim_start();
+        if trimmed == "#---" || trimmed == "!---" {
+            docs.push(Vec::new());
+            continue;
+        }
+        if trimmed.is_empty() || trimmed.starts_with('#') || trimmed.starts_with('!') {
+            continue;
+        }
+        let mut logical = trimmed.to_owned();
+        while logical.ends_with('\\') && !logical.ends_with("\\\\") {
+            logical.pop();
+            match lines.next() {
+                Some((_, next)) => logical.push_str(next.trim_start()),
+                None => break,
+            }
+        }
+        let split = logical.find(['=', ':', ' ', '\t']).unwrap_or(logical.len());
+        let key = logical[..split].trim_end();
+        let rest = logical[split..].trim_start();
+        let value = rest
+            .strip_prefix(['=', ':'])
+            .unwrap_or(rest)
+            .trim()
+            .to_owned();
+        if let Some(doc) = docs.last_mut() {
+            doc.push(Prop {
+                key: split_key(key),
+                line: i + 1,
+                value: Node {
+                    line: i + 1,
+                    value: Value::Str(value),
+                },
+            });
+        }
+    }
+    docs
+}
+
+/// The profile a document is for (`spring.config.activate.on-profile`, or the older
+/// `spring.profiles`), if any.
+fn profile_of(doc: &[Prop]) -> Option<String> {
+    doc.iter().find_map(|p| {
+        let k: Vec<String> = p.key.iter().map(|s| relaxed(s)).collect();
+        let is = k == ["spring", "config", "activate", "onprofile"] || k == ["spring", "profiles"];
+        match (&p.value.value, is) {
+            (Value::Str(s), true) => Some(s.clone()),
+            _ => None,
+        }
+    })
+}
+
+pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckError> {
+    let yaml = if r.file.ends_with(".properties") {
+        None
+    } else {
+        match load_yaml(&r.file, text) {
+            Ok(docs)
+                if docs
+                    .iter()
+                    .all(|d| matches!(d.value, Value::Map(_) | Value::Null)) =>
+            {
+                Some(docs)
+            }
+            Ok(_) => None,
+            Err(e) if !text.contains('=') => return Err(e),
+            Err(_) => None,
+        }
+    };
+    let docs: Vec<Vec<Prop>> = match yaml {
+        Some(docs) => docs
+            .iter()
+            .map(|d| {
+                let mut out = Vec::new();
+                flatten(d, &[], &mut out);
+                out
+            })
+            .collect(),
+        None => properties(text),
+    };
+    // The retry properties of each document, with its profile.
+    let mut base: Vec<&Prop> = Vec::new();
+    let mut profiles: Vec<(String, Vec<&Prop>)> = Vec::new();
+    for doc in &docs {
+        let retry: Vec<&Prop> = doc
+            .iter()
+            .filter(|p| {
+                p.key.len() >= 2
+                    && relaxed(&p.key[0]) == "resilience4j"
+                    && relaxed(&p.key[1]) == "retry"
+            })
+            .collect();
+        list_unknown(r, &retry);
+        match profile_of(doc) {
+            None => base.extend(retry),
+            Some(name) => match profiles.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, props)) => props.extend(retry),
+                None => profiles.push((name, retry)),
+            },
+        }
+    }
+    let mut out = Translated::default();
+    let plain = targets(r, &base);
+    for (name, line, props) in &plain {
+        match instance(r, name, *line, props, &mut out.findings) {
+            Ok(t) => out.configs.push(t),
+            Err(e) => r.reject(e, FAILS),
+        }
+    }
+    for (profile, props) in &profiles {
+        let all: Vec<&Prop> = base.iter().chain(props.iter()).copied().collect();
+        for (name, line, merged) in targets(r, &all) {
+            if plain.iter().any(|(n, _, p)| *n == name && *p == merged) {
+                continue;
+            }
+            let named = format!("{name} [profile {profile}]");
+            match instance(r, &named, line, &merged, &mut out.findings) {
+                Ok(t) => out.configs.push(t),
+                Err(e) => r.reject(e, FAILS),
+            }
+        }
+    }
+    out.looked_at = format!(
+        "{} retry propert(ies) under resilience4j.retry in {} document(s); no instance or config that retries",
+        base.len() + profiles.iter().map(|(_, p)| p.len()).sum::<usize>(),
+        docs.len()
+    );
     Ok(out)
 }
 
-fn section<'a>(
-    r: &mut Reader,
-    node: Option<&'a Node>,
-    path: &str,
-) -> Result<Vec<(String, usize, Props<'a>)>, CheckError> {
-    let Some(node) = node else {
-        return Ok(Vec::new());
+/// The section (`configs` or `instances`), instance name, field (relaxed) and the field's
+/// list index, of a property under `resilience4j.retry`.
+fn place(p: &Prop) -> Option<(&'static str, &str, String, Option<usize>)> {
+    let section = match relaxed(p.key.get(2)?).as_str() {
+        "configs" => "configs",
+        // `backends` is the deprecated name of `instances` (CommonRetryConfigurationProperties
+        // `getBackends`), still in Resilience4j's own test configuration.
+        "instances" | "backends" => "instances",
+        _ => return None,
     };
-    let mut out = Vec::new();
-    for (name, line, props) in r.map(node, path)? {
-        let p = format!("{path}.{name}");
-        let mut fields = Vec::new();
-        for (key, kline, value) in r.map(props, &p)? {
-            let k = relaxed(key);
-            if KEYS.contains(&k.as_str()) {
-                fields.push((k, *kline, value, format!("{p}.{key}")));
-            } else {
-                r.ignored.push(super::Ignored {
-                    file: r.file.clone(),
-                    line: *kline,
-                    field: format!("{p}.{key}"),
-                });
+    let name = p.key.get(3)?;
+    // An instance written `x: {}` has no field.
+    let mut field: String = p.key[4..].iter().map(|s| relaxed(s)).collect();
+    let mut index = None;
+    if let Some(open) = field.find('[')
+        && let Some(i) = field[open + 1..]
+            .strip_suffix(']')
+            .and_then(|i| i.parse().ok())
+    {
+        index = Some(i);
+        field.truncate(open);
+    }
+    Some((section, name.as_str(), field, index))
+}
+
+/// Lists the retry properties no translator reads, with a warning for a misspelt field.
+fn list_unknown(r: &mut Reader, props: &[&Prop]) {
+    for p in props {
+        let path = p.key.join(".");
+        match place(p) {
+            Some((_, _, field, _)) if field.is_empty() || KEYS.contains(&field.as_str()) => {}
+            Some((_, _, _, _)) => {
+                let field = p.key[4..].join(".");
+                r.misspelt(&field, p.line, &p.key[..4].join("."), &NAMES);
+                r.ignore(p.line, path);
+            }
+            None if matches!(
+                p.key.get(2).map(|k| relaxed(k)).as_deref(),
+                Some("retryaspectorder" | "metrics" | "tags")
+            ) => {}
+            None => {
+                if let Some(k) = p.key.get(2) {
+                    r.misspelt(k, p.line, "resilience4j.retry", &["configs", "instances"]);
+                }
+                r.ignore(p.line, path);
             }
         }
-        out.push((name.clone(), *line, Props { fields }));
     }
-    Ok(out)
+}
+
+/// The policies the properties describe: every instance (or, with none, every config), each
+/// merged with its `baseConfig` or `configs.default`, later properties winning.
+fn targets(r: &mut Reader, props: &[&Prop]) -> Vec<(String, usize, Props)> {
+    let mut configs: Vec<(String, usize, Props)> = Vec::new();
+    let mut instances: Vec<(String, usize, Props)> = Vec::new();
+    for p in props {
+        let Some((section, name, field, index)) = place(p) else {
+            continue;
+        };
+        if !field.is_empty() && !KEYS.contains(&field.as_str()) {
+            continue;
+        }
+        let list = if section == "configs" {
+            &mut configs
+        } else {
+            &mut instances
+        };
+        let at = match list.iter().position(|(n, _, _)| n == name) {
+            Some(at) => at,
+            None => {
+                list.push((name.to_owned(), p.line, Props::default()));
+                list.len() - 1
+            }
+        };
+        let props = &mut list[at].2;
+        let path = p.key.join(".");
+        if field.is_empty() {
+            continue;
+        }
+        match index {
+            // `retryExceptions[0]=…`: one item of a list.
+            Some(i) => {
+                let mut items = match props.get(&field).map(|(n, _)| &n.value) {
+                    Some(Value::Seq(items)) => items.clone(),
+                    _ => Vec::new(),
+                };
+                if items.len() <= i {
+                    items.resize(
+                        i + 1,
+                        Node {
+                            line: p.line,
+                            value: Value::Null,
+                        },
+                    );
+                }
+                items[i] = p.value.clone();
+                let node = Node {
+                    line: p.line,
+                    value: Value::Seq(items),
+                };
+                props.set(field, p.line, node, path);
+            }
+            None => props.set(field, p.line, p.value.clone(), path),
+        }
+    }
+    let default = configs
+        .iter()
+        .find(|(n, _, _)| n == "default")
+        .map(|(_, _, p)| p.clone());
+    let targets = if instances.is_empty() {
+        &configs
+    } else {
+        &instances
+    };
+    let mut out = Vec::new();
+    for (name, line, props) in targets {
+        let merged = match props.get("baseconfig") {
+            Some((node, path)) => {
+                let base_name = match r.text(node, path) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        r.reject(e, FAILS);
+                        continue;
+                    }
+                };
+                match configs.iter().find(|(n, _, _)| *n == base_name) {
+                    Some(base) => props.merged(&base.2),
+                    None => {
+                        let e = r.bad(
+                            node.line,
+                            path,
+                            format!(
+                                "no config named {base_name:?} under resilience4j.retry.configs"
+                            ),
+                        );
+                        r.reject(e, FAILS);
+                        continue;
+                    }
+                }
+            }
+            None if name != "default" => default
+                .as_ref()
+                .map_or_else(|| props.clone(), |d| props.merged(d)),
+            None => props.clone(),
+        };
+        out.push((name.clone(), *line, merged));
+    }
+    out
 }
 
 fn instance(
     r: &Reader,
     name: &str,
     line: usize,
-    p: &Props<'_>,
+    p: &Props,
     findings: &mut Vec<Finding>,
 ) -> Result<Translation, CheckError> {
-    let mut t = Translation {
-        file: r.file.clone(),
+    let mut t = r.translation(
         line,
-        system: System::Resilience4j,
-        name: name.to_owned(),
-        max_attempts: Some(MAX_ATTEMPTS),
-        per_try_timeout: None,
-        timeout: None,
-        backoff: Backoff {
+        name.to_owned(),
+        Backoff {
             rule: RuleName::Constant,
             base: WAIT,
             cap: WAIT,
             multiplier: 1.0,
             jitter: 0.0,
         },
-        retry_on: Vec::new(),
-        methods: Vec::new(),
-        throttle: None,
-        hedging: None,
-        defaults: Vec::new(),
-        field_lines: p
-            .fields
-            .iter()
-            .filter_map(|(k, l, _, _)| KEYS.iter().find(|x| *x == k).map(|x| (*x, *l)))
-            .collect(),
-    };
+    );
+    t.max_attempts = Some(MAX_ATTEMPTS);
+    t.field_lines = p
+        .fields
+        .iter()
+        .filter_map(|(k, l, _, _)| KEYS.iter().find(|x| *x == k).map(|x| (*x, *l)))
+        .collect();
     let flag = |key: &str| -> Result<bool, CheckError> {
         p.get(key).map_or(Ok(false), |(n, path)| r.boolean(n, path))
     };
@@ -241,10 +516,14 @@ fn instance(
         }
         None => t.defaults.push("maxAttempts"),
     }
-    for key in ["retryexceptions"] {
-        if let Some((n, path)) = p.get(key) {
-            for e in r.seq(n, path)? {
-                t.retry_on.push(r.text(e, path)?);
+    if let Some((n, path)) = p.get("retryexceptions") {
+        match &n.value {
+            // A `.properties` list: `a, b`.
+            Value::Str(s) => t.retry_on.extend(super::envoy::split_list(s)),
+            _ => {
+                for e in r.seq(n, path)? {
+                    t.retry_on.push(r.text(e, path)?);
+                }
             }
         }
     }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use saphyr::{LoadableYamlNode, MarkedYamlOwned, ScalarOwned, YamlDataOwned};
 
-use super::{CheckError, Ignored};
+use super::{Backoff, CheckError, Finding, Ignored, Note, Severity, System, Translation};
 
 /// A node of a configuration file and the line (1-based) where it starts.
 #[derive(Clone, Debug, PartialEq)]
@@ -130,19 +130,84 @@ pub(crate) enum Units {
     Spring,
 }
 
-/// What a translator reads one file with: the file's name, the keys it ignored.
+/// What a translator reads one file with: the file's name and system, the keys it ignored,
+/// the findings of reading (a misspelt key, an entry the system rejects) and the notes (a
+/// route whose retries are disabled, why a file holds no policy).
 #[derive(Debug)]
 pub(crate) struct Reader {
     pub(crate) file: String,
+    pub(crate) system: System,
     pub(crate) ignored: Vec<Ignored>,
+    pub(crate) findings: Vec<Finding>,
+    pub(crate) notes: Vec<Note>,
 }
 
 impl Reader {
-    pub(crate) fn new(file: &str) -> Self {
+    pub(crate) fn new(file: &str, system: System) -> Self {
         Self {
             file: file.to_owned(),
+            system,
             ignored: Vec::new(),
+            findings: Vec::new(),
+            notes: Vec::new(),
         }
+    }
+
+    /// A policy of this file at `line` that makes one attempt, with no timeout, throttle or
+    /// condition yet: what each translator starts from.
+    pub(crate) fn translation(&self, line: usize, name: String, backoff: Backoff) -> Translation {
+        Translation {
+            file: self.file.clone(),
+            line,
+            system: self.system,
+            name,
+            max_attempts: Some(1),
+            per_try_timeout: None,
+            timeout: None,
+            backoff,
+            retry_on: Vec::new(),
+            methods: Vec::new(),
+            throttle: None,
+            hedging: None,
+            defaults: Vec::new(),
+            field_lines: Vec::new(),
+        }
+    }
+
+    /// Lists `path` (at `line`) as ignored.
+    pub(crate) fn ignore(&mut self, line: usize, path: String) {
+        self.ignored.push(Ignored {
+            file: self.file.clone(),
+            line,
+            field: path,
+        });
+    }
+
+    /// Notes something the reader saw that is not a policy (a disabled route).
+    pub(crate) fn note(&mut self, line: usize, message: impl Into<String>) {
+        self.notes.push(Note {
+            file: self.file.clone(),
+            line,
+            message: message.into(),
+        });
+    }
+
+    /// One entry the system itself rejects (or fails on when it is used): an error finding
+    /// saying what the system does with it, so that the rest of the file is still read.
+    pub(crate) fn reject(&mut self, e: CheckError, what_the_system_does: &str) {
+        let field = if e.field.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", e.field)
+        };
+        self.findings.push(Finding {
+            severity: Severity::Error,
+            code: "invalid-entry",
+            file: self.file.clone(),
+            line: e.line,
+            message: format!("{field}{}; {what_the_system_does}", e.message),
+            fix: "correct this entry; the others were read and are reported as usual".to_owned(),
+        });
     }
 
     /// Bad input at `line`, naming `field`.
@@ -172,19 +237,60 @@ impl Reader {
         }
     }
 
-    /// Lists, as ignored, every key of `node` (a mapping at `path`) not in `known`.
+    /// Lists, as ignored, every key of `node` (a mapping at `path`) not in `known`; a key
+    /// that is a misspelling of a retry setting in `known` (`retrys`, `perTryTimout`) is also
+    /// a warning naming the setting, since the system then applies its default in silence.
     pub(crate) fn ignore_unknown(&mut self, node: &Node, path: &str, known: &[&str]) {
+        self.ignore_unread(node, path, known, &[]);
+    }
+
+    /// As [`ignore_unknown`](Self::ignore_unknown), where `unread` are the system's own
+    /// fields that look like retry configuration but that herd does not model
+    /// (`retry_host_predicate`, `retryRemoteLocalities`): listed as ignored, never taken for
+    /// misspellings.
+    pub(crate) fn ignore_unread(
+        &mut self,
+        node: &Node,
+        path: &str,
+        known: &[&str],
+        unread: &[&str],
+    ) {
         if let Value::Map(entries) = &node.value {
             for (key, line, _) in entries {
-                if !known.contains(&key.as_str()) {
-                    self.ignored.push(Ignored {
-                        file: self.file.clone(),
-                        line: *line,
-                        field: join(path, key),
-                    });
+                if known.contains(&key.as_str()) {
+                    continue;
                 }
+                if !unread.contains(&key.as_str()) {
+                    self.misspelt(key, *line, path, known);
+                }
+                self.ignore(*line, join(path, key));
             }
         }
+    }
+
+    /// The `misspelt-key` warning when `key` (not in `known`) is close to a retry setting of
+    /// `known`: a setting whose name looks like retry configuration, or any setting of a
+    /// mapping that is itself a retry block (`path` looks like one).
+    pub(crate) fn misspelt(&mut self, key: &str, line: usize, path: &str, known: &[&str]) {
+        let Some(near) = nearest(key, known) else {
+            return;
+        };
+        let block = path.rsplit(['.', ' ']).next().unwrap_or(path);
+        if !(looks_like_retry(near) || looks_like_retry(block)) {
+            return;
+        }
+        let system = self.system;
+        self.findings.push(Finding {
+            severity: Severity::Warning,
+            code: "misspelt-key",
+            file: self.file.clone(),
+            line,
+            message: format!(
+                "`{key}` is not a field of {}: {system} ignores it and applies its default for `{near}`",
+                if path.is_empty() { "the file's top level" } else { path }
+            ),
+            fix: format!("did you mean `{near}`?"),
+        });
     }
 
     /// A whole number in `[lo, hi]` (a string of digits is accepted, as protobuf's JSON
@@ -281,6 +387,115 @@ impl Reader {
             Some(d) if d <= Duration::from_secs(1_000_000_000) => Ok(d),
             _ => Err(self.bad(node.line, field, format!("expected {hint}"))),
         }
+    }
+}
+
+/// A file's text without the UTF-8 byte-order mark that some editors write at its start.
+#[must_use]
+pub fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// Whether a key looks like retry configuration: it names retries, a backoff, a timeout, a
+/// budget or attempts, in any case or spelling (`retryOn`, `retry_back_off`, `perTryTimeout`,
+/// `max-attempts`, `retryBudget`).
+pub(crate) fn looks_like_retry(key: &str) -> bool {
+    let k = squash(key);
+    ["retr", "backoff", "timeout", "budget", "attempt", "hedg"]
+        .iter()
+        .any(|w| k.contains(w))
+}
+
+/// A key lowercased without `-` and `_`: the spellings one loader takes as the same name.
+pub(crate) fn squash(key: &str) -> String {
+    key.chars()
+        .filter(|c| *c != '-' && *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The name in `known` that `key` most likely misspells: the same name in another case or
+/// separator style, or one within two edits (one for names of up to four letters).
+pub(crate) fn nearest<'a>(key: &str, known: &[&'a str]) -> Option<&'a str> {
+    let k = squash(key);
+    let allowed = if k.chars().count() <= 4 { 1 } else { 2 };
+    known
+        .iter()
+        .map(|n| (edit_distance(&k, &squash(n)), *n))
+        .filter(|(d, _)| *d <= allowed)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, n)| n)
+}
+
+/// Levenshtein distance: the fewest insertions, deletions and substitutions of characters that
+/// turn `a` into `b`.
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(above + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+/// protobuf's JSON mapping writes a field under its lowerCamelCase `json_name`
+/// (`retryPolicy`) and parsers accept that or the original field name (`retry_policy`): the
+/// field name of `key`, for keys with an upper-case letter (field names have none).
+pub(crate) fn proto_field_name(key: &str) -> Option<String> {
+    if !key.chars().any(|c| c.is_ascii_uppercase()) || key.starts_with('@') {
+        return None;
+    }
+    let mut out = String::with_capacity(key.len() + 4);
+    for c in key.chars() {
+        if c.is_ascii_uppercase() {
+            out.push('_');
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+/// Rewrites every key of `node` written as a protobuf JSON name to its field name, so that a
+/// reader of field names reads both spellings (Envoy's loader does:
+/// source/common/protobuf/utility.cc parses with `JsonStringToMessage`, which takes both).
+pub(crate) fn to_proto_field_names(node: &mut Node) {
+    match &mut node.value {
+        Value::Map(entries) => {
+            for (key, _, child) in entries.iter_mut() {
+                if let Some(name) = proto_field_name(key) {
+                    *key = name;
+                }
+                to_proto_field_names(child);
+            }
+        }
+        Value::Seq(items) => items.iter_mut().for_each(to_proto_field_names),
+        _ => {}
+    }
+}
+
+/// The text of a scalar node, if it is one: how a reader takes a name it only looks at.
+pub(crate) fn str_of(node: Option<&Node>) -> Option<&str> {
+    match node.map(|n| &n.value) {
+        Some(Value::Str(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// The entries of a mapping node, if it is one.
+pub(crate) fn map_of(node: Option<&Node>) -> Option<&[(String, usize, Node)]> {
+    match node.map(|n| &n.value) {
+        Some(Value::Map(e)) => Some(e),
+        _ => None,
     }
 }
 
