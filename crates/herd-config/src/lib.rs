@@ -13,6 +13,12 @@
 //! file and line at fault and the fix. The simulator's `herd check` adds its analyzers and
 //! the storm above these readers.
 //!
+//! A translation then builds the library's own types ([`Translation::retry_policy`],
+//! [`Translation::throttle`], [`Translation::hedge_policy`], [`Translation::retryable`]), so
+//! a Rust service can run exactly the retries its gRPC service config or Envoy route
+//! describes: the same attempts, rule, timeouts and throttle, through `herd`'s loops or its
+//! tower layer.
+//!
 //! Every default is applied by the translator of its system, with the source file that
 //! defines it cited beside the code (`docs/check.md` lists them all). A key a translator does
 //! not read is listed in [`Report::ignored`], never dropped silently; a malformed file, an
@@ -49,10 +55,12 @@ mod grpc;
 mod istio;
 mod kube;
 mod linkerd;
+mod policy;
 mod resilience4j;
 mod tree;
 
 pub use detect::detect;
+pub use policy::{BuildError, LibraryThrottle, Retryable};
 
 /// The guide, `docs/check.md`: what each system's fields mean, every default with its source,
 /// the findings and the storm (compiled with the crate's docs).
