@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use herd::RuleName;
-use herd_sim::check::{self, Input, Report, Severity, System, Translation};
+use herd_config::{Input, Report, Severity, System, Translation};
 
 fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/configs/real")
@@ -30,7 +30,7 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 fn read(name: &str) -> Report {
     let path = corpus_dir().join(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{name}: {e}"));
-    check::check(&[Input::new(name, text)]).unwrap_or_else(|e| panic!("{name} refused: {e}"))
+    herd_config::read(&[Input::new(name, text)]).unwrap_or_else(|e| panic!("{name} refused: {e}"))
 }
 
 fn by<'a>(r: &'a Report, name: &str) -> &'a Translation {

@@ -105,7 +105,7 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
                     .and_then(|n| r.duration(n, "timeout", Units::Proto).ok())
                     .map_or_else(
                         || "the call's deadline".to_owned(),
-                        |d| format!("the method's timeout, {} ms", super::ms(d)),
+                        |d| format!("the method's timeout, {} ms", d.as_millis()),
                     );
                 r.reject(
                     e,
