@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::istio::ignore_object;
 use super::kube::{self, Object};
-use super::tree::{Node, Reader, Units, Value, get, line_of};
+use super::tree::{Node, Reader, Units, Value, get, line_of, str_of};
 use super::{Backoff, CheckError, Throttle, Translated, Translation};
 
 /// profile_translator.go `defaultRetryBudget`.
@@ -145,7 +145,15 @@ fn service_profile(
         }) = get(rm, "condition")
             && let Some(method) = get(cond, "method")
         {
-            t.methods.push(r.text(method, "condition.method")?);
+            let method = r.text(method, "condition.method")?;
+            // A gRPC call is always a POST: a route on `/package.Service/Method` (what
+            // `linkerd profile --proto` writes) is a gRPC method, whose idempotence the
+            // method, not the verb, decides.
+            let grpc = method.eq_ignore_ascii_case("POST")
+                && str_of(get(cond, "pathRegex")).is_some_and(is_grpc_path);
+            if !grpc {
+                t.methods.push(method);
+            }
         }
         if retryable {
             t.retry_on.push("responseClasses isFailure".to_owned());
@@ -233,6 +241,20 @@ fn annotations(r: &mut Reader, o: &Object<'_>) -> Result<Option<Translation>, Ch
         t.max_attempts = Some(limit.unwrap_or(ANNOTATION_LIMIT) + 1);
     }
     Ok(Some(t))
+}
+
+/// `/emojivoto\.v1\.EmojiService/ListAll`: a service name with a dot, then one method name.
+fn is_grpc_path(regex: &str) -> bool {
+    let path = regex.replace("\\.", ".");
+    let Some((service, method)) = path
+        .trim_start_matches('^')
+        .trim_start_matches('/')
+        .split_once('/')
+    else {
+        return false;
+    };
+    let word = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    service.contains('.') && service.split('.').all(word) && word(method.trim_end_matches('$'))
 }
 
 fn static_key(key: &str) -> &'static str {

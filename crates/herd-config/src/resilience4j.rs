@@ -387,9 +387,6 @@ fn targets(r: &mut Reader, props: &[&Prop]) -> Vec<(String, usize, Props)> {
         let Some((section, name, field, index)) = place(p) else {
             continue;
         };
-        if !field.is_empty() && !KEYS.contains(&field.as_str()) {
-            continue;
-        }
         let list = if section == "configs" {
             &mut configs
         } else {
@@ -404,7 +401,9 @@ fn targets(r: &mut Reader, props: &[&Prop]) -> Vec<(String, usize, Props)> {
         };
         let props = &mut list[at].2;
         let path = p.key.join(".");
-        if field.is_empty() {
+        // An instance exists once any of its keys is written, unknown ones included: Spring
+        // ignores unknown fields (`ignoreUnknownFields`), Resilience4j then applies defaults.
+        if field.is_empty() || !KEYS.contains(&field.as_str()) {
             continue;
         }
         match index {

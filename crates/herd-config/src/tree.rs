@@ -659,6 +659,36 @@ mod tests {
     }
 
     #[test]
+    fn names_read_in_both_protobuf_spellings_and_misspellings_found() {
+        assert_eq!(
+            proto_field_name("retryBackOff").as_deref(),
+            Some("retry_back_off")
+        );
+        assert_eq!(
+            proto_field_name("numRetries").as_deref(),
+            Some("num_retries")
+        );
+        assert_eq!(proto_field_name("num_retries"), None);
+        assert_eq!(proto_field_name("@type"), None);
+        assert_eq!(edit_distance("retrys", "retries"), 2);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(
+            nearest("perTryTimout", &["perTryTimeout", "retryOn"]),
+            Some("perTryTimeout")
+        );
+        assert_eq!(
+            nearest("max-attempts", &["maxAttempts"]),
+            Some("maxAttempts")
+        );
+        assert_eq!(nearest("mirror", &["retries", "timeout"]), None);
+        assert!(looks_like_retry("retryRemoteLocalities"));
+        assert!(looks_like_retry("retry_back_off") && looks_like_retry("perTryTimeout"));
+        assert!(looks_like_retry("max-attempts") && looks_like_retry("retryBudget"));
+        assert!(!looks_like_retry("loadBalancingConfig"));
+        assert_eq!(strip_bom("\u{feff}a: 1"), "a: 1");
+    }
+
+    #[test]
     fn yaml_nodes_know_their_lines_in_every_document() {
         let docs = load_yaml("f", "a: 1\n---\nb:\n  c: x\n").unwrap();
         assert_eq!(docs.len(), 2);
