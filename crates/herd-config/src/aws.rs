@@ -105,10 +105,8 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
             continue;
         };
         profiles += 1;
-        match profile_of(r, s, profile) {
-            Ok(t) => out.configs.push(t),
-            Err(e) => r.reject(e, FAILS),
-        }
+        let t = profile_of(r, s, profile);
+        r.keep(t, &mut out.configs, FAILS);
     }
     out.looked_at = format!("{profiles} profile(s), none that retries");
     Ok(out)

@@ -54,6 +54,24 @@ const BUDGET_PERCENT: f64 = 20.0;
 /// circuit_breaker.proto `RetryBudget.min_retry_concurrency`: "defaults to 3".
 const MIN_RETRY_CONCURRENCY: f64 = 3.0;
 
+/// Fields a virtual host and a route share, none about retries.
+const HEADERS_AND_FILTERS: [&str; 5] = [
+    "request_headers_to_add",
+    "response_headers_to_add",
+    "request_headers_to_remove",
+    "response_headers_to_remove",
+    "typed_per_filter_config",
+];
+
+/// The fields of a `RetryPolicy` that herd reads.
+const RETRY_POLICY: [&str; 5] = [
+    "retry_on",
+    "num_retries",
+    "per_try_timeout",
+    "retriable_status_codes",
+    "retry_back_off",
+];
+
 /// What Envoy does with a configuration holding an entry it cannot load.
 const REJECTS: &str = "Envoy rejects the whole resource that holds it (the route table, listener or bootstrap) when it is loaded";
 
@@ -241,35 +259,27 @@ fn virtual_host(
             "routes",
             "retry_policy",
             "require_tls",
-            "request_headers_to_add",
-            "response_headers_to_add",
-            "request_headers_to_remove",
-            "response_headers_to_remove",
-            "typed_per_filter_config",
             "cors",
             "virtual_clusters",
             "rate_limits",
             "metadata",
-        ],
+        ]
+        .iter()
+        .chain(&HEADERS_AND_FILTERS)
+        .copied()
+        .collect::<Vec<_>>(),
     );
     let vh_name = str_of(get(m, "name")).unwrap_or_default().to_owned();
     let vh_policy = get(m, "retry_policy").map(|p| (p, format!("{path}.retry_policy")));
     let Some(routes) = get(m, "routes") else {
         return 0;
     };
-    let routes = match r.seq(routes, &format!("{path}.routes")) {
-        Ok(routes) => routes,
-        Err(e) => {
-            r.reject(e, REJECTS);
-            return 0;
-        }
-    };
+    let routes = r.entries(routes, &format!("{path}.routes"), REJECTS);
     for (i, route) in routes.iter().enumerate() {
         let rp = format!("{path}.routes[{i}]");
-        match self::route(r, route, &rp, &vh_name, i, vh_policy.as_ref(), clusters) {
-            Ok(Some(t)) => out.push(t),
-            Ok(None) => {}
-            Err(e) => r.reject(e, REJECTS),
+        let t = self::route(r, route, &rp, &vh_name, i, vh_policy.as_ref(), clusters);
+        if let Some(t) = t.transpose() {
+            r.keep(t, out, REJECTS);
         }
     }
     routes.len()
@@ -297,12 +307,11 @@ fn route(
             "direct_response",
             "decorator",
             "metadata",
-            "request_headers_to_add",
-            "response_headers_to_add",
-            "request_headers_to_remove",
-            "response_headers_to_remove",
-            "typed_per_filter_config",
-        ],
+        ]
+        .iter()
+        .chain(&HEADERS_AND_FILTERS)
+        .copied()
+        .collect::<Vec<_>>(),
     );
     let Some(action) = get(rm, "route") else {
         return Ok(None);
@@ -354,17 +363,14 @@ fn route(
         None => format!("{vh_name}/routes[{i}]"),
     };
     let mut t = retry_policy(r, policy, &policy_path, name)?;
-    match get(am, "timeout") {
-        Some(n) => {
-            let d = r.duration(n, &format!("{ap}.timeout"), Units::Proto)?;
-            t.timeout = (!d.is_zero()).then_some(d);
-            t.field_lines.push(("timeout", n.line));
-        }
-        None => {
-            t.timeout = Some(ROUTE_TIMEOUT);
-            t.defaults.push("timeout");
-        }
-    }
+    let timeout = get(am, "timeout");
+    r.route_timeout(
+        &mut t,
+        timeout,
+        &format!("{ap}.timeout"),
+        Units::Proto,
+        (Some(ROUTE_TIMEOUT), true),
+    )?;
     t.methods = methods(get(rm, "match"));
     let cluster_name = str_of(get(am, "cluster"));
     match clusters
@@ -429,13 +435,7 @@ pub(crate) fn retry_policy(
     r.ignore_unread(
         node,
         path,
-        &[
-            "retry_on",
-            "num_retries",
-            "per_try_timeout",
-            "retriable_status_codes",
-            "retry_back_off",
-        ],
+        &RETRY_POLICY,
         &[
             "per_try_idle_timeout",
             "rate_limited_retry_back_off",
@@ -459,13 +459,7 @@ pub(crate) fn retry_policy(
         },
     );
     t.max_attempts = Some(NUM_RETRIES + 1);
-    for key in [
-        "retry_on",
-        "num_retries",
-        "per_try_timeout",
-        "retriable_status_codes",
-        "retry_back_off",
-    ] {
+    for key in RETRY_POLICY {
         if let Some(l) = line_of(m, key) {
             t.field_lines.push((key, l));
         }

@@ -87,12 +87,8 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
         None => None,
     };
     let mut out = Translated::default();
-    let configs = match get(top, "methodConfig").map(|c| r.seq(c, "methodConfig")) {
-        Some(Ok(configs)) => configs,
-        Some(Err(e)) => {
-            r.reject(e, REJECTS);
-            &[]
-        }
+    let configs = match get(top, "methodConfig") {
+        Some(c) => r.entries(c, "methodConfig", REJECTS),
         None => &[],
     };
     for (i, mc) in configs.iter().enumerate() {
@@ -186,10 +182,10 @@ fn method_config(
         ));
     }
     if let Some(rp) = get(m, "retryPolicy") {
-        retry_policy(r, rp, &format!("{path}.retryPolicy"), &mut t, findings)?;
+        retry_policy(r, (rp, &format!("{path}.retryPolicy")), &mut t, findings)?;
     }
     if let Some(hp) = get(m, "hedgingPolicy") {
-        hedging_policy(r, hp, &format!("{path}.hedgingPolicy"), &mut t, findings)?;
+        hedging_policy(r, (hp, &format!("{path}.hedgingPolicy")), &mut t, findings)?;
     }
     if t.throttle.is_none() {
         t.defaults.push("retryThrottling");
@@ -274,38 +270,40 @@ fn codes(r: &Reader, node: &Node, field: &str) -> Result<Vec<String>, CheckError
     Ok(out)
 }
 
+/// A policy block of a method config (`retryPolicy`, `hedgingPolicy`): its entries, with the
+/// keys outside `fields` listed as ignored and the lines of those set recorded in `t`.
+fn block<'a>(
+    r: &mut Reader,
+    node: &'a Node,
+    path: &str,
+    fields: &[&'static str],
+    t: &mut Translation,
+) -> Result<&'a [(String, usize, Node)], CheckError> {
+    let m = r.map(node, path)?;
+    r.ignore_unknown(node, path, fields);
+    t.line = node.line;
+    t.field_lines
+        .extend(fields.iter().filter_map(|k| line_of(m, k).map(|l| (*k, l))));
+    Ok(m)
+}
+
+/// `retryPolicy`'s fields (gRFC A6; `perAttemptRecvTimeout` from gRFC A76).
+const RETRY_POLICY: [&str; 6] = [
+    "maxAttempts",
+    "initialBackoff",
+    "maxBackoff",
+    "backoffMultiplier",
+    "retryableStatusCodes",
+    "perAttemptRecvTimeout",
+];
+
 fn retry_policy(
     r: &mut Reader,
-    node: &Node,
-    path: &str,
+    (node, path): (&Node, &str),
     t: &mut Translation,
     findings: &mut Vec<super::Finding>,
 ) -> Result<(), CheckError> {
-    let m = r.map(node, path)?;
-    r.ignore_unknown(
-        node,
-        path,
-        &[
-            "maxAttempts",
-            "initialBackoff",
-            "maxBackoff",
-            "backoffMultiplier",
-            "retryableStatusCodes",
-            "perAttemptRecvTimeout",
-        ],
-    );
-    t.line = node.line;
-    t.field_lines.extend(
-        [
-            "maxAttempts",
-            "initialBackoff",
-            "maxBackoff",
-            "backoffMultiplier",
-            "retryableStatusCodes",
-        ]
-        .into_iter()
-        .filter_map(|k| line_of(m, k).map(|l| (k, l))),
-    );
+    let m = block(r, node, path, &RETRY_POLICY, t)?;
     t.max_attempts = Some(attempts(r, m, node.line, path, t, findings)?);
     let required = |key: &str| {
         get(m, key).ok_or_else(|| r.bad(node.line, &format!("{path}.{key}"), "required"))
@@ -341,7 +339,6 @@ fn retry_policy(
     if let Some(n) = get(m, "perAttemptRecvTimeout") {
         t.per_try_timeout =
             Some(r.duration(n, &format!("{path}.perAttemptRecvTimeout"), Units::Proto)?);
-        t.field_lines.push(("perAttemptRecvTimeout", n.line));
     }
     // grpc-go stream.go: `cur := min(InitialBackoff·fact, MaxBackoff); cur *= 0.8 + 0.4·rand`.
     t.backoff = Backoff {
@@ -356,21 +353,17 @@ fn retry_policy(
 
 fn hedging_policy(
     r: &mut Reader,
-    node: &Node,
-    path: &str,
+    (node, path): (&Node, &str),
     t: &mut Translation,
     findings: &mut Vec<super::Finding>,
 ) -> Result<(), CheckError> {
-    let m = r.map(node, path)?;
-    r.ignore_unknown(
+    let m = block(
+        r,
         node,
         path,
         &["maxAttempts", "hedgingDelay", "nonFatalStatusCodes"],
-    );
-    t.line = node.line;
-    if let Some(l) = line_of(m, "maxAttempts") {
-        t.field_lines.push(("maxAttempts", l));
-    }
+        t,
+    )?;
     let copies = attempts(r, m, node.line, path, t, findings)?;
     let delay = match get(m, "hedgingDelay") {
         Some(n) => r.duration(n, &format!("{path}.hedgingDelay"), Units::Proto)?,

@@ -287,13 +287,7 @@ fn virtual_service(
     let Some(http) = get(s, "http") else {
         return 0;
     };
-    let routes = match r.seq(http, &format!("{sp}.http")) {
-        Ok(routes) => routes,
-        Err(e) => {
-            r.reject(e, REJECTS);
-            return 0;
-        }
-    };
+    let routes = r.entries(http, &format!("{sp}.http"), REJECTS);
     for (i, route) in routes.iter().enumerate() {
         let rp = format!("{sp}.http[{i}]");
         match http_route(r, route, &rp, &o.name, i, limits) {
@@ -345,14 +339,14 @@ fn http_route(
     };
     let mut t = default_policy(r, route.line, name);
     t.methods = methods(r, get(rm, "match"))?;
-    match get(rm, "timeout") {
-        Some(n) => {
-            let d = r.duration(n, &format!("{rp}.timeout"), Units::Go)?;
-            t.timeout = (!d.is_zero()).then_some(d);
-            t.field_lines.push(("timeout", n.line));
-        }
-        None => t.defaults.push("timeout"),
-    }
+    let timeout = get(rm, "timeout");
+    r.route_timeout(
+        &mut t,
+        timeout,
+        &format!("{rp}.timeout"),
+        Units::Go,
+        (None, true),
+    )?;
     match get(rm, "retries") {
         None => t.defaults.extend([
             "retries.attempts",

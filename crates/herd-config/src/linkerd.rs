@@ -29,6 +29,9 @@ const ROUTE_TIMEOUT: Duration = Duration::from_secs(10);
 /// retries.md: `retry.linkerd.io/limit` "defaults to 1".
 const ANNOTATION_LIMIT: u32 = 1;
 
+/// What Linkerd does with a resource it cannot read.
+const REJECTS: &str = "the API server rejects this resource (its CRD schema) or Linkerd's controller skips it, and its routes keep Linkerd's defaults";
+
 const RETRY_PREFIX: &str = "retry.linkerd.io/";
 const TIMEOUT_PREFIX: &str = "timeout.linkerd.io/";
 
@@ -38,13 +41,21 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
     let mut out = Translated::default();
     for o in &objects {
         if o.kind == "ServiceProfile" && o.api_version.starts_with("linkerd.io/") {
-            service_profile(r, o, &mut out.configs)?;
-        } else if let Some(t) = annotations(r, o)? {
-            out.configs.push(t);
+            if let Err(e) = service_profile(r, o, &mut out.configs) {
+                r.reject(e, REJECTS);
+            }
         } else {
-            ignore_object(r, o);
+            match annotations(r, o) {
+                Ok(Some(t)) => out.configs.push(t),
+                Ok(None) => ignore_object(r, o),
+                Err(e) => r.reject(e, REJECTS),
+            }
         }
     }
+    out.looked_at = format!(
+        "{} object(s), no ServiceProfile route with isRetryable: true and no retry.linkerd.io annotation naming a condition",
+        objects.len()
+    );
     Ok(out)
 }
 
@@ -129,16 +140,14 @@ fn service_profile(
             t.field_lines.push(("retryBudget", l));
         }
         t.defaults.extend(budget_defaults.iter().copied());
-        match get(rm, "timeout") {
-            Some(n) => {
-                t.timeout = Some(r.duration(n, &format!("{rp}.timeout"), Units::Go)?);
-                t.field_lines.push(("timeout", n.line));
-            }
-            None => {
-                t.timeout = Some(ROUTE_TIMEOUT);
-                t.defaults.push("timeout");
-            }
-        }
+        let timeout = get(rm, "timeout");
+        r.route_timeout(
+            &mut t,
+            timeout,
+            &format!("{rp}.timeout"),
+            Units::Go,
+            (Some(ROUTE_TIMEOUT), false),
+        )?;
         if let Some(Node {
             value: Value::Map(cond),
             ..

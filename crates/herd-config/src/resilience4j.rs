@@ -302,10 +302,8 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
     let mut out = Translated::default();
     let plain = targets(r, &base);
     for (name, line, props) in &plain {
-        match instance(r, name, *line, props, &mut out.findings) {
-            Ok(t) => out.configs.push(t),
-            Err(e) => r.reject(e, FAILS),
-        }
+        let t = instance(r, name, *line, props, &mut out.findings);
+        r.keep(t, &mut out.configs, FAILS);
     }
     for (profile, props) in &profiles {
         let all: Vec<&Prop> = base.iter().chain(props.iter()).copied().collect();
@@ -314,10 +312,8 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
                 continue;
             }
             let named = format!("{name} [profile {profile}]");
-            match instance(r, &named, line, &merged, &mut out.findings) {
-                Ok(t) => out.configs.push(t),
-                Err(e) => r.reject(e, FAILS),
-            }
+            let t = instance(r, &named, line, &merged, &mut out.findings);
+            r.keep(t, &mut out.configs, FAILS);
         }
     }
     out.looked_at = format!(

@@ -174,6 +174,61 @@ impl Reader {
         }
     }
 
+    /// The translation of one entry, kept, or the entry's error as an `invalid-entry`
+    /// finding saying `what_the_system_does`.
+    pub(crate) fn keep(
+        &mut self,
+        entry: Result<Translation, CheckError>,
+        out: &mut Vec<Translation>,
+        what_the_system_does: &str,
+    ) {
+        match entry {
+            Ok(t) => out.push(t),
+            Err(e) => self.reject(e, what_the_system_does),
+        }
+    }
+
+    /// The items of a list of entries (routes, method configs); a value that is not a list is
+    /// an `invalid-entry` finding and no items.
+    pub(crate) fn entries<'a>(
+        &mut self,
+        node: &'a Node,
+        field: &str,
+        what_the_system_does: &str,
+    ) -> &'a [Node] {
+        match self.seq(node, field) {
+            Ok(items) => items,
+            Err(e) => {
+                self.reject(e, what_the_system_does);
+                &[]
+            }
+        }
+    }
+
+    /// A route's `timeout` (`node`, at `path`) into `t`: as written, `0` disabling it where
+    /// `zero_disables`; absent, the system's `default`, listed among the defaults.
+    pub(crate) fn route_timeout(
+        &self,
+        t: &mut Translation,
+        node: Option<&Node>,
+        path: &str,
+        units: Units,
+        (default, zero_disables): (Option<Duration>, bool),
+    ) -> Result<(), CheckError> {
+        match node {
+            Some(n) => {
+                let d = self.duration(n, path, units)?;
+                t.timeout = (!(zero_disables && d.is_zero())).then_some(d);
+                t.field_lines.push(("timeout", n.line));
+            }
+            None => {
+                t.timeout = default;
+                t.defaults.push("timeout");
+            }
+        }
+        Ok(())
+    }
+
     /// Lists `path` (at `line`) as ignored.
     pub(crate) fn ignore(&mut self, line: usize, path: String) {
         self.ignored.push(Ignored {
