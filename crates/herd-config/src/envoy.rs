@@ -34,8 +34,8 @@ use std::time::Duration;
 use herd::RuleName;
 
 use super::tree::{
-    Node, Reader, Units, Value, get, line_of, load_json, load_yaml, map_of, str_of,
-    to_proto_field_names,
+    Node, Reader, Units, Value, get, line_of, load_json, load_yaml, looks_like_retry, map_of,
+    str_of, to_proto_field_names,
 };
 use super::{Backoff, CheckError, Throttle, Translated, Translation};
 
@@ -86,7 +86,7 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
     let mut clusters = Vec::new();
     let mut vhosts = Vec::new();
     for doc in &docs {
-        collect(doc, "", &mut clusters, &mut vhosts);
+        collect(r, doc, "", &mut clusters, &mut vhosts);
     }
     let mut throttles = Vec::new();
     for (path, node) in clusters {
@@ -109,8 +109,11 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
 }
 
 /// Finds, anywhere in the tree, every `virtual_hosts[]` and every cluster with circuit
-/// breakers (an object with `circuit_breakers`).
+/// breakers (an object with `circuit_breakers`); any other key that looks like retry
+/// configuration (a cluster's `connect_timeout`, a connection manager's `request_timeout`) is
+/// listed as ignored.
 fn collect<'a>(
+    r: &mut Reader,
     node: &'a Node,
     path: &str,
     clusters: &mut Vec<(String, &'a Node)>,
@@ -121,7 +124,7 @@ fn collect<'a>(
             if get(entries, "circuit_breakers").is_some() {
                 clusters.push((path.to_owned(), node));
             }
-            for (key, _, child) in entries {
+            for (key, line, child) in entries {
                 let p = super::tree::join(path, key);
                 match (key.as_str(), &child.value) {
                     ("virtual_hosts", Value::Seq(items)) => vhosts.extend(
@@ -130,13 +133,16 @@ fn collect<'a>(
                             .enumerate()
                             .map(|(i, v)| (format!("{p}[{i}]"), v)),
                     ),
-                    _ => collect(child, &p, clusters, vhosts),
+                    // Read by `cluster`.
+                    ("circuit_breakers", _) => {}
+                    (k, _) if looks_like_retry(k) => r.ignore(*line, p),
+                    _ => collect(r, child, &p, clusters, vhosts),
                 }
             }
         }
         Value::Seq(items) => {
             for (i, child) in items.iter().enumerate() {
-                collect(child, &format!("{path}[{i}]"), clusters, vhosts);
+                collect(r, child, &format!("{path}[{i}]"), clusters, vhosts);
             }
         }
         _ => {}

@@ -228,10 +228,19 @@ fn destination_rule(r: &mut Reader, o: &Object<'_>) -> Result<Limit, CheckError>
             ],
             &["retryBudget"],
         );
+        // Settings herd does not model that may hold timeouts or a port's own `maxRetries`.
+        for key in ["outlierDetection", "portLevelSettings", "tunnel"] {
+            if let Some(n) = get(tpm, key) {
+                r.ignore_retry_like(n, &format!("{tpp}.{key}"));
+            }
+        }
         if let Some(cp) = get(tpm, "connectionPool") {
             let cpp = format!("{tpp}.connectionPool");
             let cpm = r.map(cp, &cpp)?;
             r.ignore_unknown(cp, &cpp, &["tcp", "http"]);
+            if let Some(tcp) = get(cpm, "tcp") {
+                r.ignore_retry_like(tcp, &format!("{cpp}.tcp"));
+            }
             if let Some(http) = get(cpm, "http") {
                 let hp = format!("{cpp}.http");
                 let hm = r.map(http, &hp)?;

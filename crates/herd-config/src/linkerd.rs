@@ -207,6 +207,18 @@ fn annotations(r: &mut Reader, o: &Object<'_>) -> Result<Option<Translation>, Ch
         .iter()
         .filter(|(k, _, _)| k.starts_with(RETRY_PREFIX) || k.starts_with(TIMEOUT_PREFIX))
         .collect();
+    // Other annotations that look like retry settings (a proxy's connect timeout) are not
+    // read: listed.
+    for (key, line, _) in ann {
+        if !(key.starts_with(RETRY_PREFIX) || key.starts_with(TIMEOUT_PREFIX))
+            && super::tree::looks_like_retry(key)
+        {
+            r.ignore(
+                *line,
+                kube::at(&o.path, &format!("metadata.annotations.{key}")),
+            );
+        }
+    }
     if ours.is_empty() {
         return Ok(None);
     }

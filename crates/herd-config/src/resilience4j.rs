@@ -282,6 +282,16 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
     let mut base: Vec<&Prop> = Vec::new();
     let mut profiles: Vec<(String, Vec<&Prop>)> = Vec::new();
     for doc in &docs {
+        // Other properties that look like retry settings (a TimeLimiter's `timeoutDuration`,
+        // Spring Cloud's own retries) are not read: listed.
+        for p in doc {
+            let under_retry = p.key.len() >= 2
+                && relaxed(&p.key[0]) == "resilience4j"
+                && relaxed(&p.key[1]) == "retry";
+            if !under_retry && p.key.iter().any(|k| super::tree::looks_like_retry(k)) {
+                r.ignore(p.line, p.key.join("."));
+            }
+        }
         let retry: Vec<&Prop> = doc
             .iter()
             .filter(|p| {

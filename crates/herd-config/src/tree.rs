@@ -229,6 +229,30 @@ impl Reader {
         Ok(())
     }
 
+    /// Lists, as ignored, every key under `node` (at `path`) that looks like retry
+    /// configuration: what a reader passes over without reading it (a `connect_timeout`, a
+    /// port's own `connectionPool`).
+    pub(crate) fn ignore_retry_like(&mut self, node: &Node, path: &str) {
+        match &node.value {
+            Value::Map(entries) => {
+                for (key, line, child) in entries {
+                    let p = join(path, key);
+                    if looks_like_retry(key) {
+                        self.ignore(*line, p);
+                    } else {
+                        self.ignore_retry_like(child, &p);
+                    }
+                }
+            }
+            Value::Seq(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    self.ignore_retry_like(child, &format!("{path}[{i}]"));
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Lists `path` (at `line`) as ignored.
     pub(crate) fn ignore(&mut self, line: usize, path: String) {
         self.ignored.push(Ignored {

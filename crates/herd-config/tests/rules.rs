@@ -420,3 +420,93 @@ spec:
     );
     assert_eq!(r.configs[1].methods, ["POST"]);
 }
+
+#[test]
+fn every_key_that_looks_like_retries_is_read_or_listed() {
+    let ignored =
+        |r: &Report| -> Vec<String> { r.ignored.iter().map(|i| i.field.clone()).collect() };
+    // Envoy: a bootstrap's cluster and connection-manager timeouts; the read ones are not listed.
+    let bootstrap = "static_resources:
+  listeners:
+  - filter_chains:
+    - filters:
+      - typed_config:
+          request_timeout: 5s
+          route_config:
+            virtual_hosts:
+            - name: a
+              routes:
+              - route: {cluster: c, retry_policy: {retry_on: 5xx}}
+  clusters:
+  - name: c
+    connect_timeout: 1s
+    circuit_breakers: {thresholds: [{max_retries: 5}]}
+";
+    let r = read("envoy.yaml", bootstrap);
+    let got = ignored(&r);
+    assert!(
+        got.iter()
+            .any(|f| f.ends_with("typed_config.request_timeout")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|f| f == "static_resources.clusters[0].connect_timeout"),
+        "{got:?}"
+    );
+    assert!(
+        !got.iter()
+            .any(|f| f.contains("circuit_breakers") || f.contains("retry_policy")),
+        "{got:?}"
+    );
+    assert_eq!(
+        r.configs[0]
+            .throttle
+            .as_ref()
+            .and_then(|t| t.param("max_retries")),
+        Some(5.0)
+    );
+    // Istio: a DestinationRule's TCP connect timeout and a port's own maxRetries.
+    let dr = "apiVersion: networking.istio.io/v1
+kind: DestinationRule
+metadata: {name: d}
+spec:
+  host: d
+  trafficPolicy:
+    connectionPool:
+      tcp: {connectTimeout: 2s, maxConnections: 10}
+    portLevelSettings:
+    - port: {number: 80}
+      connectionPool: {http: {maxRetries: 3}}
+";
+    let got = ignored(&read("dr.yaml", dr));
+    assert!(
+        got.iter()
+            .any(|f| f.ends_with("connectionPool.tcp.connectTimeout")),
+        "{got:?}"
+    );
+    assert!(
+        got.iter()
+            .any(|f| f.ends_with("portLevelSettings[0].connectionPool.http.maxRetries")),
+        "{got:?}"
+    );
+    assert!(
+        !got.iter().any(|f| f.ends_with("maxConnections")),
+        "{got:?}"
+    );
+    // Spring: a TimeLimiter's timeout is listed; a circuit breaker's window is not retry-like.
+    let yml = "resilience4j:\n  retry.instances.a.maxAttempts: 2\n  timelimiter.instances.a.timeoutDuration: 2s\n  circuitbreaker.instances.a.slidingWindowSize: 10\n";
+    let got = ignored(&read("application.yml", yml));
+    assert_eq!(
+        got,
+        ["resilience4j.timelimiter.instances.a.timeoutDuration"]
+    );
+    // Linkerd: a proxy timeout annotation beside the retry ones.
+    let svc = "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  annotations:\n    retry.linkerd.io/http: 5xx\n    config.linkerd.io/proxy-outbound-connect-timeout: 1s\n";
+    let got = ignored(&read("svc.yaml", svc));
+    assert!(
+        got.iter()
+            .any(|f| f.ends_with("proxy-outbound-connect-timeout")),
+        "{got:?}"
+    );
+}
