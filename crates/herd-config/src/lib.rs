@@ -20,10 +20,15 @@
 //! tower layer.
 //!
 //! Every default is applied by the translator of its system, with the source file that
-//! defines it cited beside the code (`docs/check.md` lists them all). A key a translator does
-//! not read is listed in [`Report::ignored`], never dropped silently; a malformed file, an
-//! unknown kind or an out-of-range value is a [`CheckError`] naming the file, the line and
-//! the field.
+//! defines it cited beside the code (`docs/check.md` lists them all). Each reader takes every
+//! spelling its system's loader accepts (Envoy's two protobuf JSON names, Spring Boot's
+//! relaxed, dotted and `.properties` keys, a leading byte-order mark). A key a translator does
+//! not read is listed in [`Report::ignored`], never dropped silently, and a misspelt retry
+//! setting is a `misspelt-key` warning; an entry its system rejects (a method config, a
+//! profile, a route) is an `invalid-entry` error finding saying what the system does, and the
+//! rest of the file is read; a file with no retry policy has a [`Note`] saying what was looked
+//! at. Only a file that cannot be parsed, or whose system cannot be told, is a [`CheckError`]
+//! naming the file, the line and the field.
 //!
 //! # Examples
 //!
@@ -432,8 +437,8 @@ pub(crate) struct Translated {
 ///
 /// # Errors
 ///
-/// The first input that is malformed, of no known system, or out of range, as a
-/// [`CheckError`].
+/// The first input that is malformed (not JSON, YAML, INI or properties) or of no known
+/// system, as a [`CheckError`]; an entry out of range is a finding instead.
 pub fn read(inputs: &[Input]) -> Result<Report, CheckError> {
     let mut report = Report::default();
     for input in inputs {
