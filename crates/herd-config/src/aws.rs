@@ -23,7 +23,7 @@ use std::time::Duration;
 use herd::RuleName;
 
 use super::tree::Reader;
-use super::{Backoff, CheckError, Throttle, Translated, Translation};
+use super::{Backoff, CheckError, System, Throttle, Translated, Translation};
 
 /// retry.rs `RetryConfig::default()`: 3 attempts.
 const STANDARD_ATTEMPTS: u32 = 3;
@@ -114,19 +114,28 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
 
 fn profile_of(r: &mut Reader, s: &Section, profile: String) -> Result<Translation, CheckError> {
     let field = |k: &str| format!("[{}].{k}", s.name);
-    let mut t = r.translation(
-        s.line,
-        profile,
-        Backoff {
+    let mut t = Translation {
+        file: r.file.clone(),
+        line: s.line,
+        system: System::Aws,
+        name: profile,
+        max_attempts: None,
+        per_try_timeout: None,
+        timeout: None,
+        backoff: Backoff {
             rule: RuleName::Full,
             base: BASE,
             cap: MAX_BACKOFF,
             multiplier: 2.0,
             jitter: 1.0,
         },
-    );
-    t.max_attempts = None;
-    t.retry_on = vec!["throttling".into(), "transient".into(), "5xx".into()];
+        retry_on: vec!["throttling".into(), "transient".into(), "5xx".into()],
+        methods: Vec::new(),
+        throttle: None,
+        hedging: None,
+        defaults: Vec::new(),
+        field_lines: Vec::new(),
+    };
     let mut mode = None;
     let mut attempts = None;
     for (key, value, line) in &s.entries {
