@@ -62,6 +62,11 @@ mod tree;
 pub use detect::detect;
 pub use policy::{BuildError, LibraryThrottle, Retryable};
 
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// The guide, `docs/check.md`: what each system's fields mean, every default with its source,
 /// the findings and the storm (compiled with the crate's docs).
 #[doc = include_str!("../../../docs/check.md")]
