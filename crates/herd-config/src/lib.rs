@@ -68,6 +68,11 @@ pub use detect::detect;
 pub use policy::{BuildError, LibraryThrottle, Retryable};
 pub use tree::strip_bom;
 
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// The guide, `docs/check.md`: what each system's fields mean, every default with its source,
 /// the findings and the storm (compiled with the crate's docs).
 #[doc = include_str!("../../../docs/check.md")]
