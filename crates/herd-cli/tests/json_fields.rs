@@ -243,8 +243,9 @@ fn csv_columns(row: &Value) -> BTreeSet<String> {
                     }
                 }
             }
-            // The storm's per-window series is a time series, the JSON's alone.
-            Value::Object(_) if key == "series" => {}
+            // The storm's per-window series is a time series, the JSON's alone (`null` in a
+            // run that did not keep it).
+            Value::Object(_) | Value::Null if key == "series" => {}
             Value::Object(inner) => columns.extend(
                 inner
                     .iter()

@@ -110,6 +110,17 @@ fn runs_report_every_seed_and_a_summary() {
         .map(|r| r["seed"].as_u64().unwrap())
         .collect();
     assert_eq!(seeds, [7, 8, 9, 10, 7, 8, 9, 10]);
+    // Regression: the runs after the first carried empty `arrivals` and `served` lists, which
+    // read as runs in which no window had an attempt. A series not kept says so.
+    for r in results {
+        let series = &r["series"];
+        if r["seed"] == 7 {
+            let arrivals = series["arrivals"].as_array().unwrap();
+            assert!(arrivals.iter().any(|a| a.as_u64() > Some(0)), "{series}");
+        } else {
+            assert!(series.is_null(), "seed {}: {series}", r["seed"]);
+        }
+    }
     let summary = v["summary"].as_array().unwrap();
     assert_eq!(summary[0]["rule"], "full");
     let spread = &summary[0]["all_served_s"];

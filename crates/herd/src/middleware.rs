@@ -13,10 +13,32 @@
 //! and failed responses drained
 //! before the pause so their connections go back to the pool (up to a size and a time limit:
 //! a body that stalls is dropped with its connection). A request whose body cannot be
-//! copied (a stream) is sent once. Every response it returns carries a
-//! [`RetryOutcome`] in its extensions; when the last attempt ended in an error, the error is
-//! the layer's [`GaveUp`](crate::layer::GaveUp) (why, after how many attempts) with the
-//! reqwest error as its source.
+//! copied (a stream) is sent once.
+//!
+//! # What it returns
+//!
+//! What the last attempt returned, **unchanged**, as reqwest-retry does (its
+//! `execute_with_retry` returns the last attempt's result, `reqwest-retry/src/middleware.rs`):
+//! the last response as received (a failed one with its status, headers and body), or the
+//! last attempt's error, so `matches!(err, reqwest_middleware::Error::Reqwest(e) if
+//! e.is_redirect())` holds after a redirect loop, and `is_timeout()` or `is_connect()` after a
+//! timeout or a refused connection. An attempt that herd cut at the per-attempt timeout or the
+//! deadline ends in herd's own [`AttemptTimedOut`] (a `reqwest_middleware::Error::Middleware`).
+//!
+//! The attempts made, the time spent and why the middleware stopped go beside the result as a
+//! [`RetryOutcome`]:
+//! - in the response's extensions (`response.extensions().get::<RetryOutcome>()`);
+//! - in the call's extensions, for an error as for a response: send with
+//!   `ClientWithMiddleware::execute_with_extensions(request, &mut extensions)` and read
+//!   `extensions.get::<RetryOutcome>()` afterwards;
+//! - in the `gave up` tracing event (fields `attempts`, `reason`) and to the
+//!   [`on_give_up`](RetryMiddleware::on_give_up) hook.
+//!
+//! A caller who wants them on the error itself opts into [`RetryMiddleware::wrap_errors`]:
+//! the error is then the layer's [`GaveUp`](crate::layer::GaveUp) (why, after how many
+//! attempts) with the reqwest error as its source. A call that ends with no error of reqwest's
+//! to return (no attempt could start, or the last failure was a response already released
+//! before a pause that the deadline then cut) ends in a `GaveUp`.
 //!
 //! # Examples
 //!
@@ -34,6 +56,25 @@
 //!     .build();
 //! # let _ = client;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Reading the attempts beside an error:
+//!
+//! ```no_run
+//! # async fn call(client: reqwest_middleware::ClientWithMiddleware) -> Result<(), Box<dyn std::error::Error>> {
+//! use herd::layer::RetryOutcome;
+//!
+//! let request = client.get("http://127.0.0.1:1/").build()?;
+//! let mut extensions = http::Extensions::new();
+//! let result = client.execute_with_extensions(request, &mut extensions).await;
+//! let outcome = extensions.get::<RetryOutcome>().expect("set on every call");
+//! if let Err(reqwest_middleware::Error::Reqwest(e)) = &result
+//!     && e.is_connect()
+//! {
+//!     eprintln!("unreachable after {} attempt(s)", outcome.attempts);
+//! }
+//! # Ok(())
+//! # }
 //! ```
 
 use std::fmt;
@@ -69,6 +110,7 @@ pub struct RetryMiddleware<C: Clock = TokioClock, S = TokioSleep> {
     drain_limit: usize,
     drain_timeout: Duration,
     send_idempotency_key: bool,
+    wrap_errors: bool,
     classify: Option<ResponseClassifier>,
     classify_error: Option<ErrorClassifier>,
     on_retry: Option<RetryHook>,
@@ -100,6 +142,7 @@ impl<C: Clock> RetryMiddleware<C, TokioSleep> {
             drain_limit: DEFAULT_DRAIN_LIMIT,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             send_idempotency_key: false,
+            wrap_errors: false,
             classify: None,
             classify_error: None,
             on_retry: None,
@@ -120,6 +163,7 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
             drain_limit: self.drain_limit,
             drain_timeout: self.drain_timeout,
             send_idempotency_key: self.send_idempotency_key,
+            wrap_errors: self.wrap_errors,
             classify: self.classify,
             classify_error: self.classify_error,
             on_retry: self.on_retry,
@@ -188,6 +232,16 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
     #[must_use]
     pub fn send_idempotency_key(mut self, send: bool) -> Self {
         self.send_idempotency_key = send;
+        self
+    }
+
+    /// Return the last attempt's error inside the layer's [`GaveUp`](crate::layer::GaveUp)
+    /// (why the middleware stopped, after how many attempts, the reqwest error as its
+    /// [`source`](std::error::Error::source)) instead of unchanged (default false). Without
+    /// it, the attempts and the reason are in the call's extensions (a [`RetryOutcome`]).
+    #[must_use]
+    pub fn wrap_errors(mut self, wrap: bool) -> Self {
+        self.wrap_errors = wrap;
         self
     }
 
@@ -284,13 +338,20 @@ where
         let mut last = Last::Nothing;
         loop {
             if let Err(reason) = policy.before_attempt(&mut state) {
-                return self.finish(&target, policy, &state, last, reason);
+                return self.finish(&target, policy, &state, extensions, last, reason);
             }
             observe::attempts(state.attempts());
             // Dropping this call mid-attempt gives a half-open probe's permit back.
             let guard = policy.attempt_guard(&state);
             let Some(request) = next_request.take() else {
-                return self.finish(&target, policy, &state, last, StopReason::NotReplayable);
+                return self.finish(
+                    &target,
+                    policy,
+                    &state,
+                    extensions,
+                    last,
+                    StopReason::NotReplayable,
+                );
             };
             next_request = request.try_clone();
             let limit = policy.attempt_limit(&state);
@@ -309,12 +370,14 @@ where
                     };
                     let Some(verdict) = verdict else {
                         policy.on_success(&state);
-                        let mut response = response;
-                        response.extensions_mut().insert(RetryOutcome {
+                        let outcome = RetryOutcome {
                             attempts: state.attempts(),
                             elapsed: policy.elapsed(&state),
                             reason: None,
-                        });
+                        };
+                        extensions.insert(outcome);
+                        let mut response = response;
+                        response.extensions_mut().insert(outcome);
                         return Ok(response);
                     };
                     let verdict = if self.respect_exhausted
@@ -365,7 +428,7 @@ where
             };
             match decision {
                 Decision::Stop(reason) => {
-                    return self.finish(&target, policy, &state, last, reason);
+                    return self.finish(&target, policy, &state, extensions, last, reason);
                 }
                 Decision::Retry {
                     pause,
@@ -422,6 +485,7 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
         target: &Target,
         policy: &RetryPolicy<C>,
         state: &CallState,
+        extensions: &mut Extensions,
         last: Last,
         reason: StopReason,
     ) -> Result<Response> {
@@ -431,6 +495,7 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
             elapsed,
             reason: Some(reason),
         };
+        extensions.insert(outcome);
         observe::gave_up(target, &outcome, last.failure());
         if let Some(hook) = &self.on_give_up {
             hook(&GivingUp {
@@ -440,11 +505,7 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
         }
         match last {
             Last::Response(mut response) => {
-                response.extensions_mut().insert(RetryOutcome {
-                    attempts,
-                    elapsed,
-                    reason: Some(reason),
-                });
+                response.extensions_mut().insert(outcome);
                 if self.mark_exhausted && reason.is_exhaustion() && policy.max_attempts() > 1 {
                     response
                         .headers_mut()
@@ -452,7 +513,10 @@ impl<C: Clock, S> RetryMiddleware<C, S> {
                 }
                 Ok(response)
             }
-            // The layer's shape: why and after how many attempts, the error as the source.
+            // The caller's error passes through unchanged, unless the caller asked for it
+            // wrapped: the layer's shape, why and after how many attempts, the error as the
+            // source.
+            Last::Error(error) if !self.wrap_errors => Err(error),
             Last::Error(error) => Err(reqwest_middleware::Error::middleware(
                 crate::layer::GaveUp {
                     reason,

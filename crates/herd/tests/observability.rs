@@ -268,8 +268,9 @@ fn assert_said_once(error: &(dyn std::error::Error + 'static)) {
 #[tokio::test(start_paused = true)]
 async fn errors_do_not_repeat_their_source() {
     let boom = || std::io::Error::other("boom");
-    // The layer's error.
+    // The layer's error (wrapped on request; by default the inner error passes through).
     let svc = RetryLayer::new(three_attempts())
+        .wrap_errors(true)
         .sleeper(Recorder::default())
         .layer(tower::service_fn(|_: http::Request<String>| async move {
             Err::<http::Response<String>, _>(std::io::Error::other("boom"))

@@ -5,7 +5,7 @@
 mod support;
 
 use support::Recorder;
-use support::http::{busy_once_then_hello, ended_after, gave_up_on};
+use support::http::{busy_once_then_hello, ended_after};
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,7 +15,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::any;
 use herd::asynchronous::TokioClock;
 use herd::classify::Verdict;
@@ -135,19 +135,110 @@ async fn gives_up_with_the_last_response_marked_exhausted() {
     assert_eq!(ended_after(*outcome), (3, Some(StopReason::Attempts)));
 }
 
+/// A GET of `/` at `addr` as a downstream user sends it: `inner` wrapped in a three-attempt
+/// middleware, the call's extensions kept so that the outcome can be read beside the result.
+async fn downstream_get(
+    inner: reqwest::Client,
+    addr: SocketAddr,
+) -> (reqwest_middleware::Result<reqwest::Response>, RetryOutcome) {
+    let policy = RetryPolicy::builder(Rule::constant(Duration::from_millis(100)).unwrap())
+        .max_attempts(3)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let client = ClientBuilder::new(inner)
+        .with(RetryMiddleware::new(policy).sleeper(Recorder::default()))
+        .build();
+    let request = client.get(format!("http://{addr}/")).build().unwrap();
+    let mut extensions = http::Extensions::new();
+    let result = client
+        .execute_with_extensions(request, &mut extensions)
+        .await;
+    let outcome = *extensions
+        .get::<RetryOutcome>()
+        .expect("the outcome beside every result");
+    (result, outcome)
+}
+
+/// Regression: the middleware turned the last reqwest error into its own ("request failed
+/// after 1 attempt(s) (permanent)"), so a caller's match on reqwest's kinds stopped holding.
 #[tokio::test]
-async fn a_refused_connection_is_retried_then_reported() {
+async fn a_redirect_loop_ends_in_reqwests_own_error_after_one_attempt() {
+    let (addr, hits) = server(|_| Redirect::temporary("/").into_response()).await;
+    let (result, outcome) = downstream_get(reqwest::Client::new(), addr).await;
+    let error = result.unwrap_err();
+    assert!(
+        matches!(&error, reqwest_middleware::Error::Reqwest(e) if e.is_redirect()),
+        "{error:#}"
+    );
+    assert_eq!(ended_after(outcome), (1, Some(StopReason::Permanent)));
+    // reqwest follows at most 10 redirects: one attempt is 11 requests.
+    assert_eq!(hits.load(Ordering::SeqCst), 11);
+}
+
+/// reqwest's own timeout, on paused time (a listener that never answers).
+#[tokio::test(start_paused = true)]
+async fn a_timeout_ends_in_reqwests_own_error() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let inner = reqwest::Client::builder()
+        .timeout(Duration::from_secs(1))
+        .build()
+        .unwrap();
+    let (result, outcome) = downstream_get(inner, silent.local_addr().unwrap()).await;
+    let error = result.unwrap_err();
+    assert!(
+        matches!(&error, reqwest_middleware::Error::Reqwest(e) if e.is_timeout()),
+        "{error:#}"
+    );
+    assert_eq!(ended_after(outcome), (3, Some(StopReason::Attempts)));
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_retried_then_ends_in_reqwests_own_error() {
     // Bind, read the port, close: nothing listens there now.
     let addr = {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         listener.local_addr().unwrap()
     };
-    let (error, recorder) = get(addr).await;
-    let error = error.unwrap_err();
-    let (cause, reason, attempts) = gave_up_on(&error);
-    assert!(cause.is_connect(), "{error:#}");
-    assert_eq!((reason, attempts), (StopReason::Attempts, 3));
-    assert_eq!(recorder.pauses().len(), 2, "3 attempts, 2 pauses");
+    let (result, outcome) = downstream_get(reqwest::Client::new(), addr).await;
+    let error = result.unwrap_err();
+    assert!(
+        matches!(&error, reqwest_middleware::Error::Reqwest(e) if e.is_connect()),
+        "{error:#}"
+    );
+    assert_eq!(ended_after(outcome), (3, Some(StopReason::Attempts)));
+}
+
+/// The opt-in wrapper: the reqwest error as the source of a `GaveUp` that says why and after
+/// how many attempts.
+#[tokio::test]
+async fn wrapped_errors_carry_the_attempts_and_the_reason() {
+    let (addr, _) = server(|_| Redirect::temporary("/").into_response()).await;
+    let policy = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(3)
+        .clock(TokioClock::new())
+        .build()
+        .unwrap();
+    let client = ClientBuilder::new(reqwest::Client::new())
+        .with(RetryMiddleware::new(policy).wrap_errors(true))
+        .build();
+    let error = client
+        .get(format!("http://{addr}/"))
+        .send()
+        .await
+        .unwrap_err();
+    let reqwest_middleware::Error::Middleware(outer) = &error else {
+        panic!("not wrapped: {error:#}");
+    };
+    let gave_up = outer.downcast_ref::<herd::layer::GaveUp>().unwrap();
+    assert_eq!(
+        (gave_up.reason, gave_up.attempts),
+        (StopReason::Permanent, 1)
+    );
+    let source = std::error::Error::source(gave_up).unwrap();
+    assert!(
+        matches!(source.downcast_ref(), Some(reqwest_middleware::Error::Reqwest(e)) if e.is_redirect())
+    );
 }
 
 #[tokio::test]

@@ -40,8 +40,16 @@ pub struct RunResult {
     pub requests_per_client: f64,
     /// The most arrivals in one window at or after the end of the last outage.
     pub peak_after_outage: u64,
-    /// Arrivals and answers per window.
+    /// Arrivals and answers per window; serialized as `null` when the series was not kept
+    /// ([`Series::drop_windows`]), never as empty lists, which mean a run in which no window
+    /// had an attempt.
+    #[serde(serialize_with = "series_or_null")]
     pub series: Series,
+}
+
+/// `series` as JSON: the series, or `null` when it was not kept.
+fn series_or_null<S: serde::Serializer>(series: &Series, s: S) -> Result<S::Ok, S::Error> {
+    series.kept().serialize(s)
 }
 
 /// Load per window, from t = 0 up to the last window in which anyone called.
@@ -58,6 +66,40 @@ pub struct Series {
     pub arrivals: Vec<u64>,
     /// Attempts served in each window.
     pub served: Vec<u64>,
+    /// Whether the windows were dropped after the run ([`Series::drop_windows`]).
+    #[serde(skip)]
+    dropped: bool,
+}
+
+impl Series {
+    /// A series of `arrivals` and `served` per window of `window_s` seconds, at `capacity`
+    /// answers per window.
+    #[must_use]
+    pub fn new(window_s: f64, capacity: f64, arrivals: Vec<u64>, served: Vec<u64>) -> Self {
+        Self {
+            window_s,
+            capacity,
+            arrivals,
+            served,
+            dropped: false,
+        }
+    }
+
+    /// Frees the per-window lists of a run whose series is not shown (`herd storm --runs`
+    /// keeps the first seed's only) and marks the series as not kept: the lists are then
+    /// empty, and the run's JSON says `"series": null`, never empty lists, which would read
+    /// as a run in which no window had an attempt.
+    pub fn drop_windows(&mut self) {
+        self.arrivals = Vec::new();
+        self.served = Vec::new();
+        self.dropped = true;
+    }
+
+    /// The series, or `None` when its windows were dropped.
+    #[must_use]
+    pub fn kept(&self) -> Option<&Self> {
+        (!self.dropped).then_some(self)
+    }
 }
 
 /// Accumulates a run's figures step by step.
@@ -151,12 +193,12 @@ impl<'p> Meter<'p> {
                 self.requests as f64 / clients as f64
             },
             peak_after_outage,
-            series: Series {
-                window_s: plan.window_s(),
-                capacity: plan.capacity as f64,
-                arrivals: self.arrivals,
-                served: self.served_per_window,
-            },
+            series: Series::new(
+                plan.window_s(),
+                plan.capacity as f64,
+                self.arrivals,
+                self.served_per_window,
+            ),
         }
     }
 }

@@ -15,9 +15,21 @@
 //! loop, a bad URL, a scheme the client cannot speak, a failed TLS handshake are permanent; a
 //! refused, reset or broken connection, a timeout, a peer that closed mid-answer are
 //! transient). Your own reading goes in [`RetryLayer::classify`] for responses and
-//! [`RetryLayer::classify_error`] for errors. When the layer gives up, it returns the **last response** (not
-//! an error) if there was one, so the caller sees the server's own status and body; every
-//! response carries a [`RetryOutcome`] in its extensions.
+//! [`RetryLayer::classify_error`] for errors. When the layer gives up, it returns the **last
+//! response** (not an error) if there was one, so the caller sees the server's own status and
+//! body; every response carries a [`RetryOutcome`] in its extensions.
+//!
+//! When the last attempt ended in an error, the layer returns **that error unchanged** (the
+//! inner service's error, boxed as tower boxes it, so `error.downcast_ref::<YourError>()`
+//! finds it; or herd's own [`AttemptTimedOut`](crate::asynchronous::AttemptTimedOut) when
+//! herd cut the attempt), as reqwest-retry returns the last attempt's result
+//! (`reqwest-retry/src/middleware.rs`, `execute_with_retry`). The attempts made and why the
+//! layer stopped go beside it: in the `gave up` tracing event (fields `attempts`, `reason`)
+//! and to the [`on_give_up`](RetryLayer::on_give_up) hook; a caller who wants them on the
+//! error itself opts into [`RetryLayer::wrap_errors`], which returns a [`GaveUp`] with the
+//! error as its source. A call that ends with no error of the service's to return (no attempt
+//! could start, or the last failure was a response already released before a pause that the
+//! deadline then cut) ends in a [`GaveUp`].
 //!
 //! A failed response that will be retried is **released before the pause**: its body is
 //! read and dropped (up to [`RetryLayer::drain_limit`], 64 KiB by default), so that an HTTP/1
@@ -184,6 +196,7 @@ pub(crate) struct Config<C: Clock, S, R, P> {
     send_idempotency_key: bool,
     drain_limit: usize,
     drain_timeout: Duration,
+    wrap_errors: bool,
     classify_error: Option<ErrorClassifier>,
     on_retry: Option<RetryHook>,
     on_give_up: Option<GiveUpHook>,
@@ -198,6 +211,7 @@ impl<C: Clock, S, R, P> fmt::Debug for RetryLayer<C, S, R, P> {
             .field("send_idempotency_key", &self.config.send_idempotency_key)
             .field("drain_limit", &self.config.drain_limit)
             .field("drain_timeout", &self.config.drain_timeout)
+            .field("wrap_errors", &self.config.wrap_errors)
             .finish_non_exhaustive()
     }
 }
@@ -218,6 +232,7 @@ impl<C: Clock> RetryLayer<C, TokioSleep, CloneBody, Http> {
                 send_idempotency_key: false,
                 drain_limit: DEFAULT_DRAIN_LIMIT,
                 drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+                wrap_errors: false,
                 classify_error: None,
                 on_retry: None,
                 on_give_up: None,
@@ -261,6 +276,7 @@ impl<C: Clock, S, R, P> RetryLayer<C, S, R, P> {
                 send_idempotency_key: c.send_idempotency_key,
                 drain_limit: c.drain_limit,
                 drain_timeout: c.drain_timeout,
+                wrap_errors: c.wrap_errors,
                 classify_error: c.classify_error,
                 on_retry: c.on_retry,
                 on_give_up: c.on_give_up,
@@ -301,6 +317,13 @@ impl<C: Clock, S: Clone, R: Clone, P: Clone> RetryLayer<C, S, R, P> {
         /// not read to its end by then is dropped, closing its connection.
         #[must_use]
         drain_timeout: Duration;
+        /// Return the inner service's error of the last attempt inside a [`GaveUp`] (why the
+        /// layer stopped, after how many attempts, the error as its
+        /// [`source`](std::error::Error::source)) instead of unchanged (default false: the
+        /// caller's error passes through, and the attempts and the reason are in the
+        /// `gave up` tracing event and the [`on_give_up`](Self::on_give_up) hook).
+        #[must_use]
+        wrap_errors: bool;
     }
 
     /// Called before each retry's pause, with the failed attempt and the pause.

@@ -9,8 +9,9 @@ use http::StatusCode;
 use super::BoxError;
 use crate::outcome::StopReason;
 
-/// How a call through the layer went, attached to every response the layer returns (read it
-/// with `response.extensions().get::<RetryOutcome>()`).
+/// How a call through the layer or the middleware went, attached to every response they
+/// return (read it with `response.extensions().get::<RetryOutcome>()`); the reqwest
+/// middleware also puts it in the call's extensions, for an error as for a response.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RetryOutcome {
@@ -58,9 +59,11 @@ pub struct GivingUp<'a> {
     pub failure: Option<Failure<'a>>,
 }
 
-/// The error a [`RetryService`](super::RetryService) returns when its last attempt ended in an
-/// error (not a response), or when no attempt could start: why it stopped, how many
-/// attempts, and the inner error as the source.
+/// The error a [`RetryService`](super::RetryService) or the reqwest middleware returns when no
+/// attempt could start, or when its last failure was a response already released: why it
+/// stopped, how many attempts. With `wrap_errors(true)` it also wraps the last attempt's error
+/// (then its [`source`](std::error::Error::source)); by default that error is returned
+/// unchanged.
 #[derive(Debug)]
 pub struct GaveUp {
     /// Why the layer stopped.

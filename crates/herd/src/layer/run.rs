@@ -308,6 +308,8 @@ fn finish<C: Clock, S, R, P, B>(
             elapsed: report.elapsed,
             source: Some(Box::new(Answered(failure))),
         })),
+        // The caller's error passes through unchanged, unless the caller asked for it wrapped.
+        Last::Error(source) if !config.wrap_errors => Err(source),
         Last::Error(source) => Err(Box::new(GaveUp {
             reason,
             attempts: report.attempts,

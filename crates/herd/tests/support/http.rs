@@ -89,22 +89,11 @@ where
     (service, calls)
 }
 
-/// The reqwest error inside what the middleware returns when its last attempt failed with an
-/// error (a `GaveUp` whose source is the client's error), and why it gave up after how many
-/// attempts.
+/// The reqwest error of the last attempt, which the middleware returns unchanged.
 #[cfg(feature = "reqwest")]
-pub fn gave_up_on(error: &reqwest_middleware::Error) -> (&reqwest::Error, herd::StopReason, u32) {
-    let reqwest_middleware::Error::Middleware(outer) = error else {
-        panic!("not the middleware's error: {error}");
-    };
-    let gave_up = outer
-        .downcast_ref::<herd::layer::GaveUp>()
-        .expect("the middleware gives up with GaveUp");
-    let source = std::error::Error::source(gave_up).expect("the last attempt's error");
-    let Some(reqwest_middleware::Error::Reqwest(e)) =
-        source.downcast_ref::<reqwest_middleware::Error>()
-    else {
-        panic!("not a reqwest error: {source}");
-    };
-    (e, gave_up.reason, gave_up.attempts)
+pub fn passed_through(error: &reqwest_middleware::Error) -> &reqwest::Error {
+    match error {
+        reqwest_middleware::Error::Reqwest(e) => e,
+        other => panic!("not the last attempt's reqwest error: {other:#}"),
+    }
 }

@@ -244,12 +244,7 @@ mod tests {
             requests: windows as u64,
             requests_per_client: 1.0,
             peak_after_outage: 1,
-            series: Series {
-                window_s: 0.1,
-                capacity: 50.0,
-                arrivals: vec![1; windows],
-                served: vec![1; windows],
-            },
+            series: Series::new(0.1, 50.0, vec![1; windows], vec![1; windows]),
         }
     }
 
