@@ -647,6 +647,37 @@ mod tests {
         k * (1.0 - 2.0 / (9.0 * k) + z * (2.0 / (9.0 * k)).sqrt()).powi(3)
     }
 
+    /// Draws `samples` values of B(`n`, `p`) from `rng` and checks them against the exact mass
+    /// function (Pearson's chi-square below [`chi_square_limit`]).
+    fn binomial_fits(rng: &mut SplitMix64, n: u64, p: f64, samples: u64) {
+        let mut counts = vec![0u64; n as usize + 1];
+        for _ in 0..samples {
+            counts[binomial(rng, n, p) as usize] += 1;
+        }
+        let pmf: Vec<f64> = (0..=n).map(|k| binomial_pmf(n, p, k)).collect();
+        let (stat, df) = chi_square(&counts, &pmf, samples);
+        assert!(
+            stat < chi_square_limit(df),
+            "B({n}, {p}): chi² {stat} on {df} df"
+        );
+    }
+
+    /// Draws `samples` values of H(`total`, `s`, `d`) from `rng` and checks them against the
+    /// exact mass function, as [`binomial_fits`].
+    fn hypergeometric_fits(rng: &mut SplitMix64, total: u64, s: u64, d: u64, samples: u64) {
+        let hi = s.min(d) as usize;
+        let mut counts = vec![0u64; hi + 1];
+        for _ in 0..samples {
+            counts[hypergeometric(rng, total, s, d) as usize] += 1;
+        }
+        let pmf: Vec<f64> = (0..=hi as u64).map(|k| hyper_pmf(total, s, d, k)).collect();
+        let (stat, df) = chi_square(&counts, &pmf, samples);
+        assert!(
+            stat < chi_square_limit(df),
+            "H({total}, {s}, {d}): chi² {stat} on {df} df"
+        );
+    }
+
     #[test]
     fn ln_factorial_ratio_matches_direct_sums() {
         for (a, b) in [
@@ -756,17 +787,7 @@ mod tests {
             (3, 0.99),
             (400, 0.02),
         ] {
-            let samples = 40_000u64;
-            let mut counts = vec![0u64; n as usize + 1];
-            for _ in 0..samples {
-                counts[binomial(&mut rng, n, p) as usize] += 1;
-            }
-            let pmf: Vec<f64> = (0..=n).map(|k| binomial_pmf(n, p, k)).collect();
-            let (stat, df) = chi_square(&counts, &pmf, samples);
-            assert!(
-                stat < chi_square_limit(df),
-                "B({n}, {p}): chi² {stat} on {df} df"
-            );
+            binomial_fits(&mut rng, n, p, 40_000);
         }
     }
 
@@ -841,30 +862,8 @@ mod tests {
     #[test]
     fn chi_square_where_the_bounds_decide() {
         let mut rng = SplitMix64::new(14);
-        let samples = 40_000u64;
-        let (n, p) = (5_000u64, 0.4);
-        let mut counts = vec![0u64; n as usize + 1];
-        for _ in 0..samples {
-            counts[binomial(&mut rng, n, p) as usize] += 1;
-        }
-        let pmf: Vec<f64> = (0..=n).map(|k| binomial_pmf(n, p, k)).collect();
-        let (stat, df) = chi_square(&counts, &pmf, samples);
-        assert!(
-            stat < chi_square_limit(df),
-            "B({n}, {p}): chi² {stat} on {df} df"
-        );
-
-        let (total, s, d) = (20_000u64, 5_000u64, 8_000u64);
-        let mut counts = vec![0u64; s as usize + 1];
-        for _ in 0..samples {
-            counts[hypergeometric(&mut rng, total, s, d) as usize] += 1;
-        }
-        let pmf: Vec<f64> = (0..=s).map(|k| hyper_pmf(total, s, d, k)).collect();
-        let (stat, df) = chi_square(&counts, &pmf, samples);
-        assert!(
-            stat < chi_square_limit(df),
-            "H({total}, {s}, {d}): chi² {stat} on {df} df"
-        );
+        binomial_fits(&mut rng, 5_000, 0.4, 40_000);
+        hypergeometric_fits(&mut rng, 20_000, 5_000, 8_000, 40_000);
     }
 
     #[test]
@@ -878,18 +877,7 @@ mod tests {
             (10_000, 9_000, 300),
             (2000, 3, 1000),
         ] {
-            let samples = 40_000u64;
-            let hi = s.min(d) as usize;
-            let mut counts = vec![0u64; hi + 1];
-            for _ in 0..samples {
-                counts[hypergeometric(&mut rng, total, s, d) as usize] += 1;
-            }
-            let pmf: Vec<f64> = (0..=hi as u64).map(|k| hyper_pmf(total, s, d, k)).collect();
-            let (stat, df) = chi_square(&counts, &pmf, samples);
-            assert!(
-                stat < chi_square_limit(df),
-                "H({total}, {s}, {d}): chi² {stat} on {df} df"
-            );
+            hypergeometric_fits(&mut rng, total, s, d, 40_000);
         }
     }
 

@@ -508,8 +508,13 @@ impl Rule {
     /// Retry at once.
     #[must_use]
     pub const fn immediate() -> Self {
+        Self::of(Kind::Immediate)
+    }
+
+    /// A rule of `kind`, with no spread below the cap (what every constructor builds).
+    const fn of(kind: Kind) -> Self {
         Self {
-            kind: Kind::Immediate,
+            kind,
             below_cap_ppm: 0,
         }
     }
@@ -523,12 +528,9 @@ impl Rule {
         if pause.is_zero() {
             return Err(InvalidRule::ZeroPause);
         }
-        Ok(Self {
-            below_cap_ppm: 0,
-            kind: Kind::Constant {
-                pause: nanos(pause),
-            },
-        })
+        Ok(Self::of(Kind::Constant {
+            pause: nanos(pause),
+        }))
     }
 
     /// A capped rule with `base` and `cap` checked: `kind` of them in nanoseconds, with no
@@ -539,10 +541,7 @@ impl Rule {
         kind: fn(u64, u64) -> Kind,
     ) -> Result<Self, InvalidRule> {
         let (base, cap) = check_base_cap(base, cap)?;
-        Ok(Self {
-            below_cap_ppm: 0,
-            kind: kind(base, cap),
-        })
+        Ok(Self::of(kind(base, cap)))
     }
 
     /// `g(k) = min(cap, base · 2^(k−1))`, no jitter.
@@ -596,22 +595,7 @@ impl Rule {
         jitter: f64,
         cap: Duration,
     ) -> Result<Self, InvalidRule> {
-        let (base, cap) = check_base_cap(base, cap)?;
-        if !multiplier.is_finite() || multiplier < 1.0 {
-            return Err(InvalidRule::Multiplier(multiplier));
-        }
-        if !(0.0..=1.0).contains(&jitter) {
-            return Err(InvalidRule::Jitter(jitter));
-        }
-        Ok(Self {
-            below_cap_ppm: 0,
-            kind: Kind::Grpc {
-                base,
-                cap,
-                multiplier,
-                jitter,
-            },
-        })
+        Self::multiplied(RuleName::Grpc, base, multiplier, jitter, cap)
     }
 
     /// Polly's decorrelated jitter V2 (George Polevoy's formula): smooth, jittered, with median
@@ -656,18 +640,7 @@ impl Rule {
         jitter: f64,
         cap: Duration,
     ) -> Result<Self, InvalidRule> {
-        let (base, cap) = check_base_cap(base, cap)?;
-        systems::check(multiplier, jitter)?;
-        Ok(Self {
-            below_cap_ppm: 0,
-            kind: Kind::GrpcRetry {
-                base,
-                cap,
-                top: systems::grpc_retry_top(cap, jitter),
-                multiplier,
-                jitter,
-            },
-        })
+        Self::multiplied(RuleName::GrpcRetry, base, multiplier, jitter, cap)
     }
 
     /// Resilience4j's exponential random backoff (`IntervalFunction.ofExponentialRandomBackoff`
@@ -702,17 +675,46 @@ impl Rule {
         jitter: f64,
         cap: Duration,
     ) -> Result<Self, InvalidRule> {
+        Self::multiplied(RuleName::Randomized, base, multiplier, jitter, cap)
+    }
+
+    /// `name`, one of the rules with a multiplier and a jitter (`grpc`, `grpc-retry`,
+    /// `randomized`), with `base`, `cap`, `multiplier` and `jitter` checked.
+    fn multiplied(
+        name: RuleName,
+        base: Duration,
+        multiplier: f64,
+        jitter: f64,
+        cap: Duration,
+    ) -> Result<Self, InvalidRule> {
         let (base, cap) = check_base_cap(base, cap)?;
+        // gRPC's connection backoff only grows; the systems' rules accept a multiplier below 1.
+        if name == RuleName::Grpc && multiplier < 1.0 {
+            return Err(InvalidRule::Multiplier(multiplier));
+        }
         systems::check(multiplier, jitter)?;
-        Ok(Self {
-            below_cap_ppm: 0,
-            kind: Kind::Randomized {
+        Ok(Self::of(match name {
+            RuleName::Grpc => Kind::Grpc {
                 base,
                 cap,
                 multiplier,
                 jitter,
             },
-        })
+            RuleName::GrpcRetry => Kind::GrpcRetry {
+                base,
+                cap,
+                top: systems::grpc_retry_top(cap, jitter),
+                multiplier,
+                jitter,
+            },
+            RuleName::Randomized => Kind::Randomized {
+                base,
+                cap,
+                multiplier,
+                jitter,
+            },
+            other => unreachable!("{other} has no multiplier"),
+        }))
     }
 
     /// The rule's name.

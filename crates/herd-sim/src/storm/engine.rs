@@ -38,7 +38,7 @@ use crate::error::ScenarioError;
 use crate::limits;
 use crate::storm::Scenario;
 use crate::storm::calendar::Calendar;
-use crate::storm::failure::{AfterFailure, Fate, pause_steps};
+use crate::storm::failure::{AfterFailure, Fate, PauseSteps};
 use crate::storm::metrics::{Meter, RunResult};
 use crate::storm::plan::{Plan, PlannedRule};
 use crate::storm::record::{Deadlined, Identified, Plain, Record, Remembering};
@@ -87,7 +87,8 @@ fn run<R: Record, O: Observer>(
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
-    let (rule, per_step) = (&planned.rule, planned.per_step);
+    let rule = &planned.rule;
+    let to_steps = PauseSteps::new(planned.per_step, rule.max_pause_nanos());
     let mut calendar = Calendar::<R>::new(AfterFailure::max_wait(plan, planned));
     let mut rng = SplitMix64::new(seed);
     let mut server = ServerState::new(plan);
@@ -219,7 +220,7 @@ fn run<R: Record, O: Observer>(
                     observer.attempt(id, step, refusal, Some(GiveUp::MaxAttempts));
                     continue;
                 }
-                let pause = pause_steps(rule.pause_nanos(&mut state, &mut rng), per_step);
+                let pause = to_steps.of(rule.pause_nanos(&mut state, &mut rng));
                 client.set_state(state);
                 // The server's delay draws its jitter right after the rule's pause.
                 let wait = match after.wait(pause, client.first(), &mut rng) {
