@@ -50,6 +50,7 @@ pub mod mesh;
 mod resilience4j;
 pub mod storm;
 mod tree;
+pub mod whatif;
 
 pub use detect::detect;
 

@@ -1,0 +1,305 @@
+//! The what-if against closed forms. Each statistical comparison is a z-test against the
+//! exact law's own standard error; a test's comparisons share a false-failure rate of at most
+//! 10⁻⁶ (Bonferroni: |z| ≤ 5.3 for each of up to four, P(|Z| > 5.3) = 1.2 · 10⁻⁷), from fixed
+//! seeds.
+use super::*;
+use crate::check::{Input, check};
+
+/// The largest |z| a comparison may reach (see the module docs).
+const Z: f64 = 5.3;
+
+const ISTIO_DEFAULT: &str = "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: inner}\nspec:\n  hosts: [db]\n  http:\n  - route:\n    - destination: {host: db}\n";
+const ISTIO_FOUR: &str = "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: outer}\nspec:\n  hosts: [api]\n  http:\n  - route:\n    - destination: {host: api}\n    retries:\n      attempts: 3\n";
+
+fn one(file: &str, text: &str) -> Translation {
+    check(&[Input::new(file, text)]).unwrap().configs.remove(0)
+}
+
+fn short() -> WhatIfOptions {
+    WhatIfOptions {
+        before_s: 2.0,
+        after_s: 3.0,
+        ..WhatIfOptions::default()
+    }
+}
+
+/// An inner call's law in a brownout of `p` with `a` attempts: (attempts, served, probability).
+fn inner_law(p: f64, a: u32) -> Vec<(u32, bool, f64)> {
+    let mut out = Vec::new();
+    for k in 1..=a {
+        out.push((k, true, p.powi(k as i32 - 1) * (1.0 - p)));
+    }
+    out.push((a, false, p.powi(a as i32)));
+    out
+}
+
+/// Mean and variance of the attempts at the bottom, and the probability of success, for
+/// hops of `attempts` (caller first), each retrying the one below until it succeeds.
+fn layered_law(p: f64, attempts: &[u32]) -> (f64, f64, f64) {
+    let mut law = inner_law(p, *attempts.last().unwrap());
+    for &a in attempts.iter().rev().skip(1) {
+        // Outer attempts are inner calls, repeated while they fail, at most `a`.
+        let mut next: Vec<(u32, bool, f64)> = Vec::new();
+        let mut frontier = vec![(0u32, 1.0)];
+        for k in 1..=a {
+            let mut failed = Vec::new();
+            for &(sum, prob) in &frontier {
+                for &(n, ok, q) in &law {
+                    if ok || k == a {
+                        next.push((sum + n, ok, prob * q));
+                    } else {
+                        failed.push((sum + n, prob * q));
+                    }
+                }
+            }
+            frontier = failed;
+        }
+        law = next;
+    }
+    let mean: f64 = law.iter().map(|&(n, _, q)| f64::from(n) * q).sum();
+    let second: f64 = law.iter().map(|&(n, _, q)| f64::from(n).powi(2) * q).sum();
+    let served: f64 = law.iter().filter(|l| l.1).map(|l| l.2).sum();
+    (mean, second - mean * mean, served)
+}
+
+fn within(what: &str, got: f64, want: f64, se: f64) {
+    assert!(
+        (got - want).abs() <= Z * se,
+        "{what}: {got} against {want} (standard error {se}, z = {})",
+        (got - want) / se
+    );
+}
+
+#[test]
+fn the_closed_forms_are_what_the_laws_say() {
+    let (mean, _, served) = layered_law(0.3, &[3]);
+    assert!((mean - 1.39).abs() < 1e-12 && (served - 0.973).abs() < 1e-12);
+    let q: f64 = 0.3f64.powi(3);
+    let (mean, _, _) = layered_law(0.3, &[4, 3]);
+    assert!((mean - 1.39 * (1.0 + q + q * q + q * q * q)).abs() < 1e-12);
+}
+
+/// Istio's defaults (three attempts, `unavailable` retried), brownout p = 0.3: amplification
+/// 1 + p + p² = 1.39, goodput 1 − p³ = 0.973.
+#[test]
+fn istio_defaults_in_a_brownout_meet_the_closed_form() {
+    let t = one("vs.yaml", ISTIO_DEFAULT);
+    assert_eq!(t.max_attempts, Some(3));
+    let run = run_fault(
+        &[&t],
+        Fault::Brownout,
+        &short(),
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    let f = &run.figures;
+    let n = f.requests as f64;
+    assert!(n > 25_000.0, "{n} requests in 60 s at 500 a second");
+    let (mean, var, served) = layered_law(0.3, &[3]);
+    within("amplification", f.amplification, mean, (var / n).sqrt());
+    within(
+        "goodput",
+        f.goodput,
+        served,
+        (served * (1.0 - served) / n).sqrt(),
+    );
+    assert!(run.notes.is_empty(), "{:?}", run.notes);
+}
+
+/// Two hops, four attempts above three: in the brownout the bottom meets
+/// (1 + p + p²)(1 + q + q² + q³) attempts a request, q = p³, from the layered simulation.
+#[test]
+fn two_hops_in_a_brownout_meet_the_closed_form() {
+    let outer = one("outer.yaml", ISTIO_FOUR);
+    let inner = one("inner.yaml", ISTIO_DEFAULT);
+    assert_eq!((outer.max_attempts, inner.max_attempts), (Some(4), Some(3)));
+    let run = run_fault(
+        &[&outer, &inner],
+        Fault::Brownout,
+        &short(),
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    let f = &run.figures;
+    let n = f.requests as f64;
+    let (mean, var, served) = layered_law(0.3, &[4, 3]);
+    within("amplification", f.amplification, mean, (var / n).sqrt());
+    within(
+        "goodput",
+        f.goodput,
+        served,
+        (served * (1.0 - served) / n).sqrt().max(1.0 / n),
+    );
+    assert!(
+        run.notes
+            .iter()
+            .any(|n| n.contains("passes the failure up unchanged")),
+        "{:?}",
+        run.notes
+    );
+}
+
+/// A service that turns its upstream's failure into a 500: the hop above does not retry it,
+/// and the bottom sees the single hop's law.
+#[test]
+fn a_hop_that_answers_500_stops_the_layers_above_from_retrying() {
+    let outer = one("outer.yaml", ISTIO_FOUR);
+    let inner = one("inner.yaml", ISTIO_DEFAULT);
+    let options = WhatIfOptions {
+        gives_up_as_500: true,
+        ..short()
+    };
+    let run = run_fault(
+        &[&outer, &inner],
+        Fault::Brownout,
+        &options,
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    let f = &run.figures;
+    let n = f.requests as f64;
+    let (mean, var, served) = layered_law(0.3, &[3]);
+    within("amplification", f.amplification, mean, (var / n).sqrt());
+    within(
+        "goodput",
+        f.goodput,
+        served,
+        (served * (1.0 - served) / n).sqrt(),
+    );
+}
+
+/// Two hops in the outage: every request whose whole call falls in it sends the bottom
+/// 4 × 3 = 12 attempts, and fails; none sends more. Exact: nothing is drawn but the pauses.
+#[test]
+fn two_hops_send_the_bottom_twelve_attempts_a_request_in_the_outage() {
+    let outer = one("outer.yaml", ISTIO_FOUR);
+    let inner = one("inner.yaml", ISTIO_DEFAULT);
+    let path = [&outer, &inner];
+    let options = short();
+    let (plan, hops, fault_s) =
+        prepare(&path, Fault::Outage, &options, &Limits::default()).unwrap();
+    // Inner: 3 attempts of 10 ms and pauses of at most 25 and 50 ms; outer: 4 of those and
+    // pauses of at most 25, 50 and 100 ms: 595 ms, the outage twice that.
+    let window = window_ns(&hops, plan.latency_ns);
+    assert_eq!(window, 595_000_000);
+    assert!((fault_s - 1.19).abs() < 1e-9, "{fault_s}");
+    let trace = run::run(&plan, &hops, 1, &mut Watch::none()).unwrap();
+    let whole: Vec<_> = trace
+        .requests
+        .iter()
+        .filter(|r| r.arrival_ns >= plan.start_ns && r.arrival_ns + window < plan.end_ns)
+        .collect();
+    assert!(whole.len() > 200, "{}", whole.len());
+    assert!(whole.iter().all(|r| r.attempts == 12 && !r.ok));
+    assert!(trace.requests.iter().all(|r| r.attempts <= 12));
+    // Every request that failed sent all twelve.
+    assert!(
+        trace
+            .requests
+            .iter()
+            .filter(|r| !r.ok)
+            .all(|r| r.attempts == 12)
+    );
+    let run = run_fault(
+        &path,
+        Fault::Outage,
+        &options,
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    assert!(run.figures.amplification <= 12.0 && run.figures.amplification > 6.0);
+    assert_eq!(run.figures.recovered_s, Some(0.0), "{:?}", run.figures);
+}
+
+#[test]
+fn a_policy_that_does_not_retry_the_answer_shows_it() {
+    let envoy = one(
+        "route.yaml",
+        "name: r\nvirtual_hosts:\n- name: v\n  domains: [\"*\"]\n  routes:\n  - match: {prefix: /}\n    route:\n      cluster: c\n      retry_policy:\n        retry_on: connect-failure\n        num_retries: 3\n",
+    );
+    let run = run_fault(
+        &[&envoy],
+        Fault::Brownout,
+        &short(),
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    assert_eq!(run.figures.amplification, 1.0);
+    let n = run.figures.requests as f64;
+    within("goodput", run.figures.goodput, 0.7, (0.21 / n).sqrt());
+    assert!(
+        run.notes.iter().any(|n| n.contains("does not retry")),
+        "{:?}",
+        run.notes
+    );
+}
+
+#[test]
+fn a_run_is_the_same_from_the_same_seed() {
+    let t = one("vs.yaml", ISTIO_DEFAULT);
+    let options = WhatIfOptions {
+        overload_s: 5.0,
+        ..short()
+    };
+    let go = || {
+        run_fault(
+            &[&t],
+            Fault::Overload,
+            &options,
+            &Limits::default(),
+            &Cancel::new(),
+        )
+        .unwrap()
+    };
+    assert_eq!(go(), go());
+}
+
+#[test]
+fn bad_options_are_refused_naming_the_field() {
+    let t = one("vs.yaml", ISTIO_DEFAULT);
+    for (options, field) in [
+        (
+            WhatIfOptions {
+                rps: Some(-1.0),
+                ..WhatIfOptions::default()
+            },
+            "rps",
+        ),
+        (
+            WhatIfOptions {
+                brownout: 1.5,
+                ..WhatIfOptions::default()
+            },
+            "brownout",
+        ),
+        (
+            WhatIfOptions {
+                capacity_rps: f64::NAN,
+                ..WhatIfOptions::default()
+            },
+            "capacity_rps",
+        ),
+        (
+            WhatIfOptions {
+                outage_s: Some(-3.0),
+                ..WhatIfOptions::default()
+            },
+            "outage_s",
+        ),
+    ] {
+        let err = run_fault(
+            &[&t],
+            Fault::Outage,
+            &options,
+            &Limits::default(),
+            &Cancel::new(),
+        )
+        .unwrap_err();
+        assert_eq!(err.field_name(), Some(field), "{err}");
+    }
+}
