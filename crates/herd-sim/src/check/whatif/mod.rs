@@ -62,12 +62,14 @@ use crate::watch::{Cancel, Watch};
 mod answer;
 mod faults;
 mod figures;
+mod fixes;
 mod hop;
 mod run;
 
 pub use answer::FailureStatus;
 pub use faults::{Fault, MAX_REQUESTS, WhatIfOptions};
 pub use figures::Figures;
+pub use fixes::{Fix, FixChange, fix};
 
 use answer::Answer;
 use hop::Hop;
@@ -215,6 +217,120 @@ pub fn run_faults(
         .into_iter()
         .map(|f| run_fault(path, f, options, limits, cancel))
         .collect()
+}
+
+/// One fault, the path as set beside its fix.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct FaultComparison {
+    /// The fault.
+    pub fault: Fault,
+    /// When it started, seconds from the run's start.
+    pub start_s: f64,
+    /// How long it lasted, in seconds (the same for both: the as-set path's outage).
+    pub fault_s: f64,
+    /// The figures as set.
+    pub as_set: Figures,
+    /// The figures with the fix (the same as `as_set` when there is no fix).
+    pub fix: Figures,
+    /// Attempts per second at the backend per 100 ms, as set and with the fix.
+    #[serde(skip)]
+    pub load: [Vec<f64>; 2],
+    /// What the run could not express, and what the reader should know.
+    pub notes: Vec<String>,
+}
+
+/// A policy's (or call path's) three faults, as set beside its fix.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct Comparison {
+    /// The faults in [`Fault::ALL`]'s order.
+    pub faults: Vec<FaultComparison>,
+    /// The fix's changes in the system's own terms; empty when there is none.
+    pub fix_changes: Vec<FixChange>,
+    /// Why "fix" equals "as set", when it does.
+    pub no_fix: Option<String>,
+}
+
+/// How `fix` compares with `set` in one fault: (better somewhere, worse somewhere), each
+/// judged beyond two standard errors of the difference, or by recovery.
+fn judged(set: &Figures, fix: &Figures) -> (bool, bool) {
+    let se = |a: f64, b: f64| 2.0 * (a * a + b * b).sqrt();
+    let g = fix.goodput - set.goodput;
+    let g_se = se(set.goodput_se, fix.goodput_se);
+    let a = fix.amplification - set.amplification;
+    let a_se = se(set.amplification_se, fix.amplification_se);
+    let recovery = |r: Option<f64>| r.unwrap_or(f64::INFINITY);
+    let (rs, rf) = (recovery(set.recovered_s), recovery(fix.recovered_s));
+    let better = g > g_se || a < -a_se || rf < rs || fix.peak_load < 0.9 * set.peak_load;
+    let worse = g < -g_se || a > a_se || rf > rs;
+    (better, worse)
+}
+
+/// Runs the three faults on `path` (caller first) as set and with its [`fix`], with the same
+/// seed and the same outage. A fix that does worse in every fault is not proposed: `no_fix`
+/// says so, and the fix's figures are the path's.
+///
+/// # Errors
+///
+/// As [`run_fault`].
+pub fn compare(
+    path: &[&Translation],
+    options: &WhatIfOptions,
+    limits: &Limits,
+    cancel: &Cancel,
+) -> Result<Comparison, ScenarioError> {
+    let fix = fix(path);
+    let fixed: Vec<&Translation> = fix.path.iter().collect();
+    let mut same = options.clone();
+    same.outage_s = Some(outage_s(path, options)?);
+    let mut faults = Vec::new();
+    for fault in Fault::ALL {
+        let set = run_fault(path, fault, &same, limits, cancel)?;
+        let fixed_run = if fix.changes.is_empty() {
+            set.clone()
+        } else {
+            run_fault(&fixed, fault, &same, limits, cancel)?
+        };
+        let mut notes = set.notes;
+        for n in fixed_run.notes {
+            if !notes.contains(&n) {
+                notes.push(format!("fix: {n}"));
+            }
+        }
+        faults.push(FaultComparison {
+            fault,
+            start_s: set.start_s,
+            fault_s: set.fault_s,
+            as_set: set.figures,
+            fix: fixed_run.figures,
+            load: [set.load, fixed_run.load],
+            notes,
+        });
+    }
+    let mut comparison = Comparison {
+        faults,
+        fix_changes: fix.changes,
+        no_fix: fix.none_because,
+    };
+    let worse_everywhere = !comparison.fix_changes.is_empty()
+        && comparison.faults.iter().all(|f| {
+            let (better, worse) = judged(&f.as_set, &f.fix);
+            worse && !better
+        });
+    if worse_everywhere {
+        let codes: Vec<&str> = comparison.fix_changes.iter().map(|c| c.code).collect();
+        comparison.no_fix = Some(format!(
+            "the fix for {} did worse in every fault: not proposed",
+            codes.join(", ")
+        ));
+        comparison.fix_changes.clear();
+        for f in &mut comparison.faults {
+            f.fix = f.as_set.clone();
+            f.load[1] = f.load[0].clone();
+        }
+    }
+    Ok(comparison)
 }
 
 fn notes(path: &[&Translation], hops: &[Hop], options: &WhatIfOptions) -> Vec<String> {

@@ -303,3 +303,113 @@ fn bad_options_are_refused_naming_the_field() {
         assert_eq!(err.field_name(), Some(field), "{err}");
     }
 }
+
+const GRPC_TIMEOUTS: &str = r#"{"methodConfig": [{"name": [{"service": "a.A"}], "timeout": "2s",
+    "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "1s",
+    "backoffMultiplier": 2, "perAttemptRecvTimeout": "0.3s",
+    "retryableStatusCodes": ["UNAVAILABLE", "DEADLINE_EXCEEDED"]}}]}"#;
+
+/// The metastable mechanism: per-attempt timeouts below the backend's queueing delay turn a
+/// mild overload into answers nobody waits for, which the retries multiply; the load stays
+/// above capacity after the fault and the service never recovers. gRPC's `retryThrottling`
+/// (the fix the findings derive) breaks the loop. Exact for the seed: nothing statistical.
+#[test]
+fn retries_turn_a_mild_overload_into_a_collapse_that_the_fix_ends() {
+    let t = one("svc.json", GRPC_TIMEOUTS);
+    let f = fix(&[&t]);
+    let codes: Vec<&str> = f.changes.iter().map(|c| c.code).collect();
+    assert_eq!(codes, ["no-budget", "retries-deadline"]);
+    assert!(
+        f.changes[0]
+            .snippet
+            .contains("\"retryThrottling\": {\"maxTokens\": 10")
+    );
+    assert_eq!(f.path[0].throttle.as_ref().map(|th| th.kind), Some("grpc"));
+    assert_eq!(f.path[0].retry_on, ["UNAVAILABLE"]);
+    let options = WhatIfOptions {
+        after_s: 20.0,
+        ..short()
+    };
+    let go = |t: &Translation| {
+        run_fault(
+            &[t],
+            Fault::Overload,
+            &options,
+            &Limits::default(),
+            &Cancel::new(),
+        )
+        .unwrap()
+        .figures
+    };
+    let (set, fixed) = (go(&t), go(&f.path[0]));
+    assert_eq!(set.recovered_s, None, "{set:?}");
+    assert!(set.peak_load > 2.0, "{set:?}");
+    assert!(fixed.recovered_s.is_some_and(|r| r < 10.0), "{fixed:?}");
+    assert!(fixed.amplification < 1.1, "{fixed:?}");
+}
+
+/// Istio's defaults at two hops: the fix retries at the bottom hop only (`attempts: 0`
+/// above) and bounds its retries in flight; the bottom then meets at most three attempts a
+/// request in the outage instead of twelve.
+#[test]
+fn the_layers_fix_retries_at_the_bottom_only() {
+    let outer = one("outer.yaml", ISTIO_FOUR);
+    let inner = one("inner.yaml", ISTIO_DEFAULT);
+    let options = WhatIfOptions {
+        brownout_s: 5.0,
+        overload_s: 5.0,
+        ..short()
+    };
+    let c = compare(
+        &[&outer, &inner],
+        &options,
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    let first = &c.fix_changes[0];
+    assert_eq!(
+        (first.code, first.policy.as_str()),
+        ("multiple-layers", "outer/http[0]")
+    );
+    assert_eq!(first.snippet, "retries:\n  attempts: 0\n");
+    assert!(
+        c.fix_changes
+            .iter()
+            .any(|f| f.code == "unbounded-max-retries" && f.snippet.contains("maxRetries: 3"))
+    );
+    assert_eq!(c.no_fix, None);
+    let outage = &c.faults[2];
+    assert!(outage.as_set.amplification > 6.0, "{outage:?}");
+    assert!(outage.fix.amplification <= 3.0, "{outage:?}");
+    assert!(c.faults.iter().any(|f| f.as_set != f.fix));
+}
+
+#[test]
+fn nothing_to_fix_says_why_and_runs_once() {
+    let aws = one("config", "[default]\nretry_mode = standard\n");
+    let options = WhatIfOptions {
+        brownout_s: 2.0,
+        overload_s: 2.0,
+        ..short()
+    };
+    let c = compare(&[&aws], &options, &Limits::default(), &Cancel::new()).unwrap();
+    assert!(c.fix_changes.is_empty());
+    assert_eq!(c.no_fix.as_deref(), Some("no warning: nothing to fix"));
+    assert!(c.faults.iter().all(|f| f.as_set == f.fix));
+    // Linkerd's annotations warn of no backoff and no budget, neither of which Linkerd can
+    // set: nothing is proposed, and that is said.
+    let linkerd = one(
+        "deploy.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  annotations:\n    retry.linkerd.io/http: 5xx\n",
+    );
+    let f = fix(&[&linkerd]);
+    assert!(f.changes.is_empty(), "{:?}", f.changes);
+    assert!(
+        f.none_because
+            .as_deref()
+            .is_some_and(|w| w.starts_with("no setting of linkerd cures")),
+        "{:?}",
+        f.none_because
+    );
+}
