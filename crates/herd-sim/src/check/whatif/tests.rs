@@ -413,3 +413,24 @@ fn nothing_to_fix_says_why_and_runs_once() {
         f.none_because
     );
 }
+
+/// Three hops of Istio's defaults: 3 × 3 × 3 = 27 attempts at the bottom for a request whose
+/// whole call falls in the outage (the walkthrough in docs/check.md).
+#[test]
+fn three_hops_send_the_bottom_twenty_seven_attempts_a_request_in_the_outage() {
+    let hops: Vec<Translation> = ["a", "b", "c"]
+        .iter()
+        .map(|n| one(&format!("{n}.yaml"), ISTIO_DEFAULT))
+        .collect();
+    let path: Vec<&Translation> = hops.iter().collect();
+    let (plan, hops, _) = prepare(&path, Fault::Outage, &short(), &Limits::default()).unwrap();
+    let window = window_ns(&hops, plan.latency_ns);
+    let trace = run::run(&plan, &hops, 1, &mut Watch::none()).unwrap();
+    let whole: Vec<_> = trace
+        .requests
+        .iter()
+        .filter(|r| r.arrival_ns >= plan.start_ns && r.arrival_ns + window < plan.end_ns)
+        .collect();
+    assert!(whole.len() > 200, "{}", whole.len());
+    assert!(whole.iter().all(|r| r.attempts == 27 && !r.ok));
+}
