@@ -20,7 +20,11 @@ fn check_json(args: &[&str]) -> (Value, i32) {
 
 #[test]
 fn json_has_the_documented_fields() {
-    let (v, code) = check_json(&[&config("grpc-service-config.json")]);
+    let (v, code) = check_json(&[
+        &config("grpc-service-config.json"),
+        "--scenario",
+        "scenarios/default.toml",
+    ]);
     assert_eq!(code, 0, "warnings only, --deny error by default");
     let c = &v["configs"][1];
     for key in [
@@ -93,7 +97,7 @@ fn every_shipped_config_checks_with_a_storm() {
         "resilience4j-edi.yml",
     ];
     for name in names {
-        let (v, _) = check_json(&[&config(name)]);
+        let (v, _) = check_json(&[&config(name), "--scenario", "scenarios/default.toml"]);
         let configs = v["configs"].as_array().expect("configs");
         assert!(!configs.is_empty(), "{name}");
         let retrying = configs
@@ -142,7 +146,8 @@ fn every_shipped_config_at_once_checks_without_layers() {
         .map(|e| e.expect("entry").path().display().to_string())
         .collect();
     files.sort();
-    let args: Vec<&str> = files.iter().map(String::as_str).collect();
+    let mut args: Vec<&str> = files.iter().map(String::as_str).collect();
+    args.extend(["--scenario", "scenarios/default.toml"]);
     let (v, code) = check_json(&args);
     assert_eq!(code, 1, "the examples hold retried POSTs");
     let findings = v["findings"].as_array().expect("findings");
@@ -202,7 +207,14 @@ fn bad_input_is_one_line_with_exit_2() {
         assert!(err.contains(expected), "{err}");
         assert!(stdout(&out).is_empty());
     }
-    let out = herd(&["check", &config("aws-config"), "--capacity-rps", "55"]);
+    let out = herd(&[
+        "check",
+        &config("aws-config"),
+        "--scenario",
+        "scenarios/default.toml",
+        "--capacity-rps",
+        "55",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("(--capacity-rps)"),
@@ -213,7 +225,14 @@ fn bad_input_is_one_line_with_exit_2() {
 
 #[test]
 fn csv_has_a_header_and_a_row_per_policy() {
-    let out = herd(&["check", &config("aws-config"), "--format", "csv"]);
+    let out = herd(&[
+        "check",
+        &config("aws-config"),
+        "--scenario",
+        "scenarios/default.toml",
+        "--format",
+        "csv",
+    ]);
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
     let lines: Vec<_> = text.lines().collect();

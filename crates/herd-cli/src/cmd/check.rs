@@ -17,6 +17,8 @@ use super::storm::chart::{self, ChartFile};
 use crate::error::{CliError, CliResult};
 
 mod output;
+mod whatif;
+mod whatif_chart;
 
 use output::{csv, json_report, mesh_json, mesh_table, table};
 
@@ -31,10 +33,11 @@ use output::{csv, json_report, mesh_json, mesh_table, table};
 /// For every retry policy found it prints the translation into herd's terms (attempts
 /// after the system's own clamps, the rule and its parameters, timeouts, the budget or
 /// throttle; values that came from the system's defaults are marked), the findings (each
-/// with file, line and fix), and the default storm (or --scenario) run with the policy's
-/// semantics beside the suggested fix. With --call-path the files are the hops of one call
-/// path, caller first: retries at several of them are a finding and run together too.
-/// See docs/check.md.
+/// with file, line and fix), and what happens when the backend fails: a brownout, an
+/// overload and an outage on steady traffic, each policy as set beside the fix its findings
+/// derive (in the system's own terms). With --call-path the files are the hops of one call
+/// path, caller first: retries at several of them are a finding, and the hops' retry loops
+/// also run together. --scenario FILE runs a storm scenario instead. See docs/check.md.
 ///
 /// Exit status: 0 when no finding is at or above --deny, 1 when one is, 2 for bad input.
 #[derive(Debug, Args)]
@@ -62,20 +65,26 @@ pub(crate) struct CheckArgs {
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, default_value_t = DenyArg::Error, value_name = "LEVEL")]
     deny: DenyArg,
-    /// A storm scenario (TOML, the storm model) instead of the default one.
+    /// Run this storm scenario (TOML, the storm model: a burst of clients through an
+    /// outage) instead of the what-if's three faults.
     #[arg(long, value_name = "FILE")]
     scenario: Option<PathBuf>,
     /// --clients, --capacity-rps, --outage-s, --refusal-cost, --latency-ms: the storm's
-    /// fields, as `herd storm` takes them.
+    /// fields, as `herd storm` takes them; the what-if takes all but --clients (its outage
+    /// then lasts S seconds, its answers take MEAN ms at an idle backend).
     #[command(flatten)]
     flags: super::storm_flags::StormFlags,
+    /// --rps, --brownout, --failure-status, --gives-up-as-500: the what-if's.
+    #[command(flatten)]
+    whatif: whatif::WhatIfFlags,
     /// Seed of the storm runs; defaults to the scenario's.
     #[arg(long, value_name = "S")]
     seed: Option<u64>,
-    /// Translate and judge only; run no storm.
+    /// Translate and judge only; run no what-if and no storm.
     #[arg(long)]
     no_storm: bool,
-    /// Also draw the storms (as configured above, the fix below, per policy) to FILE.svg or
+    /// Also draw the load at the backend over time (the what-if: as set against the fix, per
+    /// policy and fault; the storm: as configured above, the fix below) to FILE.svg or
     /// FILE.png.
     #[arg(long, value_name = "FILE")]
     chart: Option<PathBuf>,
@@ -168,7 +177,28 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         None => None,
     };
     let chart_file = ChartFile::of("--chart", args.chart.as_deref())?;
-    let (storms, scenario_name, scenario) = if args.no_storm {
+    let what_if = args.scenario.is_none() && !args.no_storm;
+    if !what_if && args.whatif.any() {
+        return Err(CliError::input(
+            "--rps, --brownout, --failure-status and --gives-up-as-500 set the what-if, which --scenario and --no-storm replace",
+        ));
+    }
+    let (what_ifs, what_if_options) = if what_if {
+        let o = whatif::options(&args.whatif, &args.flags, args.seed)?;
+        let mut layered = Vec::new();
+        if args.call_path {
+            layered.extend(whatif::layered(&report.configs));
+        }
+        if let Some(m) = &mesh_report
+            && m.path.len() > 1
+        {
+            layered.push((format!("mesh path, {} hops", m.path.len()), m.path.clone()));
+        }
+        (whatif::runs(&report, &layered, &o)?, Some(o))
+    } else {
+        (Vec::new(), None)
+    };
+    let (storms, scenario_name, scenario) = if args.no_storm || what_if {
         (Vec::new(), String::new(), Scenario::default())
     } else {
         let (scenario, name) = scenario(args)?;
@@ -188,7 +218,7 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         (runs, name, scenario)
     };
     if let Some(file) = chart_file {
-        if storms.is_empty() {
+        if storms.is_empty() && what_ifs.is_empty() {
             return Err(CliError::input(
                 "--chart: nothing to draw: no policy retries (or --no-storm)",
             ));
@@ -199,11 +229,17 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
     let mut out = BufWriter::new(stdout.lock());
     match args.format {
         Format::Json => {
-            let mut v = json_report(&report, &storms, &scenario_name, &scenario, args.no_storm);
+            let no_storm = args.no_storm || what_if;
+            let mut v = json_report(&report, &storms, &scenario_name, &scenario, no_storm);
             v["mesh"] = mesh_report.as_ref().map_or(Value::Null, mesh_json);
+            if let Some(o) = &what_if_options {
+                v["whatif"] = whatif::settings_json(o);
+                v["runs"] = whatif::json(&what_ifs);
+            }
             serde_json::to_writer_pretty(&mut out, &v)?;
             writeln!(out)?;
         }
+        Format::Csv if what_if => write!(out, "{}", whatif::csv(&what_ifs))?,
         Format::Csv => write!(out, "{}", csv(&report, &storms))?,
         Format::Table => {
             write!(
@@ -214,12 +250,19 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
             if let Some(m) = &mesh_report {
                 write!(out, "{}", mesh_table(m))?;
             }
+            if let Some(o) = &what_if_options {
+                write!(out, "{}", whatif::table(&what_ifs, o))?;
+            }
         }
     }
     out.flush()?;
     if let Some(file) = chart_file {
-        let runs: Vec<_> = storms.iter().flat_map(|c| c.runs.iter()).collect();
-        chart::draw(file, &storms[0].scenario, &runs)?;
+        if let Some(o) = &what_if_options {
+            whatif_chart::draw(file, o.capacity_rps, &whatif::panels(&what_ifs))?;
+        } else {
+            let runs: Vec<_> = storms.iter().flat_map(|c| c.runs.iter()).collect();
+            chart::draw(file, &storms[0].scenario, &runs)?;
+        }
     }
     let deny = Severity::from(args.deny);
     let denied = report

@@ -36,6 +36,7 @@ pub use herd_config::{
 mod findings;
 pub mod mesh;
 pub mod storm;
+pub mod whatif;
 
 /// The guide, `docs/check.md`: what each system's fields mean, every default with its source,
 /// the findings and the storm (compiled with the crate's docs).

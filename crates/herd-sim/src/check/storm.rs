@@ -208,7 +208,7 @@ fn attempt_timeouts(t: &Translation, base: &Scenario, s: &mut Scenario, notes: &
 
 /// The storm's `[retry.throttle]` for a configuration's throttle: each system's own
 /// settings under the storm's names, checked as a scenario file's table is.
-fn throttle_table(th: &Throttle) -> Result<ThrottleTable, String> {
+pub(crate) fn throttle_table(th: &Throttle) -> Result<ThrottleTable, String> {
     let whole = |name: &str| -> Result<Option<u32>, String> {
         th.param(name)
             .map(|v| {

@@ -53,7 +53,7 @@ use crate::limits::{self, Limits};
 use crate::watch::Watch;
 
 mod engine;
-mod gate;
+pub(crate) mod gate;
 mod model;
 mod scenario;
 

@@ -1,0 +1,263 @@
+//! Fixes the system can express, derived from the findings: for each warning a setting
+//! cures, the change in the system's own terms, applied to the translation (so the what-if
+//! runs it) and shown as the snippet to paste. A warning no setting of that system cures
+//! proposes nothing: herd never proposes a change the system cannot make.
+//!
+//! | finding | system | change |
+//! |---|---|---|
+//! | `no-budget` | Envoy | the cluster's `circuit_breakers.thresholds[].retry_budget` at Envoy's own defaults, 20 % and 3 (`api/envoy/config/cluster/v3/circuit_breaker.proto`) |
+//! | `no-budget`, `hedging-without-throttling` | gRPC | `retryThrottling` `maxTokens` 10, `tokenRatio` 0.1 (gRFC A6's example) |
+//! | `no-budget` | AWS (legacy mode) | `retry_mode = standard`: the SDK's retry quota, 500 tokens at 5 a retry (botocore `retries/standard.py`) |
+//! | `unbounded-max-retries` | Istio, Envoy | `connectionPool.http.maxRetries` (Istio's `DestinationRule`) or `max_retries` 3, Envoy's own default |
+//! | `no-jitter`, `jitter-too-small` | Resilience4j | `enableRandomizedWait: true`, `randomizedWaitFactor: 0.5` |
+//! | `retries-deadline` | gRPC, Envoy, Istio | the deadline's status removed from the retried conditions |
+//! | `multiple-layers` | every system | retries off at every hop but the last: Istio `attempts: 0`, Envoy `num_retries: 0`, gRPC no `retryPolicy`, Linkerd `isRetryable: false` or `retry.linkerd.io/limit: "0"`, AWS `max_attempts = 1`, Resilience4j `maxAttempts: 1` |
+use serde::Serialize;
+
+use herd::RuleName;
+
+use crate::check::{Severity, System, Throttle, Translation};
+
+/// One change of a fix, in the system's own terms.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[non_exhaustive]
+pub struct FixChange {
+    /// The finding it cures.
+    pub code: &'static str,
+    /// The policy's file.
+    pub file: String,
+    /// The policy's line.
+    pub line: usize,
+    /// The policy's name.
+    pub policy: String,
+    /// What changes, in words.
+    pub change: String,
+    /// The snippet to paste (YAML, JSON or INI, as the file is written).
+    pub snippet: String,
+}
+
+/// A call path's fix: the translations as changed, the changes, and, when there is none,
+/// why.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fix {
+    /// The path with every change applied, caller first.
+    pub path: Vec<Translation>,
+    /// The changes, in path order.
+    pub changes: Vec<FixChange>,
+    /// Why nothing changes, when nothing does.
+    pub none_because: Option<String>,
+}
+
+fn change(t: &Translation, code: &'static str, change: String, snippet: String) -> FixChange {
+    FixChange {
+        code,
+        file: t.file.clone(),
+        line: t.line,
+        policy: t.name.clone(),
+        change,
+        snippet,
+    }
+}
+
+/// The warnings and errors of `t` alone, by code.
+fn codes(t: &Translation) -> Vec<&'static str> {
+    crate::check::findings::of(t)
+        .into_iter()
+        .filter(|f| f.severity >= Severity::Warning)
+        .map(|f| f.code)
+        .collect()
+}
+
+/// Turns `t`'s retries off, in its system's terms.
+fn no_retries(t: &mut Translation) -> (String, String) {
+    t.max_attempts = Some(1);
+    t.hedging = None;
+    let (words, snippet) = match t.system {
+        System::Istio => ("retries.attempts: 0", "retries:\n  attempts: 0\n"),
+        System::Envoy => (
+            "retry_policy.num_retries: 0",
+            "retry_policy:\n  num_retries: 0\n",
+        ),
+        System::Grpc => (
+            "no retryPolicy in this methodConfig",
+            "(remove \"retryPolicy\" from the methodConfig)\n",
+        ),
+        System::Linkerd if t.name.starts_with("ServiceProfile") || t.throttle.is_some() => {
+            ("isRetryable: false", "isRetryable: false\n")
+        }
+        System::Linkerd => (
+            "retry.linkerd.io/limit: \"0\"",
+            "retry.linkerd.io/limit: \"0\"\n",
+        ),
+        System::Aws => ("max_attempts = 1", "max_attempts = 1\n"),
+        _ => ("maxAttempts: 1", "maxAttempts: 1\n"),
+    };
+    (format!("retries off here ({words})"), snippet.to_owned())
+}
+
+/// The fix of one policy alone, applied to `t`.
+fn fix_one(t: &mut Translation, out: &mut Vec<FixChange>) {
+    let codes = codes(t);
+    let original = t.clone();
+    let has = |c: &str| codes.contains(&c);
+    if has("no-budget") || has("hedging-without-throttling") {
+        let code = if has("no-budget") {
+            "no-budget"
+        } else {
+            "hedging-without-throttling"
+        };
+        match t.system {
+            System::Grpc => {
+                t.throttle = Some(Throttle {
+                    kind: "grpc",
+                    params: vec![("max_tokens", 10.0), ("token_ratio", 0.1)],
+                });
+                out.push(change(
+                    &original,
+                    code,
+                    "retryThrottling with 10 tokens, 0.1 back per success: retries stop while more than half the calls fail".to_owned(),
+                    "\"retryThrottling\": {\"maxTokens\": 10, \"tokenRatio\": 0.1}\n".to_owned(),
+                ));
+            }
+            System::Envoy => {
+                t.throttle = Some(Throttle {
+                    kind: "envoy-budget",
+                    params: vec![("budget_percent", 20.0), ("min_retry_concurrency", 3.0)],
+                });
+                out.push(change(
+                    &original,
+                    code,
+                    "a retry budget on the cluster: retries in flight at most 20 % of the active requests (at least 3)".to_owned(),
+                    "circuit_breakers:\n  thresholds:\n  - retry_budget:\n      budget_percent: {value: 20}\n      min_retry_concurrency: 3\n".to_owned(),
+                ));
+            }
+            System::Aws => {
+                t.throttle = Some(Throttle {
+                    kind: "aws-standard",
+                    params: vec![
+                        ("initial_tokens", 500.0),
+                        ("retry_cost", 5.0),
+                        ("timeout_retry_cost", 10.0),
+                        ("success_reward", 1.0),
+                    ],
+                });
+                out.push(change(
+                    &original,
+                    code,
+                    "standard retry mode: the SDK's retry quota (500 tokens, 5 a retry)".to_owned(),
+                    "retry_mode = standard\n".to_owned(),
+                ));
+            }
+            // Istio, Linkerd's annotations and Resilience4j's Retry have no budget to set.
+            _ => {}
+        }
+    }
+    if has("unbounded-max-retries") {
+        t.throttle = Some(Throttle {
+            kind: "envoy-max-retries",
+            params: vec![("max_retries", 3.0)],
+        });
+        let snippet = if t.system == System::Istio {
+            "# DestinationRule\nspec:\n  trafficPolicy:\n    connectionPool:\n      http:\n        maxRetries: 3\n"
+        } else {
+            "circuit_breakers:\n  thresholds:\n  - max_retries: 3\n"
+        };
+        out.push(change(
+            &original,
+            "unbounded-max-retries",
+            "at most 3 retries in flight to the host (Envoy's own default)".to_owned(),
+            snippet.to_owned(),
+        ));
+    }
+    if t.system == System::Resilience4j && (has("no-jitter") || has("jitter-too-small")) {
+        let code = if has("no-jitter") {
+            "no-jitter"
+        } else {
+            "jitter-too-small"
+        };
+        let exponential = matches!(t.backoff.rule, RuleName::Exponential | RuleName::Randomized)
+            && t.backoff.multiplier > 1.0;
+        t.backoff.rule = RuleName::Randomized;
+        t.backoff.jitter = 0.5;
+        if !exponential {
+            // `IntervalFunction.ofRandomized`: no growth and no cap, so the cap only has to
+            // stay above the spread's top, 1.5 times the wait.
+            t.backoff.multiplier = 1.0;
+            t.backoff.cap = t.backoff.base * 2;
+        }
+        out.push(change(
+            &original,
+            code,
+            "randomized waits, ±50 % of each pause".to_owned(),
+            "enableRandomizedWait: true\nrandomizedWaitFactor: 0.5\n".to_owned(),
+        ));
+    }
+    if has("retries-deadline") {
+        let before = t.retry_on.len();
+        t.retry_on.retain(|c| {
+            !c.eq_ignore_ascii_case("DEADLINE_EXCEEDED")
+                && !c.eq_ignore_ascii_case("deadline-exceeded")
+        });
+        if t.retry_on.len() < before {
+            let list = t.retry_on.join(if t.system == System::Grpc {
+                "\", \""
+            } else {
+                ","
+            });
+            let snippet = if t.system == System::Grpc {
+                format!("\"retryableStatusCodes\": [\"{list}\"]\n")
+            } else {
+                format!("retryOn: {list}\n")
+            };
+            out.push(change(
+                &original,
+                "retries-deadline",
+                "the deadline's status no longer retried".to_owned(),
+                snippet,
+            ));
+        }
+    }
+}
+
+/// The fix of `path` (caller first): with several retrying hops, retries at the last one
+/// only; then each remaining policy's own fix.
+#[must_use]
+pub fn fix(path: &[&Translation]) -> Fix {
+    let mut fixed: Vec<Translation> = path.iter().map(|t| (*t).clone()).collect();
+    let mut changes = Vec::new();
+    let retrying = fixed.iter().filter(|t| t.retries()).count();
+    if retrying > 1 {
+        let last = fixed.iter().rposition(Translation::retries).unwrap_or(0);
+        for t in fixed[..last].iter_mut().filter(|t| t.retries()) {
+            let original = t.clone();
+            let (words, snippet) = no_retries(t);
+            changes.push(change(&original, "multiple-layers", words, snippet));
+        }
+    }
+    for t in fixed.iter_mut().filter(|t| t.retries()) {
+        fix_one(t, &mut changes);
+    }
+    let none_because = changes.is_empty().then(|| {
+        let warnings: Vec<&str> = path.iter().flat_map(|t| codes(t)).collect();
+        if warnings.is_empty() {
+            "no warning: nothing to fix".to_owned()
+        } else {
+            let mut w = warnings;
+            w.sort_unstable();
+            w.dedup();
+            format!(
+                "no setting of {} cures {}",
+                path.iter()
+                    .map(|t| t.system.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                w.join(", ")
+            )
+        }
+    });
+    Fix {
+        path: fixed,
+        changes,
+        none_because,
+    }
+}

@@ -1,0 +1,436 @@
+//! The what-if against closed forms. Each statistical comparison is a z-test against the
+//! exact law's own standard error; a test's comparisons share a false-failure rate of at most
+//! 10⁻⁶ (Bonferroni: |z| ≤ 5.3 for each of up to four, P(|Z| > 5.3) = 1.2 · 10⁻⁷), from fixed
+//! seeds.
+use super::*;
+use crate::check::{Input, check};
+
+/// The largest |z| a comparison may reach (see the module docs).
+const Z: f64 = 5.3;
+
+const ISTIO_DEFAULT: &str = "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: inner}\nspec:\n  hosts: [db]\n  http:\n  - route:\n    - destination: {host: db}\n";
+const ISTIO_FOUR: &str = "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: outer}\nspec:\n  hosts: [api]\n  http:\n  - route:\n    - destination: {host: api}\n    retries:\n      attempts: 3\n";
+
+fn one(file: &str, text: &str) -> Translation {
+    check(&[Input::new(file, text)]).unwrap().configs.remove(0)
+}
+
+fn short() -> WhatIfOptions {
+    WhatIfOptions {
+        before_s: 2.0,
+        after_s: 3.0,
+        ..WhatIfOptions::default()
+    }
+}
+
+/// An inner call's law in a brownout of `p` with `a` attempts: (attempts, served, probability).
+fn inner_law(p: f64, a: u32) -> Vec<(u32, bool, f64)> {
+    let mut out = Vec::new();
+    for k in 1..=a {
+        out.push((k, true, p.powi(k as i32 - 1) * (1.0 - p)));
+    }
+    out.push((a, false, p.powi(a as i32)));
+    out
+}
+
+/// Mean and variance of the attempts at the bottom, and the probability of success, for
+/// hops of `attempts` (caller first), each retrying the one below until it succeeds.
+fn layered_law(p: f64, attempts: &[u32]) -> (f64, f64, f64) {
+    let mut law = inner_law(p, *attempts.last().unwrap());
+    for &a in attempts.iter().rev().skip(1) {
+        // Outer attempts are inner calls, repeated while they fail, at most `a`.
+        let mut next: Vec<(u32, bool, f64)> = Vec::new();
+        let mut frontier = vec![(0u32, 1.0)];
+        for k in 1..=a {
+            let mut failed = Vec::new();
+            for &(sum, prob) in &frontier {
+                for &(n, ok, q) in &law {
+                    if ok || k == a {
+                        next.push((sum + n, ok, prob * q));
+                    } else {
+                        failed.push((sum + n, prob * q));
+                    }
+                }
+            }
+            frontier = failed;
+        }
+        law = next;
+    }
+    let mean: f64 = law.iter().map(|&(n, _, q)| f64::from(n) * q).sum();
+    let second: f64 = law.iter().map(|&(n, _, q)| f64::from(n).powi(2) * q).sum();
+    let served: f64 = law.iter().filter(|l| l.1).map(|l| l.2).sum();
+    (mean, second - mean * mean, served)
+}
+
+fn within(what: &str, got: f64, want: f64, se: f64) {
+    assert!(
+        (got - want).abs() <= Z * se,
+        "{what}: {got} against {want} (standard error {se}, z = {})",
+        (got - want) / se
+    );
+}
+
+#[test]
+fn the_closed_forms_are_what_the_laws_say() {
+    let (mean, _, served) = layered_law(0.3, &[3]);
+    assert!((mean - 1.39).abs() < 1e-12 && (served - 0.973).abs() < 1e-12);
+    let q: f64 = 0.3f64.powi(3);
+    let (mean, _, _) = layered_law(0.3, &[4, 3]);
+    assert!((mean - 1.39 * (1.0 + q + q * q + q * q * q)).abs() < 1e-12);
+}
+
+/// Istio's defaults (three attempts, `unavailable` retried), brownout p = 0.3: amplification
+/// 1 + p + p² = 1.39, goodput 1 − p³ = 0.973.
+#[test]
+fn istio_defaults_in_a_brownout_meet_the_closed_form() {
+    let t = one("vs.yaml", ISTIO_DEFAULT);
+    assert_eq!(t.max_attempts, Some(3));
+    let run = run_fault(
+        &[&t],
+        Fault::Brownout,
+        &short(),
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    let f = &run.figures;
+    let n = f.requests as f64;
+    assert!(n > 25_000.0, "{n} requests in 60 s at 500 a second");
+    let (mean, var, served) = layered_law(0.3, &[3]);
+    within("amplification", f.amplification, mean, (var / n).sqrt());
+    within(
+        "goodput",
+        f.goodput,
+        served,
+        (served * (1.0 - served) / n).sqrt(),
+    );
+    assert!(run.notes.is_empty(), "{:?}", run.notes);
+}
+
+/// Two hops, four attempts above three: in the brownout the bottom meets
+/// (1 + p + p²)(1 + q + q² + q³) attempts a request, q = p³, from the layered simulation.
+#[test]
+fn two_hops_in_a_brownout_meet_the_closed_form() {
+    let outer = one("outer.yaml", ISTIO_FOUR);
+    let inner = one("inner.yaml", ISTIO_DEFAULT);
+    assert_eq!((outer.max_attempts, inner.max_attempts), (Some(4), Some(3)));
+    let run = run_fault(
+        &[&outer, &inner],
+        Fault::Brownout,
+        &short(),
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    let f = &run.figures;
+    let n = f.requests as f64;
+    let (mean, var, served) = layered_law(0.3, &[4, 3]);
+    within("amplification", f.amplification, mean, (var / n).sqrt());
+    within(
+        "goodput",
+        f.goodput,
+        served,
+        (served * (1.0 - served) / n).sqrt().max(1.0 / n),
+    );
+    assert!(
+        run.notes
+            .iter()
+            .any(|n| n.contains("passes the failure up unchanged")),
+        "{:?}",
+        run.notes
+    );
+}
+
+/// A service that turns its upstream's failure into a 500: the hop above does not retry it,
+/// and the bottom sees the single hop's law.
+#[test]
+fn a_hop_that_answers_500_stops_the_layers_above_from_retrying() {
+    let outer = one("outer.yaml", ISTIO_FOUR);
+    let inner = one("inner.yaml", ISTIO_DEFAULT);
+    let options = WhatIfOptions {
+        gives_up_as_500: true,
+        ..short()
+    };
+    let run = run_fault(
+        &[&outer, &inner],
+        Fault::Brownout,
+        &options,
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    let f = &run.figures;
+    let n = f.requests as f64;
+    let (mean, var, served) = layered_law(0.3, &[3]);
+    within("amplification", f.amplification, mean, (var / n).sqrt());
+    within(
+        "goodput",
+        f.goodput,
+        served,
+        (served * (1.0 - served) / n).sqrt(),
+    );
+}
+
+/// Two hops in the outage: every request whose whole call falls in it sends the bottom
+/// 4 × 3 = 12 attempts, and fails; none sends more. Exact: nothing is drawn but the pauses.
+#[test]
+fn two_hops_send_the_bottom_twelve_attempts_a_request_in_the_outage() {
+    let outer = one("outer.yaml", ISTIO_FOUR);
+    let inner = one("inner.yaml", ISTIO_DEFAULT);
+    let path = [&outer, &inner];
+    let options = short();
+    let (plan, hops, fault_s) =
+        prepare(&path, Fault::Outage, &options, &Limits::default()).unwrap();
+    // Inner: 3 attempts of 10 ms and pauses of at most 25 and 50 ms; outer: 4 of those and
+    // pauses of at most 25, 50 and 100 ms: 595 ms, the outage twice that.
+    let window = window_ns(&hops, plan.latency_ns);
+    assert_eq!(window, 595_000_000);
+    assert!((fault_s - 1.19).abs() < 1e-9, "{fault_s}");
+    let trace = run::run(&plan, &hops, 1, &mut Watch::none()).unwrap();
+    let whole: Vec<_> = trace
+        .requests
+        .iter()
+        .filter(|r| r.arrival_ns >= plan.start_ns && r.arrival_ns + window < plan.end_ns)
+        .collect();
+    assert!(whole.len() > 200, "{}", whole.len());
+    assert!(whole.iter().all(|r| r.attempts == 12 && !r.ok));
+    assert!(trace.requests.iter().all(|r| r.attempts <= 12));
+    // Every request that failed sent all twelve.
+    assert!(
+        trace
+            .requests
+            .iter()
+            .filter(|r| !r.ok)
+            .all(|r| r.attempts == 12)
+    );
+    let run = run_fault(
+        &path,
+        Fault::Outage,
+        &options,
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    assert!(run.figures.amplification <= 12.0 && run.figures.amplification > 6.0);
+    assert_eq!(run.figures.recovered_s, Some(0.0), "{:?}", run.figures);
+}
+
+#[test]
+fn a_policy_that_does_not_retry_the_answer_shows_it() {
+    let envoy = one(
+        "route.yaml",
+        "name: r\nvirtual_hosts:\n- name: v\n  domains: [\"*\"]\n  routes:\n  - match: {prefix: /}\n    route:\n      cluster: c\n      retry_policy:\n        retry_on: connect-failure\n        num_retries: 3\n",
+    );
+    let run = run_fault(
+        &[&envoy],
+        Fault::Brownout,
+        &short(),
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    assert_eq!(run.figures.amplification, 1.0);
+    let n = run.figures.requests as f64;
+    within("goodput", run.figures.goodput, 0.7, (0.21 / n).sqrt());
+    assert!(
+        run.notes.iter().any(|n| n.contains("does not retry")),
+        "{:?}",
+        run.notes
+    );
+}
+
+#[test]
+fn a_run_is_the_same_from_the_same_seed() {
+    let t = one("vs.yaml", ISTIO_DEFAULT);
+    let options = WhatIfOptions {
+        overload_s: 5.0,
+        ..short()
+    };
+    let go = || {
+        run_fault(
+            &[&t],
+            Fault::Overload,
+            &options,
+            &Limits::default(),
+            &Cancel::new(),
+        )
+        .unwrap()
+    };
+    assert_eq!(go(), go());
+}
+
+#[test]
+fn bad_options_are_refused_naming_the_field() {
+    let t = one("vs.yaml", ISTIO_DEFAULT);
+    for (options, field) in [
+        (
+            WhatIfOptions {
+                rps: Some(-1.0),
+                ..WhatIfOptions::default()
+            },
+            "rps",
+        ),
+        (
+            WhatIfOptions {
+                brownout: 1.5,
+                ..WhatIfOptions::default()
+            },
+            "brownout",
+        ),
+        (
+            WhatIfOptions {
+                capacity_rps: f64::NAN,
+                ..WhatIfOptions::default()
+            },
+            "capacity_rps",
+        ),
+        (
+            WhatIfOptions {
+                outage_s: Some(-3.0),
+                ..WhatIfOptions::default()
+            },
+            "outage_s",
+        ),
+    ] {
+        let err = run_fault(
+            &[&t],
+            Fault::Outage,
+            &options,
+            &Limits::default(),
+            &Cancel::new(),
+        )
+        .unwrap_err();
+        assert_eq!(err.field_name(), Some(field), "{err}");
+    }
+}
+
+const GRPC_TIMEOUTS: &str = r#"{"methodConfig": [{"name": [{"service": "a.A"}], "timeout": "2s",
+    "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.1s", "maxBackoff": "1s",
+    "backoffMultiplier": 2, "perAttemptRecvTimeout": "0.3s",
+    "retryableStatusCodes": ["UNAVAILABLE", "DEADLINE_EXCEEDED"]}}]}"#;
+
+/// The metastable mechanism: per-attempt timeouts below the backend's queueing delay turn a
+/// mild overload into answers nobody waits for, which the retries multiply; the load stays
+/// above capacity after the fault and the service never recovers. gRPC's `retryThrottling`
+/// (the fix the findings derive) breaks the loop. Exact for the seed: nothing statistical.
+#[test]
+fn retries_turn_a_mild_overload_into_a_collapse_that_the_fix_ends() {
+    let t = one("svc.json", GRPC_TIMEOUTS);
+    let f = fix(&[&t]);
+    let codes: Vec<&str> = f.changes.iter().map(|c| c.code).collect();
+    assert_eq!(codes, ["no-budget", "retries-deadline"]);
+    assert!(
+        f.changes[0]
+            .snippet
+            .contains("\"retryThrottling\": {\"maxTokens\": 10")
+    );
+    assert_eq!(f.path[0].throttle.as_ref().map(|th| th.kind), Some("grpc"));
+    assert_eq!(f.path[0].retry_on, ["UNAVAILABLE"]);
+    let options = WhatIfOptions {
+        after_s: 20.0,
+        ..short()
+    };
+    let go = |t: &Translation| {
+        run_fault(
+            &[t],
+            Fault::Overload,
+            &options,
+            &Limits::default(),
+            &Cancel::new(),
+        )
+        .unwrap()
+        .figures
+    };
+    let (set, fixed) = (go(&t), go(&f.path[0]));
+    assert_eq!(set.recovered_s, None, "{set:?}");
+    assert!(set.peak_load > 2.0, "{set:?}");
+    assert!(fixed.recovered_s.is_some_and(|r| r < 10.0), "{fixed:?}");
+    assert!(fixed.amplification < 1.1, "{fixed:?}");
+}
+
+/// Istio's defaults at two hops: the fix retries at the bottom hop only (`attempts: 0`
+/// above) and bounds its retries in flight; the bottom then meets at most three attempts a
+/// request in the outage instead of twelve.
+#[test]
+fn the_layers_fix_retries_at_the_bottom_only() {
+    let outer = one("outer.yaml", ISTIO_FOUR);
+    let inner = one("inner.yaml", ISTIO_DEFAULT);
+    let options = WhatIfOptions {
+        brownout_s: 5.0,
+        overload_s: 5.0,
+        ..short()
+    };
+    let c = compare(
+        &[&outer, &inner],
+        &options,
+        &Limits::default(),
+        &Cancel::new(),
+    )
+    .unwrap();
+    let first = &c.fix_changes[0];
+    assert_eq!(
+        (first.code, first.policy.as_str()),
+        ("multiple-layers", "outer/http[0]")
+    );
+    assert_eq!(first.snippet, "retries:\n  attempts: 0\n");
+    assert!(
+        c.fix_changes
+            .iter()
+            .any(|f| f.code == "unbounded-max-retries" && f.snippet.contains("maxRetries: 3"))
+    );
+    assert_eq!(c.no_fix, None);
+    let outage = &c.faults[2];
+    assert!(outage.as_set.amplification > 6.0, "{outage:?}");
+    assert!(outage.fix.amplification <= 3.0, "{outage:?}");
+    assert!(c.faults.iter().any(|f| f.as_set != f.fix));
+}
+
+#[test]
+fn nothing_to_fix_says_why_and_runs_once() {
+    let aws = one("config", "[default]\nretry_mode = standard\n");
+    let options = WhatIfOptions {
+        brownout_s: 2.0,
+        overload_s: 2.0,
+        ..short()
+    };
+    let c = compare(&[&aws], &options, &Limits::default(), &Cancel::new()).unwrap();
+    assert!(c.fix_changes.is_empty());
+    assert_eq!(c.no_fix.as_deref(), Some("no warning: nothing to fix"));
+    assert!(c.faults.iter().all(|f| f.as_set == f.fix));
+    // Linkerd's annotations warn of no backoff and no budget, neither of which Linkerd can
+    // set: nothing is proposed, and that is said.
+    let linkerd = one(
+        "deploy.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\n  annotations:\n    retry.linkerd.io/http: 5xx\n",
+    );
+    let f = fix(&[&linkerd]);
+    assert!(f.changes.is_empty(), "{:?}", f.changes);
+    assert!(
+        f.none_because
+            .as_deref()
+            .is_some_and(|w| w.starts_with("no setting of linkerd cures")),
+        "{:?}",
+        f.none_because
+    );
+}
+
+/// Three hops of Istio's defaults: 3 × 3 × 3 = 27 attempts at the bottom for a request whose
+/// whole call falls in the outage (the walkthrough in docs/check.md).
+#[test]
+fn three_hops_send_the_bottom_twenty_seven_attempts_a_request_in_the_outage() {
+    let hops: Vec<Translation> = ["a", "b", "c"]
+        .iter()
+        .map(|n| one(&format!("{n}.yaml"), ISTIO_DEFAULT))
+        .collect();
+    let path: Vec<&Translation> = hops.iter().collect();
+    let (plan, hops, _) = prepare(&path, Fault::Outage, &short(), &Limits::default()).unwrap();
+    let window = window_ns(&hops, plan.latency_ns);
+    let trace = run::run(&plan, &hops, 1, &mut Watch::none()).unwrap();
+    let whole: Vec<_> = trace
+        .requests
+        .iter()
+        .filter(|r| r.arrival_ns >= plan.start_ns && r.arrival_ns + window < plan.end_ns)
+        .collect();
+    assert!(whole.len() > 200, "{}", whole.len());
+    assert!(whole.iter().all(|r| r.attempts == 27 && !r.ok));
+}
