@@ -143,7 +143,9 @@ fn every_shipped_config_at_once_checks_without_layers() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/configs");
     let mut files: Vec<String> = std::fs::read_dir(dir)
         .expect("scenarios/configs")
-        .map(|e| e.expect("entry").path().display().to_string())
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_file())
+        .map(|p| p.display().to_string())
         .collect();
     files.sort();
     let mut args: Vec<&str> = files.iter().map(String::as_str).collect();
@@ -175,21 +177,29 @@ fn deny_levels_set_the_exit_code() {
 
 #[test]
 fn bad_input_is_one_line_with_exit_2() {
-    let cases = [
+    // One bad entry is an error finding (exit 1) naming the line and field, not a refusal.
+    let entries = [
         (
             scratch_file(
                 "bad-timeout.yaml",
                 "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: a}\nspec:\n  http:\n  - timeout: soon\n",
             ),
-            ":6: spec.http[0].timeout: expected a duration",
+            ":6 [invalid-entry] spec.http[0].timeout: expected a duration",
         ),
         (
             scratch_file(
                 "bad.json",
                 "{\"methodConfig\": [\n  {\"retryPolicy\": {\"maxAttempts\": 0}}\n]}\n",
             ),
-            ":2: methodConfig[0].retryPolicy.maxAttempts: must be a whole number in [2,",
+            ":2 [invalid-entry] methodConfig[0].retryPolicy.maxAttempts: must be a whole number in [2,",
         ),
+    ];
+    for (file, expected) in entries {
+        let out = herd(&["check", &file, "--no-storm"]);
+        assert_eq!(out.status.code(), Some(1), "{file}");
+        assert!(stdout(&out).contains(expected), "{}", stdout(&out));
+    }
+    let cases = [
         (
             scratch_file("unknown.yaml", "hello: world\n"),
             "cannot tell which system",

@@ -18,6 +18,7 @@
 //! client is made with it; aws-sdk-go-v2 `config/shared_config.go` returns the parse error when
 //! that profile is loaded). Keys are matched without regard to case, as both SDKs lower-case
 //! them; a profile written twice is one profile, the later value winning.
+use std::collections::HashMap;
 use std::time::Duration;
 
 use herd::RuleName;
@@ -52,6 +53,8 @@ struct Section {
 
 pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckError> {
     let mut sections: Vec<Section> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut current = None;
     for (i, raw) in text.lines().enumerate() {
         let line = i + 1;
         let trimmed = raw.trim();
@@ -63,21 +66,19 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
                 .strip_suffix(']')
                 .ok_or_else(|| r.bad(line, "", "a section header must end with ]"))?
                 .trim();
-            // A section written twice is one section: move it last, so that the entries
-            // below extend it and later values win.
-            let old = sections.iter().position(|s| s.name == name);
-            let section = match old {
-                Some(at) => sections.remove(at),
-                None => Section {
+            // A section written twice is one section: the entries below extend it and later
+            // values win.
+            current = Some(*index.entry(name.to_owned()).or_insert_with(|| {
+                sections.push(Section {
                     name: name.to_owned(),
                     line,
                     entries: Vec::new(),
-                },
-            };
-            sections.push(section);
+                });
+                sections.len() - 1
+            }));
             continue;
         }
-        let Some(section) = sections.last_mut() else {
+        let Some(section) = current.map(|at| &mut sections[at]) else {
             return Err(r.bad(line, "", "a setting before any [section]"));
         };
         if raw.starts_with([' ', '\t']) {

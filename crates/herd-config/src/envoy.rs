@@ -29,6 +29,7 @@
 //! - the cluster's `circuit_breakers` `max_retries` 3, or a `retry_budget` with
 //!   `budget_percent` 20 and `min_retry_concurrency` 3
 //!   (api/envoy/config/cluster/v3/circuit_breaker.proto).
+use std::collections::HashMap;
 use std::time::Duration;
 
 use herd::RuleName;
@@ -72,6 +73,9 @@ const RETRY_POLICY: [&str; 5] = [
     "retry_back_off",
 ];
 
+/// Each cluster's throttle on retries, by name, and whether its circuit breakers set it.
+type Clusters = HashMap<String, (Throttle, bool)>;
+
 /// What Envoy does with a configuration holding an entry it cannot load.
 const REJECTS: &str = "Envoy rejects the whole resource that holds it (the route table, listener or bootstrap) when it is loaded";
 
@@ -88,10 +92,13 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
     for doc in &docs {
         collect(r, doc, "", &mut clusters, &mut vhosts);
     }
-    let mut throttles = Vec::new();
+    let mut throttles = Clusters::new();
     for (path, node) in clusters {
         match cluster(r, node, &path) {
-            Ok(t) => throttles.push(t),
+            // The first cluster of a name is the one a route reaches.
+            Ok((name, throttle, set)) => {
+                throttles.entry(name).or_insert((throttle, set));
+            }
             Err(e) => r.reject(e, REJECTS),
         }
     }
@@ -249,7 +256,7 @@ fn virtual_host(
     r: &mut Reader,
     node: &Node,
     path: &str,
-    clusters: &[(String, Throttle, bool)],
+    clusters: &Clusters,
     out: &mut Vec<Translation>,
 ) -> usize {
     let Some(m) = map_of(Some(node)) else {
@@ -299,7 +306,7 @@ fn route(
     vh_name: &str,
     i: usize,
     vh_policy: Option<&(&Node, String)>,
-    clusters: &[(String, Throttle, bool)],
+    clusters: &Clusters,
 ) -> Result<Option<Translation>, CheckError> {
     let rm = r.map(route, rp)?;
     r.ignore_unknown(
@@ -379,11 +386,8 @@ fn route(
     )?;
     t.methods = methods(get(rm, "match"));
     let cluster_name = str_of(get(am, "cluster"));
-    match clusters
-        .iter()
-        .find(|(n, _, _)| Some(n.as_str()) == cluster_name)
-    {
-        Some((_, throttle, set)) => {
+    match cluster_name.and_then(|n| clusters.get(n)) {
+        Some((throttle, set)) => {
             t.throttle = Some(throttle.clone());
             if !set {
                 t.defaults.push("circuit_breakers.max_retries");

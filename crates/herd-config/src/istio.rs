@@ -26,6 +26,7 @@
 //! read (`istioctl analyze` reports per resource too). `retries` misspelt (`retrys`) is a
 //! `misspelt-key` warning: the Kubernetes API server prunes an unknown field of the CRD and the
 //! route silently gets the default policy.
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use herd::RuleName;
@@ -70,9 +71,13 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
             }
         }
     }
+    let mut by_host = Limits::new();
+    for limit in &limits {
+        by_host.entry(short(&limit.host)).or_insert(limit);
+    }
     let mut out = Translated::default();
     let mut routes = 0;
-    let mut routed = Vec::new();
+    let mut routed = HashSet::new();
     for o in &objects {
         if !is_istio(o) {
             ignore_object(r, o);
@@ -80,7 +85,7 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
         }
         match o.kind.as_str() {
             "VirtualService" => {
-                routes += virtual_service(r, o, &limits, &mut out.configs, &mut routed);
+                routes += virtual_service(r, o, &by_host, &mut out.configs, &mut routed);
             }
             "DestinationRule" => {}
             k if OTHER_KINDS.contains(&k) => ignore_object(r, o),
@@ -96,7 +101,7 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
     }
     // A rule whose host no route of the file reaches: the default policy of every route to it.
     for limit in &limits {
-        if !routed.iter().any(|h| hosts_match(h, &limit.host)) {
+        if !routed.contains(short(&limit.host)) {
             out.configs.push(rule_alone(r, limit));
         }
     }
@@ -107,6 +112,9 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
     );
     Ok(out)
 }
+
+/// The rules by the short name of their host (the first rule of a host wins).
+type Limits<'a> = HashMap<&'a str, &'a Limit>;
 
 /// A `DestinationRule`: where it is, its host and the `maxRetries` it sets.
 pub(crate) struct Limit {
@@ -278,9 +286,9 @@ fn destination_rule(r: &mut Reader, o: &Object<'_>) -> Result<Limit, CheckError>
 fn virtual_service(
     r: &mut Reader,
     o: &Object<'_>,
-    limits: &[Limit],
+    limits: &Limits<'_>,
     out: &mut Vec<Translation>,
-    routed: &mut Vec<String>,
+    routed: &mut HashSet<String>,
 ) -> usize {
     let (s, sp) = match kube::spec(
         r,
@@ -302,7 +310,7 @@ fn virtual_service(
         match http_route(r, route, &rp, &o.name, i, limits) {
             Ok((t, hosts)) => {
                 out.push(t);
-                routed.extend(hosts);
+                routed.extend(hosts.iter().map(|h| short(h).to_owned()));
             }
             Err(e) => r.reject(e, REJECTS),
         }
@@ -316,7 +324,7 @@ fn http_route(
     rp: &str,
     vs_name: &str,
     index: usize,
-    limits: &[Limit],
+    limits: &Limits<'_>,
 ) -> Result<(Translation, Vec<String>), CheckError> {
     let rm = r.map(route, rp)?;
     r.ignore_unknown(
@@ -426,17 +434,14 @@ fn http_route(
         }
     }
     let hosts = destination_hosts(get(rm, "route"));
-    let limit = limits
-        .iter()
-        .find(|l| hosts.iter().any(|h| hosts_match(&l.host, h)));
+    let limit = hosts.iter().find_map(|h| limits.get(short(h)).copied());
     throttle(&mut t, limit);
     Ok((t, hosts))
 }
 
-/// `reviews` matches `reviews.prod.svc.cluster.local` and the reverse.
-fn hosts_match(a: &str, b: &str) -> bool {
-    let short = |h: &str| h.split('.').next().unwrap_or(h).to_owned();
-    a == b || short(a) == short(b)
+/// A host's short name: `reviews` matches `reviews.prod.svc.cluster.local` and the reverse.
+fn short(host: &str) -> &str {
+    host.split('.').next().unwrap_or(host)
 }
 
 /// The hosts of a route's `route[].destination`.

@@ -28,6 +28,7 @@
 //!   same arithmetic in nanoseconds (crates/herd/src/rule/systems.rs); exponential without
 //!   randomization is `randomized` with jitter 0 (`exponential` when the multiplier is 2),
 //!   randomized without exponential is `randomized` with multiplier 1.
+use std::collections::HashMap;
 use std::time::Duration;
 
 use herd::RuleName;
@@ -315,10 +316,12 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
         let t = instance(r, name, *line, props, &mut out.findings);
         r.keep(t, &mut out.configs, FAILS);
     }
+    let plain_by_name: HashMap<&str, &Props> =
+        plain.iter().map(|(n, _, p)| (n.as_str(), p)).collect();
     for (profile, props) in &profiles {
         let all: Vec<&Prop> = base.iter().chain(props.iter()).copied().collect();
         for (name, line, merged) in targets(r, &all) {
-            if plain.iter().any(|(n, _, p)| *n == name && *p == merged) {
+            if plain_by_name.get(name.as_str()) == Some(&&merged) {
                 continue;
             }
             let named = format!("{name} [profile {profile}]");
@@ -389,6 +392,7 @@ fn list_unknown(r: &mut Reader, props: &[&Prop]) {
 fn targets(r: &mut Reader, props: &[&Prop]) -> Vec<(String, usize, Props)> {
     let mut configs: Vec<(String, usize, Props)> = Vec::new();
     let mut instances: Vec<(String, usize, Props)> = Vec::new();
+    let mut at_of: HashMap<(&str, String), usize> = HashMap::new();
     for p in props {
         let Some((section, name, field, index)) = place(p) else {
             continue;
@@ -398,13 +402,10 @@ fn targets(r: &mut Reader, props: &[&Prop]) -> Vec<(String, usize, Props)> {
         } else {
             &mut instances
         };
-        let at = match list.iter().position(|(n, _, _)| n == name) {
-            Some(at) => at,
-            None => {
-                list.push((name.to_owned(), p.line, Props::default()));
-                list.len() - 1
-            }
-        };
+        let at = *at_of.entry((section, name.to_owned())).or_insert_with(|| {
+            list.push((name.to_owned(), p.line, Props::default()));
+            list.len() - 1
+        });
         let props = &mut list[at].2;
         let path = p.key.join(".");
         // An instance exists once any of its keys is written, unknown ones included: Spring
