@@ -191,7 +191,7 @@ fn bad_input_is_one_line_with_exit_2() {
         ),
         (
             "scenarios/configs/no-such-file.yaml".to_owned(),
-            "no-such-file.yaml: cannot read",
+            "cannot read configuration scenarios/configs/no-such-file.yaml: No such file",
         ),
     ];
     for (file, expected) in cases {

@@ -1,6 +1,6 @@
 //! `herd check`: real retry configurations, what they mean, what is wrong with them, and what
 //! they do in a storm beside the fix.
-use std::fs;
+use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -16,7 +16,11 @@ use super::args::Format;
 use super::storm::chart::{self, ChartFile};
 use crate::error::{CliError, CliResult};
 
+mod inputs;
 mod output;
+
+/// The largest `--max-file-mib`: 1 GiB.
+const MAX_FILE_MIB: u64 = 1024;
 
 use output::{csv, json_report, mesh_json, mesh_table, table};
 
@@ -40,9 +44,16 @@ use output::{csv, json_report, mesh_json, mesh_table, table};
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct CheckArgs {
-    /// Configuration files.
+    /// Configuration files; `-` reads standard input; a folder is walked (honouring
+    /// .gitignore) for the files that configure retries.
     #[arg(value_name = "FILES", required_unless_present = "mesh")]
     files: Vec<PathBuf>,
+    /// The largest file read, in MiB (a folder's larger files are skipped and named).
+    #[arg(long, value_name = "MIB", default_value_t = 16)]
+    max_file_mib: u64,
+    /// List the files a folder's walk skipped, and why, on stderr.
+    #[arg(long)]
+    verbose: bool,
     /// A mesh (TOML): services, who calls whom, the configuration file of each call, and the
     /// failing service; prints the requests each service receives, the amplification and
     /// the layer advice, and runs the path to the failure as a storm.
@@ -122,16 +133,29 @@ impl From<DenyArg> for Severity {
 }
 
 pub(crate) fn run(args: &CheckArgs) -> CliResult {
-    let mut inputs = Vec::with_capacity(args.files.len());
-    for path in &args.files {
-        let text = fs::read_to_string(path)
-            .map_err(|e| CliError::input(format!("{}: cannot read: {e}", path.display())))?;
-        let mut input = Input::new(path.display().to_string(), text);
-        input.system = args.format_in.map(System::from);
-        inputs.push(input);
+    if args.max_file_mib == 0 || args.max_file_mib > MAX_FILE_MIB {
+        return Err(CliError::input(format!(
+            "--max-file-mib {}: must be in [1, {MAX_FILE_MIB}]",
+            args.max_file_mib
+        )));
+    }
+    let max = args.max_file_mib << 20;
+    let gathered = inputs::gather(&args.files, args.format_in.map(System::from), max)?;
+    report_skipped(&gathered.skipped, args.verbose);
+    let mut inputs = gathered.inputs;
+    if inputs.is_empty() && args.mesh.is_none() {
+        return Err(CliError::input(format!(
+            "no retry configuration among {} ({} file(s) skipped; --verbose lists them)",
+            args.files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            gathered.skipped.len()
+        )));
     }
     let mesh = match &args.mesh {
-        Some(path) => Some(mesh_inputs(path, &mut inputs)?),
+        Some(path) => Some(mesh_inputs(path, max, &mut inputs)?),
         None => None,
     };
     let options = CheckOptions::default().with_call_path(args.call_path);
@@ -168,11 +192,13 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         None => None,
     };
     let chart_file = ChartFile::of("--chart", args.chart.as_deref())?;
+    let mut simulated = 0;
     let (storms, scenario_name, scenario) = if args.no_storm {
         (Vec::new(), String::new(), Scenario::default())
     } else {
         let (scenario, name) = scenario(args)?;
-        let mut runs = storms(&report, &scenario, args.call_path)?;
+        let (mut runs, count) = storms(&report, &scenario, args.call_path, args.chart.is_some())?;
+        simulated = count;
         if let Some(m) = &mesh_report
             && let Some(c) = check_storm::compare_layers(
                 &m.path,
@@ -184,6 +210,7 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
             .map_err(|e| CliError::input(format!("the mesh's storm: {e}")))?
         {
             runs.push(c);
+            simulated += 1;
         }
         (runs, name, scenario)
     };
@@ -200,6 +227,9 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
     match args.format {
         Format::Json => {
             let mut v = json_report(&report, &storms, &scenario_name, &scenario, args.no_storm);
+            if !args.no_storm {
+                v["storm"]["simulated"] = simulated.into();
+            }
             v["mesh"] = mesh_report.as_ref().map_or(Value::Null, mesh_json);
             serde_json::to_writer_pretty(&mut out, &v)?;
             writeln!(out)?;
@@ -235,11 +265,37 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
     Ok(())
 }
 
+/// What a folder's walk skipped: every path with `--verbose`; else one line for the
+/// configuration files that could not be read.
+fn report_skipped(skipped: &[inputs::Skipped], verbose: bool) {
+    if verbose {
+        for s in skipped {
+            eprintln!("skipped {}: {}", s.path, s.why);
+        }
+        return;
+    }
+    let unread: Vec<&str> = skipped
+        .iter()
+        .filter(|s| s.unread)
+        .map(|s| s.path.as_str())
+        .collect();
+    if !unread.is_empty() {
+        eprintln!(
+            "note: {} file(s) not read (over the cap or not UTF-8; --verbose says why): {}",
+            unread.len(),
+            unread.join(", ")
+        );
+    }
+}
+
 /// Reads a mesh file and appends the configuration files it names (relative to it) to
 /// `inputs`; the mesh and, per configuration as the mesh writes it, the file name used.
-fn mesh_inputs(path: &Path, inputs: &mut Vec<Input>) -> CliResult<(Mesh, Vec<(String, String)>)> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| CliError::input(format!("{}: cannot read: {e}", path.display())))?;
+fn mesh_inputs(
+    path: &Path,
+    max: u64,
+    inputs: &mut Vec<Input>,
+) -> CliResult<(Mesh, Vec<(String, String)>)> {
+    let text = super::input_file::read_input(path, "mesh")?;
     let mesh = Mesh::from_toml(&path.display().to_string(), &text).map_err(CliError::input)?;
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let mut files = Vec::new();
@@ -247,9 +303,9 @@ fn mesh_inputs(path: &Path, inputs: &mut Vec<Input>) -> CliResult<(Mesh, Vec<(St
         let file = dir.join(config);
         let name = file.display().to_string();
         if !inputs.iter().any(|i| i.file == name) {
-            let text = fs::read_to_string(&file).map_err(|e| {
-                CliError::input(format!("{}: {config}: cannot read: {e}", path.display()))
-            })?;
+            let text =
+                super::input_file::read_capped(&file, "configuration", max, "--max-file-mib")
+                    .map_err(|e| CliError::input(format!("{}: {config}: {e}", path.display())))?;
             inputs.push(Input::new(name.clone(), text));
         }
         files.push((config.to_owned(), name));
@@ -278,30 +334,52 @@ fn scenario(args: &CheckArgs) -> CliResult<(Scenario, String)> {
     Ok((s, name))
 }
 
-/// Each retrying policy's storm beside its fix, then every layer together.
+/// Each retrying policy's storm beside its fix, then every layer together; and how many
+/// policies were simulated. Policies whose semantics are the same ([`check_storm::storm_key`])
+/// share one simulation, and a run's series (its windows, kept for charts) is dropped unless
+/// `keep_series`: memory does not grow with the number of identical policies.
 fn storms(
     report: &Report,
     scenario: &Scenario,
     call_path: bool,
-) -> CliResult<Vec<StormComparison>> {
+    keep_series: bool,
+) -> CliResult<(Vec<StormComparison>, usize)> {
     let limits = Limits::default();
     let mut out = Vec::new();
+    let mut simulated: HashMap<String, StormComparison> = HashMap::new();
     for t in report.configs.iter().filter(|t| t.retries()) {
-        let c = check_storm::compare(
-            t,
-            scenario,
-            &limits,
-            scenario.seed,
-            &herd_sim::Cancel::new(),
-        )
-        .map_err(|e| {
-            CliError::input(format!(
-                "{}:{}: {} (the storm): {e}",
-                t.file, t.line, t.name
-            ))
-        })?;
+        let key = check_storm::storm_key(t);
+        let mut c = match simulated.get(&key) {
+            Some(c) => c.clone(),
+            None => {
+                let mut c = check_storm::compare(
+                    t,
+                    scenario,
+                    &limits,
+                    scenario.seed,
+                    &herd_sim::Cancel::new(),
+                )
+                .map_err(|e| {
+                    CliError::input(format!(
+                        "{}:{}: {} (the storm): {e}",
+                        t.file, t.line, t.name
+                    ))
+                })?;
+                if !keep_series {
+                    for run in &mut c.runs {
+                        run.series.arrivals = Vec::new();
+                        run.series.served = Vec::new();
+                    }
+                }
+                simulated.insert(key, c.clone());
+                c
+            }
+        };
+        c.file.clone_from(&t.file);
+        c.name.clone_from(&t.name);
         out.push(c);
     }
+    let mut count = simulated.len();
     if call_path
         && let Some(c) = check_storm::compare_layers(
             &report.configs,
@@ -313,6 +391,7 @@ fn storms(
         .map_err(|e| CliError::input(format!("the layers' storm: {e}")))?
     {
         out.push(c);
+        count += 1;
     }
-    Ok(out)
+    Ok((out, count))
 }

@@ -19,6 +19,7 @@ use super::{CheckError, System};
 /// # Ok::<(), herd_sim::check::CheckError>(())
 /// ```
 pub fn detect(file: &str, text: &str) -> Result<System, CheckError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let trimmed = text.trim_start();
     let has = |word: &str| text.contains(word);
     let system = if trimmed.starts_with('{') {
@@ -62,6 +63,8 @@ fn is_ini(text: &str) -> bool {
         .is_some_and(|l| {
             l.starts_with('[')
                 && l.ends_with(']')
+                // A section names a profile; `[[[…]]]` is a JSON array, not a header.
+                && !l[1..l.len() - 1].contains(['[', ']'])
                 && !l.contains(',')
                 && !l.contains('"')
                 && !l.contains('{')

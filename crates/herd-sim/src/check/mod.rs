@@ -39,6 +39,7 @@ use std::time::Duration;
 use herd::RuleName;
 
 mod aws;
+mod depth;
 mod detect;
 mod envoy;
 mod findings;
@@ -415,6 +416,7 @@ pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
 pub fn check_with(inputs: &[Input], options: CheckOptions) -> Result<Report, CheckError> {
     let mut report = Report::default();
     for input in inputs {
+        depth::check_depth(&input.file, &input.text)?;
         let system = match input.system {
             Some(s) => s,
             None => detect(&input.file, &input.text)?,

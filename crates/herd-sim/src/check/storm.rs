@@ -100,6 +100,25 @@ pub fn suggested_fix(t: &Translation) -> (Translation, String) {
     (fixed, summary)
 }
 
+/// What the storm reads of a translation, as a key: two policies with equal keys run the very
+/// same storm and fix (only their file, line and name differ), so a file of ten thousand
+/// identical routes is simulated once. Every field [`scenario_for`] and [`suggested_fix`]
+/// read is in it.
+#[must_use]
+pub fn storm_key(t: &Translation) -> String {
+    format!(
+        "{:?}",
+        (
+            t.max_attempts,
+            t.per_try_timeout,
+            t.timeout,
+            t.backoff,
+            &t.throttle,
+            t.hedging,
+        )
+    )
+}
+
 /// `base` run with `t`'s semantics: the scenario, the rule, and what could not be expressed.
 ///
 /// # Errors
