@@ -12,12 +12,13 @@ use herd_sim::check::{self, CheckOptions, Input, Report, Severity, System, Trans
 use herd_sim::{Limits, Scenario};
 use serde_json::Value;
 
-use super::args::Format;
 use super::storm::chart::{self, ChartFile};
 use crate::error::{CliError, CliResult};
 
 mod inputs;
 mod output;
+mod sarif;
+mod suppress;
 
 /// The largest `--max-file-mib`: 1 GiB.
 const MAX_FILE_MIB: u64 = 1024;
@@ -46,7 +47,7 @@ use output::{csv, json_report, mesh_json, mesh_table, table};
 pub(crate) struct CheckArgs {
     /// Configuration files; `-` reads standard input; a folder is walked (honouring
     /// .gitignore) for the files that configure retries.
-    #[arg(value_name = "FILES", required_unless_present = "mesh")]
+    #[arg(value_name = "FILES", required_unless_present_any = ["mesh", "list"])]
     files: Vec<PathBuf>,
     /// The largest file read, in MiB (a folder's larger files are skipped and named).
     #[arg(long, value_name = "MIB", default_value_t = 16)]
@@ -67,9 +68,18 @@ pub(crate) struct CheckArgs {
     /// The system of every file, instead of detecting it.
     #[arg(long, value_enum, value_name = "SYSTEM")]
     format_in: Option<SystemArg>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
+    /// Output format: `sarif` is SARIF 2.1.0 for code scanning (one rule per finding code).
+    #[arg(long, value_enum, default_value_t = CheckFormat::Table)]
+    format: CheckFormat,
+    /// Drop findings of CODE (repeatable, or a comma list); `--list` prints the codes. A file
+    /// can also say `# herd:ignore CODE` on or above the line, or carry the Kubernetes
+    /// annotation `herd.dev/ignore: CODE[,CODE]`.
+    #[arg(long, value_name = "CODE", value_delimiter = ',')]
+    ignore: Vec<String>,
+    /// Print the analyzers (what each reads and the codes it raises) and every finding code
+    /// with its level and help, then exit.
+    #[arg(long)]
+    list: bool,
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, default_value_t = DenyArg::Error, value_name = "LEVEL")]
     deny: DenyArg,
@@ -90,6 +100,19 @@ pub(crate) struct CheckArgs {
     /// FILE.png.
     #[arg(long, value_name = "FILE")]
     chart: Option<PathBuf>,
+}
+
+/// `herd check`'s formats: the three every command has, and SARIF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum CheckFormat {
+    /// Aligned columns for people.
+    Table,
+    /// One JSON object for scripts.
+    Json,
+    /// Comma-separated values with a header line, one row per policy.
+    Csv,
+    /// SARIF 2.1.0 for code scanning.
+    Sarif,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -133,6 +156,17 @@ impl From<DenyArg> for Severity {
 }
 
 pub(crate) fn run(args: &CheckArgs) -> CliResult {
+    if args.list {
+        print!("{}", output::list());
+        return Ok(());
+    }
+    for code in &args.ignore {
+        if check::messages::message(code).is_none() {
+            return Err(CliError::input(format!(
+                "--ignore {code}: no such finding code (herd check --list prints them)"
+            )));
+        }
+    }
     if args.max_file_mib == 0 || args.max_file_mib > MAX_FILE_MIB {
         return Err(CliError::input(format!(
             "--max-file-mib {}: must be in [1, {MAX_FILE_MIB}]",
@@ -160,6 +194,15 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
     };
     let options = CheckOptions::default().with_call_path(args.call_path);
     let mut report = check::check_with(&inputs, options).map_err(CliError::input)?;
+    let text_of = |file: &str| {
+        inputs
+            .iter()
+            .find(|i| i.file == file)
+            .map(|i| i.text.as_str())
+    };
+    let (kept, suppressed) =
+        suppress::apply(std::mem::take(&mut report.findings), text_of, &args.ignore);
+    report.findings = kept;
     let mesh_report = match &mesh {
         Some((mesh, files)) => {
             let by_config: Vec<(&str, Vec<Translation>)> = files
@@ -225,8 +268,13 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match args.format {
-        Format::Json => {
+        CheckFormat::Sarif => {
+            serde_json::to_writer_pretty(&mut out, &sarif::sarif(&report))?;
+            writeln!(out)?;
+        }
+        CheckFormat::Json => {
             let mut v = json_report(&report, &storms, &scenario_name, &scenario, args.no_storm);
+            v["suppressed"] = suppressed.into();
             if !args.no_storm {
                 v["storm"]["simulated"] = simulated.into();
             }
@@ -234,8 +282,14 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
             serde_json::to_writer_pretty(&mut out, &v)?;
             writeln!(out)?;
         }
-        Format::Csv => write!(out, "{}", csv(&report, &storms))?,
-        Format::Table => {
+        CheckFormat::Csv => write!(out, "{}", csv(&report, &storms))?,
+        CheckFormat::Table => {
+            if suppressed > 0 {
+                writeln!(
+                    out,
+                    "{suppressed} finding(s) suppressed (herd:ignore, --ignore)"
+                )?;
+            }
             write!(
                 out,
                 "{}",

@@ -322,8 +322,9 @@ fn http_route(
         .iter()
         .find(|(h, _, _)| host.as_deref().is_some_and(|x| hosts_match(h, x)))
         .map_or((DEFAULT_MAX_RETRIES, None), |(_, v, l)| (*v, *l));
-    if line.is_none() {
-        t.defaults.push("connectionPool.http.maxRetries");
+    match line {
+        Some(l) => t.field_lines.push(("connectionPool.http.maxRetries", l)),
+        None => t.defaults.push("connectionPool.http.maxRetries"),
     }
     t.throttle = Some(Throttle {
         kind: "envoy-max-retries",

@@ -162,7 +162,11 @@ mod tests {
                 "docs/check.md has no heading ### `{}`",
                 m.code
             );
-            assert!(!m.help.contains('\n') && m.help.ends_with('.'), "{}", m.code);
+            assert!(
+                !m.help.contains('\n') && m.help.ends_with('.'),
+                "{}",
+                m.code
+            );
         }
     }
 }

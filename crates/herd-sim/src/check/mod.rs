@@ -42,12 +42,14 @@ mod aws;
 mod depth;
 mod detect;
 mod envoy;
-mod findings;
+pub mod findings;
 mod grpc;
 mod istio;
 mod kube;
+mod layers;
 mod linkerd;
 pub mod mesh;
+pub mod messages;
 mod resilience4j;
 pub mod storm;
 mod tree;
@@ -299,12 +301,24 @@ pub struct Finding {
     pub code: &'static str,
     /// The file at fault.
     pub file: String,
-    /// The line at fault.
+    /// The line at fault (the first of [`places`](Self::places)).
     pub line: usize,
     /// What happens.
     pub message: String,
     /// What to change.
     pub fix: String,
+    /// Every place the cause applies to (a finding is raised once per cause: one channel's
+    /// missing throttle covers each of its methods), in line order.
+    pub places: Vec<Place>,
+}
+
+/// One place a finding applies to: a policy, by its line and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The policy's line (or the field's).
+    pub line: usize,
+    /// The method, route, profile or instance.
+    pub name: String,
 }
 
 /// A key that no translator reads: listed, never silently dropped.
@@ -434,12 +448,10 @@ pub fn check_with(inputs: &[Input], options: CheckOptions) -> Result<Report, Che
         report.findings.extend(translated.findings);
         report.ignored.extend(reader.ignored);
     }
-    for t in &report.configs {
-        report.findings.extend(findings::of(t));
-    }
-    if options.call_path {
-        report.findings.extend(findings::layers(&report.configs));
-    }
+    report
+        .findings
+        .extend(findings::analyze(&report.configs, options.call_path));
+    report.findings = findings::once_per_cause(std::mem::take(&mut report.findings));
     // Files in the order given (the caller first), then lines.
     let order = |file: &str| inputs.iter().position(|i| i.file == file);
     report
@@ -458,13 +470,18 @@ pub(crate) fn finding(
     message: String,
     fix: String,
 ) -> Finding {
+    let line = t.line_of(field);
     Finding {
         severity,
         code,
         file: t.file.clone(),
-        line: t.line_of(field),
+        line,
         message,
         fix,
+        places: vec![Place {
+            line,
+            name: t.name.clone(),
+        }],
     }
 }
 

@@ -310,20 +310,7 @@ pub fn compare(
     })
 }
 
-/// The retrying layers of `configs` in the order given (the caller first): a layer is a file,
-/// or one Kubernetes object of a file (a `VirtualService`, a `ServiceProfile`).
-#[must_use]
-pub fn layers(configs: &[Translation]) -> Vec<Vec<&Translation>> {
-    let mut out: Vec<(String, Vec<&Translation>)> = Vec::new();
-    for t in configs.iter().filter(|t| t.retries()) {
-        let key = super::findings::layer_of(t);
-        match out.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, ts)) => ts.push(t),
-            None => out.push((key, vec![t])),
-        }
-    }
-    out.into_iter().map(|(_, ts)| ts).collect()
-}
+pub use super::layers::layers;
 
 /// Retries at every layer of one call path against retries at the bottom layer only, in the
 /// storm: the bottom service meets each caller's call `a₁ × a₂ × …` times (the layers' most

@@ -97,8 +97,12 @@ fn walk(dir: &Path, system: Option<System>, max: u64, out: &mut Gathered) -> Cli
             .extension()
             .and_then(|e| e.to_str())
             .is_some_and(|e| CONFIG_EXTENSIONS.iter().any(|c| e.eq_ignore_ascii_case(c)))
-            // The AWS SDKs' shared config file has no extension.
-            || path.file_name().is_some_and(|n| n == "config");
+            // The AWS SDKs' shared config file has no extension (`config`, `aws-config`).
+            || (path.extension().is_none()
+                && path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with("config")));
         if !typed {
             out.skipped.push(Skipped {
                 path: shown,
