@@ -31,7 +31,9 @@ use output::{csv, json_report, mesh_json, mesh_table, table};
 /// JSON), Istio VirtualServices and DestinationRules (YAML, several documents or a
 /// `kubectl get -o yaml` List), Linkerd ServiceProfiles or retry annotations, AWS shared
 /// config files, or Spring Boot application.yml files configuring Resilience4j. The system
-/// is detected from each file's text (or named with --format-in).
+/// is detected from each file's text (or named with --format-in). `-` reads standard input;
+/// a folder is walked as a repository (`herd check .`), honouring .gitignore. Every file is
+/// read through a cap (--max-file-mib).
 ///
 /// For every retry policy found it prints the translation into herd's terms (attempts
 /// after the system's own clamps, the rule and its parameters, timeouts, the budget or
@@ -40,6 +42,10 @@ use output::{csv, json_report, mesh_json, mesh_table, table};
 /// semantics beside the suggested fix. With --call-path the files are the hops of one call
 /// path, caller first: retries at several of them are a finding and run together too.
 /// See docs/check.md.
+///
+/// Findings are raised once per cause by a list of analyzers (--list prints them and every
+/// code); `--format sarif` writes SARIF 2.1.0 for code scanning; `# herd:ignore CODE`, the
+/// annotation `herd.dev/ignore: CODE` and --ignore suppress a code.
 ///
 /// Exit status: 0 when no finding is at or above --deny, 1 when one is, 2 for bad input.
 #[derive(Debug, Args)]
