@@ -206,7 +206,7 @@ fn bad_input_is_one_line_with_exit_2() {
         ),
         (
             "scenarios/configs/no-such-file.yaml".to_owned(),
-            "no-such-file.yaml: cannot read",
+            "cannot read configuration scenarios/configs/no-such-file.yaml: No such file",
         ),
     ];
     for (file, expected) in cases {
@@ -352,4 +352,24 @@ fn the_storm_table_prints_figures_by_the_precision_policy() {
         assert_eq!(shown, herd_sim::figure::number(rpc), "{name}: {row}");
     }
     assert!(table.contains(" 26.8 "), "{table}");
+}
+
+/// `herd check .` on this repository: the walk finds the shipped configurations (and
+/// nothing under the .gitignored `target/`), and reads no file as bad input.
+#[test]
+fn check_dot_walks_this_repository() {
+    let (v, _) = check_json(&[".", "--no-storm"]);
+    let files: Vec<&str> = v["configs"]
+        .as_array()
+        .expect("configs")
+        .iter()
+        .map(|c| c["file"].as_str().expect("file"))
+        .collect();
+    for shipped in ["grpc-service-config.json", "istio-dump.yaml", "aws-config"] {
+        assert!(
+            files.contains(&format!("scenarios/configs/{shipped}").as_str()),
+            "{shipped}: {files:?}"
+        );
+    }
+    assert!(files.iter().all(|f| !f.starts_with("target/")), "{files:?}");
 }

@@ -374,3 +374,162 @@ fn ctrl_c_on_the_labs_prints_what_finished_marked_interrupted() {
         "{err}"
     );
 }
+
+/// Runs `herd ARGS…` with `input` on its standard input: exit code, stdout, stderr.
+fn with_stdin(args: &[&str], input: &[u8]) -> (Option<i32>, String, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_herd"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("herd runs");
+    let mut stdin = child.stdin.take().expect("stdin");
+    // A refusal may close the pipe before everything is written.
+    let _ = stdin.write_all(input);
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr(&out),
+    )
+}
+
+/// Before: `herd check /dev/zero` read until memory ran out (7.7 GiB in 20 s), and `-` and
+/// folders were refused as files that cannot be read.
+#[test]
+fn check_reads_through_the_capped_reader_stdin_and_folders_included() {
+    refused_in_time(&["check", "/dev/zero"], "/dev/zero: not a regular file");
+    let big = temp("big.json");
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(17 << 20))
+        .expect("a sparse 17 MiB file");
+    refused_in_time(
+        &["check", big.to_str().expect("UTF-8")],
+        "more than the 16777216 an input file may have (raise the cap with --max-file-mib)",
+    );
+    // Standard input: read, capped, and named `<stdin>`.
+    let aws = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/configs/aws-config"
+    ))
+    .expect("the shipped AWS config");
+    let (code, out, err) = with_stdin(&["check", "--no-storm", "--format", "json", "-"], &aws);
+    assert_eq!(code, Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(v["configs"][0]["file"], "<stdin>", "{v}");
+    assert_eq!(v["configs"][0]["system"], "aws");
+    let (code, _, err) = with_stdin(
+        &["check", "--no-storm", "--max-file-mib", "1", "-"],
+        &vec![b'#'; (1 << 20) + 10],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("from standard input: more than the 1048576 bytes"),
+        "{err}"
+    );
+    // A folder: its configurations are read, the rest skipped and listed with --verbose.
+    let dir = temp("repo");
+    std::fs::create_dir_all(dir.join("deploy")).expect("dir");
+    std::fs::write(
+        dir.join("deploy/config"),
+        "[profile p]\nretry_mode = standard\n",
+    )
+    .expect("w");
+    std::fs::write(dir.join("notes.md"), "# not a configuration\n").expect("w");
+    std::fs::write(dir.join("package.json"), "{\"name\": \"x\"}\n").expect("w");
+    std::fs::write(dir.join(".gitignore"), "build/\n").expect("w");
+    std::fs::create_dir_all(dir.join("build")).expect("dir");
+    std::fs::write(
+        dir.join("build/config"),
+        "[profile q]\nretry_mode = legacy\n",
+    )
+    .expect("w");
+    let dir = dir.to_str().expect("UTF-8");
+    let out = support::herd(&["check", "--no-storm", "--format", "json", "--verbose", dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let configs = v["configs"].as_array().expect("configs");
+    assert_eq!(configs.len(), 1, "build/ is .gitignored: {v}");
+    assert!(
+        configs[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("deploy/config")
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("package.json: no retry configuration"),
+        "{err}"
+    );
+    assert!(err.contains("notes.md: not a type of file"), "{err}");
+}
+
+/// Before: a 10,000-deep JSON array was read as an AWS INI file (exit 0), and a UTF-8
+/// byte-order mark hid gRPC's, AWS's and Resilience4j's marks from detection.
+#[test]
+fn check_refuses_deep_nesting_and_reads_past_a_byte_order_mark() {
+    let deep = scratch_file(
+        "deep.json",
+        &format!("{}{}", "[".repeat(10_000), "]".repeat(10_000)),
+    );
+    refused_in_time(&["check", &deep], "cannot tell which system");
+    refused_in_time(
+        &["check", "--format-in", "grpc", &deep],
+        "recursion limit exceeded",
+    );
+    let block = scratch_file(
+        "deep.yaml",
+        &format!(
+            "apiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nspec:\n{}x: 1\n",
+            "- ".repeat(10_000)
+        ),
+    );
+    refused_in_time(&["check", &block], "deeper than herd reads");
+    for (name, shipped, system) in [
+        ("bom.json", "grpc-service-config.json", "grpc"),
+        ("bom-config", "aws-config", "aws"),
+        ("bom.yml", "resilience4j-application.yml", "resilience4j"),
+    ] {
+        let text = std::fs::read_to_string(format!(
+            "{}/../../scenarios/configs/{shipped}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .expect("shipped config");
+        let file = scratch_file(name, &format!("\u{feff}{text}"));
+        let out = support::herd(&["check", "--no-storm", "--format", "json", &file]);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{name}: {}",
+            stderr(&out)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(v["configs"][0]["system"], system, "{name}");
+    }
+}
+
+/// Before: every policy ran its own storm and kept its series (about 0.5 MB each): 2,049
+/// policies took 1.1 GB. Identical policies now share one simulation: ten thousand methods
+/// with one retry policy are simulated once (counted, not measured in bytes).
+#[test]
+fn identical_policies_are_simulated_once() {
+    let methods: Vec<String> = (0..10_000)
+        .map(|i| {
+            format!(
+                r#"{{"name": [{{"service": "s{i}.S"}}], "retryPolicy": {{"maxAttempts": 4, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}}}"#
+            )
+        })
+        .collect();
+    let file = scratch_file(
+        "many.json",
+        &format!("{{\"methodConfig\": [{}]}}", methods.join(",\n")),
+    );
+    let out = support::herd(&["check", "--format", "json", &file]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["storm"]["runs"].as_array().map(Vec::len), Some(10_000));
+    assert_eq!(v["storm"]["simulated"], 1, "{}", v["storm"]["runs"][0]);
+}

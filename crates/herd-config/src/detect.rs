@@ -80,6 +80,8 @@ fn is_ini(text: &str) -> bool {
         .is_some_and(|l| {
             l.starts_with('[')
                 && l.ends_with(']')
+                // A section names a profile; `[[[…]]]` is a JSON array, not a header.
+                && !l[1..l.len() - 1].contains(['[', ']'])
                 && !l.contains(',')
                 && !l.contains('"')
                 && !l.contains('{')

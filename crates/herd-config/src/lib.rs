@@ -54,6 +54,7 @@ use std::time::Duration;
 use herd::RuleName;
 
 mod aws;
+mod depth;
 mod detect;
 mod envoy;
 mod grpc;
@@ -330,12 +331,24 @@ pub struct Finding {
     pub code: &'static str,
     /// The file at fault.
     pub file: String,
-    /// The line at fault.
+    /// The line at fault (the first of [`places`](Self::places)).
     pub line: usize,
     /// What happens.
     pub message: String,
     /// What to change.
     pub fix: String,
+    /// Every place the cause applies to (a finding is raised once per cause: one channel's
+    /// missing throttle covers each of its methods), in line order.
+    pub places: Vec<Place>,
+}
+
+/// One place a finding applies to: a policy, by its line and name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// The policy's line (or the field's).
+    pub line: usize,
+    /// The method, route, profile or instance.
+    pub name: String,
 }
 
 /// A key that no translator reads: listed, never silently dropped.
@@ -447,6 +460,7 @@ pub(crate) struct Translated {
 pub fn read(inputs: &[Input]) -> Result<Report, CheckError> {
     let mut report = Report::default();
     for input in inputs {
+        depth::check_depth(&input.file, &input.text)?;
         let text = tree::strip_bom(&input.text);
         let system = match input.system {
             Some(s) => s,
@@ -488,12 +502,17 @@ pub fn finding(
     message: String,
     fix: String,
 ) -> Finding {
+    let line = t.line_of(field);
     Finding {
         severity,
         code,
         file: t.file.clone(),
-        line: t.line_of(field),
+        line,
         message,
         fix,
+        places: vec![Place {
+            line,
+            name: t.name.clone(),
+        }],
     }
 }

@@ -153,6 +153,8 @@ fn service_profile(
             ..
         }) = get(rm, "condition")
             && let Some(method) = get(cond, "method")
+            // Every gRPC call is a POST: the method says nothing about idempotency there.
+            && !get(cond, "pathRegex").is_some_and(|p| matches!(&p.value, Value::Str(p) if grpc_path(p)))
         {
             let method = r.text(method, "condition.method")?;
             // A gRPC call is always a POST: a route on `/package.Service/Method` (what
@@ -291,4 +293,20 @@ fn static_key(key: &str) -> &'static str {
     .into_iter()
     .find(|k| *k == key)
     .unwrap_or("annotations")
+}
+
+/// A route of a gRPC method, as `linkerd profile --proto` writes it:
+/// `/emojivoto\.v1\.EmojiService/ListAll` (a dotted service, then the method).
+fn grpc_path(path_regex: &str) -> bool {
+    let unescaped = path_regex.replace("\\.", ".");
+    let mut parts = unescaped
+        .trim_start_matches('^')
+        .trim_end_matches('$')
+        .split('/');
+    let word = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    matches!(
+        (parts.next(), parts.next(), parts.next(), parts.next()),
+        (Some(""), Some(service), Some(method), None)
+            if service.contains('.') && service.split('.').all(word) && word(method)
+    )
 }

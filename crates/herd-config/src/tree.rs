@@ -286,6 +286,10 @@ impl Reader {
             line: e.line,
             message: format!("{field}{}; {what_the_system_does}", e.message),
             fix: "correct this entry; the others were read and are reported as usual".to_owned(),
+            places: vec![crate::Place {
+                line: e.line,
+                name: e.field.clone(),
+            }],
         });
     }
 
@@ -369,6 +373,10 @@ impl Reader {
                 if path.is_empty() { "the file's top level" } else { path }
             ),
             fix: format!("did you mean `{near}`?"),
+            places: vec![crate::Place {
+                line,
+                name: key.to_owned(),
+            }],
         });
     }
 

@@ -1,6 +1,6 @@
 //! `herd check`: real retry configurations, what they mean, what is wrong with them, and what
 //! they do in a storm beside the fix.
-use std::fs;
+use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
@@ -12,13 +12,18 @@ use herd_sim::check::{self, CheckOptions, Input, Report, Severity, System, Trans
 use herd_sim::{Limits, Scenario};
 use serde_json::Value;
 
-use super::args::Format;
 use super::storm::chart::{self, ChartFile};
 use crate::error::{CliError, CliResult};
 
+mod inputs;
 mod output;
+mod sarif;
+mod suppress;
 mod whatif;
 mod whatif_chart;
+
+/// The largest `--max-file-mib`: 1 GiB.
+const MAX_FILE_MIB: u64 = 1024;
 
 use output::{csv, json_report, mesh_json, mesh_table, table};
 
@@ -28,7 +33,9 @@ use output::{csv, json_report, mesh_json, mesh_table, table};
 /// JSON), Istio VirtualServices and DestinationRules (YAML, several documents or a
 /// `kubectl get -o yaml` List), Linkerd ServiceProfiles or retry annotations, AWS shared
 /// config files, or Spring Boot application.yml files configuring Resilience4j. The system
-/// is detected from each file's text (or named with --format-in).
+/// is detected from each file's text (or named with --format-in). `-` reads standard input;
+/// a folder is walked as a repository (`herd check .`), honouring .gitignore. Every file is
+/// read through a cap (--max-file-mib).
 ///
 /// For every retry policy found it prints the translation into herd's terms (attempts
 /// after the system's own clamps, the rule and its parameters, timeouts, the budget or
@@ -39,13 +46,24 @@ use output::{csv, json_report, mesh_json, mesh_table, table};
 /// path, caller first: retries at several of them are a finding, and the hops' retry loops
 /// also run together. --scenario FILE runs a storm scenario instead. See docs/check.md.
 ///
+/// Findings are raised once per cause by a list of analyzers (--list prints them and every
+/// code); `--format sarif` writes SARIF 2.1.0 for code scanning; `# herd:ignore CODE`, the
+/// annotation `herd.dev/ignore: CODE` and --ignore suppress a code.
+///
 /// Exit status: 0 when no finding is at or above --deny, 1 when one is, 2 for bad input.
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub(crate) struct CheckArgs {
-    /// Configuration files.
-    #[arg(value_name = "FILES", required_unless_present = "mesh")]
+    /// Configuration files; `-` reads standard input; a folder is walked (honouring
+    /// .gitignore) for the files that configure retries.
+    #[arg(value_name = "FILES", required_unless_present_any = ["mesh", "list"])]
     files: Vec<PathBuf>,
+    /// The largest file read, in MiB (a folder's larger files are skipped and named).
+    #[arg(long, value_name = "MIB", default_value_t = 16)]
+    max_file_mib: u64,
+    /// List the files a folder's walk skipped, and why, on stderr.
+    #[arg(long)]
+    verbose: bool,
     /// A mesh (TOML): services, who calls whom, the configuration file of each call, and the
     /// failing service; prints the requests each service receives, the amplification and
     /// the layer advice, and runs the path to the failure as a storm.
@@ -59,9 +77,18 @@ pub(crate) struct CheckArgs {
     /// The system of every file, instead of detecting it.
     #[arg(long, value_enum, value_name = "SYSTEM")]
     format_in: Option<SystemArg>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Table)]
-    format: Format,
+    /// Output format: `sarif` is SARIF 2.1.0 for code scanning (one rule per finding code).
+    #[arg(long, value_enum, default_value_t = CheckFormat::Table)]
+    format: CheckFormat,
+    /// Drop findings of CODE (repeatable, or a comma list); `--list` prints the codes. A file
+    /// can also say `# herd:ignore CODE` on or above the line, or carry the Kubernetes
+    /// annotation `herd.dev/ignore: CODE[,CODE]`.
+    #[arg(long, value_name = "CODE", value_delimiter = ',')]
+    ignore: Vec<String>,
+    /// Print the analyzers (what each reads and the codes it raises) and every finding code
+    /// with its level and help, then exit.
+    #[arg(long)]
+    list: bool,
     /// Exit 1 when a finding is at or above this severity.
     #[arg(long, value_enum, default_value_t = DenyArg::Error, value_name = "LEVEL")]
     deny: DenyArg,
@@ -88,6 +115,19 @@ pub(crate) struct CheckArgs {
     /// FILE.png.
     #[arg(long, value_name = "FILE")]
     chart: Option<PathBuf>,
+}
+
+/// `herd check`'s formats: the three every command has, and SARIF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum CheckFormat {
+    /// Aligned columns for people.
+    Table,
+    /// One JSON object for scripts.
+    Json,
+    /// Comma-separated values with a header line, one row per policy.
+    Csv,
+    /// SARIF 2.1.0 for code scanning.
+    Sarif,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -131,20 +171,53 @@ impl From<DenyArg> for Severity {
 }
 
 pub(crate) fn run(args: &CheckArgs) -> CliResult {
-    let mut inputs = Vec::with_capacity(args.files.len());
-    for path in &args.files {
-        let text = fs::read_to_string(path)
-            .map_err(|e| CliError::input(format!("{}: cannot read: {e}", path.display())))?;
-        let mut input = Input::new(path.display().to_string(), text);
-        input.system = args.format_in.map(System::from);
-        inputs.push(input);
+    if args.list {
+        print!("{}", output::list());
+        return Ok(());
+    }
+    for code in &args.ignore {
+        if check::messages::message(code).is_none() {
+            return Err(CliError::input(format!(
+                "--ignore {code}: no such finding code (herd check --list prints them)"
+            )));
+        }
+    }
+    if args.max_file_mib == 0 || args.max_file_mib > MAX_FILE_MIB {
+        return Err(CliError::input(format!(
+            "--max-file-mib {}: must be in [1, {MAX_FILE_MIB}]",
+            args.max_file_mib
+        )));
+    }
+    let max = args.max_file_mib << 20;
+    let gathered = inputs::gather(&args.files, args.format_in.map(System::from), max)?;
+    report_skipped(&gathered.skipped, args.verbose);
+    let mut inputs = gathered.inputs;
+    if inputs.is_empty() && args.mesh.is_none() {
+        return Err(CliError::input(format!(
+            "no retry configuration among {} ({} file(s) skipped; --verbose lists them)",
+            args.files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            gathered.skipped.len()
+        )));
     }
     let mesh = match &args.mesh {
-        Some(path) => Some(mesh_inputs(path, &mut inputs)?),
+        Some(path) => Some(mesh_inputs(path, max, &mut inputs)?),
         None => None,
     };
     let options = CheckOptions::default().with_call_path(args.call_path);
     let mut report = check::check_with(&inputs, options).map_err(CliError::input)?;
+    let text_of = |file: &str| {
+        inputs
+            .iter()
+            .find(|i| i.file == file)
+            .map(|i| i.text.as_str())
+    };
+    let (kept, suppressed) =
+        suppress::apply(std::mem::take(&mut report.findings), text_of, &args.ignore);
+    report.findings = kept;
     let mesh_report = match &mesh {
         Some((mesh, files)) => {
             let by_config: Vec<(&str, Vec<Translation>)> = files
@@ -198,11 +271,13 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
     } else {
         (Vec::new(), None)
     };
+    let mut simulated = 0;
     let (storms, scenario_name, scenario) = if args.no_storm || what_if {
         (Vec::new(), String::new(), Scenario::default())
     } else {
         let (scenario, name) = scenario(args)?;
-        let mut runs = storms(&report, &scenario, args.call_path)?;
+        let (mut runs, count) = storms(&report, &scenario, args.call_path, args.chart.is_some())?;
+        simulated = count;
         if let Some(m) = &mesh_report
             && let Some(c) = check_storm::compare_layers(
                 &m.path,
@@ -214,6 +289,7 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
             .map_err(|e| CliError::input(format!("the mesh's storm: {e}")))?
         {
             runs.push(c);
+            simulated += 1;
         }
         (runs, name, scenario)
     };
@@ -228,9 +304,17 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match args.format {
-        Format::Json => {
+        CheckFormat::Sarif => {
+            serde_json::to_writer_pretty(&mut out, &sarif::sarif(&report))?;
+            writeln!(out)?;
+        }
+        CheckFormat::Json => {
             let no_storm = args.no_storm || what_if;
             let mut v = json_report(&report, &storms, &scenario_name, &scenario, no_storm);
+            v["suppressed"] = suppressed.into();
+            if !no_storm {
+                v["storm"]["simulated"] = simulated.into();
+            }
             v["mesh"] = mesh_report.as_ref().map_or(Value::Null, mesh_json);
             if let Some(o) = &what_if_options {
                 v["whatif"] = whatif::settings_json(o);
@@ -239,9 +323,15 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
             serde_json::to_writer_pretty(&mut out, &v)?;
             writeln!(out)?;
         }
-        Format::Csv if what_if => write!(out, "{}", whatif::csv(&what_ifs))?,
-        Format::Csv => write!(out, "{}", csv(&report, &storms))?,
-        Format::Table => {
+        CheckFormat::Csv if what_if => write!(out, "{}", whatif::csv(&what_ifs))?,
+        CheckFormat::Csv => write!(out, "{}", csv(&report, &storms))?,
+        CheckFormat::Table => {
+            if suppressed > 0 {
+                writeln!(
+                    out,
+                    "{suppressed} finding(s) suppressed (herd:ignore, --ignore)"
+                )?;
+            }
             write!(
                 out,
                 "{}",
@@ -278,11 +368,37 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
     Ok(())
 }
 
+/// What a folder's walk skipped: every path with `--verbose`; else one line for the
+/// configuration files that could not be read.
+fn report_skipped(skipped: &[inputs::Skipped], verbose: bool) {
+    if verbose {
+        for s in skipped {
+            eprintln!("skipped {}: {}", s.path, s.why);
+        }
+        return;
+    }
+    let unread: Vec<&str> = skipped
+        .iter()
+        .filter(|s| s.unread)
+        .map(|s| s.path.as_str())
+        .collect();
+    if !unread.is_empty() {
+        eprintln!(
+            "note: {} file(s) not read (over the cap or not UTF-8; --verbose says why): {}",
+            unread.len(),
+            unread.join(", ")
+        );
+    }
+}
+
 /// Reads a mesh file and appends the configuration files it names (relative to it) to
 /// `inputs`; the mesh and, per configuration as the mesh writes it, the file name used.
-fn mesh_inputs(path: &Path, inputs: &mut Vec<Input>) -> CliResult<(Mesh, Vec<(String, String)>)> {
-    let text = fs::read_to_string(path)
-        .map_err(|e| CliError::input(format!("{}: cannot read: {e}", path.display())))?;
+fn mesh_inputs(
+    path: &Path,
+    max: u64,
+    inputs: &mut Vec<Input>,
+) -> CliResult<(Mesh, Vec<(String, String)>)> {
+    let text = super::input_file::read_input(path, "mesh")?;
     let mesh = Mesh::from_toml(&path.display().to_string(), &text).map_err(CliError::input)?;
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
     let mut files = Vec::new();
@@ -290,9 +406,9 @@ fn mesh_inputs(path: &Path, inputs: &mut Vec<Input>) -> CliResult<(Mesh, Vec<(St
         let file = dir.join(config);
         let name = file.display().to_string();
         if !inputs.iter().any(|i| i.file == name) {
-            let text = fs::read_to_string(&file).map_err(|e| {
-                CliError::input(format!("{}: {config}: cannot read: {e}", path.display()))
-            })?;
+            let text =
+                super::input_file::read_capped(&file, "configuration", max, "--max-file-mib")
+                    .map_err(|e| CliError::input(format!("{}: {config}: {e}", path.display())))?;
             inputs.push(Input::new(name.clone(), text));
         }
         files.push((config.to_owned(), name));
@@ -321,30 +437,52 @@ fn scenario(args: &CheckArgs) -> CliResult<(Scenario, String)> {
     Ok((s, name))
 }
 
-/// Each retrying policy's storm beside its fix, then every layer together.
+/// Each retrying policy's storm beside its fix, then every layer together; and how many
+/// policies were simulated. Policies whose semantics are the same ([`check_storm::storm_key`])
+/// share one simulation, and a run's series (its windows, kept for charts) is dropped unless
+/// `keep_series`: memory does not grow with the number of identical policies.
 fn storms(
     report: &Report,
     scenario: &Scenario,
     call_path: bool,
-) -> CliResult<Vec<StormComparison>> {
+    keep_series: bool,
+) -> CliResult<(Vec<StormComparison>, usize)> {
     let limits = Limits::default();
     let mut out = Vec::new();
+    let mut simulated: HashMap<String, StormComparison> = HashMap::new();
     for t in report.configs.iter().filter(|t| t.retries()) {
-        let c = check_storm::compare(
-            t,
-            scenario,
-            &limits,
-            scenario.seed,
-            &herd_sim::Cancel::new(),
-        )
-        .map_err(|e| {
-            CliError::input(format!(
-                "{}:{}: {} (the storm): {e}",
-                t.file, t.line, t.name
-            ))
-        })?;
+        let key = check_storm::storm_key(t);
+        let mut c = match simulated.get(&key) {
+            Some(c) => c.clone(),
+            None => {
+                let mut c = check_storm::compare(
+                    t,
+                    scenario,
+                    &limits,
+                    scenario.seed,
+                    &herd_sim::Cancel::new(),
+                )
+                .map_err(|e| {
+                    CliError::input(format!(
+                        "{}:{}: {} (the storm): {e}",
+                        t.file, t.line, t.name
+                    ))
+                })?;
+                if !keep_series {
+                    for run in &mut c.runs {
+                        run.series.arrivals = Vec::new();
+                        run.series.served = Vec::new();
+                    }
+                }
+                simulated.insert(key, c.clone());
+                c
+            }
+        };
+        c.file.clone_from(&t.file);
+        c.name.clone_from(&t.name);
         out.push(c);
     }
+    let mut count = simulated.len();
     if call_path
         && let Some(c) = check_storm::compare_layers(
             &report.configs,
@@ -356,6 +494,7 @@ fn storms(
         .map_err(|e| CliError::input(format!("the layers' storm: {e}")))?
     {
         out.push(c);
+        count += 1;
     }
-    Ok(out)
+    Ok((out, count))
 }

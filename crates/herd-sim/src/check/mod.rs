@@ -29,12 +29,14 @@ use std::time::Duration;
 
 use herd_config::finding;
 pub use herd_config::{
-    Backoff, CheckError, Finding, Hedging, Ignored, Input, Note, Report, Severity, System,
+    Backoff, CheckError, Finding, Hedging, Ignored, Input, Note, Place, Report, Severity, System,
     Throttle, Translation, detect, strip_bom,
 };
 
-mod findings;
+pub mod findings;
+mod layers;
 pub mod mesh;
+pub mod messages;
 pub mod storm;
 pub mod whatif;
 
@@ -81,12 +83,10 @@ pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
 /// [`CheckError`].
 pub fn check_with(inputs: &[Input], options: CheckOptions) -> Result<Report, CheckError> {
     let mut report = herd_config::read(inputs)?;
-    for t in &report.configs {
-        report.findings.extend(findings::of(t));
-    }
-    if options.call_path {
-        report.findings.extend(findings::layers(&report.configs));
-    }
+    report
+        .findings
+        .extend(findings::analyze(&report.configs, options.call_path));
+    report.findings = findings::once_per_cause(std::mem::take(&mut report.findings));
     // Files in the order given (the caller first), then lines.
     let order = |file: &str| inputs.iter().position(|i| i.file == file);
     report

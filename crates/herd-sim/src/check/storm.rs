@@ -100,6 +100,25 @@ pub fn suggested_fix(t: &Translation) -> (Translation, String) {
     (fixed, summary)
 }
 
+/// What the storm reads of a translation, as a key: two policies with equal keys run the very
+/// same storm and fix (only their file, line and name differ), so a file of ten thousand
+/// identical routes is simulated once. Every field [`scenario_for`] and [`suggested_fix`]
+/// read is in it.
+#[must_use]
+pub fn storm_key(t: &Translation) -> String {
+    format!(
+        "{:?}",
+        (
+            t.max_attempts,
+            t.per_try_timeout,
+            t.timeout,
+            t.backoff,
+            &t.throttle,
+            t.hedging,
+        )
+    )
+}
+
 /// `base` run with `t`'s semantics: the scenario, the rule, and what could not be expressed.
 ///
 /// # Errors
@@ -291,20 +310,7 @@ pub fn compare(
     })
 }
 
-/// The retrying layers of `configs` in the order given (the caller first): a layer is a file,
-/// or one Kubernetes object of a file (a `VirtualService`, a `ServiceProfile`).
-#[must_use]
-pub fn layers(configs: &[Translation]) -> Vec<Vec<&Translation>> {
-    let mut out: Vec<(String, Vec<&Translation>)> = Vec::new();
-    for t in configs.iter().filter(|t| t.retries()) {
-        let key = super::findings::layer_of(t);
-        match out.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, ts)) => ts.push(t),
-            None => out.push((key, vec![t])),
-        }
-    }
-    out.into_iter().map(|(_, ts)| ts).collect()
-}
+pub use super::layers::layers;
 
 /// Retries at every layer of one call path against retries at the bottom layer only, in the
 /// storm: the bottom service meets each caller's call `a₁ × a₂ × …` times (the layers' most

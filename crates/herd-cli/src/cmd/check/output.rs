@@ -176,6 +176,7 @@ pub(super) fn json_report(
             "line": f.line,
             "message": f.message,
             "fix": f.fix,
+            "places": f.places.iter().map(|p| json!({"line": p.line, "name": p.name})).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
         "ignored": report.ignored.iter().map(|i| json!({
             "file": i.file, "line": i.line, "field": i.field,
@@ -289,6 +290,19 @@ pub(super) fn table(
                 "  {:<7} {}:{} [{}] {}",
                 f.severity, f.file, f.line, f.code, f.message
             );
+            if f.places.len() > 1 {
+                let places: Vec<String> = f
+                    .places
+                    .iter()
+                    .map(|p| format!("{} (line {})", p.name, p.line))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "          at {} places: {}",
+                    places.len(),
+                    places.join(", ")
+                );
+            }
             let _ = writeln!(s, "          fix: {}", f.fix);
         }
     }
@@ -398,6 +412,42 @@ pub(super) fn csv(report: &Report, storms: &[StormComparison]) -> String {
             side(storm.map(|c| &c.config)),
             side(storm.map(|c| &c.fix)),
         );
+    }
+    s
+}
+
+/// `herd check --list`: the analyzers, then every message.
+pub(super) fn list() -> String {
+    use herd_sim::check::findings::{ANALYZERS, TRANSLATOR_CODES};
+    use herd_sim::check::messages::{DOCS_PAGE, MESSAGES};
+    let mut s = String::from("Analyzers\n");
+    for a in ANALYZERS {
+        let _ = writeln!(s, "  {:<12} {}", a.name, a.description);
+        let _ = writeln!(s, "  {:<12} reads: {}", "", a.inputs);
+        let _ = writeln!(
+            s,
+            "  {:<12} codes: {}{}",
+            "",
+            a.codes.join(", "),
+            if a.call_path_only {
+                " (with --call-path)"
+            } else {
+                ""
+            }
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  {:<12} raised while reading a file: {}",
+        "translators",
+        TRANSLATOR_CODES.join(", ")
+    );
+    let _ = writeln!(
+        s,
+        "\nMessages (each explained under its heading in {DOCS_PAGE})"
+    );
+    for m in MESSAGES {
+        let _ = writeln!(s, "  {:<27} {:<7} {}", m.code, m.level.as_str(), m.help);
     }
     s
 }

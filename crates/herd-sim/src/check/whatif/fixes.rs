@@ -61,7 +61,7 @@ fn change(t: &Translation, code: &'static str, change: String, snippet: String) 
 
 /// The warnings and errors of `t` alone, by code.
 fn codes(t: &Translation) -> Vec<&'static str> {
-    crate::check::findings::of(t)
+    crate::check::findings::analyze(std::slice::from_ref(t), false)
         .into_iter()
         .filter(|f| f.severity >= Severity::Warning)
         .map(|f| f.code)

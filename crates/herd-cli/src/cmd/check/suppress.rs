@@ -1,0 +1,118 @@
+//! Suppressions: a finding its owner has judged and accepted, named by its code, in the file
+//! itself or on the command line.
+//!
+//! - A comment `# herd:ignore CODE[,CODE…]` on the finding's line or the line above (YAML,
+//!   `.properties`, INI; `;` comments too); JSON has no comments, so `--ignore` serves there.
+//! - A Kubernetes annotation `herd.dev/ignore: "CODE[,CODE…]"` on an object suppresses those
+//!   codes for the whole object, as `galley.istio.io/analyze-suppress` does for `istioctl
+//!   analyze`.
+//! - `--ignore CODE` (repeatable, or a comma list) everywhere.
+//!
+//! A place of a finding that is suppressed is dropped; a finding all of whose places are
+//! suppressed is dropped and counted.
+use herd_sim::check::Finding;
+
+const COMMENT_MARK: &str = "herd:ignore";
+const ANNOTATION: &str = "herd.dev/ignore:";
+
+/// Whether `code` is suppressed at `line` (1-based) of `text`.
+fn suppressed(text: &str, line: usize, code: &str) -> bool {
+    if line == 0 {
+        return false;
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let named = |l: &str, mark: &str| {
+        l.find(mark).is_some_and(|at| {
+            l[at + mark.len()..]
+                .split([',', ' ', '\t', '"', '\''])
+                .filter(|w| !w.is_empty())
+                .take_while(|w| !w.starts_with('#'))
+                .any(|w| w == code)
+        })
+    };
+    let at = line - 1;
+    let comment = |i: usize| {
+        lines
+            .get(i)
+            .is_some_and(|l| (l.contains('#') || l.contains(';')) && named(l, COMMENT_MARK))
+    };
+    if comment(at) || (at > 0 && comment(at - 1)) {
+        return true;
+    }
+    // The object the line belongs to: from the document's or list item's start to the next.
+    let starts = |l: &str| l.starts_with("---") || l.starts_with("- ");
+    let begin = (0..=at.min(lines.len().saturating_sub(1)))
+        .rev()
+        .find(|&i| starts(lines[i]))
+        .unwrap_or(0);
+    let end = (at + 1..lines.len())
+        .find(|&i| starts(lines[i]))
+        .unwrap_or(lines.len());
+    lines[begin..end.max(begin)]
+        .iter()
+        .any(|l| named(l, ANNOTATION))
+}
+
+/// `findings` without what `text_of(file)` or `ignore` suppresses; and how many findings were
+/// dropped whole.
+pub(super) fn apply<'a>(
+    findings: Vec<Finding>,
+    text_of: impl Fn(&str) -> Option<&'a str>,
+    ignore: &[String],
+) -> (Vec<Finding>, usize) {
+    let mut dropped = 0;
+    let mut out = Vec::with_capacity(findings.len());
+    for mut f in findings {
+        if ignore.iter().any(|c| c == f.code) {
+            dropped += 1;
+            continue;
+        }
+        let Some(text) = text_of(&f.file) else {
+            out.push(f);
+            continue;
+        };
+        if f.places.is_empty() {
+            if suppressed(text, f.line, f.code) {
+                dropped += 1;
+            } else {
+                out.push(f);
+            }
+            continue;
+        }
+        let whole = suppressed(text, f.line, f.code);
+        f.places
+            .retain(|p| !whole && !suppressed(text, p.line, f.code));
+        if f.places.is_empty() {
+            dropped += 1;
+        } else {
+            if whole {
+                f.line = f.places[0].line;
+            }
+            out.push(f);
+        }
+    }
+    (out, dropped)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comment_on_or_above_the_line_and_an_annotation_on_the_object_suppress() {
+        let text = "a: 1 # herd:ignore no-budget\n# herd:ignore no-jitter, clamped\nb: 2\nc: 3\n";
+        assert!(suppressed(text, 1, "no-budget"));
+        assert!(!suppressed(text, 1, "no-jitter"));
+        assert!(suppressed(text, 3, "no-jitter"));
+        assert!(suppressed(text, 3, "clamped"));
+        assert!(!suppressed(text, 4, "no-jitter"));
+        let k8s = "kind: VirtualService\nmetadata:\n  annotations:\n    herd.dev/ignore: \"no-per-try-timeout,unbounded-max-retries\"\nspec:\n  http: []\n---\nkind: VirtualService\nspec: {}\n";
+        assert!(suppressed(k8s, 6, "unbounded-max-retries"));
+        assert!(suppressed(k8s, 6, "no-per-try-timeout"));
+        assert!(!suppressed(k8s, 6, "no-budget"));
+        assert!(
+            !suppressed(k8s, 9, "unbounded-max-retries"),
+            "another object"
+        );
+    }
+}
