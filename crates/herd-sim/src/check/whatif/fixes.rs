@@ -211,7 +211,7 @@ fn fix_one(t: &mut Translation, out: &mut Vec<FixChange>) {
     {
         let per_try = total / attempts;
         t.per_try_timeout = Some(per_try);
-        let ms = crate::check::ms(per_try);
+        let ms = herd::rule::format_ms(per_try);
         let snippet = match t.system {
             System::Istio => format!("retries:\n  perTryTimeout: {ms}ms\n"),
             System::Envoy => format!(
