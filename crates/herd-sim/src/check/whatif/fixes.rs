@@ -11,6 +11,8 @@
 //! | `unbounded-max-retries` | Istio, Envoy | `connectionPool.http.maxRetries` (Istio's `DestinationRule`) or `max_retries` 3, Envoy's own default |
 //! | `no-jitter`, `jitter-too-small` | Resilience4j | `enableRandomizedWait: true`, `randomizedWaitFactor: 0.5` |
 //! | `retries-deadline` | gRPC, Envoy, Istio | the deadline's status removed from the retried conditions |
+//! | `retries-non-idempotent` | every system | retries off on that route, as for `multiple-layers` |
+//! | `per-try-not-below-timeout` | Envoy, Istio, gRPC, Linkerd | a per-try timeout of the whole timeout over the attempts |
 //! | `multiple-layers` | every system | retries off at every hop but the last: Istio `attempts: 0`, Envoy `num_retries: 0`, gRPC no `retryPolicy`, Linkerd `isRetryable: false` or `retry.linkerd.io/limit: "0"`, AWS `max_attempts = 1`, Resilience4j `maxAttempts: 1` |
 use serde::Serialize;
 
@@ -100,6 +102,17 @@ fn fix_one(t: &mut Translation, out: &mut Vec<FixChange>) {
     let codes = codes(t);
     let original = t.clone();
     let has = |c: &str| codes.contains(&c);
+    // Retries off: nothing else of the policy matters.
+    if has("retries-non-idempotent") {
+        let (words, snippet) = no_retries(t);
+        out.push(change(
+            &original,
+            "retries-non-idempotent",
+            format!("{words}: the route's methods are not idempotent"),
+            snippet,
+        ));
+        return;
+    }
     if has("no-budget") || has("hedging-without-throttling") {
         let code = if has("no-budget") {
             "no-budget"
@@ -191,6 +204,37 @@ fn fix_one(t: &mut Translation, out: &mut Vec<FixChange>) {
             "randomized waits, ±50 % of each pause".to_owned(),
             "enableRandomizedWait: true\nrandomizedWaitFactor: 0.5\n".to_owned(),
         ));
+    }
+    if has("per-try-not-below-timeout")
+        && let (Some(total), Some(attempts)) = (t.timeout, t.max_attempts)
+        && attempts > 1
+    {
+        let per_try = total / attempts;
+        t.per_try_timeout = Some(per_try);
+        let ms = herd::rule::format_ms(per_try);
+        let snippet = match t.system {
+            System::Istio => format!("retries:\n  perTryTimeout: {ms}ms\n"),
+            System::Envoy => format!(
+                "retry_policy:\n  per_try_timeout: {}s\n",
+                per_try.as_secs_f64()
+            ),
+            System::Grpc => format!(
+                "\"perAttemptRecvTimeout\": \"{}s\"\n",
+                per_try.as_secs_f64()
+            ),
+            System::Linkerd => format!("retry.linkerd.io/timeout: {ms}ms\n"),
+            _ => String::new(),
+        };
+        if !snippet.is_empty() {
+            out.push(change(
+                &original,
+                "per-try-not-below-timeout",
+                format!("a per-try timeout of timeout / attempts, {ms} ms, so a timed-out attempt is retried"),
+                snippet,
+            ));
+        } else {
+            t.per_try_timeout = original.per_try_timeout;
+        }
     }
     if has("retries-deadline") {
         let before = t.retry_on.len();

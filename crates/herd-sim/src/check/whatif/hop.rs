@@ -59,7 +59,7 @@ impl Hop {
         if let Some(h) = t.hedging {
             notes.push(format!(
                 "hedging run as retries: a failed copy is followed by the next ({} ms apart at most)",
-                crate::check::ms(h.delay)
+                herd::rule::format_ms(h.delay)
             ));
             max_attempts = h.max_attempts.max(1);
         }

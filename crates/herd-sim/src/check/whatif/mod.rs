@@ -318,6 +318,14 @@ pub fn compare(
             let (better, worse) = judged(&f.as_set, &f.fix);
             worse && !better
         });
+    if !comparison.fix_changes.is_empty() && comparison.faults.iter().all(|f| f.as_set == f.fix) {
+        for f in &mut comparison.faults {
+            f.notes.push(
+                "the fix changes no figure of this fault (another mechanism, such as a throttle, already decides it)"
+                    .to_owned(),
+            );
+        }
+    }
     if worse_everywhere {
         let codes: Vec<&str> = comparison.fix_changes.iter().map(|c| c.code).collect();
         comparison.no_fix = Some(format!(

@@ -434,3 +434,36 @@ fn three_hops_send_the_bottom_twenty_seven_attempts_a_request_in_the_outage() {
     assert!(whole.len() > 200, "{}", whole.len());
     assert!(whole.iter().all(|r| r.attempts == 27 && !r.ok));
 }
+
+/// The cures the findings name themselves: retries off on a route of POSTs, and a per-try
+/// timeout below the whole one.
+#[test]
+fn non_idempotent_retries_and_a_per_try_timeout_at_the_whole_get_their_cures() {
+    let post = one(
+        "vs.yaml",
+        "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: w}\nspec:\n  hosts: [w]\n  http:\n  - match:\n    - method: {exact: POST}\n    route:\n    - destination: {host: w}\n",
+    );
+    let f = fix(&[&post]);
+    assert_eq!(f.changes[0].code, "retries-non-idempotent");
+    assert_eq!(f.changes[0].snippet, "retries:\n  attempts: 0\n");
+    assert_eq!(f.path[0].max_attempts, Some(1));
+    let envoy = one(
+        "route.yaml",
+        "name: r\nvirtual_hosts:\n- name: v\n  domains: [\"*\"]\n  routes:\n  - match: {prefix: /}\n    route:\n      cluster: c\n      timeout: 1s\n      retry_policy:\n        retry_on: 5xx\n        num_retries: 2\n        per_try_timeout: 2s\n",
+    );
+    let f = fix(&[&envoy]);
+    let c = f
+        .changes
+        .iter()
+        .find(|c| c.code == "per-try-not-below-timeout")
+        .expect("the per-try cure");
+    assert!(
+        c.snippet.contains("per_try_timeout: 0.333333333s"),
+        "{}",
+        c.snippet
+    );
+    assert_eq!(
+        f.path[0].per_try_timeout,
+        Some(std::time::Duration::from_nanos(333_333_333))
+    );
+}
