@@ -395,6 +395,7 @@ pub(crate) fn retry_policy(
         hedging: None,
         defaults: Vec::new(),
         field_lines: Vec::new(),
+        generation: None,
     };
     for key in [
         "retry_on",

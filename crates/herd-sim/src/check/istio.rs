@@ -239,6 +239,7 @@ fn http_route(
         hedging: None,
         defaults: vec!["retries.backoff"],
         field_lines: Vec::new(),
+        generation: None,
     };
     match get(rm, "timeout") {
         Some(n) => {

@@ -73,6 +73,7 @@ fn translation(r: &Reader, line: usize, name: String) -> Translation {
         hedging: None,
         defaults: Vec::new(),
         field_lines: Vec::new(),
+        generation: None,
     }
 }
 

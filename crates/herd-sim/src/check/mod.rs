@@ -233,6 +233,9 @@ pub struct Translation {
     pub defaults: Vec<&'static str>,
     /// Lines of the fields that were set, for findings.
     pub field_lines: Vec<(&'static str, usize)>,
+    /// Which clients' behaviour the translation describes, where the system's clients
+    /// differ by version (AWS SDKs, gRPC implementations); `None` where they do not.
+    pub generation: Option<Generation>,
 }
 
 impl Translation {
@@ -250,6 +253,94 @@ impl Translation {
     pub fn retries(&self) -> bool {
         self.max_attempts.is_none_or(|a| a > 1) || self.hedging.is_some()
     }
+}
+
+/// A generation of a system's clients: the versions whose retry behaviour a translation
+/// describes, where the implementations of one system differ.
+///
+/// AWS's SDKs changed their standard mode in 2026 (the "retries 2.1" specification: a 50 ms
+/// base for transient errors, a retry costing 14 tokens, standard as the default mode);
+/// gRPC's implementations moved from A6's original `random(0, x)` to `x · random(0.8, 1.2)`
+/// after A6 was revised in 2024. `docs/check.md` lists the sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Generation {
+    /// The AWS SDKs' 2026 retry behaviour (the default).
+    Aws2026,
+    /// The AWS SDKs before the 2026 change (`--aws-retries classic`).
+    AwsClassic,
+    /// gRPC's retry backoff with ±20 % jitter after the cap (the default).
+    GrpcJitter20,
+    /// gRPC's retry backoff drawn uniformly from `[0, x)` (A6's original text).
+    GrpcUniform,
+}
+
+impl Generation {
+    /// The name as written in JSON: `aws-2026`, `aws-classic`, `grpc-jitter-20`,
+    /// `grpc-uniform`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Generation::Aws2026 => "aws-2026",
+            Generation::AwsClassic => "aws-classic",
+            Generation::GrpcJitter20 => "grpc-jitter-20",
+            Generation::GrpcUniform => "grpc-uniform",
+        }
+    }
+
+    /// The client versions whose behaviour this generation is.
+    #[must_use]
+    pub const fn clients(self) -> &'static str {
+        match self {
+            Generation::Aws2026 => {
+                "botocore >= 1.44.0 (its default); with AWS_NEW_RETRIES_2026=true: botocore 1.43 \
+                 (1.43.127 measured), aws-sdk-java-v2 >= 2.44.0, aws-sdk-js-v3 >= 3.1048.0, \
+                 AWSSDK.Core >= 4.0.4.0, aws-sdk-rust (smithy-rs RetrySpec::v2_1), aws-sdk-go-v2"
+            }
+            Generation::AwsClassic => {
+                "botocore < 1.44.0, and the other AWS SDKs without AWS_NEW_RETRIES_2026=true"
+            }
+            Generation::GrpcJitter20 => {
+                "gRPC core (grpcio, grpc C++, Ruby, PHP) since 2024, grpc-go >= 1.70.0, \
+                 grpc-java since 2026 (0.8 to 1.2)"
+            }
+            Generation::GrpcUniform => {
+                "grpc-go < 1.70.0 (Debian's 1.33), grpc-java before 2025, grpc-js (Node) to date"
+            }
+        }
+    }
+}
+
+impl fmt::Display for Generation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which AWS SDK generation [`check_with`] translates AWS shared config files for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AwsRetries {
+    /// Today's SDKs: botocore >= 1.44.0 and the SDKs' 2026 retry behaviour
+    /// ([`Generation::Aws2026`]).
+    #[default]
+    V2026,
+    /// The SDKs before the 2026 change: botocore 1.43 and earlier
+    /// ([`Generation::AwsClassic`]).
+    Classic,
+}
+
+/// Which gRPC implementations' retry backoff [`check_with`] translates service configs for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GrpcRetries {
+    /// `min(b · m^(n−1), cap) · U[0.8, 1.2)`: gRPC core, newer grpc-go and grpc-java
+    /// ([`Generation::GrpcJitter20`]).
+    #[default]
+    Jitter20,
+    /// `U[0, min(b · m^(n−1), cap))`: A6's original text, grpc-go before 1.70.0, grpc-js
+    /// ([`Generation::GrpcUniform`]).
+    Uniform,
 }
 
 /// How serious a finding is.
@@ -384,9 +475,27 @@ pub struct CheckOptions {
     /// caller first: retries at more than one of them are the `multiple-layers` finding, and
     /// [`storm::compare_layers`] runs them together. Off, files are independent.
     pub call_path: bool,
+    /// Which AWS SDK generation AWS shared config files are read for.
+    pub aws_retries: AwsRetries,
+    /// Which gRPC implementations' backoff service configs are read for.
+    pub grpc_retries: GrpcRetries,
 }
 
 impl CheckOptions {
+    /// These options with `aws_retries` set.
+    #[must_use]
+    pub const fn with_aws_retries(mut self, aws_retries: AwsRetries) -> Self {
+        self.aws_retries = aws_retries;
+        self
+    }
+
+    /// These options with `grpc_retries` set.
+    #[must_use]
+    pub const fn with_grpc_retries(mut self, grpc_retries: GrpcRetries) -> Self {
+        self.grpc_retries = grpc_retries;
+        self
+    }
+
     /// These options with `call_path` set.
     #[must_use]
     pub const fn with_call_path(mut self, call_path: bool) -> Self {
@@ -421,11 +530,11 @@ pub fn check_with(inputs: &[Input], options: CheckOptions) -> Result<Report, Che
         };
         let mut reader = tree::Reader::new(&input.file);
         let translated = match system {
-            System::Grpc => grpc::translate(&mut reader, &input.text)?,
+            System::Grpc => grpc::translate(&mut reader, &input.text, options.grpc_retries)?,
             System::Envoy => envoy::translate(&mut reader, &input.text)?,
             System::Istio => istio::translate(&mut reader, &input.text)?,
             System::Linkerd => linkerd::translate(&mut reader, &input.text)?,
-            System::Aws => aws::translate(&mut reader, &input.text)?,
+            System::Aws => aws::translate(&mut reader, &input.text, options.aws_retries)?,
             System::Resilience4j => resilience4j::translate(&mut reader, &input.text)?,
         };
         report.configs.extend(translated.configs);

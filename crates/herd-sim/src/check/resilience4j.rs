@@ -221,6 +221,7 @@ fn instance(
         throttle: None,
         hedging: None,
         defaults: Vec::new(),
+        generation: None,
         field_lines: p
             .fields
             .iter()
