@@ -141,3 +141,24 @@ fn shared_pieces_import_no_model_and_modules_import_no_cycle() {
         visit(m, &graph, &mut Vec::new(), &mut done);
     }
 }
+
+/// The readers of real configurations live in `herd-config` (which depends on the library
+/// alone); `check` keeps the analyzers and the storm above them, and reads through
+/// `herd_config`, never a reader of its own.
+#[test]
+fn readers_live_in_herd_config() {
+    let check = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/check");
+    for system in ["grpc", "envoy", "istio", "linkerd", "aws", "resilience4j"] {
+        let file = check.join(format!("{system}.rs"));
+        assert!(
+            !file.exists(),
+            "{} belongs in crates/herd-config/src/",
+            file.display()
+        );
+    }
+    let mod_rs = fs::read_to_string(check.join("mod.rs")).unwrap();
+    assert!(
+        mod_rs.contains("herd_config::read(") || mod_rs.contains("herd_config::read_with("),
+        "check reads through herd_config"
+    );
+}

@@ -1,22 +1,14 @@
 //! Real retry configurations, read as their owners define them, translated into herd's terms,
 //! judged, and run in a storm.
 //!
-//! A service owner's retries live in a gRPC service config, an Envoy route, an Istio
-//! `VirtualService`, a Linkerd `ServiceProfile` or annotation, an AWS shared config file or a
-//! Spring Boot `application.yml` for Resilience4j, each with defaults that its users rarely
-//! see (Istio retries twice when no `retries` block exists; Envoy caps its backoff at ten
-//! times a 25 ms base; gRPC treats `maxAttempts` above 5 as 5). [`check`] reads such files and
-//! returns, for each retry policy found, a [`Translation`] (attempts after the system's own
-//! clamps, the rule and its parameters, timeouts, retryable conditions, the budget or
-//! throttle, and which values came from the system's defaults), and [`Finding`]s, each with
-//! the file and line at fault and the fix. [`storm`] runs the storm model with a
-//! translation's semantics beside its suggested fix.
-//!
-//! Every default is applied by the translator of its system, with the source file that
-//! defines it cited beside the code (`docs/check.md` lists them all). A key a translator does
-//! not read is listed in [`Report::ignored`], never dropped silently; a malformed file, an
-//! unknown kind or an out-of-range value is a [`CheckError`] naming the file, the line and
-//! the field.
+//! The readers live in `herd_config`: it reads a gRPC service config, an Envoy route, an
+//! Istio `VirtualService`, a Linkerd `ServiceProfile` or annotation, an AWS shared config file
+//! or a Spring Boot `application.yml` for Resilience4j into [`Translation`]s, applying each
+//! system's own defaults and clamps. This module judges them: [`check`] reads the files
+//! through `herd_config` and adds the analyzers' [`Finding`]s (each with the file and line at
+//! fault and the fix), and [`storm`] runs the storm model with a translation's semantics
+//! beside its suggested fix. The reader's types are re-exported here, so
+//! `herd_sim::check::Translation` and `herd_config::Translation` are one type.
 //!
 //! # Examples
 //!
@@ -33,439 +25,22 @@
 //! assert!(report.findings.iter().any(|f| f.code == "clamped"));
 //! # Ok::<(), herd_sim::check::CheckError>(())
 //! ```
-use std::fmt;
 use std::time::Duration;
 
-use herd::RuleName;
+use herd_config::finding;
+pub use herd_config::{
+    AwsRetries, Backoff, CheckError, Finding, Generation, GrpcRetries, Hedging, Ignored, Input,
+    Report, Severity, System, Throttle, Translation, detect,
+};
 
-mod aws;
-mod detect;
-mod envoy;
 mod findings;
-mod grpc;
-mod istio;
-mod kube;
-mod linkerd;
 pub mod mesh;
-mod resilience4j;
 pub mod storm;
-mod tree;
-
-pub use detect::detect;
 
 /// The guide, `docs/check.md`: what each system's fields mean, every default with its source,
 /// the findings and the storm (compiled with the crate's docs).
 #[doc = include_str!("../../../../docs/check.md")]
 pub mod guide {}
-
-/// The systems whose configurations herd reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[non_exhaustive]
-pub enum System {
-    /// A gRPC service config (JSON).
-    Grpc,
-    /// Envoy: a route configuration, a listener or a bootstrap (YAML or JSON).
-    Envoy,
-    /// Istio `VirtualService` and `DestinationRule` (YAML, several documents allowed).
-    Istio,
-    /// Linkerd `ServiceProfile` and the 2.16+ `retry.linkerd.io/*` annotations.
-    Linkerd,
-    /// An AWS SDK shared config file (`~/.aws/config`).
-    Aws,
-    /// Resilience4j, configured through a Spring Boot `application.yml`.
-    Resilience4j,
-}
-
-impl System {
-    /// Every system, in report order.
-    pub const ALL: [System; 6] = [
-        System::Grpc,
-        System::Envoy,
-        System::Istio,
-        System::Linkerd,
-        System::Aws,
-        System::Resilience4j,
-    ];
-
-    /// The name as written on the command line and in JSON.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            System::Grpc => "grpc",
-            System::Envoy => "envoy",
-            System::Istio => "istio",
-            System::Linkerd => "linkerd",
-            System::Aws => "aws",
-            System::Resilience4j => "resilience4j",
-        }
-    }
-
-    /// The system named `s` (as [`as_str`](Self::as_str) spells it).
-    #[must_use]
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|x| x.as_str().eq_ignore_ascii_case(s))
-    }
-}
-
-impl fmt::Display for System {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One file to check: its name (as reported) and its text.
-#[derive(Clone, Debug)]
-pub struct Input {
-    /// The name findings and errors cite.
-    pub file: String,
-    /// The file's contents.
-    pub text: String,
-    /// The system, when the caller knows it; detected from the text otherwise.
-    pub system: Option<System>,
-}
-
-impl Input {
-    /// A file whose system is detected from its text.
-    #[must_use]
-    pub fn new(file: impl Into<String>, text: impl Into<String>) -> Self {
-        Self {
-            file: file.into(),
-            text: text.into(),
-            system: None,
-        }
-    }
-}
-
-/// The backoff between attempts, as one of herd's rules.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Backoff {
-    /// The herd rule whose pauses are the system's.
-    pub rule: RuleName,
-    /// The first pause's scale (`base`).
-    pub base: Duration,
-    /// The largest pause (`cap`).
-    pub cap: Duration,
-    /// Growth per failure.
-    pub multiplier: f64,
-    /// For ± jitter (`grpc`, `grpc-retry`, `randomized`), the fraction; 1 for full jitter;
-    /// 0 for none.
-    pub jitter: f64,
-}
-
-impl Backoff {
-    /// Whether the rule spreads its pauses by a ± fraction ([`jitter`](Self::jitter)).
-    #[must_use]
-    pub fn is_plus_minus(&self) -> bool {
-        matches!(
-            self.rule,
-            RuleName::Grpc | RuleName::GrpcRetry | RuleName::Randomized
-        )
-    }
-
-    /// Whether the pauses are random at all: a jittered rule, and a ± rule with a jitter
-    /// above 0 (Resilience4j's exponential backoff is `randomized` without jitter).
-    #[must_use]
-    pub fn is_random(&self) -> bool {
-        self.rule.is_jittered() && !(self.is_plus_minus() && self.jitter == 0.0)
-    }
-}
-
-/// A budget or throttle on retries, named as the simulator's throttles are.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Throttle {
-    /// `ratio`, `grpc`, `envoy-budget`, `envoy-max-retries`, `aws-standard`, `aws-adaptive`.
-    pub kind: &'static str,
-    /// Its parameters, in snake case after the system's own fields.
-    pub params: Vec<(&'static str, f64)>,
-}
-
-impl Throttle {
-    /// The parameter `name`, if present.
-    #[must_use]
-    pub fn param(&self, name: &str) -> Option<f64> {
-        self.params
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, v)| *v)
-    }
-}
-
-/// gRPC's hedging: copies sent without waiting for a failure.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Hedging {
-    /// Copies in all, the first included, after the clamp to 5.
-    pub max_attempts: u32,
-    /// Delay between copies (zero: all at once).
-    pub delay: Duration,
-}
-
-/// One retry policy of one file, in herd's terms.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Translation {
-    /// The file it came from.
-    pub file: String,
-    /// The line where the policy (or the object that implies it) starts.
-    pub line: usize,
-    /// The system whose semantics apply.
-    pub system: System,
-    /// The method, route, profile or instance it governs.
-    pub name: String,
-    /// Attempts per call, the first included, after the system's own clamps; `None` when
-    /// a budget, not a count, bounds them (Linkerd's `ServiceProfile`).
-    pub max_attempts: Option<u32>,
-    /// Each attempt's timeout, if any.
-    pub per_try_timeout: Option<Duration>,
-    /// The whole call's timeout (covering every attempt), if any.
-    pub timeout: Option<Duration>,
-    /// The pauses between attempts.
-    pub backoff: Backoff,
-    /// What is retried (status codes, conditions, exception classes), as the file spells it.
-    pub retry_on: Vec<String>,
-    /// HTTP methods the policy is known to apply to (from a route's match); empty if any.
-    pub methods: Vec<String>,
-    /// The budget or throttle, if any.
-    pub throttle: Option<Throttle>,
-    /// Hedging, if configured instead of retries.
-    pub hedging: Option<Hedging>,
-    /// The fields (in the system's spelling) whose values came from its defaults.
-    pub defaults: Vec<&'static str>,
-    /// Lines of the fields that were set, for findings.
-    pub field_lines: Vec<(&'static str, usize)>,
-    /// Which clients' behaviour the translation describes, where the system's clients
-    /// differ by version (AWS SDKs, gRPC implementations); `None` where they do not.
-    pub generation: Option<Generation>,
-}
-
-impl Translation {
-    /// The line of `field` when it was set, else the policy's line.
-    #[must_use]
-    pub fn line_of(&self, field: &str) -> usize {
-        self.field_lines
-            .iter()
-            .find(|(f, _)| *f == field)
-            .map_or(self.line, |(_, l)| *l)
-    }
-
-    /// Whether the policy retries at all.
-    #[must_use]
-    pub fn retries(&self) -> bool {
-        self.max_attempts.is_none_or(|a| a > 1) || self.hedging.is_some()
-    }
-}
-
-/// A generation of a system's clients: the versions whose retry behaviour a translation
-/// describes, where the implementations of one system differ.
-///
-/// AWS's SDKs changed their standard mode in 2026 (the "retries 2.1" specification: a 50 ms
-/// base for transient errors, a retry costing 14 tokens, standard as the default mode);
-/// gRPC's implementations moved from A6's original `random(0, x)` to `x · random(0.8, 1.2)`
-/// after A6 was revised in 2024. `docs/check.md` lists the sources.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Generation {
-    /// The AWS SDKs' 2026 retry behaviour (the default).
-    Aws2026,
-    /// The AWS SDKs before the 2026 change (`--aws-retries classic`).
-    AwsClassic,
-    /// gRPC's retry backoff with ±20 % jitter after the cap (the default).
-    GrpcJitter20,
-    /// gRPC's retry backoff drawn uniformly from `[0, x)` (A6's original text).
-    GrpcUniform,
-}
-
-impl Generation {
-    /// The name as written in JSON: `aws-2026`, `aws-classic`, `grpc-jitter-20`,
-    /// `grpc-uniform`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Generation::Aws2026 => "aws-2026",
-            Generation::AwsClassic => "aws-classic",
-            Generation::GrpcJitter20 => "grpc-jitter-20",
-            Generation::GrpcUniform => "grpc-uniform",
-        }
-    }
-
-    /// The client versions whose behaviour this generation is.
-    #[must_use]
-    pub const fn clients(self) -> &'static str {
-        match self {
-            Generation::Aws2026 => {
-                "botocore >= 1.44.0 (its default); with AWS_NEW_RETRIES_2026=true: botocore 1.43 \
-                 (1.43.127 measured), aws-sdk-java-v2 >= 2.44.0, aws-sdk-js-v3 >= 3.1048.0, \
-                 AWSSDK.Core >= 4.0.4.0, aws-sdk-rust (smithy-rs RetrySpec::v2_1), aws-sdk-go-v2"
-            }
-            Generation::AwsClassic => {
-                "botocore < 1.44.0, and the other AWS SDKs without AWS_NEW_RETRIES_2026=true"
-            }
-            Generation::GrpcJitter20 => {
-                "gRPC core (grpcio, grpc C++, Ruby, PHP) since 2024, grpc-go >= 1.70.0, \
-                 grpc-java since 2026 (0.8 to 1.2)"
-            }
-            Generation::GrpcUniform => {
-                "grpc-go < 1.70.0 (Debian's 1.33), grpc-java before 2025, grpc-js (Node) to date"
-            }
-        }
-    }
-}
-
-impl fmt::Display for Generation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Which AWS SDK generation [`check_with`] translates AWS shared config files for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum AwsRetries {
-    /// Today's SDKs: botocore >= 1.44.0 and the SDKs' 2026 retry behaviour
-    /// ([`Generation::Aws2026`]).
-    #[default]
-    V2026,
-    /// The SDKs before the 2026 change: botocore 1.43 and earlier
-    /// ([`Generation::AwsClassic`]).
-    Classic,
-}
-
-/// Which gRPC implementations' retry backoff [`check_with`] translates service configs for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum GrpcRetries {
-    /// `min(b · m^(n−1), cap) · U[0.8, 1.2)`: gRPC core, newer grpc-go and grpc-java
-    /// ([`Generation::GrpcJitter20`]).
-    #[default]
-    Jitter20,
-    /// `U[0, min(b · m^(n−1), cap))`: A6's original text, grpc-go before 1.70.0, grpc-js
-    /// ([`Generation::GrpcUniform`]).
-    Uniform,
-}
-
-/// How serious a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Severity {
-    /// Worth knowing.
-    Info,
-    /// Likely to hurt in an outage.
-    Warning,
-    /// Wrong: the configuration does something its author cannot have meant.
-    Error,
-}
-
-impl Severity {
-    /// `info`, `warning` or `error`.
-    #[must_use]
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Error => "error",
-        }
-    }
-
-    /// The severity named `s`.
-    #[must_use]
-    pub fn parse(s: &str) -> Option<Self> {
-        [Severity::Info, Severity::Warning, Severity::Error]
-            .into_iter()
-            .find(|x| x.as_str().eq_ignore_ascii_case(s))
-    }
-}
-
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// Something a configuration does that its owner should know, with the fix.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Finding {
-    /// How serious it is.
-    pub severity: Severity,
-    /// A stable name (`no-jitter`, `clamped`, …), listed in `docs/check.md`.
-    pub code: &'static str,
-    /// The file at fault.
-    pub file: String,
-    /// The line at fault.
-    pub line: usize,
-    /// What happens.
-    pub message: String,
-    /// What to change.
-    pub fix: String,
-}
-
-/// A key that no translator reads: listed, never silently dropped.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ignored {
-    /// The file.
-    pub file: String,
-    /// The key's line.
-    pub line: usize,
-    /// The key's path (`spec.http[0].mirror`).
-    pub field: String,
-}
-
-/// What [`check`] found in a set of files.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Report {
-    /// Every retry policy found, in file order.
-    pub configs: Vec<Translation>,
-    /// What they do that their owners should know, in file and line order.
-    pub findings: Vec<Finding>,
-    /// Keys read by no translator.
-    pub ignored: Vec<Ignored>,
-}
-
-/// A file that cannot be read as its system's configuration: one line naming the file, the
-/// line and the field.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CheckError {
-    /// The file.
-    pub file: String,
-    /// The line (1-based; 0 when the whole file is at fault).
-    pub line: usize,
-    /// The field's path, empty when the problem is not one field's.
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl CheckError {
-    pub(crate) fn new(file: &str, line: usize, field: &str, message: impl Into<String>) -> Self {
-        Self {
-            file: file.to_owned(),
-            line,
-            field: field.to_owned(),
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for CheckError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if self.line > 0 {
-            write!(f, ":{}", self.line)?;
-        }
-        if self.field.is_empty() {
-            write!(f, ": {}", self.message)
-        } else {
-            write!(f, ": {}: {}", self.field, self.message)
-        }
-    }
-}
-
-impl std::error::Error for CheckError {}
-
-/// What one translator returns for one file.
-#[derive(Debug, Default)]
-pub(crate) struct Translated {
-    pub(crate) configs: Vec<Translation>,
-    pub(crate) findings: Vec<Finding>,
-}
 
 /// How [`check_with`] reads several files together.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -514,33 +89,18 @@ pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
     check_with(inputs, CheckOptions::default())
 }
 
-/// Reads every input, translates its retry policies and judges them, alone and, as
-/// `options` say, as the hops of one call path.
+/// Reads every input (`herd_config::read`), translates its retry policies and judges them,
+/// alone and, as `options` say, as the hops of one call path.
 ///
 /// # Errors
 ///
 /// The first input that is malformed, of no known system, or out of range, as a
 /// [`CheckError`].
 pub fn check_with(inputs: &[Input], options: CheckOptions) -> Result<Report, CheckError> {
-    let mut report = Report::default();
-    for input in inputs {
-        let system = match input.system {
-            Some(s) => s,
-            None => detect(&input.file, &input.text)?,
-        };
-        let mut reader = tree::Reader::new(&input.file);
-        let translated = match system {
-            System::Grpc => grpc::translate(&mut reader, &input.text, options.grpc_retries)?,
-            System::Envoy => envoy::translate(&mut reader, &input.text)?,
-            System::Istio => istio::translate(&mut reader, &input.text)?,
-            System::Linkerd => linkerd::translate(&mut reader, &input.text)?,
-            System::Aws => aws::translate(&mut reader, &input.text, options.aws_retries)?,
-            System::Resilience4j => resilience4j::translate(&mut reader, &input.text)?,
-        };
-        report.configs.extend(translated.configs);
-        report.findings.extend(translated.findings);
-        report.ignored.extend(reader.ignored);
-    }
+    let read = herd_config::ReadOptions::default()
+        .with_aws_retries(options.aws_retries)
+        .with_grpc_retries(options.grpc_retries);
+    let mut report = herd_config::read_with(inputs, read)?;
     for t in &report.configs {
         report.findings.extend(findings::of(t));
     }
@@ -554,25 +114,6 @@ pub fn check_with(inputs: &[Input], options: CheckOptions) -> Result<Report, Che
         .sort_by(|a, b| (order(&a.file), a.line, a.code).cmp(&(order(&b.file), b.line, b.code)));
     report.findings.dedup();
     Ok(report)
-}
-
-/// The finding `code` for `t` at the line of `field`.
-pub(crate) fn finding(
-    t: &Translation,
-    severity: Severity,
-    code: &'static str,
-    field: &str,
-    message: String,
-    fix: String,
-) -> Finding {
-    Finding {
-        severity,
-        code,
-        file: t.file.clone(),
-        line: t.line_of(field),
-        message,
-        fix,
-    }
 }
 
 /// Milliseconds of a duration, for messages.

@@ -12,11 +12,11 @@ use super::{CheckError, System};
 /// # Examples
 ///
 /// ```
-/// use herd_sim::check::{detect, System};
+/// use herd_config::{detect, System};
 /// assert_eq!(detect("c", "[profile prod]\nretry_mode = standard\n")?, System::Aws);
 /// assert_eq!(detect("c", "apiVersion: networking.istio.io/v1\nkind: VirtualService\n")?, System::Istio);
 /// assert!(detect("c", "hello: world\n").is_err());
-/// # Ok::<(), herd_sim::check::CheckError>(())
+/// # Ok::<(), herd_config::CheckError>(())
 /// ```
 pub fn detect(file: &str, text: &str) -> Result<System, CheckError> {
     let trimmed = text.trim_start();
