@@ -166,6 +166,8 @@ def drive_grpcio(args):
         if call == "warm-up":
             return b"ok"
         failed, entry = rec.attempt(call)
+        if args.hold_ms:
+            time.sleep(args.hold_ms / 1000.0)
         rec.answered(entry)
         if failed:
             context.abort(grpc.StatusCode.UNAVAILABLE, "conformance: failing as told")
@@ -216,6 +218,8 @@ def drive_grpcio(args):
                 "arrivals": [a[0] for a in attempts],
                 # The pause before retry n: its arrival less the failure before it.
                 "gaps": [b[0] - a[1] for a, b in zip(attempts, attempts[1:])],
+                # Arrival to arrival: hedged copies go out on a timer, not after a failure.
+                "spacing": [b[0] - a[0] for a, b in zip(attempts, attempts[1:])],
             }
         )
     channel.close()
@@ -234,6 +238,7 @@ def main():
     p.add_argument("--calls-per-client", type=int, default=1)
     p.add_argument("--sleep-scale", type=float, default=0.0)
     p.add_argument("--concurrency", type=int, default=1)
+    p.add_argument("--hold-ms", type=int, default=0, help="grpcio: answer each attempt after")
     p.add_argument("--limit-s", type=int, default=120)
     args = p.parse_args()
     if not 1 <= args.calls <= 5000:

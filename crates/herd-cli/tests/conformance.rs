@@ -567,6 +567,39 @@ fn herd_check_s_translations_agree_with_the_real_clients() {
     }
 
     // docs/check.md's table: every figure but the KS distances, which vary by run.
+    // hedgingPolicy: herd translates 3 copies 50 ms apart; gRPC core has no hedging (its
+    // retry filter reads the policy and sends one copy), so grpcio makes one attempt. The
+    // difference is pinned: a grpcio that hedges fails here, and the translation must then
+    // say which clients hedge.
+    let file = "tools/conformance/cases/grpc-hedging.json";
+    let t = translate(file, &[]);
+    let copies = t["hedging"]["max_attempts"].as_u64().unwrap();
+    let m = drive(
+        &grpcio,
+        &[
+            "grpcio",
+            "--config",
+            file,
+            "--calls",
+            "20",
+            "--concurrency",
+            "4",
+            "--fail",
+            "unavailable",
+            "--hold-ms",
+            "200",
+        ],
+    );
+    let theirs = attempts(&m);
+    assert!(
+        theirs.iter().all(|&a| a == 1),
+        "grpcio hedged ({theirs:?}): herd's table pins that it does not"
+    );
+    let hedging_row = format!(
+        "| {} | hedgingPolicy maxAttempts {copies}, 50 ms apart, each copy held 200 ms (20 calls) | {copies} copies | differs, pinned (gRPC core does not hedge: 1 attempt per call) |\n",
+        version(&m)
+    );
+
     let mut table =
         String::from("| client | measured | herd's figure | agreement |\n|---|---|---|---|\n");
     for r in &rows {
@@ -583,6 +616,7 @@ fn herd_check_s_translations_agree_with_the_real_clients() {
             if r.agrees { "agrees" } else { "DIFFERS" },
         ));
     }
+    table.push_str(&hedging_row);
     for r in &rows {
         println!("{} | {} | {}", r.client, r.measured, r.detail);
     }
