@@ -161,6 +161,49 @@ fn every_shipped_config_at_once_checks_without_layers() {
     );
 }
 
+/// The AWS translation is today's SDKs' by default (botocore >= 1.44.0) and botocore 1.43's
+/// with `--aws-retries classic`; the JSON names the generation and its clients.
+#[test]
+fn aws_and_grpc_generations_are_flags_and_json_fields() {
+    let file = config("aws-config");
+    let json = |flags: &[&str]| -> serde_json::Value {
+        let mut args = vec!["check", file.as_str(), "--no-storm", "--format", "json"];
+        args.extend_from_slice(flags);
+        serde_json::from_str(&stdout(&herd(&args))).expect("JSON")
+    };
+    let today = &json(&[])["configs"][0];
+    assert_eq!(today["generation"]["name"], "aws-2026");
+    assert!(
+        today["generation"]["clients"]
+            .as_str()
+            .unwrap()
+            .contains("botocore >= 1.44.0")
+    );
+    assert_eq!(today["backoff"]["base_ms"], 50.0);
+    assert_eq!(today["throttle"]["kind"], "aws-standard-2026");
+    let classic = &json(&["--aws-retries", "classic"])["configs"][0];
+    assert_eq!(classic["generation"]["name"], "aws-classic");
+    assert_eq!(
+        classic["throttle"],
+        serde_json::Value::Null,
+        "legacy by default"
+    );
+    let grpc = config("grpc-service-config.json");
+    let out = herd(&[
+        "check",
+        &grpc,
+        "--no-storm",
+        "--format",
+        "json",
+        "--grpc-retries",
+        "uniform",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(v["configs"][0]["generation"]["name"], "grpc-uniform");
+    let out = herd(&["check", &file, "--aws-retries", "2027"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
 #[test]
 fn deny_levels_set_the_exit_code() {
     let file = config("aws-config");

@@ -8,10 +8,15 @@
 //! - `initialBackoff`, `maxBackoff` are protobuf Duration strings (`"0.1s"`), both > 0;
 //!   `backoffMultiplier` > 0; `retryableStatusCodes` non-empty;
 //! - retry n waits `min(initialBackoff · backoffMultiplier^(n−1), maxBackoff) · random(0.8,
-//!   1.2)`: herd's `grpc-retry` rule with jitter 0.2, as grpc-go (`stream.go`,
-//!   `csAttempt.shouldRetry`) and gRPC core compute it; A6's text, `random(0, …)`, is what
-//!   gRPC Java still does (herd's `full` when the multiplier is 2). herd follows the code
-//!   (crates/herd/src/rule/systems.rs cites both);
+//!   1.2)` in today's implementations ([`GrpcRetries::Jitter20`], the default): A6 as revised
+//!   in 2024 (grpc/proposal#452), gRPC core's retry filter (grpcio 1.85.3 measured),
+//!   grpc-go >= 1.70.0 (`stream.go`, `csAttempt.shouldRetry`, grpc/grpc-go#7869) and
+//!   grpc-java since grpc/grpc-java#12639: herd's `grpc-retry` rule with jitter 0.2;
+//! - A6's original text, `random(0, min(…))`, is what grpc-go before 1.70.0
+//!   (`grpcrand.Int63n(cur)`; Debian's 1.33), grpc-java before grpc/grpc-java#11858 and
+//!   grpc-js do ([`GrpcRetries::Uniform`]): herd's `full` rule when the multiplier is 2,
+//!   else `grpc-retry` with jitter 1 over half the base and cap, the same distribution
+//!   (`(half · m^(n−1) ∧ half cap) · 2u`);
 //! - `hedgingPolicy.maxAttempts` is clamped to 5 too; `hedgingDelay` unset sends every copy at
 //!   once;
 //! - `retryThrottling`: `maxTokens` in (0, 1000], `tokenRatio` > 0; retries and hedges stop
@@ -35,7 +40,10 @@ use herd::RuleName;
 const GRPC_RETRY_JITTER: f64 = 0.2;
 
 use super::tree::{Node, Reader, Units, get, line_of, load_json, map_of};
-use super::{Backoff, CheckError, Hedging, Severity, Throttle, Translated, Translation, finding};
+use super::{
+    Backoff, CheckError, Generation, GrpcRetries, Hedging, Severity, Throttle, Translated,
+    Translation, finding,
+};
 
 /// gRFC A6: "values greater than 5 are treated as 5".
 pub(crate) const MAX_ATTEMPTS_CLAMP: u32 = 5;
@@ -64,7 +72,11 @@ const STATUS: [&str; 17] = [
 /// What grpc-go does with a service config holding an invalid entry.
 const REJECTS: &str = "grpc-go rejects the whole service config (service_config.go, parseServiceConfig): the channel keeps its previous config, or none, and no call is retried";
 
-pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckError> {
+pub(crate) fn translate(
+    r: &mut Reader,
+    text: &str,
+    retries: GrpcRetries,
+) -> Result<Translated, CheckError> {
     let root = load_json(&r.file, text)?;
     let top = r.map(&root, "")?;
     r.ignore_unknown(
@@ -93,7 +105,7 @@ pub(crate) fn translate(r: &mut Reader, text: &str) -> Result<Translated, CheckE
     };
     for (i, mc) in configs.iter().enumerate() {
         let path = format!("methodConfig[{i}]");
-        match method_config(r, mc, &path, throttle.clone(), &mut out.findings) {
+        match method_config(r, mc, &path, throttle.clone(), retries, &mut out.findings) {
             Ok(t) => out.configs.push(t),
             Err(e) if e.field.ends_with("retryPolicy.maxAttempts") && e.message == "required" => {
                 let timeout = map_of(Some(mc))
@@ -151,6 +163,7 @@ fn method_config(
     node: &Node,
     path: &str,
     throttle: Option<Throttle>,
+    retries: GrpcRetries,
     findings: &mut Vec<super::Finding>,
 ) -> Result<Translation, CheckError> {
     let m = r.map(node, path)?;
@@ -170,6 +183,10 @@ fn method_config(
     let name = names(r, m, path)?;
     let mut t = r.translation(node.line, name, Backoff::IMMEDIATE);
     t.throttle = throttle;
+    t.generation = Some(match retries {
+        GrpcRetries::Uniform => Generation::GrpcUniform,
+        _ => Generation::GrpcJitter20,
+    });
     if let Some(n) = get(m, "timeout") {
         t.timeout = Some(r.duration(n, &format!("{path}.timeout"), Units::Proto)?);
         t.field_lines.push(("timeout", n.line));
@@ -183,6 +200,7 @@ fn method_config(
     }
     if let Some(rp) = get(m, "retryPolicy") {
         retry_policy(r, (rp, &format!("{path}.retryPolicy")), &mut t, findings)?;
+        uniform_if(&mut t, retries);
     }
     if let Some(hp) = get(m, "hedgingPolicy") {
         hedging_policy(r, (hp, &format!("{path}.hedgingPolicy")), &mut t, findings)?;
@@ -349,6 +367,32 @@ fn retry_policy(
         jitter: GRPC_RETRY_JITTER,
     };
     Ok(())
+}
+
+/// With [`GrpcRetries::Uniform`], the retry backoff as A6's original text draws it:
+/// `U[0, min(b · m^(n−1), cap))`.
+fn uniform_if(t: &mut Translation, retries: GrpcRetries) {
+    if retries != GrpcRetries::Uniform {
+        return;
+    }
+    let b = t.backoff;
+    t.backoff = if b.multiplier == 2.0 {
+        // grpc-go < 1.70 `stream.go`: `dur = time.Duration(grpcrand.Int63n(int64(cur)))`.
+        Backoff {
+            rule: RuleName::Full,
+            jitter: 1.0,
+            ..b
+        }
+    } else {
+        // `grpc-retry` draws `c · 2u` with jitter 1: over half the base and cap, `U[0, c)`.
+        let half = |d: Duration| (d / 2).max(Duration::from_nanos(1));
+        Backoff {
+            base: half(b.base),
+            cap: half(b.cap),
+            jitter: 1.0,
+            ..b
+        }
+    };
 }
 
 fn hedging_policy(

@@ -266,6 +266,9 @@ pub struct Translation {
     pub defaults: Vec<&'static str>,
     /// Lines of the fields that were set, for findings.
     pub field_lines: Vec<(&'static str, usize)>,
+    /// Which clients' behaviour the translation describes, where the system's clients
+    /// differ by version (AWS SDKs, gRPC implementations); `None` where they do not.
+    pub generation: Option<Generation>,
 }
 
 impl Translation {
@@ -283,6 +286,94 @@ impl Translation {
     pub fn retries(&self) -> bool {
         self.max_attempts.is_none_or(|a| a > 1) || self.hedging.is_some()
     }
+}
+
+/// A generation of a system's clients: the versions whose retry behaviour a translation
+/// describes, where the implementations of one system differ.
+///
+/// AWS's SDKs changed their standard mode in 2026 (the "retries 2.1" specification: a 50 ms
+/// base for transient errors, a retry costing 14 tokens, standard as the default mode);
+/// gRPC's implementations moved from A6's original `random(0, x)` to `x · random(0.8, 1.2)`
+/// after A6 was revised in 2024. `docs/check.md` lists the sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Generation {
+    /// The AWS SDKs' 2026 retry behaviour (the default).
+    Aws2026,
+    /// The AWS SDKs before the 2026 change (`--aws-retries classic`).
+    AwsClassic,
+    /// gRPC's retry backoff with ±20 % jitter after the cap (the default).
+    GrpcJitter20,
+    /// gRPC's retry backoff drawn uniformly from `[0, x)` (A6's original text).
+    GrpcUniform,
+}
+
+impl Generation {
+    /// The name as written in JSON: `aws-2026`, `aws-classic`, `grpc-jitter-20`,
+    /// `grpc-uniform`.
+    #[must_use]
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Generation::Aws2026 => "aws-2026",
+            Generation::AwsClassic => "aws-classic",
+            Generation::GrpcJitter20 => "grpc-jitter-20",
+            Generation::GrpcUniform => "grpc-uniform",
+        }
+    }
+
+    /// The client versions whose behaviour this generation is.
+    #[must_use]
+    pub const fn clients(self) -> &'static str {
+        match self {
+            Generation::Aws2026 => {
+                "botocore >= 1.44.0 (its default); with AWS_NEW_RETRIES_2026=true: botocore 1.43 \
+                 (1.43.127 measured), aws-sdk-java-v2 >= 2.44.0, aws-sdk-js-v3 >= 3.1048.0, \
+                 AWSSDK.Core >= 4.0.4.0, aws-sdk-rust (smithy-rs RetrySpec::v2_1), aws-sdk-go-v2"
+            }
+            Generation::AwsClassic => {
+                "botocore < 1.44.0, and the other AWS SDKs without AWS_NEW_RETRIES_2026=true"
+            }
+            Generation::GrpcJitter20 => {
+                "gRPC core (grpcio, grpc C++, Ruby, PHP) since 2024, grpc-go >= 1.70.0, \
+                 grpc-java since 2026 (0.8 to 1.2)"
+            }
+            Generation::GrpcUniform => {
+                "grpc-go < 1.70.0 (Debian's 1.33), grpc-java before 2025, grpc-js (Node) to date"
+            }
+        }
+    }
+}
+
+impl fmt::Display for Generation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Which AWS SDK generation [`read_with`] translates AWS shared config files for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AwsRetries {
+    /// Today's SDKs: botocore >= 1.44.0 and the SDKs' 2026 retry behaviour
+    /// ([`Generation::Aws2026`]).
+    #[default]
+    V2026,
+    /// The SDKs before the 2026 change: botocore 1.43 and earlier
+    /// ([`Generation::AwsClassic`]).
+    Classic,
+}
+
+/// Which gRPC implementations' retry backoff [`read_with`] translates service configs for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GrpcRetries {
+    /// `min(b · m^(n−1), cap) · U[0.8, 1.2)`: gRPC core, newer grpc-go and grpc-java
+    /// ([`Generation::GrpcJitter20`]).
+    #[default]
+    Jitter20,
+    /// `U[0, min(b · m^(n−1), cap))`: A6's original text, grpc-go before 1.70.0, grpc-js
+    /// ([`Generation::GrpcUniform`]).
+    Uniform,
 }
 
 /// How serious a finding is.
@@ -458,6 +549,41 @@ pub(crate) struct Translated {
 /// The first input that is malformed (not JSON, YAML, INI or properties) or of no known
 /// system, as a [`CheckError`]; an entry out of range is a finding instead.
 pub fn read(inputs: &[Input]) -> Result<Report, CheckError> {
+    read_with(inputs, ReadOptions::default())
+}
+
+/// Which client generations [`read_with`] reads files for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReadOptions {
+    /// Which AWS SDK generation AWS shared config files are read for.
+    pub aws_retries: AwsRetries,
+    /// Which gRPC implementations' backoff service configs are read for.
+    pub grpc_retries: GrpcRetries,
+}
+
+impl ReadOptions {
+    /// These options with `aws_retries` set.
+    #[must_use]
+    pub const fn with_aws_retries(mut self, aws_retries: AwsRetries) -> Self {
+        self.aws_retries = aws_retries;
+        self
+    }
+
+    /// These options with `grpc_retries` set.
+    #[must_use]
+    pub const fn with_grpc_retries(mut self, grpc_retries: GrpcRetries) -> Self {
+        self.grpc_retries = grpc_retries;
+        self
+    }
+}
+
+/// [`read`], for the client generations `options` name.
+///
+/// # Errors
+///
+/// As [`read`].
+pub fn read_with(inputs: &[Input], options: ReadOptions) -> Result<Report, CheckError> {
     let mut report = Report::default();
     for input in inputs {
         depth::check_depth(&input.file, &input.text)?;
@@ -468,11 +594,11 @@ pub fn read(inputs: &[Input]) -> Result<Report, CheckError> {
         };
         let mut reader = tree::Reader::new(&input.file, system);
         let translated = match system {
-            System::Grpc => grpc::translate(&mut reader, text)?,
+            System::Grpc => grpc::translate(&mut reader, text, options.grpc_retries)?,
             System::Envoy => envoy::translate(&mut reader, text)?,
             System::Istio => istio::translate(&mut reader, text)?,
             System::Linkerd => linkerd::translate(&mut reader, text)?,
-            System::Aws => aws::translate(&mut reader, text)?,
+            System::Aws => aws::translate(&mut reader, text, options.aws_retries)?,
             System::Resilience4j => resilience4j::translate(&mut reader, text)?,
         };
         if !translated.configs.iter().any(Translation::retries) {

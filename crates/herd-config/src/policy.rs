@@ -15,7 +15,7 @@
 //! | `timeout` | [`PolicyBuilder::deadline`] |
 //! | throttle `grpc` | [`GrpcThrottle`] |
 //! | throttle `envoy-budget`, `envoy-max-retries` | [`EnvoyRetryLimit`] |
-//! | throttle `aws-standard` | [`AwsRetryQuota`] |
+//! | throttle `aws-standard`, `aws-standard-2026` | [`AwsRetryQuota`] |
 //! | throttle `aws-adaptive` | [`AwsRetryQuota`] and [`AwsRateLimiter`] |
 //! | throttle `ratio` (Linkerd) | [`LinkerdRetryBudget`] → [`RetryBudget`] |
 //! | `hedging` | [`HedgePolicy`] with a fixed delay |
@@ -528,11 +528,24 @@ fn library_throttle<C: Clock>(t: &Throttle, clock: C) -> Result<LibraryThrottle<
         "envoy-max-retries" => LibraryThrottle::Envoy(EnvoyRetryLimit::new(
             EnvoyRetryLimitConfig::max_retries(count(t, "max_retries")?),
         )?),
-        "aws-standard" | "aws-adaptive" => {
-            let mut q = AwsRetryQuotaConfig::standard();
+        "aws-standard" | "aws-standard-2026" | "aws-adaptive" => {
+            // The 2026 quota has no timeout cost of its own: a timeout is a transient error.
+            let classic = t.param("timeout_retry_cost").is_some();
+            let mut q = if classic {
+                AwsRetryQuotaConfig::standard()
+            } else {
+                AwsRetryQuotaConfig::standard_2026()
+            };
             q.capacity = count(t, "initial_tokens")?;
             q.retry_cost = count(t, "retry_cost")?;
-            q.timeout_retry_cost = count(t, "timeout_retry_cost")?;
+            q.timeout_retry_cost = if classic {
+                count(t, "timeout_retry_cost")?
+            } else {
+                q.retry_cost
+            };
+            if t.param("throttling_retry_cost").is_some() {
+                q.throttling_retry_cost = count(t, "throttling_retry_cost")?;
+            }
             q.no_retry_increment = count(t, "success_reward")?;
             let quota = AwsRetryQuota::new(q)?;
             if t.kind == "aws-adaptive" {
@@ -853,14 +866,14 @@ metadata:
         let policy = prod.retry_policy().unwrap().build().unwrap();
         assert_eq!(policy.max_attempts(), 5);
         assert_eq!(policy.rule().name(), RuleName::Full);
-        // botocore: full jitter from 1 s, capped at 20 s.
+        // botocore 1.44: full jitter from 50 ms, capped at 20 s; 14 tokens a retry, 5 after
+        // throttling, no timeout cost of its own.
         assert_eq!(policy.rule().max_pause(), Duration::from_secs(20));
         let Some(LibraryThrottle::AwsStandard(quota)) = prod.throttle().unwrap() else {
             panic!("no quota");
         };
         assert_eq!(quota.available(), 500);
-        assert_eq!(quota.config().retry_cost, 5);
-        assert_eq!(quota.config().timeout_retry_cost, 10);
+        assert_eq!(quota.config(), AwsRetryQuotaConfig::standard_2026());
         assert!(matches!(
             batch.throttle().unwrap(),
             Some(LibraryThrottle::AwsAdaptive(..))

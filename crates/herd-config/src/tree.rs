@@ -171,6 +171,7 @@ impl Reader {
             hedging: None,
             defaults: Vec::new(),
             field_lines: Vec::new(),
+            generation: None,
         }
     }
 

@@ -4,7 +4,8 @@ use std::time::Duration;
 
 use herd::RuleName;
 use herd_sim::check::{
-    self, CheckError, CheckOptions, Input, Report, Severity, System, Translation,
+    self, AwsRetries, CheckError, CheckOptions, Generation, GrpcRetries, Input, Report, Severity,
+    System, Translation,
 };
 
 fn ms(n: u64) -> Duration {
@@ -374,31 +375,67 @@ fn linkerd_budget_and_annotation_defaults() {
     assert!(codes(&r).contains(&"budget-floor"));
 }
 
-// AWS: smithy-rs retry.rs, standard.rs; botocore _retry.json.
+// AWS: botocore 1.44 / 1.43 retries/standard.py, quota.py, _retry.json; smithy-rs.
 
 #[test]
 fn aws_modes_and_defaults() {
     let (file, text) = shipped("aws-config");
     let r = run(&file, &text);
     let by = |name: &str| r.configs.iter().find(|t| t.name == name).expect(name);
+    // Today's SDKs (botocore >= 1.44.0): standard by default, a 50 ms base, 14 tokens a retry.
     let d = by("default");
+    assert_eq!(d.generation, Some(Generation::Aws2026));
     assert_eq!(d.max_attempts, Some(3));
     assert_eq!(
         (d.backoff.rule, d.backoff.base, d.backoff.cap),
-        (RuleName::Full, ms(1000), ms(20_000))
+        (RuleName::Full, ms(50), ms(20_000))
     );
-    assert_eq!(d.throttle.as_ref().unwrap().kind, "aws-standard");
+    let th = d.throttle.as_ref().unwrap();
+    assert_eq!(th.kind, "aws-standard-2026");
     assert_eq!(
-        d.throttle.as_ref().unwrap().param("initial_tokens"),
-        Some(500.0)
+        [
+            "initial_tokens",
+            "retry_cost",
+            "throttling_retry_cost",
+            "timeout_retry_cost"
+        ]
+        .map(|k| th.param(k)),
+        [Some(500.0), Some(14.0), Some(5.0), None]
     );
     assert!(d.defaults.contains(&"retry_mode") && d.defaults.contains(&"max_attempts"));
     assert_eq!(by("prod").max_attempts, Some(5));
-    assert_eq!(by("batch").throttle.as_ref().unwrap().kind, "aws-adaptive");
+    let batch = by("batch").throttle.as_ref().unwrap();
+    assert_eq!(
+        (batch.kind, batch.param("retry_cost")),
+        ("aws-adaptive", Some(14.0))
+    );
     let legacy = by("old-cli");
     assert_eq!(legacy.max_attempts, Some(5));
-    assert_eq!(legacy.backoff.cap, ms(8000));
+    assert_eq!(
+        (legacy.backoff.base, legacy.backoff.cap),
+        (ms(1000), ms(8000))
+    );
     assert!(legacy.throttle.is_none());
+
+    // `--aws-retries classic` (botocore 1.43): legacy by default, a 1 s base, 5 tokens.
+    let options = CheckOptions::default().with_aws_retries(AwsRetries::Classic);
+    let c = check::check_with(&[Input::new(&file, &text)], options).unwrap();
+    let by = |name: &str| c.configs.iter().find(|t| t.name == name).expect(name);
+    let d = by("default");
+    assert_eq!(d.generation, Some(Generation::AwsClassic));
+    assert_eq!((d.max_attempts, d.throttle.as_ref()), (Some(5), None));
+    assert!(d.defaults.contains(&"retry_mode"));
+    let prod = by("prod");
+    assert_eq!(
+        (prod.backoff.base, prod.backoff.cap),
+        (ms(1000), ms(20_000))
+    );
+    let th = prod.throttle.as_ref().unwrap();
+    assert_eq!(th.kind, "aws-standard");
+    assert_eq!(
+        ["retry_cost", "timeout_retry_cost"].map(|k| th.param(k)),
+        [Some(5.0), Some(10.0)]
+    );
     assert!(
         r.ignored
             .iter()
@@ -663,4 +700,63 @@ fn a_mesh_gives_the_amplification_and_the_advice_of_its_policies() {
     )
     .unwrap_err();
     assert_eq!((err.file.as_str(), err.line), ("mesh.toml", 4), "{err}");
+}
+
+/// gRPC core and grpc-go >= 1.70 jitter ±20 % after the cap; grpc-go < 1.70 and grpc-js draw
+/// `U[0, x)`, herd's `full` when the multiplier is 2 and `grpc-retry` with jitter 1 over half
+/// the base and cap otherwise (the same distribution).
+#[test]
+fn grpc_generations_name_the_implementation_and_its_jitter() {
+    let text = |m: f64| {
+        format!(
+            r#"{{"methodConfig": [{{"name": [{{"service": "s"}}], "retryPolicy": {{"maxAttempts": 3,
+            "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": {m},
+            "retryableStatusCodes": ["UNAVAILABLE"]}}}}]}}"#
+        )
+    };
+    let read = |m: f64, g: GrpcRetries| {
+        let options = CheckOptions::default().with_grpc_retries(g);
+        check::check_with(&[Input::new("svc.json", text(m))], options)
+            .unwrap()
+            .configs
+            .remove(0)
+    };
+    let t = read(2.0, GrpcRetries::default());
+    assert_eq!(t.generation, Some(Generation::GrpcJitter20));
+    assert_eq!(
+        (t.backoff.rule, t.backoff.jitter),
+        (RuleName::GrpcRetry, 0.2)
+    );
+    let t = read(2.0, GrpcRetries::Uniform);
+    assert_eq!(t.generation, Some(Generation::GrpcUniform));
+    assert_eq!(
+        (t.backoff.rule, t.backoff.base, t.backoff.cap),
+        (RuleName::Full, ms(100), ms(1000))
+    );
+    let t = read(1.5, GrpcRetries::Uniform);
+    assert_eq!(
+        (
+            t.backoff.rule,
+            t.backoff.base,
+            t.backoff.cap,
+            t.backoff.jitter
+        ),
+        (RuleName::GrpcRetry, ms(50), ms(500), 1.0)
+    );
+    // The rule's pauses fill [0, min(0.1 s · 1.5^(n−1), 1 s)): never above, nearly up to it.
+    let b = t.backoff;
+    let rule = herd::Rule::grpc_retry(b.base, b.multiplier, b.jitter, b.cap).unwrap();
+    let mut top = [Duration::ZERO; 8];
+    for seed in 0..2000 {
+        for (n, p) in rule
+            .schedule(herd::rng::SplitMix64::new(seed))
+            .take(8)
+            .enumerate()
+        {
+            let window = (100.0 * 1.5f64.powi(n as i32)).min(1000.0);
+            assert!(p.as_secs_f64() * 1000.0 < window + 1e-6, "{n} {p:?}");
+            top[n] = top[n].max(p);
+        }
+    }
+    assert!(top[0] > ms(99) && top[7] > ms(990), "{top:?}");
 }

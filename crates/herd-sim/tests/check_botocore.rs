@@ -1,42 +1,87 @@
 //! `herd check`'s reading of an AWS shared config file beside botocore's, the AWS SDK for
-//! Python (`tools/botocore_check.py`): each profile's `retry_mode` and `max_attempts` as
-//! botocore resolves them from the file, and the constants botocore's retry handlers apply,
-//! value by value against herd's translation.
+//! Python (`tools/botocore_check.py`), for both generations: each profile's `retry_mode` and
+//! `max_attempts` as botocore resolves them from the file, and the constants botocore's retry
+//! handlers apply, value by value against herd's translation of that generation (botocore
+//! >= 1.44.0 against the default translation, botocore 1.43 against `--aws-retries classic`).
 //!
-//! One difference is pinned: a profile that sets no `retry_mode` is `legacy` to botocore
-//! (its default) and `standard` to herd, which follows the newer SDKs' default (smithy-rs
-//! `RetryConfig::default()`), marked as a default. Without python3 and botocore the test is
-//! skipped, except under CI, where it fails.
-use std::path::Path;
+//! Which botocore: every directory in `HERD_BOTOCORE_DIRS` (`:`-separated, each put on
+//! `PYTHONPATH`), else every `.ci/py/botocore-*` that `.ci/run` installs (pinned versions),
+//! else whatever botocore the interpreter has; the interpreter is `HERD_PYTHON`, else
+//! `python3`. Without python3 and botocore the test is skipped, except under CI, where it
+//! fails, as it does when CI lacks either generation.
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use herd::RuleName;
-use herd_sim::check::{self, Input};
+use herd_sim::check::{self, AwsRetries, CheckOptions, Generation, Input};
 use serde_json::Value;
 
 const CONFIG: &str = include_str!("../../../scenarios/configs/aws-config");
 const CONFIG_PATH: &str = "scenarios/configs/aws-config";
 
-fn botocore(profiles: &[&str]) -> Option<Value> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let have = Command::new("python3")
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn python() -> String {
+    std::env::var("HERD_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+/// The `PYTHONPATH` of each botocore to compare with (`None`: the interpreter's own).
+fn botocore_dirs() -> Vec<Option<PathBuf>> {
+    if let Ok(dirs) = std::env::var("HERD_BOTOCORE_DIRS") {
+        return dirs
+            .split(':')
+            .filter(|d| !d.is_empty())
+            .map(|d| Some(PathBuf::from(d)))
+            .collect();
+    }
+    let mut pinned: Vec<PathBuf> = std::fs::read_dir(root().join(".ci/py"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("botocore-"))
+        })
+        .collect();
+    pinned.sort();
+    if pinned.is_empty() {
+        vec![None]
+    } else {
+        pinned.into_iter().map(Some).collect()
+    }
+}
+
+fn botocore(dir: Option<&Path>, profiles: &[&str]) -> Option<Value> {
+    let mut cmd = Command::new(python());
+    if let Some(d) = dir {
+        cmd.env("PYTHONPATH", d);
+    }
+    let have = cmd
         .args(["-c", "import botocore"])
         .output()
         .is_ok_and(|o| o.status.success());
     if !have {
         assert!(
             std::env::var("CI").is_err(),
-            "python3 with botocore is required under CI"
+            "python3 with botocore ({dir:?}) is required under CI"
         );
-        eprintln!("skipped: no python3 with botocore on this machine");
+        eprintln!("skipped: no python3 with botocore ({dir:?}) on this machine");
         return None;
     }
-    let out = Command::new("python3")
+    let mut cmd = Command::new(python());
+    if let Some(d) = dir {
+        cmd.env("PYTHONPATH", d);
+    }
+    let out = cmd
         .arg("tools/botocore_check.py")
         .args(profiles)
-        .current_dir(&root)
-        .env("AWS_CONFIG_FILE", root.join(CONFIG_PATH))
+        .current_dir(root())
+        .env("AWS_CONFIG_FILE", root().join(CONFIG_PATH))
         .env_remove("AWS_PROFILE")
         .env_remove("AWS_RETRY_MODE")
         .env_remove("AWS_MAX_ATTEMPTS")
@@ -51,65 +96,79 @@ fn botocore(profiles: &[&str]) -> Option<Value> {
 }
 
 #[test]
-fn herd_reads_aws_profiles_as_botocore_does() {
-    let report = check::check(&[Input::new("aws-config", CONFIG)]).expect("reads");
-    let names: Vec<&str> = report.configs.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["default", "prod", "batch", "old-cli"]);
-    let Some(b) = botocore(&names) else { return };
+fn herd_reads_aws_profiles_as_each_botocore_does() {
+    let names = ["default", "prod", "batch", "old-cli"];
+    let mut seen = Vec::new();
+    for dir in botocore_dirs() {
+        let Some(b) = botocore(dir.as_deref(), &names) else {
+            continue;
+        };
+        let (retries, generation) = match b["generation"].as_str() {
+            Some("2026") => (AwsRetries::V2026, Generation::Aws2026),
+            Some("classic") => (AwsRetries::Classic, Generation::AwsClassic),
+            other => panic!("{other:?}"),
+        };
+        seen.push(generation);
+        let options = CheckOptions::default().with_aws_retries(retries);
+        let report = check::check_with(&[Input::new("aws-config", CONFIG)], options).unwrap();
+        let got: Vec<&str> = report.configs.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(got, names);
+        compare(&report.configs, &b, generation);
+    }
+    if std::env::var("CI").is_ok() {
+        assert!(
+            seen.contains(&Generation::Aws2026) && seen.contains(&Generation::AwsClassic),
+            "CI installs botocore 1.43 and 1.44 (.ci/run): saw {seen:?}"
+        );
+    }
+}
+
+fn compare(configs: &[check::Translation], b: &Value, generation: Generation) {
+    let version = &b["botocore"];
     let standard = &b["standard"];
-    assert_eq!(standard["new_retries"], false, "{b}");
-    for t in &report.configs {
+    for t in configs {
+        let who = format!("botocore {version}, profile {}", t.name);
+        assert_eq!(t.generation, Some(generation), "{who}");
         let theirs = &b["profiles"][t.name.as_str()];
-        let mode = theirs["retry_mode"]
-            .as_str()
-            .expect("botocore resolves a mode");
-        let set_mode = !t.defaults.contains(&"retry_mode");
+        // botocore resolves its own default mode when the profile sets none: herd must agree.
+        let mode = theirs["retry_mode"].as_str().expect("a mode");
         let ours = match t.throttle.as_ref().map(|th| th.kind) {
-            Some("aws-standard") => "standard",
+            Some("aws-standard" | "aws-standard-2026") => "standard",
             Some("aws-adaptive") => "adaptive",
             None => "legacy",
             Some(other) => panic!("{other}"),
         };
-        if set_mode {
-            assert_eq!(ours, mode, "{}", t.name);
-        } else {
-            // The pinned difference: botocore's default mode is legacy, herd's standard.
-            assert_eq!((ours, mode), ("standard", "legacy"), "{}", t.name);
-        }
-        // Attempts: the profile's own, else the mode's default, as botocore applies them.
+        assert_eq!(ours, mode, "{who}");
         let attempts = theirs["max_attempts"].as_u64().unwrap_or_else(|| {
             if ours == "legacy" {
-                b["legacy"]["max_attempts"]
-                    .as_u64()
-                    .expect("legacy attempts")
+                b["legacy"]["max_attempts"].as_u64().expect("legacy")
             } else {
-                standard["max_attempts"]
-                    .as_u64()
-                    .expect("standard attempts")
+                standard["max_attempts"].as_u64().expect("standard")
             }
         });
-        assert_eq!(t.max_attempts.map(u64::from), Some(attempts), "{}", t.name);
-        // The backoff: rand · 2^(n−1) s (legacy: base "rand", growth 2), capped at 20 s in
-        // standard and adaptive modes.
-        assert_eq!(t.backoff.rule, RuleName::Full, "{}", t.name);
-        assert_eq!(t.backoff.base, Duration::from_secs(1), "{}", t.name);
+        assert_eq!(t.max_attempts.map(u64::from), Some(attempts), "{who}");
+        assert_eq!(t.backoff.rule, RuleName::Full, "{who}");
         assert_eq!(standard["base"], 2);
         if ours == "legacy" {
+            // _retry.json: `"base": "rand"`, growth 2, no cap, no quota.
             assert_eq!(b["legacy"]["delay"]["base"], "rand");
             assert_eq!(b["legacy"]["delay"]["growth_factor"], 2);
-            assert_eq!(t.throttle, None, "botocore's legacy mode has no quota");
-        } else {
-            let cap = standard["max_backoff_s"].as_u64().expect("max backoff");
-            assert_eq!(t.backoff.cap, Duration::from_secs(cap), "{}", t.name);
-            let th = t.throttle.as_ref().expect("a quota");
-            for key in [
-                "initial_tokens",
-                "retry_cost",
-                "timeout_retry_cost",
-                "success_reward",
-            ] {
-                assert_eq!(th.param(key), standard[key].as_f64(), "{} {key}", t.name);
-            }
+            assert_eq!(t.backoff.base, Duration::from_secs(1), "{who}");
+            assert_eq!(t.throttle, None, "{who}");
+            continue;
+        }
+        let secs = |v: &Value| Duration::from_secs_f64(v.as_f64().expect("seconds"));
+        assert_eq!(t.backoff.base, secs(&standard["transient_base_s"]), "{who}");
+        assert_eq!(t.backoff.cap, secs(&standard["max_backoff_s"]), "{who}");
+        let th = t.throttle.as_ref().expect("a quota");
+        for key in [
+            "initial_tokens",
+            "retry_cost",
+            "throttling_retry_cost",
+            "timeout_retry_cost",
+            "success_reward",
+        ] {
+            assert_eq!(th.param(key), standard[key].as_f64(), "{who}: {key}");
         }
     }
 }

@@ -8,7 +8,9 @@ use anyhow::anyhow;
 use clap::{Args, ValueEnum};
 use herd_sim::check::mesh::Mesh;
 use herd_sim::check::storm::{self as check_storm, StormComparison};
-use herd_sim::check::{self, CheckOptions, Input, Report, Severity, System, Translation};
+use herd_sim::check::{
+    self, AwsRetries, CheckOptions, GrpcRetries, Input, Report, Severity, System, Translation,
+};
 use herd_sim::{Limits, Scenario};
 use serde_json::Value;
 
@@ -77,6 +79,17 @@ pub(crate) struct CheckArgs {
     /// The system of every file, instead of detecting it.
     #[arg(long, value_enum, value_name = "SYSTEM")]
     format_in: Option<SystemArg>,
+    /// Which AWS SDKs to read AWS config files for: `2026`, today's (botocore >= 1.44.0 and
+    /// the SDKs with AWS_NEW_RETRIES_2026=true: 50 ms base, 14 tokens a retry, standard by
+    /// default), or `classic`, the SDKs before the change (botocore < 1.44.0: 1 s base, 5
+    /// tokens, legacy by default).
+    #[arg(long, value_enum, default_value_t = AwsRetriesArg::V2026, value_name = "GEN")]
+    aws_retries: AwsRetriesArg,
+    /// Which gRPC implementations to read service configs for: `jitter-20`, pauses
+    /// `min(b·m^(n−1), cap)·U[0.8, 1.2)` (gRPC core and grpcio, grpc-go >= 1.70.0, newer
+    /// grpc-java), or `uniform`, `U[0, min(b·m^(n−1), cap))` (grpc-go < 1.70.0, grpc-js).
+    #[arg(long, value_enum, default_value_t = GrpcRetriesArg::Jitter20, value_name = "GEN")]
+    grpc_retries: GrpcRetriesArg,
     /// Output format: `sarif` is SARIF 2.1.0 for code scanning (one rule per finding code).
     #[arg(long, value_enum, default_value_t = CheckFormat::Table)]
     format: CheckFormat,
@@ -154,6 +167,20 @@ impl From<SystemArg> for System {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum AwsRetriesArg {
+    #[value(name = "2026")]
+    V2026,
+    Classic,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum GrpcRetriesArg {
+    #[value(name = "jitter-20")]
+    Jitter20,
+    Uniform,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum DenyArg {
     Info,
     Warning,
@@ -207,7 +234,16 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         Some(path) => Some(mesh_inputs(path, max, &mut inputs)?),
         None => None,
     };
-    let options = CheckOptions::default().with_call_path(args.call_path);
+    let options = CheckOptions::default()
+        .with_call_path(args.call_path)
+        .with_aws_retries(match args.aws_retries {
+            AwsRetriesArg::V2026 => AwsRetries::V2026,
+            AwsRetriesArg::Classic => AwsRetries::Classic,
+        })
+        .with_grpc_retries(match args.grpc_retries {
+            GrpcRetriesArg::Jitter20 => GrpcRetries::Jitter20,
+            GrpcRetriesArg::Uniform => GrpcRetries::Uniform,
+        });
     let mut report = check::check_with(&inputs, options).map_err(CliError::input)?;
     let text_of = |file: &str| {
         inputs

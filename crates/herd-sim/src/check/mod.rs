@@ -29,8 +29,8 @@ use std::time::Duration;
 
 use herd_config::finding;
 pub use herd_config::{
-    Backoff, CheckError, Finding, Hedging, Ignored, Input, Note, Place, Report, Severity, System,
-    Throttle, Translation, detect, strip_bom,
+    AwsRetries, Backoff, CheckError, Finding, Generation, GrpcRetries, Hedging, Ignored, Input,
+    Note, Place, Report, Severity, System, Throttle, Translation, detect, strip_bom,
 };
 
 pub mod findings;
@@ -53,9 +53,27 @@ pub struct CheckOptions {
     /// caller first: retries at more than one of them are the `multiple-layers` finding, and
     /// [`storm::compare_layers`] runs them together. Off, files are independent.
     pub call_path: bool,
+    /// Which AWS SDK generation AWS shared config files are read for.
+    pub aws_retries: AwsRetries,
+    /// Which gRPC implementations' backoff service configs are read for.
+    pub grpc_retries: GrpcRetries,
 }
 
 impl CheckOptions {
+    /// These options with `aws_retries` set.
+    #[must_use]
+    pub const fn with_aws_retries(mut self, aws_retries: AwsRetries) -> Self {
+        self.aws_retries = aws_retries;
+        self
+    }
+
+    /// These options with `grpc_retries` set.
+    #[must_use]
+    pub const fn with_grpc_retries(mut self, grpc_retries: GrpcRetries) -> Self {
+        self.grpc_retries = grpc_retries;
+        self
+    }
+
     /// These options with `call_path` set.
     #[must_use]
     pub const fn with_call_path(mut self, call_path: bool) -> Self {
@@ -82,7 +100,10 @@ pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
 /// The first input that is malformed, of no known system, or out of range, as a
 /// [`CheckError`].
 pub fn check_with(inputs: &[Input], options: CheckOptions) -> Result<Report, CheckError> {
-    let mut report = herd_config::read(inputs)?;
+    let read = herd_config::ReadOptions::default()
+        .with_aws_retries(options.aws_retries)
+        .with_grpc_retries(options.grpc_retries);
+    let mut report = herd_config::read_with(inputs, read)?;
     report
         .findings
         .extend(findings::analyze(&report.configs, options.call_path));

@@ -258,8 +258,10 @@ pub(crate) fn throttle_table(th: &Throttle) -> Result<ThrottleTable, String> {
             table.min_retry_concurrency = whole("min_retry_concurrency")?;
         }
         "envoy-max-retries" => table.max_retries = whole("max_retries")?,
-        "aws-standard" => {
-            // The storm's attempts do not time out, so `timeout_retry_cost` never applies.
+        "aws-standard" | "aws-standard-2026" => {
+            // The storm's attempts do not time out, so `timeout_retry_cost` never applies;
+            // its refusals are transient errors (a 503), so neither does
+            // `throttling_retry_cost`.
             table.capacity = whole("initial_tokens")?;
             table.retry_cost = whole("retry_cost")?;
             table.no_retry_increment = whole("success_reward")?;
@@ -417,7 +419,7 @@ mod tests {
             "{notes:?}"
         );
 
-        // The AWS SDK's standard mode: its retry quota, 500 tokens at 5 a retry.
+        // The AWS SDKs' standard mode (2026): its retry quota, 500 tokens at 14 a retry.
         let aws = one("config", "[default]\nretry_mode = standard\n");
         let (s, _, notes) = scenario_for(&aws, &Scenario::default()).unwrap();
         let th = s.retry.throttle.as_ref().expect("the quota is simulated");
@@ -428,7 +430,7 @@ mod tests {
                 th.retry_cost,
                 th.no_retry_increment
             ),
-            ("aws-standard", Some(500), Some(5), Some(1))
+            ("aws-standard-2026", Some(500), Some(14), Some(1))
         );
         assert_eq!(s.clients.max_attempts, 3);
         assert!(

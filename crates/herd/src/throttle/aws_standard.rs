@@ -12,7 +12,9 @@
 //! `max_backoff` 20 s, `max_attempts` 3); a server's `x-amz-retry-after` is taken as is, cut at
 //! the 20 s cap.
 //!
-//! **`aws-standard-2026`** (opt-in with `AWS_NEW_RETRIES_2026=true`; smithy-rs
+//! **`aws-standard-2026`** (botocore's default since 1.44.0, boto/botocore
+//! `botocore/retries/standard.py` and `quota.py`; opt-in with `AWS_NEW_RETRIES_2026=true` in the
+//! other SDKs and earlier botocore; smithy-rs
 //! `RetrySpec::v2_1`, aws-sdk-php `src/Retry/Standard/QuotaManager.php` and
 //! `src/Retry/V3/RetryMiddleware.php`, aws-sdk-go-v2 `aws/retry/retry2026_test.go`): a retry
 //! after a throttling error costs 5 (`throttling_retry_cost`), any other retry 14
@@ -282,6 +284,18 @@ impl AwsBackoff {
             max_backoff: Duration::from_secs(20),
             max_attempts: 3,
             retry_after_window: Some(Duration::from_secs(5)),
+        }
+    }
+
+    /// `aws-standard-2026` for DynamoDB and DynamoDB Streams: base 25 ms (1 s after
+    /// throttling), 20 s cap, 4 attempts (botocore 1.44 `standard.py` `_SERVICE_MAX_ATTEMPTS`,
+    /// `ExponentialBackoff._SERVICE_BACKOFF_CONFIG`; aws/aws-sdk-go-v2#3416).
+    #[must_use]
+    pub fn dynamodb_2026() -> Self {
+        Self {
+            base: Duration::from_millis(25),
+            max_attempts: 4,
+            ..Self::standard_2026()
         }
     }
 
@@ -629,5 +643,16 @@ mod tests {
         let mut config = AwsRetryQuotaConfig::standard();
         config.capacity = 500_000_001;
         assert_eq!(AwsRetryQuota::new(config).unwrap_err().field, "capacity");
+    }
+
+    /// botocore 1.44 `standard.py`: DynamoDB's transient base is 25 ms and its attempts 4; a
+    /// throttling error still waits on the 1 s base.
+    #[test]
+    fn dynamodb_2026_is_botocore_s() {
+        let d = AwsBackoff::dynamodb_2026();
+        assert_eq!(d.max_attempts, 4);
+        let t = |n| d.pause(n, AwsErrorKind::Transient, 1.0, None);
+        assert_eq!([t(1), t(2), t(3)], [ms(25), ms(50), ms(100)]);
+        assert_eq!(d.pause(1, AwsErrorKind::Throttling, 1.0, None), ms(1000));
     }
 }

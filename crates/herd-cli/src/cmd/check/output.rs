@@ -121,6 +121,7 @@ fn translation_json(t: &Translation) -> Value {
         "throttle": throttle,
         "hedging": t.hedging.map(|h| json!({"max_attempts": h.max_attempts, "delay_ms": ms(h.delay)})),
         "defaults": t.defaults,
+        "generation": t.generation.map(|g| json!({"name": g.as_str(), "clients": g.clients()})),
     })
 }
 
@@ -260,6 +261,12 @@ pub(super) fn table(
                 },
             ),
             ("throttle", throttle_text(t)),
+            (
+                "clients",
+                t.generation.map_or("-".to_owned(), |g| {
+                    format!("{} ({})", g.clients(), g.as_str())
+                }),
+            ),
             (
                 "defaults",
                 if t.defaults.is_empty() {
