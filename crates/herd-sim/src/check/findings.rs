@@ -99,7 +99,13 @@ pub const ANALYZERS: &[Analyzer] = &[
 ];
 
 /// The codes the translators raise themselves, while reading (listed with the analyzers).
-pub const TRANSLATOR_CODES: &[&str] = &["clamped", "ignored-backoff", "ignored-field"];
+pub const TRANSLATOR_CODES: &[&str] = &[
+    "clamped",
+    "ignored-backoff",
+    "ignored-field",
+    "invalid-entry",
+    "misspelt-key",
+];
 
 /// The findings of every analyzer over `configs` (the call-path ones when `call_path`), each
 /// once per cause.

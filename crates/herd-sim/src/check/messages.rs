@@ -136,6 +136,16 @@ pub const MESSAGES: &[Message] = &[
         Warning,
         "A Resilience4j option that Spring's binding drops in this combination. Move it where it is read.",
     ),
+    m(
+        "invalid-entry",
+        Error,
+        "One entry (a method config, route, profile or instance) the system refuses; the finding says what the system does with it (grpc-go rejects the whole service config, an AWS SDK fails when the profile is used). The other entries were read. Correct the entry.",
+    ),
+    m(
+        "misspelt-key",
+        Warning,
+        "A key the system does not know, one or two letters from a retry setting it does: the system ignores it without a word and applies its default. Use the name the finding suggests.",
+    ),
 ];
 
 /// The message of `code`, if it is one of [`MESSAGES`].
