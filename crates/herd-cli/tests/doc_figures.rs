@@ -12,6 +12,8 @@
 //! `tools/doc-figures` runs them all in a release build (`--ignored` below).
 mod support;
 
+#[path = "doc_figures/commands.rs"]
+mod commands;
 #[path = "doc_figures/compare.rs"]
 mod compare;
 #[path = "doc_figures/json_path.rs"]
@@ -277,4 +279,79 @@ fn paths_read_fields_items_selections_and_intervals() {
     let clipped: serde_json::Value =
         serde_json::from_str(r#"{"lo":0.0,"hi":63.0,"mean":29.0,"interval":"t_clipped"}"#).unwrap();
     assert_eq!(json_path::read(&clipped, ".half").unwrap(), 34.0);
+}
+
+/// Every `herd` command in the shell blocks of README.md and docs/*.md runs and exits 0: in a
+/// folder of its own (where the scenarios are reachable as `scenarios/…` and a chart is
+/// written under `docs/`), with its work-setting flags cut to small values
+/// (`commands::SMALLER`), each bounded in time; those `commands::SKIPPED` lists say why not.
+#[test]
+fn every_documented_command_runs() {
+    let dir = std::env::temp_dir().join(format!("herd-doc-commands-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("docs")).expect("scratch folder");
+    let scenarios = dir.join("scenarios");
+    if !scenarios.exists() {
+        std::os::unix::fs::symlink(root().join("scenarios"), &scenarios).expect("link");
+    }
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for file in doc_files()
+        .into_iter()
+        .filter(|f| !f.starts_with("crates/"))
+    {
+        let text = std::fs::read_to_string(root().join(&file)).expect("readable doc");
+        for command in commands::commands(&file, &text) {
+            let line = command.args.join(" ");
+            if let Some((_, why)) = commands::SKIPPED.iter().find(|(p, _)| line.starts_with(p)) {
+                eprintln!("skipped  herd {line}: {why}");
+                continue;
+            }
+            let args = commands::smaller(&command.args);
+            let started = Instant::now();
+            let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_herd"))
+                .args(&args)
+                .current_dir(&dir)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("herd runs");
+            // Bounded: a command that has not finished in a minute (a debug build) fails.
+            let status = loop {
+                if let Some(status) = child.try_wait().expect("wait") {
+                    break Some(status);
+                }
+                if started.elapsed().as_secs() > 60 {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    break None;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            };
+            ran += 1;
+            eprintln!(
+                "{:>6.2} s  herd {}",
+                started.elapsed().as_secs_f64(),
+                args.join(" ")
+            );
+            match status {
+                Some(s) if s.success() => {}
+                // `herd check` exits 1 when it finds what the docs show it finding.
+                Some(s) if args[0] == "check" && s.code() == Some(1) => {}
+                Some(s) => {
+                    let mut err = String::new();
+                    if let Some(mut e) = child.stderr.take() {
+                        let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                    }
+                    failures.push(format!(
+                        "{} herd {line}: {s}: {}",
+                        command.place,
+                        err.trim()
+                    ));
+                }
+                None => failures.push(format!("{} herd {line}: over a minute", command.place)),
+            }
+        }
+    }
+    assert!(ran > 20, "only {ran} commands found");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -163,7 +163,12 @@ fn charts_are_written_as_svg_and_png() {
     let svg = temp("storm.svg");
     let png = temp("storm.png");
     ok(&["storm", "--chart", svg.to_str().unwrap()]);
-    ok(&["storm", "--chart", png.to_str().unwrap()]);
+    // Regression: only `herd hedge` said where its chart went.
+    let said = support::stderr(&support::herd(&["storm", "--chart", png.to_str().unwrap()]));
+    assert!(
+        said.contains(&format!("chart written to {}", png.display())),
+        "{said}"
+    );
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(
         svg.trim_start().starts_with("<svg"),

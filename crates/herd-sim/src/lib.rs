@@ -1,20 +1,47 @@
-//! # herd-sim — what a retry rule does to a recovering server
+//! # herd-sim — what retries do to the systems they call
 //!
-//! The retry-storm simulator of `docs/model.md`: clients, a server with outages, a work budget per
-//! window, refusals that cost work, collapse, warm-up, `Retry-After`, timeouts, give-ups and
-//! retry budgets. Every pause is drawn by [`herd::Rule::pause`], the very code a production
-//! client runs, and every random draw comes from one [`herd::rng::SplitMix64`] seeded by the
-//! run's seed, so a run is reproducible bit for bit on any machine.
+//! The simulation models behind the `herd` command and the page, and the checker of real
+//! retry configurations. Every pause is drawn by [`herd::Rule::pause`], the very code a
+//! production client runs, and every random draw comes from one [`herd::rng::SplitMix64`]
+//! seeded by the run's seed, so a run is reproducible bit for bit on any machine. Each run is
+//! bounded before it starts: a scenario is checked against [`Limits`] and refused, naming the
+//! field, when it would take too long or too much memory.
 //!
-//! The engine tracks every client exactly and costs O(attempts + steps): waiting clients sit
-//! in a calendar keyed by the step at which they next knock, carrying their retry state with
-//! them (4 bytes for rules without memory, 12 with it), and time jumps over empty steps.
-//! `docs/model.md` defines the order of events within a step, the server's accounting and
-//! every rounding; `docs/storm.md` shows how to run it.
+//! # One model interface
 //!
-//! A second engine, [`cohort`] ([`Engine::Cohort`]), runs the same model with clients that
-//! share a state moved as one count, so its cost does not grow with the number of clients
-//! (10^9 in milliseconds); it is exact in distribution rather than draw for draw.
+//! Every model implements [`model::Model`]: it checks a scenario tree (TOML), lists what a
+//! sweep may vary, names the variants it compares (retry rules, or policies of its own), runs
+//! one variant with one seed and reports a comparison. [`registry::MODELS`] lists them, and
+//! `herd storm`, [`sweep`] and the page reach every model through it, never by its name.
+//!
+//! # The models
+//!
+//! | module | the model | `model =` |
+//! |---|---|---|
+//! | [`storm`] | the retry storm (`docs/model.md`): clients that fail together, a server with outages, a work budget per window, refusals that cost work, `Retry-After`, give-ups and retry budgets; an agent engine that follows every client and a [`cohort`] engine ([`Engine::Cohort`]) that moves clients in counts | `storm` (the default) |
+//! | [`metastable`] | a server that stays overloaded after the trigger is gone, kept there by its retries (Bronson et al. 2021) | `metastable` |
+//! | [`contention`] | N clients each updating one row once with optimistic concurrency, retrying their conflicts (Brooker 2015) | `contention` |
+//! | [`latency`] | request latency with hedging policies (the `herd hedge` model) | `latency` |
+//! | [`partial`] | a server that fails a fixed share of attempts whatever its load, and retry strategies (token buckets, breakers) that turn it into more or less extra work (Brooker 2022) | `partial-failure` |
+//! | [`graph`] | a service graph's retry amplification, exact and by Monte Carlo (`herd amplify`; a graph file, not a scenario model) | |
+//!
+//! A `toy` model (feature `toy-model`) is the smallest model, for the interface's tests.
+//!
+//! # The checker
+//!
+//! [`check`] reads real retry configurations (a gRPC service config, Envoy and Istio routes,
+//! Linkerd, AWS shared config, Resilience4j) as their owners' code defines them, translates
+//! each policy into herd's terms, reports findings with the file, line and fix, and runs the
+//! translated policies in a storm (`herd check`).
+//!
+//! # Where to start reading
+//!
+//! - `model/mod.rs` for the interface, then `registry.rs` for the list of models.
+//! - `storm/mod.rs` for the reference model: `scenario.rs` (the file's types), `read.rs`
+//!   (reading and checking one), `plan.rs` (the checked scenario in steps), `engine.rs` (the
+//!   agent engine) and `metrics.rs` (what a run reports).
+//! - `docs/architecture.md` for how the crates fit together and how to add a model;
+//!   `docs/model.md` for every model's definition and metrics.
 //!
 //! # Examples
 //!

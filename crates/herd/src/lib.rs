@@ -107,6 +107,7 @@ pub mod guide {
 }
 pub mod hedge;
 pub mod idempotency;
+mod invalid_policy;
 #[cfg(feature = "tower")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod layer;

@@ -92,7 +92,7 @@ use crate::deposit::charged;
 use crate::layer::observe;
 use crate::layer::{
     DEFAULT_DRAIN_LIMIT, DEFAULT_DRAIN_TIMEOUT, Failure, GivingUp, IDEMPOTENCY_KEY,
-    RETRY_EXHAUSTED, RetryOutcome, Retrying, Target, drain_bound, error_default,
+    RETRY_EXHAUSTED, RetryOutcome, Retrying, Target, drain_bound, error_default, on_failure,
     request_is_idempotent,
 };
 use crate::outcome::StopReason;
@@ -410,22 +410,8 @@ where
                     Verdict::transient()
                 }
             };
-            let decision = if next_request.is_some() {
-                policy.on_failure(&mut state, verdict, &mut ThreadRng)
-            } else {
-                match policy.with_max_attempts(state.attempts()).on_failure(
-                    &mut state,
-                    verdict,
-                    &mut ThreadRng,
-                ) {
-                    Decision::Stop(StopReason::Attempts)
-                        if state.attempts() < policy.max_attempts() =>
-                    {
-                        Decision::Stop(StopReason::NotReplayable)
-                    }
-                    decision => decision,
-                }
-            };
+            let replayable = next_request.is_some();
+            let decision = on_failure(policy, &mut state, verdict, replayable, &mut ThreadRng);
             match decision {
                 Decision::Stop(reason) => {
                     return self.finish(&target, policy, &state, extensions, last, reason);

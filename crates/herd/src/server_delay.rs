@@ -66,7 +66,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::policy::InvalidPolicy;
+use crate::invalid_policy::InvalidPolicy;
 use crate::rng::Rng;
 
 /// What the server said about when to come back.

@@ -25,24 +25,30 @@ fn shared(clock: &TokioClock) -> RetryBudget<TokioClock> {
     support::budget(clock, 10.0)
 }
 
+/// Three immediate attempts over a hedge of two copies after 10 ms, both on one budget.
+fn retry_over_hedge(clock: &TokioClock) -> (RetryPolicy<TokioClock>, HedgePolicy<TokioClock>) {
+    let budget = shared(clock);
+    let retry = RetryPolicy::builder(Rule::immediate())
+        .max_attempts(3)
+        .budget(budget.clone())
+        .clock(*clock)
+        .build()
+        .unwrap();
+    let hedge = HedgePolicy::builder(HedgeDelay::fixed(Duration::from_millis(10)))
+        .max_copies(2)
+        .budget(budget)
+        .clock(*clock)
+        .build()
+        .unwrap();
+    (retry, hedge)
+}
+
 /// Regression: the retry loop deposited once per call and the hedge inside it once per
 /// attempt, so each retry earned the next: 100 failing calls made 22 extra sends.
 #[tokio::test(start_paused = true)]
 async fn a_retry_loop_and_a_hedge_inside_it_deposit_once_per_call() {
     let clock = TokioClock::new();
-    let budget = shared(&clock);
-    let retry = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(3)
-        .budget(budget.clone())
-        .clock(clock)
-        .build()
-        .unwrap();
-    let hedge = HedgePolicy::builder(HedgeDelay::fixed(Duration::from_millis(10)))
-        .max_copies(2)
-        .budget(budget.clone())
-        .clock(clock)
-        .build()
-        .unwrap();
+    let (retry, hedge) = retry_over_hedge(&clock);
     let sent = AtomicUsize::new(0);
     for _ in 0..CALLS {
         let result = retry
@@ -69,19 +75,7 @@ async fn a_retry_layer_over_a_hedge_layer_deposits_once_per_call() {
     use tower::{Layer, ServiceExt};
 
     let clock = TokioClock::new();
-    let budget = shared(&clock);
-    let retry = RetryPolicy::builder(Rule::immediate())
-        .max_attempts(3)
-        .budget(budget.clone())
-        .clock(clock)
-        .build()
-        .unwrap();
-    let hedge = HedgePolicy::builder(HedgeDelay::fixed(Duration::from_millis(10)))
-        .max_copies(2)
-        .budget(budget.clone())
-        .clock(clock)
-        .build()
-        .unwrap();
+    let (retry, hedge) = retry_over_hedge(&clock);
     let sent = Arc::new(AtomicUsize::new(0));
     let counted = Arc::clone(&sent);
     let inner = tower::service_fn(move |_: http::Request<String>| {

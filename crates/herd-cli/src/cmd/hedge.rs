@@ -394,7 +394,6 @@ pub(crate) fn run(args: &HedgeArgs) -> CliResult {
         } else {
             chart::tails(file, &points[0].first(), &points[0].latencies)?;
         }
-        eprintln!("chart written to {}", file.path.display());
     }
     if finished_runs < total {
         return Err(CliError::Run(anyhow::anyhow!(

@@ -41,8 +41,8 @@ use tokio::time::Instant;
 use tower::{Layer, ServiceExt};
 
 mod clients;
-mod measure;
-mod report;
+pub(crate) mod measure;
+pub(crate) mod report;
 mod server;
 
 pub use crate::time_scale::MAX_TIME_SCALE;

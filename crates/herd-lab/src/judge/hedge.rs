@@ -26,7 +26,7 @@
 use herd_sim::figure::number;
 
 use super::{Judgement, Verdict};
-use crate::hedge::PolicyReport;
+use crate::hedge::report::PolicyReport;
 
 /// Standard errors a figure may stray from the simulated seeds' mean.
 pub const K: f64 = 4.0;
@@ -116,7 +116,8 @@ pub fn hedge(r: &PolicyReport) -> Judgement {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hedge::{Accounting, HedgeFigures as Figures, Spread};
+    use crate::hedge::measure::{Accounting, HedgeFigures as Figures};
+    use crate::hedge::report::Spread;
 
     fn report(measured: Figures, accounting: Accounting) -> PolicyReport {
         let simulated = Figures {

@@ -9,7 +9,7 @@
 use herd_sim::figure::number;
 
 use super::{Judgement, Verdict};
-use crate::storm::{LabReport, Range};
+use crate::storm::report::{LabReport, Range};
 
 /// Relative tolerance on every figure.
 pub const TOLERANCE: f64 = 0.10;

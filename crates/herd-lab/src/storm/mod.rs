@@ -34,7 +34,7 @@ use tokio::time::Instant;
 mod clients;
 pub mod descriptors;
 mod measure;
-mod report;
+pub(crate) mod report;
 mod server;
 
 pub use crate::time_scale::MAX_TIME_SCALE;

@@ -1,8 +1,9 @@
 //! Amplification at the failing services, and which single layer should retry.
 
-use super::exact::{Options, Prediction, predict};
-use super::file::GraphError;
-use super::model::Graph;
+use super::checked::Graph;
+use super::error::GraphError;
+use super::exact::{Prediction, predict};
+use super::odds::Options;
 
 /// How much retries multiply the load on one failing service.
 #[derive(Clone, Debug, PartialEq)]

@@ -19,23 +19,12 @@
 //! Unknown keys are rejected (a typo such as `atempts` must not silently mean "1").
 
 use std::collections::HashMap;
-use std::fmt;
 
 use serde::Deserialize;
 
-use super::model::{Call, Graph, Service};
-
-/// Why a graph file was rejected. Its `Display` is one line naming the service and field.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GraphError(pub String);
-
-impl fmt::Display for GraphError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for GraphError {}
+use super::checked::Graph;
+use super::error::GraphError;
+use super::model::{Call, Service};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

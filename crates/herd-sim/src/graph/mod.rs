@@ -62,19 +62,26 @@
 //!
 //! `docs/amplify.md` has the derivation and a worked example.
 
+// From the base up: plain data and the error; the checks and the validated graph built on
+// them; the file reader; then what is computed from a graph.
 mod advice;
+mod checked;
+mod error;
 mod exact;
 mod file;
 mod model;
 mod monte_carlo;
+mod odds;
 mod stationary;
 mod validate;
 
 pub use advice::{Advice, Amplification, advise, amplification};
-pub use exact::{AnswerOdds, CallFigures, Exactness, Options, Prediction, call_figures, predict};
-pub use file::GraphError;
-pub use model::{Call, Graph, MAX_ATTEMPTS, MAX_BUDGET_PERCENT, MAX_CALLS, MAX_SERVICES, Service};
+pub use checked::Graph;
+pub use error::GraphError;
+pub use exact::{CallFigures, Exactness, Prediction, call_figures, predict};
+pub use model::{Call, MAX_ATTEMPTS, MAX_BUDGET_PERCENT, MAX_CALLS, MAX_SERVICES, Service};
 pub use monte_carlo::{
     BATCHES, MAX_SIMULATED_CALLS, MonteCarlo, SimulatedService, Z, known_error, simulate,
     tolerance, tolerance_at, z_limit,
 };
+pub use odds::{AnswerOdds, Options};

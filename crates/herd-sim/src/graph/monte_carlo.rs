@@ -11,9 +11,10 @@ use herd::clock::FakeClock;
 use herd::rng::{Rng, SplitMix64};
 use herd::throttle::EnvoyRetryLimit;
 
-use super::exact::{Exactness, Options, Prediction};
-use super::file::GraphError;
-use super::model::Graph;
+use super::checked::Graph;
+use super::error::GraphError;
+use super::exact::{Exactness, Prediction};
+use super::odds::Options;
 use super::stationary::fraction;
 
 /// The most calls a simulation may make in all (expected), to keep runs bounded.

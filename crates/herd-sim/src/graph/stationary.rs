@@ -43,8 +43,8 @@ use std::hash::{BuildHasherDefault, DefaultHasher};
 type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<DefaultHasher>>;
 use std::rc::Rc;
 
-use super::exact::{AnswerOdds, Options};
-use super::model::Graph;
+use super::checked::Graph;
+use super::odds::{AnswerOdds, Options};
 
 /// Figures are accepted when doubling the caps moves none by more than this.
 pub(crate) const TOLERANCE: f64 = 1e-9;

@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use super::file::GraphError;
+use super::error::GraphError;
 use super::model::{MAX_ATTEMPTS, MAX_BUDGET_PERCENT, MAX_CALLS, MAX_SERVICES, Service};
 
 /// Validates the services and returns a topological order (callers first).

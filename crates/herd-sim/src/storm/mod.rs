@@ -14,6 +14,7 @@ mod failure;
 mod metrics;
 mod model;
 pub(crate) mod plan;
+mod read;
 mod record;
 pub(crate) mod scenario;
 mod server;

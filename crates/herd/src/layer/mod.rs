@@ -142,7 +142,7 @@ pub use protocol::{ClassifyResponse, DefaultHttp, Grpc, Http, Protocol, http_def
 pub use replay::{BufferBody, CloneBody, CloneWith, Replay};
 pub use report::{Failure, GaveUp, GivingUp, RetryOutcome, Retrying};
 #[cfg(feature = "reqwest")]
-pub(crate) use run::drain_bound;
+pub(crate) use run::{drain_bound, on_failure};
 
 /// A boxed error, as tower uses.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

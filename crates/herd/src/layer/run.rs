@@ -179,23 +179,7 @@ where
             }
         };
         let replayable = config.replay.can_replay(&held);
-        let decision = if replayable {
-            policy.on_failure(&mut state, verdict, &mut rng)
-        } else {
-            // The failure is recorded (breaker, budget) as by a policy allowed no more
-            // attempts, so that no retry is paid for that cannot be made.
-            match policy
-                .with_max_attempts(state.attempts())
-                .on_failure(&mut state, verdict, &mut rng)
-            {
-                Decision::Stop(StopReason::Attempts)
-                    if state.attempts() < policy.max_attempts() =>
-                {
-                    Decision::Stop(StopReason::NotReplayable)
-                }
-                decision => decision,
-            }
-        };
+        let decision = on_failure(policy, &mut state, verdict, replayable, &mut rng);
         match decision {
             Decision::Stop(reason) => {
                 return finish(&config, &target, policy, &state, last, reason);
@@ -235,6 +219,31 @@ where
                 }
             }
         }
+    }
+}
+
+/// What a failed attempt leads to. A request that cannot be sent again has its failure
+/// recorded (breaker, budget) as by a policy allowed no more attempts, so that no retry is
+/// paid for that cannot be made, and stops with [`StopReason::NotReplayable`] where attempts
+/// were left. The layer and the reqwest middleware share it.
+pub(crate) fn on_failure<C: Clock>(
+    policy: &RetryPolicy<C>,
+    state: &mut CallState,
+    verdict: Verdict,
+    replayable: bool,
+    rng: &mut ThreadRng,
+) -> Decision {
+    if replayable {
+        return policy.on_failure(state, verdict, rng);
+    }
+    match policy
+        .with_max_attempts(state.attempts())
+        .on_failure(state, verdict, rng)
+    {
+        Decision::Stop(StopReason::Attempts) if state.attempts() < policy.max_attempts() => {
+            Decision::Stop(StopReason::NotReplayable)
+        }
+        decision => decision,
     }
 }
 

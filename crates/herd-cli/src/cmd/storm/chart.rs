@@ -100,8 +100,8 @@ impl<'a> ChartFile<'a> {
             .with_file_name(format!(".{name}.{}.partial.{ext}", std::process::id()))
     }
 
-    /// Moves a finished drawing at [`ChartFile::temp_path`] into place, or removes it when
-    /// drawing failed: the chart is replaced whole or not at all.
+    /// Moves a finished drawing at [`ChartFile::temp_path`] into place and says where on
+    /// stderr, or removes it when drawing failed: the chart is replaced whole or not at all.
     pub(crate) fn finish(self, drawn: anyhow::Result<()>) -> anyhow::Result<()> {
         let temp = self.temp_path();
         let placed = drawn.and_then(|()| {
@@ -110,6 +110,10 @@ impl<'a> ChartFile<'a> {
         });
         if placed.is_err() {
             let _ = fs::remove_file(&temp);
+        } else {
+            // Every command's `--chart` (and `--heatmap`) says where it wrote, on stderr so
+            // that the table or the JSON on stdout stays clean.
+            eprintln!("chart written to {}", self.path.display());
         }
         placed
     }
