@@ -395,18 +395,9 @@ enum Kind {
     Constant {
         pause: u64,
     },
-    Exponential {
-        base: u64,
-        cap: u64,
-    },
-    Full {
-        base: u64,
-        cap: u64,
-    },
-    Equal {
-        base: u64,
-        cap: u64,
-    },
+    Exponential(Doubling),
+    Full(Doubling),
+    Equal(Doubling),
     Decorrelated {
         base: u64,
         cap: u64,
@@ -471,8 +462,9 @@ impl RuleState {
     }
 }
 
-/// `min(cap, base · 2^(k−1))` for k ≥ 1 without overflow, for any k.
-#[inline]
+/// `min(cap, base · 2^(k−1))` for k ≥ 1 without overflow, for any k: the specification
+/// of `g(k)`, which [`Doubling`] computes with its doublings counted once.
+#[cfg(test)]
 fn grow(base: u64, cap: u64, k: u32) -> u64 {
     let shift = k.saturating_sub(1);
     if shift >= 64 || base > (cap >> shift) {
@@ -480,6 +472,58 @@ fn grow(base: u64, cap: u64, k: u32) -> u64 {
     } else {
         base << shift
     }
+}
+
+/// `g(k)` of one rule, with the count of doublings before the cap worked out once:
+/// [`grow`] shifts and compares at every pause, this compares the failure count with a
+/// constant (a third of a `full` pause's cost beyond drawing its word).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Doubling {
+    base: u64,
+    cap: u64,
+    /// The least `s` for which `grow` gives `cap` with `k − 1 = s` (and so for every larger
+    /// `s`, as `cap >> s` only shrinks): below it, `base << s` is at most `cap`.
+    doublings: u32,
+}
+
+impl Doubling {
+    const fn new(base: u64, cap: u64) -> Self {
+        let mut doublings = 0;
+        while doublings < 64 && base <= cap >> doublings {
+            doublings += 1;
+        }
+        Self {
+            base,
+            cap,
+            doublings,
+        }
+    }
+
+    /// `grow(base, cap, k)` for the `k`-th failure, given `k − 1` (`previous_failures`; at
+    /// `u32::MAX` failures `k − 1` is `u32::MAX − 1`, past every doubling either way).
+    #[inline(always)]
+    const fn after(&self, previous_failures: u32) -> u64 {
+        if previous_failures < self.doublings {
+            self.base << previous_failures
+        } else {
+            self.cap
+        }
+    }
+}
+
+/// `x as f64`, through `i64` when `small` says `x < 2^62`: the same value (both conversions
+/// round the same integer to nearest), in one instruction.
+#[inline(always)]
+fn to_f64(x: u64, small: bool) -> f64 {
+    if small { x as i64 as f64 } else { x as f64 }
+}
+
+/// `x as u64` for a non-negative `x`, through `i64` when `small` says that the result is
+/// then capped below 2^62: below 2^63 both truncate alike, and from 2^63 on both give at
+/// least 2^63 − 1, which the cap brings down to the cap alike.
+#[inline(always)]
+fn to_u64(x: f64, small: bool) -> u64 {
+    if small { x as i64 as u64 } else { x as u64 }
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -550,7 +594,9 @@ impl Rule {
     ///
     /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`].
     pub fn exponential(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
-        Self::capped(base, cap, |base, cap| Kind::Exponential { base, cap })
+        Self::capped(base, cap, |base, cap| {
+            Kind::Exponential(Doubling::new(base, cap))
+        })
     }
 
     /// Full jitter: uniform in `[0, g(k)]`.
@@ -559,7 +605,7 @@ impl Rule {
     ///
     /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`].
     pub fn full(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
-        Self::capped(base, cap, |base, cap| Kind::Full { base, cap })
+        Self::capped(base, cap, |base, cap| Kind::Full(Doubling::new(base, cap)))
     }
 
     /// Equal jitter: `g(k)/2 + uniform[0, g(k)/2]`.
@@ -568,7 +614,7 @@ impl Rule {
     ///
     /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`].
     pub fn equal(base: Duration, cap: Duration) -> Result<Self, InvalidRule> {
-        Self::capped(base, cap, |base, cap| Kind::Equal { base, cap })
+        Self::capped(base, cap, |base, cap| Kind::Equal(Doubling::new(base, cap)))
     }
 
     /// Decorrelated jitter: `min(cap, uniform[base, 3 · previous])`, previous starting at
@@ -723,9 +769,9 @@ impl Rule {
         match self.kind {
             Kind::Immediate => RuleName::Immediate,
             Kind::Constant { .. } => RuleName::Constant,
-            Kind::Exponential { .. } => RuleName::Exponential,
-            Kind::Full { .. } => RuleName::Full,
-            Kind::Equal { .. } => RuleName::Equal,
+            Kind::Exponential(_) => RuleName::Exponential,
+            Kind::Full(_) => RuleName::Full,
+            Kind::Equal(_) => RuleName::Equal,
             Kind::Decorrelated { .. } => RuleName::Decorrelated,
             Kind::Grpc { .. } => RuleName::Grpc,
             Kind::DecorrelatedV2 { .. } => RuleName::DecorrelatedV2,
@@ -807,10 +853,10 @@ impl Rule {
         let nanos = match self.kind {
             Kind::Immediate => 0,
             Kind::Constant { pause } => pause,
-            Kind::Exponential { base, cap } => grow(base, cap, k),
-            Kind::Full { base, cap } => rng.range_inclusive(0, grow(base, cap, k)),
-            Kind::Equal { base, cap } => {
-                let g = grow(base, cap, k);
+            Kind::Exponential(g) => g.after(previous_failures),
+            Kind::Full(g) => rng.range_inclusive(0, g.after(previous_failures)),
+            Kind::Equal(g) => {
+                let g = g.after(previous_failures);
                 let half = g / 2;
                 (g - half) + rng.range_inclusive(0, half)
             }
@@ -837,9 +883,14 @@ impl Rule {
                     state.memory
                 };
                 let u = rng.next_f64();
-                let jittered = current as f64 * (1.0 + jitter * (2.0 * u - 1.0));
-                state.memory = ((current as f64 * multiplier) as u64).min(cap);
-                (jittered as u64).min(cap)
+                // `current` is at most `cap`; below 2^62 the conversions go through `i64`
+                // (one instruction each way, where `u64`'s take five to ten) with the same
+                // results: see `to_f64` and `to_u64`.
+                let small = cap < 1 << 62;
+                let current = to_f64(current, small);
+                let jittered = current * (1.0 + jitter * (2.0 * u - 1.0));
+                state.memory = to_u64(current * multiplier, small).min(cap);
+                to_u64(jittered, small).min(cap)
             }
             Kind::DecorrelatedV2 { base, cap } => {
                 let previous = if previous_failures == 0 {
@@ -943,9 +994,9 @@ impl Rule {
         match self.kind {
             Kind::Immediate => 0,
             Kind::Constant { pause } => pause,
-            Kind::Exponential { cap, .. }
-            | Kind::Full { cap, .. }
-            | Kind::Equal { cap, .. }
+            Kind::Exponential(Doubling { cap, .. })
+            | Kind::Full(Doubling { cap, .. })
+            | Kind::Equal(Doubling { cap, .. })
             | Kind::Decorrelated { cap, .. }
             | Kind::Grpc { cap, .. }
             | Kind::DecorrelatedV2 { cap, .. }
@@ -1038,6 +1089,32 @@ mod tests {
         assert_eq!(grow(1, u64::MAX, 64), 1 << 63);
         assert_eq!(grow(1, u64::MAX, 65), u64::MAX);
         assert_eq!(grow(3, u64::MAX, 64), u64::MAX);
+    }
+
+    /// The doublings counted once give `grow`'s value at every failure count, for bases and
+    /// caps from equal to 2^64 apart.
+    #[test]
+    fn doubling_is_grow() {
+        let mut rng = SplitMix64::new(2);
+        let mut pairs = vec![
+            (1, 1),
+            (1, u64::MAX),
+            (3, u64::MAX),
+            (100, 20_000),
+            (7, 7 << 63),
+        ];
+        for _ in 0..2000 {
+            let base = rng.next_u64() >> rng.range_inclusive(0, 63);
+            let cap = base.saturating_add(rng.next_u64() >> rng.range_inclusive(0, 63));
+            pairs.push((base.max(1), cap.max(1).max(base)));
+        }
+        for (base, cap) in pairs {
+            let d = Doubling::new(base, cap);
+            for k in (1..=70).chain([1_000, u32::MAX - 1, u32::MAX]) {
+                let previous = k - 1;
+                assert_eq!(d.after(previous), grow(base, cap, k), "{base}, {cap}, {k}");
+            }
+        }
     }
 
     #[test]

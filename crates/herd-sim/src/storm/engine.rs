@@ -110,8 +110,10 @@ fn run<R: Record, O: Observer>(
     let mut report_at = PROGRESS_EVERY;
 
     let mut step = plan.start_step;
+    // The clients due at a step; its vector goes back to the calendar at the next one.
+    let mut due: Vec<R> = Vec::new();
     loop {
-        let mut due = calendar.take(step);
+        calendar.take_recycling(step, &mut due);
         let returning = due.len();
         if step == plan.start_step {
             due.reserve_exact(plan.burst as usize);
@@ -301,7 +303,6 @@ fn run<R: Record, O: Observer>(
             }
         }
 
-        drop(due);
         match plan.next_step(step, calendar.next_due()) {
             Some(next) => step = next,
             None => break,
