@@ -6,7 +6,7 @@
 Prints one JSON object: for each profile, the `retry_mode` and `max_attempts` botocore
 resolves from the file (null when unset), and the constants botocore's retry handlers apply
 (botocore/retries/standard.py, botocore/retries/quota.py, botocore/data/_retry.json), so that
-crates/herd-sim/tests/check_botocore.rs can compare `herd check`'s AWS translation with them.
+crates/herd-sim/tests/suite/check_botocore.rs can compare `herd check`'s AWS translation with them.
 The 2026 retry behaviour behind AWS_NEW_RETRIES_2026 is off, as it is by default.
 """
 import json
