@@ -7,7 +7,7 @@ Prints one JSON object: for each profile, the `retry_mode` and `max_attempts` bo
 resolves from the file (`retry_mode` falls back to botocore's own default mode, null for an
 unset `max_attempts`), and the constants botocore's retry handlers apply
 (botocore/retries/standard.py, botocore/retries/quota.py, botocore/data/_retry.json), so that
-crates/herd-sim/tests/check_botocore.rs can compare `herd check`'s AWS translation with them.
+crates/herd-sim/tests/suite/check_botocore.rs can compare `herd check`'s AWS translation with them.
 
 Works on both generations of botocore: before 1.44.0 the 2026 retry behaviour is behind
 AWS_NEW_RETRIES_2026 (left unset here, as it is by default: the "classic" generation); from

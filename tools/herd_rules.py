@@ -3,7 +3,7 @@
 
 It reproduces `herd rules` bit for bit: same flags, same output. It exists so that anyone can
 check herd's schedules without trusting the Rust code, and so that the specification in
-docs/rng.md is executable. crates/herd-cli/tests/python_port.rs compares the two.
+docs/rng.md is executable. crates/herd-cli/tests/suite/python_port.rs compares the two.
 
     python3 tools/herd_rules.py --rule full --base-ms 100 --cap-ms 20000 --failures 10 \
         --samples 1000 --seed 7

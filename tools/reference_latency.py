@@ -4,7 +4,7 @@
 Written from the model's definition, not from herd's engine, for comparison only: an event
 heap, servers with FIFO queues and pause schedules, and Python's own Mersenne Twister for
 every draw, so it can agree with herd only in distribution, which is what
-crates/herd-sim/tests/python_latency_reference.rs checks (each figure's mean over seeds,
+crates/herd-sim/tests/suite/python_latency_reference.rs checks (each figure's mean over seeds,
 within standard errors).
 
 The model, as docs/model.md states it:

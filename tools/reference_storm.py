@@ -20,7 +20,7 @@ It makes its own choices where the engine could be wrong:
   on 0..g ticks, equal jitter g/2 plus an integer uniform on 0..floor(g/2), decorrelated an
   integer uniform on base..3 x previous ticks then capped, each at least one tick (gRPC's
   real-valued rule stays continuous in both modes). Such runs agree with herd's in
-  distribution only, which is what crates/herd-sim/tests/python_reference.rs checks.
+  distribution only, which is what crates/herd-sim/tests/suite/python_reference.rs checks.
   `--draws herd` (the default) uses the Python port of herd's rules and generator
   (tools/herd_rules.py), which matches the engine run for run on the deterministic rules.
 

@@ -19,7 +19,7 @@ botocore sleeps between attempts with `time.sleep(delay)` (botocore/endpoint.py
 milliseconds. grpcio (gRPC core) sleeps in C: its pauses are measured at the server, as the
 gap between an attempt's failure and the next attempt's arrival.
 
-tools/conformance/README.md says how crates/herd-cli/tests/conformance.rs compares this with
+tools/conformance/README.md says how crates/herd-cli/tests/suite/conformance.rs compares this with
 `herd check`'s translation of the same file.
 """
 import argparse

@@ -1,6 +1,6 @@
 // Command grpc-go-check reads gRPC service configs with grpc-go's own parser and prints what
 // grpc-go makes of each method's retry policy, one JSON object a line, so that
-// crates/herd-sim/tests/check_grpc_go.rs can compare herd check's translation with it.
+// crates/herd-sim/tests/suite/check_grpc_go.rs can compare herd check's translation with it.
 //
 // It is built in GOPATH mode against Debian's golang-google-grpc-dev (grpc-go 1.33):
 //

@@ -35,14 +35,22 @@ pub fn scenario(name: &str) -> String {
     path.display().to_string()
 }
 
-/// A scratch file named `name` in a folder of this test process.
+/// A scratch file named `name` in a folder of this test process and of the calling test
+/// file: the areas of the one test binary run at the same time, and two of them may both
+/// write a `bad.toml`.
+#[track_caller]
 pub fn temp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("herd-cli-test-{}", std::process::id()));
+    let caller = std::path::Path::new(std::panic::Location::caller().file());
+    let area = caller.file_stem().expect("a source file").to_string_lossy();
+    let dir = std::env::temp_dir()
+        .join(format!("herd-cli-test-{}", std::process::id()))
+        .join(&*area);
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir.join(name)
 }
 
 /// A scratch file `name` (see [`temp`]) that holds `text`; its path, to pass to `herd`.
+#[track_caller]
 pub fn scratch_file(name: &str, text: &str) -> String {
     let path = temp(name);
     std::fs::write(&path, text).expect("write scratch file");

@@ -4,7 +4,7 @@
 //
 //	go run ./cmd/herd-rules --rule full --base-ms 100 --cap-ms 20000 --failures 10 --samples 1000 --seed 7
 //
-// crates/herd-cli/tests/go_port.rs compares it with herd.
+// crates/herd-cli/tests/suite/go_port.rs compares it with herd.
 package main
 
 import (

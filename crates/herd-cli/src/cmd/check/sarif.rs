@@ -3,7 +3,7 @@
 //!
 //! One rule per code of the table of messages (its help, its level, and its heading in
 //! `docs/check.md`); one result per finding, located by file and line; the other places a
-//! finding applies to as related locations. `tests/check_sarif.rs` validates the output
+//! finding applies to as related locations. `tests/suite/check_sarif.rs` validates the output
 //! against the official SARIF 2.1.0 JSON schema.
 use herd_sim::check::messages::{DOCS_PAGE, MESSAGES, Message, message};
 use herd_sim::check::{Report, Severity};

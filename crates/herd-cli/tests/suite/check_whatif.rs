@@ -1,0 +1,146 @@
+//! `herd check`'s what-if end to end: the runs in JSON, CSV and the chart, the flags that
+//! set it and the bad input they refuse, naming the flag.
+use serde_json::Value;
+
+use crate::support;
+
+use support::{herd, stderr, stdout};
+
+const ISTIO: &str = "scenarios/configs/mesh-frontend.yaml";
+
+fn json(args: &[&str]) -> Value {
+    let out = herd(&[&["check"], args, &["--format", "json"]].concat());
+    let code = out.status.code().expect("exit code");
+    assert!(code == 0 || code == 1, "exit {code}: {}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).expect("JSON")
+}
+
+#[test]
+fn each_policy_runs_three_faults_as_set_beside_the_fix() {
+    let v = json(&[ISTIO, "--brownout", "0.3"]);
+    let runs = v["runs"].as_array().expect("runs");
+    let scenarios: Vec<&str> = runs
+        .iter()
+        .map(|r| r["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(scenarios, ["brownout", "overload", "outage"]);
+    for r in runs {
+        for key in [
+            "file",
+            "policy",
+            "scenario",
+            "fault_s",
+            "as_set",
+            "fix",
+            "fix_changes",
+            "no_fix",
+            "notes",
+        ] {
+            assert!(r.get(key).is_some(), "runs[].{key}: {r}");
+        }
+        for side in ["as_set", "fix"] {
+            for key in [
+                "goodput",
+                "goodput_se",
+                "amplification",
+                "amplification_se",
+                "peak_load",
+                "recovered_s",
+                "p50_ms",
+                "p99_ms",
+            ] {
+                assert!(r[side].get(key).is_some(), "runs[].{side}.{key}: {r}");
+            }
+        }
+    }
+    // Istio's defaults in the brownout: 1 + p + p² attempts a request (five standard
+    // errors: a fixed seed, and a chance below 10⁻⁶ of a wrong verdict for a correct model).
+    let b = &runs[0]["as_set"];
+    let (a, se) = (
+        b["amplification"].as_f64().unwrap(),
+        b["amplification_se"].as_f64().unwrap(),
+    );
+    assert!((a - 1.39).abs() < 5.0 * se, "{b}");
+    // Its warning (maxRetries unbounded) proposes Istio's own setting, which differs.
+    let changes = runs[0]["fix_changes"].as_array().unwrap();
+    assert_eq!(changes[0]["code"], "unbounded-max-retries");
+    assert!(
+        changes[0]["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("maxRetries: 3")
+    );
+    assert!(runs.iter().any(|r| r["as_set"] != r["fix"]));
+    assert_eq!(v["whatif"]["rps"], 500.0);
+}
+
+#[test]
+fn identical_translations_run_once_and_read_the_same() {
+    let v = json(&[
+        ISTIO,
+        "scenarios/configs/mesh-checkout.yaml",
+        "scenarios/configs/mesh-payments.yaml",
+    ]);
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 9);
+    for i in 0..3 {
+        assert_eq!(runs[i]["as_set"], runs[i + 3]["as_set"]);
+        assert_eq!(runs[i]["as_set"], runs[i + 6]["as_set"]);
+    }
+    // Each change names its own file.
+    assert_eq!(
+        runs[3]["fix_changes"][0]["file"],
+        "scenarios/configs/mesh-checkout.yaml"
+    );
+}
+
+#[test]
+fn csv_has_a_row_per_policy_fault_and_side() {
+    let out = herd(&["check", "scenarios/configs/aws-config", "--format", "csv"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("file,policy,scenario,side,fault_s,requests,goodput"));
+    // Four profiles that retry, three faults, two sides.
+    assert_eq!((lines.len() - 1) % 6, 0, "{text}");
+    assert!(lines[1].contains(",brownout,as_set,"), "{}", lines[1]);
+    let columns = lines[0].split(',').count();
+    assert!(lines.iter().all(|l| l.split(',').count() >= columns));
+}
+
+#[test]
+fn bad_what_if_input_names_the_flag() {
+    for (args, flag) in [
+        (vec!["--rps", "-5"], "--rps"),
+        (vec!["--brownout", "1.5"], "--brownout"),
+        (vec!["--failure-status", "200"], "--failure-status"),
+        (vec!["--capacity-rps", "0"], "--capacity-rps"),
+        (vec!["--outage-s", "-1"], "--outage-s"),
+        (vec!["--clients", "5"], "--clients"),
+        (vec!["--rps", "10", "--no-storm"], "--rps"),
+    ] {
+        let out = herd(&[&["check", ISTIO], args.as_slice()].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(flag), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn the_chart_draws_the_load_as_set_against_the_fix() {
+    let dir = std::env::temp_dir().join(format!("herd-whatif-chart-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("load.svg");
+    let out = herd(&[
+        "check",
+        "scenarios/configs/aws-config",
+        "--chart",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(&file).unwrap();
+    assert!(svg.contains("as set (red) and fix (blue)"));
+    assert!(svg.contains("outage"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
