@@ -273,6 +273,9 @@ mod tracing_events {
         let clock = FakeClock::new();
         let policy = policy_of(Rule::immediate(), 3, clock.clone(), |p| p);
         tracing::subscriber::with_default(collect.clone(), || {
+            // Another thread of this test binary may have registered the callsites while no
+            // collector lived, caching "never" in a race with this one: ask again.
+            tracing::callsite::rebuild_interest_cache();
             let _ = policy.call(|_| Err::<(), _>(())).run_with(&clock);
         });
         let events = collect.0.lock().unwrap().clone();

@@ -73,9 +73,16 @@ impl Collect {
         self.spans.lock().unwrap().values().cloned().collect()
     }
     /// Sets this collector as the thread's subscriber until the guard is dropped.
+    ///
+    /// The interest cache is rebuilt once it is set: in one test binary, another thread can
+    /// register one of herd's callsites while no collector lives (tracing then caches "never"
+    /// for it) in a race with this one's registration.
     fn install(&self) -> tracing::subscriber::DefaultGuard {
         use tracing_subscriber::layer::SubscriberExt;
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()))
+        let guard =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(self.clone()));
+        tracing::callsite::rebuild_interest_cache();
+        guard
     }
 }
 
