@@ -203,8 +203,7 @@ fn grpc_service_configs_and_gapic_inputs() {
         ("invalid-entry", Severity::Error, 23)
     );
     assert!(
-        f.message
-            .contains("grpc-go rejects the whole service config"),
+        f.message.contains("grpc-go ignores this retryPolicy"),
         "{}",
         f.message
     );
@@ -320,7 +319,7 @@ fn aws_profiles_one_bad_profile_is_a_finding() {
             standard.max_attempts,
             standard.throttle.as_ref().map(|t| t.kind)
         ),
-        (Some(5), Some("aws-standard"))
+        (Some(5), Some("aws-standard-2026"))
     );
     let adaptive = by(&r, "retrywithadaptive");
     assert_eq!(
