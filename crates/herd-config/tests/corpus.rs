@@ -332,7 +332,7 @@ fn aws_profiles_one_bad_profile_is_a_finding() {
     let unset = by(&r, "retryunset");
     assert_eq!(
         (unset.max_attempts, unset.backoff.base, unset.backoff.cap),
-        (Some(3), ms(1000), ms(20_000))
+        (Some(3), ms(50), ms(20_000))
     );
     // A profile written twice is one profile.
     assert_eq!(

@@ -137,10 +137,7 @@ fn grpc_rejects_what_grpc_rejects_naming_the_field() {
             .starts_with("methodConfig[0].retryPolicy.maxAttempts: "),
         "{f:?}"
     );
-    assert!(
-        f.message
-            .contains("grpc-go rejects the whole service config")
-    );
+    assert!(f.message.contains("grpc-go ignores this retryPolicy"));
     assert_eq!(f.line, 6);
     let f = rejected("svc.json", &GRPC.replace("\"0.1s\"", "\"100ms\""));
     assert!(

@@ -1,6 +1,6 @@
 //! The async loop on tokio's paused time (and on a fake clock, runtime-free): per-attempt
-//! timeouts, the last attempt cut at the deadline, timeouts never proving "not processed",
-//! and tracing events.
+//! timeouts, the last attempt cut at the deadline, timeouts never proving "not processed"
+//! (its tracing events are tests/tracing_events.rs, a binary of their own).
 #![cfg(feature = "tokio")]
 
 use std::io;
@@ -221,69 +221,6 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
         if let Poll::Ready(out) = future.as_mut().poll(&mut cx) {
             return out;
         }
-    }
-}
-
-#[cfg(feature = "tracing")]
-mod tracing_events {
-    use super::*;
-    use std::sync::{Arc, Mutex};
-    use tracing::field::{Field, Visit};
-    use tracing::span::{Attributes, Id, Record};
-    use tracing::{Event, Metadata, Subscriber};
-
-    #[derive(Clone, Default)]
-    struct Collect(Arc<Mutex<Vec<String>>>);
-
-    struct Message(String);
-    impl Visit for Message {
-        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-            if field.name() == "message" {
-                self.0 = format!("{value:?}");
-            }
-        }
-        fn record_str(&mut self, field: &Field, value: &str) {
-            if field.name() == "reason" {
-                self.0.push_str(&format!(" reason={value}"));
-            }
-        }
-    }
-
-    impl Subscriber for Collect {
-        fn enabled(&self, _: &Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &Attributes<'_>) -> Id {
-            Id::from_u64(1)
-        }
-        fn record(&self, _: &Id, _: &Record<'_>) {}
-        fn record_follows_from(&self, _: &Id, _: &Id) {}
-        fn event(&self, event: &Event<'_>) {
-            let mut message = Message(String::new());
-            event.record(&mut message);
-            self.0.lock().unwrap().push(message.0);
-        }
-        fn enter(&self, _: &Id) {}
-        fn exit(&self, _: &Id) {}
-    }
-
-    #[test]
-    fn retries_and_give_ups_emit_events() {
-        let collect = Collect::default();
-        let clock = FakeClock::new();
-        let policy = policy_of(Rule::immediate(), 3, clock.clone(), |p| p);
-        tracing::subscriber::with_default(collect.clone(), || {
-            // Another thread of this test binary may have registered the callsites while no
-            // collector lived, caching "never" in a race with this one: ask again.
-            tracing::callsite::rebuild_interest_cache();
-            let _ = policy.call(|_| Err::<(), _>(())).run_with(&clock);
-        });
-        let events = collect.0.lock().unwrap().clone();
-        assert_eq!(
-            events,
-            ["retrying", "retrying", "gave up reason=attempts"],
-            "{events:?}"
-        );
     }
 }
 
