@@ -48,26 +48,8 @@ use super::{
 /// gRFC A6: "values greater than 5 are treated as 5".
 pub(crate) const MAX_ATTEMPTS_CLAMP: u32 = 5;
 
-/// gRPC status codes by number (grpc/grpc `doc/statuscodes.md`).
-const STATUS: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
+// gRPC status codes by number.
+use super::GRPC_STATUS_CODES as STATUS;
 
 /// What grpc-go does with a service config holding an invalid entry.
 const REJECTS: &str = "grpc-go rejects the whole service config (service_config.go, parseServiceConfig): the channel keeps its previous config, or none, and no call is retried";

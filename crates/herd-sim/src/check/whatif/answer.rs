@@ -40,26 +40,8 @@ pub enum FailureStatus {
     Grpc(&'static str),
 }
 
-/// gRPC's status codes in number order (`grpc/doc/statuscodes.md`).
-const GRPC: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-];
+// gRPC's status codes in number order.
+use herd_config::GRPC_STATUS_CODES as GRPC;
 
 impl FailureStatus {
     /// `unavailable`, an HTTP status (429 or 500–599), or a gRPC status name other than `OK`.
