@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::cmd::storm::chart::{ChartFile, draw_err, render};
+use crate::cmd::storm::chart::{ChartFile, draw_err, render, time_panel};
 
 const WIDTH: u32 = 960;
 const PANEL_HEIGHT: u32 = 170;
@@ -62,33 +62,13 @@ where
         let span = (set.len().max(fix.len()) as f64 * BIN_S).max(1.0);
         let peak = set.iter().chain(fix).copied().fold(capacity, f64::max);
         let y_max = peak * 1.08;
-        let mut chart = ChartBuilder::on(area)
-            .caption(name, ("sans-serif", 15))
-            .margin(6)
-            .x_label_area_size(24)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..span, 0.0..y_max)
-            .map_err(draw_err)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(WHITE)
-            .y_labels(5)
-            .x_labels(12)
-            .y_label_formatter(&|v| herd_sim::figure::number(*v))
-            .x_label_formatter(&|v| format!("{v}"))
-            .x_desc("time (s)")
-            .label_style(("sans-serif", 11))
-            .axis_desc_style(("sans-serif", 11))
-            .draw()
-            .map_err(draw_err)?;
-        let shade = RGBColor(235, 120, 120).mix(0.18).filled();
-        chart
-            .draw_series(std::iter::once(Rectangle::new(
-                [(*start, 0.0), ((start + length).min(span), y_max)],
-                shade,
-            )))
-            .map_err(draw_err)?;
+        let mut chart = time_panel(
+            area,
+            name,
+            span,
+            y_max,
+            std::iter::once((*start, start + length)),
+        )?;
         chart
             .draw_series(LineSeries::new(points(set), RED.stroke_width(2)))
             .map_err(draw_err)?;

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use anyhow::anyhow;
 use herd_sim::{RunResult, Scenario};
 use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::{FontStyle, register_font};
 
@@ -209,6 +210,50 @@ struct PanelScale {
     peak: u64,
 }
 
+/// One panel of load over time, shared by the storm's and the check's charts: `caption` on
+/// top, time in seconds from 0 to `span` across, 0 to `y_max` up, and each fault's
+/// `(start, end)` in seconds shaded (clipped to the panel).
+pub(crate) fn time_panel<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    caption: &str,
+    span: f64,
+    y_max: f64,
+    faults: impl Iterator<Item = (f64, f64)>,
+) -> anyhow::Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>>
+where
+    DB::ErrorType: 'static,
+{
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 15))
+        .margin(6)
+        .x_label_area_size(24)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..span, 0.0..y_max)
+        .map_err(draw_err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .light_line_style(WHITE)
+        .y_labels(5)
+        .x_labels(12)
+        .y_label_formatter(&|v| herd_sim::figure::number(*v))
+        .x_label_formatter(&|v| format!("{v}"))
+        .x_desc("time (s)")
+        .label_style(("sans-serif", 11))
+        .axis_desc_style(("sans-serif", 11))
+        .draw()
+        .map_err(draw_err)?;
+    let shade = RGBColor(235, 120, 120).mix(0.18).filled();
+    chart
+        .draw_series(
+            faults
+                .filter(|&(start, _)| start < span)
+                .map(|(start, end)| Rectangle::new([(start, 0.0), (end.min(span), y_max)], shade)),
+        )
+        .map_err(draw_err)?;
+    Ok(chart)
+}
+
 /// The scale of a panel showing `shown` windows of a rule whose peak after the outage is
 /// `peak_after_outage`: up to its shown peak when that is at most 2.5 × capacity or 1.15 ×
 /// the peak after the outage (whichever is higher), otherwise clipped there, as the page's
@@ -329,37 +374,13 @@ where
         let arrivals = &result.series.arrivals[..windows.min(result.series.arrivals.len())];
         let scale = panel_scale(arrivals, capacity, result.peak_after_outage);
         let y_max = scale.y_max;
-        let mut chart = ChartBuilder::on(area)
-            .caption(caption(result, windows, &scale), ("sans-serif", 15))
-            .margin(6)
-            .x_label_area_size(24)
-            .y_label_area_size(56)
-            .build_cartesian_2d(0.0..span, 0.0..y_max)
-            .map_err(draw_err)?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .light_line_style(WHITE)
-            .y_labels(5)
-            .x_labels(12)
-            .y_label_formatter(&|v| herd_sim::figure::number(*v))
-            .x_label_formatter(&|v| format!("{v}"))
-            .x_desc("time (s)")
-            .label_style(("sans-serif", 11))
-            .axis_desc_style(("sans-serif", 11))
-            .draw()
-            .map_err(draw_err)?;
-        let shade = RGBColor(235, 120, 120).mix(0.18).filled();
-        chart
-            .draw_series(
-                scenario
-                    .server
-                    .outages
-                    .iter()
-                    .filter(|o| o[0] < span)
-                    .map(|o| Rectangle::new([(o[0], 0.0), (o[1].min(span), y_max)], shade)),
-            )
-            .map_err(draw_err)?;
+        let mut chart = time_panel(
+            area,
+            &caption(result, windows, &scale),
+            span,
+            y_max,
+            scenario.server.outages.iter().map(|o| (o[0], o[1])),
+        )?;
         let top = scale.clip_at.map_or(f64::INFINITY, |c| c as f64);
         chart
             .draw_series(
