@@ -372,7 +372,8 @@ pub(super) fn table(
     s
 }
 
-fn truncate(s: &str, n: usize) -> String {
+/// `s` cut to `n` characters, the last an ellipsis when cut: a table's name column.
+pub(super) fn truncate(s: &str, n: usize) -> String {
     if s.chars().count() <= n {
         s.to_owned()
     } else {

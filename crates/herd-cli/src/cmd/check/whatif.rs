@@ -11,6 +11,7 @@ use herd_sim::check::{Report, Translation};
 use herd_sim::{Cancel, Limits, ScenarioError, figure};
 use serde_json::{Value, json};
 
+use super::output::truncate;
 use crate::cmd::args::csv_field;
 use crate::cmd::storm_flags::StormFlags;
 use crate::error::{CliError, CliResult};
@@ -250,16 +251,6 @@ fn row(s: &mut String, name: &str, fault: &str, side: &str, f: &Figures) {
         ms(f.p50_ms),
         ms(f.p99_ms),
     );
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_owned()
-    } else {
-        let mut t: String = s.chars().take(n - 1).collect();
-        t.push('…');
-        t
-    }
 }
 
 /// The table: per run, each fault as set and fixed, then the fix's changes and notes.
