@@ -65,6 +65,7 @@ mod figures;
 mod fixes;
 mod hop;
 mod run;
+mod slots;
 
 pub use answer::FailureStatus;
 pub use faults::{Fault, MAX_REQUESTS, WhatIfOptions};

@@ -31,6 +31,7 @@ use herd::throttle::EnvoyActiveRequest;
 use super::answer::{Answer, FailureStatus};
 use super::faults::Fault;
 use super::hop::{Hop, nanos};
+use super::slots::{Id, Slots};
 use crate::error::ScenarioError;
 use crate::partial::gate::{First, Gate, Retry};
 use crate::watch::{LOOK_EVERY, Watch};
@@ -82,11 +83,15 @@ pub(crate) struct Request {
     pub(crate) attempts: u32,
 }
 
-/// What one run leaves: every request, and the backend's attempts per [`BIN_NS`].
+/// What one run leaves: every request, the backend's attempts per [`BIN_NS`], and the most
+/// call and attempt slots the run held at once.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Trace {
     pub(crate) requests: Vec<Request>,
     pub(crate) series: Vec<u64>,
+    /// Calls and attempts in flight at once, at most: slots are recycled once settled, so
+    /// this follows the load, not the run's length.
+    pub(crate) slots: usize,
 }
 
 struct Call {
@@ -111,14 +116,16 @@ struct Attempt {
     active: Option<EnvoyActiveRequest>,
 }
 
+/// An event, naming the call or attempt it is for; one whose slot has been recycled since
+/// is stale, and dropped (it would have found its call done, or its attempt settled).
 #[derive(Clone, Copy, Debug)]
 enum Event {
     Arrive,
-    Send(u32),
+    Send(Id),
     /// The backend's answer to an attempt: `None` served.
-    Backend(u32, Option<Answer>),
-    PerTry(u32),
-    Deadline(u32),
+    Backend(Id, Option<Answer>),
+    PerTry(Id),
+    Deadline(Id),
 }
 
 struct Due {
@@ -156,8 +163,10 @@ struct World<'a> {
     hops: &'a [Hop],
     clock: FakeClock,
     gates: Vec<Gate>,
-    calls: Vec<Call>,
-    attempts: Vec<Attempt>,
+    calls: Slots<Call>,
+    attempts: Slots<Attempt>,
+    /// Attempts made so far, against `plan.max_run_attempts`.
+    made: u64,
     heap: BinaryHeap<Due>,
     seq: u64,
     arrivals: SplitMix64,
@@ -201,43 +210,44 @@ impl World<'_> {
         hop: usize,
         request: u32,
         parent: Option<u32>,
-    ) -> Result<u32, ScenarioError> {
-        let id = u32::try_from(self.calls.len())
-            .map_err(|_| ScenarioError::field("rps", "more than 2^32 calls in one run"))?;
-        self.calls.push(Call {
-            hop,
-            request,
-            parent,
-            attempts: 0,
-            state: RuleState::default(),
-            done: false,
-            current: None,
-            permit: None,
-        });
-        Ok(id)
+    ) -> Result<Id, ScenarioError> {
+        self.calls
+            .take(Call {
+                hop,
+                request,
+                parent,
+                attempts: 0,
+                state: RuleState::default(),
+                done: false,
+                current: None,
+                permit: None,
+            })
+            .ok_or_else(|| ScenarioError::field("rps", "more than 2^32 calls at once"))
     }
 
-    fn start_call(&mut self, t: u64, c: u32) -> Result<(), ScenarioError> {
-        let hop = self.calls[c as usize].hop;
+    fn start_call(&mut self, t: u64, id: Id) -> Result<(), ScenarioError> {
+        let c = id.slot;
+        let hop = self.calls[c].hop;
         if let Some(timeout) = self.hops[hop].timeout_ns {
-            self.at(t.saturating_add(timeout), Event::Deadline(c));
+            self.at(t.saturating_add(timeout), Event::Deadline(id));
         }
         match self.gates[hop].call_start(&mut self.draws) {
-            First::Send => self.send(t, c),
+            First::Send => self.send(t, id),
             First::Refuse => {
                 // Refused by the caller's own throttle: a local "unavailable".
                 self.finish(t, c, Some(Answer::Failure(self.plan.failure)));
                 Ok(())
             }
             First::Delay(wait) => {
-                self.at(t.saturating_add(nanos(wait)), Event::Send(c));
+                self.at(t.saturating_add(nanos(wait)), Event::Send(id));
                 Ok(())
             }
         }
     }
 
-    fn send(&mut self, t: u64, c: u32) -> Result<(), ScenarioError> {
-        let call = &mut self.calls[c as usize];
+    fn send(&mut self, t: u64, id: Id) -> Result<(), ScenarioError> {
+        let c = id.slot;
+        let call = &mut self.calls[c];
         if call.done {
             call.permit = None;
             return Ok(());
@@ -248,9 +258,7 @@ impl World<'_> {
         let permit = call.permit.take();
         let request = call.request;
         let active = self.gates[hop].sent();
-        let a = u32::try_from(self.attempts.len())
-            .map_err(|_| ScenarioError::field("rps", "more than 2^32 attempts in one run"))?;
-        if u64::from(a) >= self.plan.max_run_attempts {
+        if self.made >= self.plan.max_run_attempts {
             return Err(ScenarioError::field(
                 "rps",
                 format!(
@@ -259,30 +267,35 @@ impl World<'_> {
                 ),
             ));
         }
-        self.attempts.push(Attempt {
-            call: c,
-            inner: None,
-            settled: false,
-            retry,
-            permit,
-            active,
-        });
-        self.calls[c as usize].current = Some(a);
+        self.made += 1;
+        let id = self
+            .attempts
+            .take(Attempt {
+                call: c,
+                inner: None,
+                settled: false,
+                retry,
+                permit,
+                active,
+            })
+            .ok_or_else(|| ScenarioError::field("rps", "more than 2^32 attempts at once"))?;
+        let a = id.slot;
+        self.calls[c].current = Some(a);
         if let Some(p) = self.hops[hop].per_try_ns {
-            self.at(t.saturating_add(p), Event::PerTry(a));
+            self.at(t.saturating_add(p), Event::PerTry(id));
         }
         if hop + 1 < self.hops.len() {
             let inner = self.new_call(hop + 1, request, Some(a))?;
-            self.attempts[a as usize].inner = Some(inner);
+            self.attempts[a].inner = Some(inner.slot);
             self.start_call(t, inner)
         } else {
-            self.backend(t, a, request);
+            self.backend(t, id, request);
             Ok(())
         }
     }
 
     /// An attempt reaches the backend.
-    fn backend(&mut self, t: u64, a: u32, request: u32) {
+    fn backend(&mut self, t: u64, a: Id, request: u32) {
         let plan = self.plan;
         self.trace.requests[request as usize].attempts += 1;
         let bin = (t / BIN_NS) as usize;
@@ -327,12 +340,12 @@ impl World<'_> {
 
     /// Attempt `a` is answered (`None`: served) from below.
     fn answered(&mut self, t: u64, a: u32, answer: Option<Answer>) {
-        if self.attempts[a as usize].settled {
+        if self.attempts[a].settled {
             return;
         }
         self.settle(a, answer.is_none());
-        let c = self.attempts[a as usize].call;
-        let call = &mut self.calls[c as usize];
+        let c = self.attempts[a].call;
+        let call = &mut self.calls[c];
         call.current = None;
         if call.done {
             return;
@@ -344,12 +357,13 @@ impl World<'_> {
     }
 
     fn settle(&mut self, a: u32, ok: bool) {
-        let attempt = &mut self.attempts[a as usize];
+        self.attempts.release(a);
+        let attempt = &mut self.attempts[a];
         attempt.settled = true;
         let permit = attempt.permit.take();
         let active = attempt.active.take();
         let retry = attempt.retry;
-        let hop = self.calls[attempt.call as usize].hop;
+        let hop = self.calls[attempt.call].hop;
         self.gates[hop].answered(ok, retry, permit);
         // The failed attempt counted as active while its retry was decided.
         drop(active);
@@ -357,7 +371,7 @@ impl World<'_> {
 
     fn failed(&mut self, t: u64, c: u32, answer: Answer) {
         let hops = self.hops;
-        let call = &self.calls[c as usize];
+        let call = &self.calls[c];
         let hop = &hops[call.hop];
         if !hop.retries(answer) || call.attempts >= hop.max_attempts {
             self.finish(t, c, Some(answer));
@@ -366,11 +380,12 @@ impl World<'_> {
         match self.gates[call.hop].retry(&mut self.draws) {
             Retry::Deny => self.finish(t, c, Some(answer)),
             Retry::Go { permit, delay } => {
-                let call = &mut self.calls[c as usize];
+                let call = &mut self.calls[c];
                 let pause = hop.rule.pause_nanos(&mut call.state, &mut self.pauses);
                 call.permit = permit;
                 let at = t.saturating_add(pause).saturating_add(nanos(delay));
-                self.at(at, Event::Send(c));
+                let id = self.calls.id(c);
+                self.at(at, Event::Send(id));
             }
         }
     }
@@ -378,10 +393,12 @@ impl World<'_> {
     /// Call `c` ends with `result` (`None`: served), which goes to the hop above, or to the
     /// user.
     fn finish(&mut self, t: u64, c: u32, result: Option<Answer>) {
-        let call = &mut self.calls[c as usize];
+        let call = &mut self.calls[c];
         call.done = true;
         call.permit = None;
-        match call.parent {
+        let (parent, request) = (call.parent, call.request);
+        self.calls.release(c);
+        match parent {
             Some(parent) => {
                 let up = match result {
                     Some(_) if self.plan.gives_up_as_500 => Some(Answer::Internal),
@@ -390,7 +407,7 @@ impl World<'_> {
                 self.answered(t, parent, up);
             }
             None => {
-                let r = &mut self.trace.requests[call.request as usize];
+                let r = &mut self.trace.requests[request as usize];
                 r.done_ns = t;
                 r.ok = result.is_none();
             }
@@ -398,17 +415,17 @@ impl World<'_> {
     }
 
     fn per_try(&mut self, t: u64, a: u32) {
-        if self.attempts[a as usize].settled {
+        if self.attempts[a].settled {
             return;
         }
-        if let Some(inner) = self.attempts[a as usize].inner {
+        if let Some(inner) = self.attempts[a].inner {
             self.cancel_call(inner);
         }
         self.answered(t, a, Some(Answer::Timeout));
     }
 
     fn deadline(&mut self, t: u64, c: u32) {
-        let call = &self.calls[c as usize];
+        let call = &self.calls[c];
         if call.done {
             return;
         }
@@ -419,23 +436,25 @@ impl World<'_> {
     }
 
     fn cancel_attempt(&mut self, a: u32) {
-        if self.attempts[a as usize].settled {
+        if self.attempts[a].settled {
             return;
         }
         self.settle(a, false);
-        if let Some(inner) = self.attempts[a as usize].inner {
+        if let Some(inner) = self.attempts[a].inner {
             self.cancel_call(inner);
         }
     }
 
     fn cancel_call(&mut self, c: u32) {
-        let call = &mut self.calls[c as usize];
+        let call = &mut self.calls[c];
         if call.done {
             return;
         }
         call.done = true;
         call.permit = None;
-        if let Some(a) = call.current {
+        let current = call.current;
+        self.calls.release(c);
+        if let Some(a) = current {
             self.cancel_attempt(a);
         }
     }
@@ -456,8 +475,9 @@ pub(crate) fn run(
         hops,
         clock,
         gates,
-        calls: Vec::new(),
-        attempts: Vec::new(),
+        calls: Slots::new(),
+        attempts: Slots::new(),
+        made: 0,
         heap: BinaryHeap::new(),
         seq: 0,
         arrivals: SplitMix64::derive(seed, ARRIVALS),
@@ -482,12 +502,20 @@ pub(crate) fn run(
         world.clock.set(Duration::from_nanos(t));
         match event {
             Event::Arrive => world.arrive(t)?,
-            Event::Send(c) => world.send(t, c)?,
-            Event::Backend(a, answer) => world.answered(t, a, answer),
-            Event::PerTry(a) => world.per_try(t, a),
-            Event::Deadline(c) => world.deadline(t, c),
+            Event::Send(c) if world.calls.holds(c) => world.send(t, c)?,
+            Event::Backend(a, answer) if world.attempts.holds(a) => {
+                world.answered(t, a.slot, answer);
+            }
+            Event::PerTry(a) if world.attempts.holds(a) => world.per_try(t, a.slot),
+            Event::Deadline(c) if world.calls.holds(c) => world.deadline(t, c.slot),
+            // Its call or attempt settled, and the slot went to another.
+            Event::Send(_) | Event::Backend(..) | Event::PerTry(_) | Event::Deadline(_) => {}
         }
+        world.calls.recycle();
+        world.attempts.recycle();
     }
     watch.report(1.0);
-    Ok(world.trace)
+    let mut trace = world.trace;
+    trace.slots = world.calls.high_water() + world.attempts.high_water();
+    Ok(trace)
 }

@@ -467,3 +467,30 @@ fn non_idempotent_retries_and_a_per_try_timeout_at_the_whole_get_their_cures() {
         Some(std::time::Duration::from_nanos(333_333_333))
     );
 }
+
+/// Memory flat in the run's length: call and attempt slots are recycled once settled, so a
+/// run twice as long (the same outage, twice the steady traffic after it) holds no more of
+/// them at once. Before, a run kept a slot for every call and attempt it ever made.
+#[test]
+fn live_slots_do_not_grow_with_the_run() {
+    let t = one("vs.yaml", ISTIO_DEFAULT);
+    let trace = |after_s: f64| {
+        let options = WhatIfOptions { after_s, ..short() };
+        let (plan, hops, _) = prepare(&[&t], Fault::Outage, &options, &Limits::default()).unwrap();
+        run::run(
+            &plan,
+            &hops,
+            options.seed,
+            &mut Watch::until(&Cancel::new()),
+        )
+        .unwrap()
+    };
+    let (short_run, long_run) = (trace(10.0), trace(20.0));
+    assert!(long_run.requests.len() > short_run.requests.len() * 3 / 2);
+    assert_eq!(short_run.slots, long_run.slots);
+    assert!(
+        short_run.slots < short_run.requests.len() / 10,
+        "{}",
+        short_run.slots
+    );
+}
