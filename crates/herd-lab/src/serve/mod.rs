@@ -210,8 +210,8 @@ scene!(layers::LayersRequest => layers::Layers, compute);
 // The text's size and format; its storms' work is bounded when it is read, before any storm
 // runs.
 scene!(check::CheckRequest => check::CheckAnswer, run(cancel), checked by check);
-// The text's size and format and the knobs; the runs' work is counted when the text is read,
-// before any runs.
+// The text read and the runs' work counted (policies, simulated seconds, requests), before a
+// slot is taken.
 scene!(whatif::WhatIfRequest => whatif::WhatIfAnswer, run(cancel), checked by check);
 // Everything but the run: the page's ranges, and the model's own check of the scenario,
 // work estimate included.

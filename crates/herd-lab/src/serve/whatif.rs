@@ -17,7 +17,7 @@
 //! [`MAX_WHATIF_REQUESTS`]). A run's attempts are capped too ([`MAX_WHATIF_ATTEMPTS`]: a
 //! run past it stops with a 400). Each refusal names the limit and the policy's line.
 use herd_sim::check::whatif::{self, Fault, FaultComparison, Figures, FixChange, WhatIfOptions};
-use herd_sim::check::{Report, Translation};
+use herd_sim::check::{Report, System, Translation};
 use herd_sim::{Cancel, Limits, ScenarioError};
 use serde::{Deserialize, Serialize};
 
@@ -210,15 +210,21 @@ impl WhatIfRequest {
         Ok(o)
     }
 
-    /// Checks what is cheap: the text's size, the format's name and the knobs.
+    /// Reads the text and counts the work, before anything runs (and before a simulation
+    /// slot is taken: a request past a limit is refused even when the server is busy).
+    /// The system, whether it was detected, the options, and the report.
     ///
     /// # Errors
     ///
-    /// A 400 naming `text`, `format`, `capacity_rps`, `rps` or `brownout`.
-    pub fn check(&self) -> Result<(), ApiError> {
+    /// A 400 naming `text` (with the line at fault), `format`, `capacity_rps`, `rps` or
+    /// `brownout`, or the limit the work would pass.
+    pub fn check(&self) -> Result<(System, bool, WhatIfOptions, Report), ApiError> {
         check_text(&self.text)?;
-        format_system(&self.format)?;
-        self.options().map(drop)
+        let named = format_system(&self.format)?;
+        let options = self.options()?;
+        let (system, report) = read(&self.text, named)?;
+        work(&retrying(&report)?, &options)?;
+        Ok((system, named.is_none(), options, report))
     }
 
     /// Reads the text, bounds the work, and runs each retrying policy's three faults beside
@@ -226,13 +232,10 @@ impl WhatIfRequest {
     ///
     /// # Errors
     ///
-    /// A 400 naming the parameter, or the text's line, or the limit the work would pass; a
-    /// 503 when cancelled.
+    /// As [`WhatIfRequest::check`]; a 400 for a run past [`MAX_WHATIF_ATTEMPTS`]; a 503 when
+    /// cancelled.
     pub fn run(&self, cancel: &Cancel) -> Result<WhatIfAnswer, ApiError> {
-        check_text(&self.text)?;
-        let named = format_system(&self.format)?;
-        let options = self.options()?;
-        let (system, report) = read(&self.text, named)?;
+        let (system, detected, options, report) = self.check()?;
         let retrying = retrying(&report)?;
         let work = work(&retrying, &options)?;
         let limits = Limits {
@@ -260,7 +263,7 @@ impl WhatIfRequest {
         }
         Ok(WhatIfAnswer {
             system: system.as_str(),
-            detected: named.is_none(),
+            detected,
             whatif: WhatIfSettings {
                 rps: options.offered_rps(),
                 capacity_rps: options.capacity_rps,
