@@ -37,7 +37,7 @@ pub const MAX_CHECK_STORMS: usize = 6;
 pub const MAX_CHART_WINDOWS: usize = 600;
 
 /// The name findings and errors give the pasted text.
-const FILE: &str = "config";
+pub(crate) const FILE: &str = "config";
 
 /// The shipped examples (`scenarios/configs/`), as the page's buttons load them:
 /// `(name, label, text)`.
@@ -294,34 +294,14 @@ impl CheckRequest {
     ///
     /// A 400 naming `text`, `clients`, `capacity`, `outage_s` or `format`.
     pub fn check(&self) -> Result<Option<System>, ApiError> {
-        if self.text.len() > MAX_CHECK_TEXT_BYTES {
-            return Err(ApiError::bad_request(format!(
-                "text: {} bytes, more than the page reads ({MAX_CHECK_TEXT_BYTES})",
-                self.text.len()
-            )));
-        }
-        if self.text.trim().is_empty() {
-            return Err(ApiError::bad_request(
-                "text: empty; paste a retry configuration",
-            ));
-        }
+        check_text(&self.text)?;
         in_range("clients", self.clients, 1, MAX_STORM_CLIENTS)?;
         in_range("capacity", self.capacity, 1, MAX_CAPACITY)?;
         if !self.outage_s.is_finite() {
             return Err(ApiError::bad_request("outage_s must be a finite number"));
         }
         in_range("outage_s", self.outage_s, 0.0, MAX_OUTAGE_S)?;
-        if self.format.eq_ignore_ascii_case("auto") {
-            return Ok(None);
-        }
-        System::parse(&self.format).map(Some).ok_or_else(|| {
-            let names: Vec<&str> = System::ALL.iter().map(|s| s.as_str()).collect();
-            ApiError::bad_request(format!(
-                "format: unknown system {:?}; expected auto or one of {}",
-                self.format,
-                names.join(", ")
-            ))
-        })
+        format_system(&self.format)
     }
 
     /// Reads the text through `herd_sim::check`, bounds the storm's work, and runs each
@@ -335,13 +315,7 @@ impl CheckRequest {
     /// the storm would exceed the page's work cap; a 503 when cancelled (nobody reads it).
     pub fn run(&self, cancel: &Cancel) -> Result<CheckAnswer, ApiError> {
         let named = self.check()?;
-        let system = match named {
-            Some(s) => s,
-            None => check::detect(FILE, &self.text).map_err(|e| config_error(&e, true))?,
-        };
-        let mut input = Input::new(FILE, self.text.clone());
-        input.system = Some(system);
-        let report = check::check(&[input]).map_err(|e| config_error(&e, false))?;
+        let (system, report) = read(&self.text, named)?;
         let base = self.scenario()?;
         let storm = storms(&report, &base, cancel)?;
         Ok(CheckAnswer {
@@ -389,6 +363,61 @@ impl CheckRequest {
             .map_err(super::storm::scenario_error)?;
         Ok(s)
     }
+}
+
+/// Checks the pasted text's size, and that there is one.
+///
+/// # Errors
+///
+/// A 400 naming `text`.
+pub(crate) fn check_text(text: &str) -> Result<(), ApiError> {
+    if text.len() > MAX_CHECK_TEXT_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "text: {} bytes, more than the page reads ({MAX_CHECK_TEXT_BYTES})",
+            text.len()
+        )));
+    }
+    if text.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "text: empty; paste a retry configuration",
+        ));
+    }
+    Ok(())
+}
+
+/// The system `format` names: `None` for `auto` (detect it from the text).
+///
+/// # Errors
+///
+/// A 400 naming `format`.
+pub(crate) fn format_system(format: &str) -> Result<Option<System>, ApiError> {
+    if format.eq_ignore_ascii_case("auto") {
+        return Ok(None);
+    }
+    System::parse(format).map(Some).ok_or_else(|| {
+        let names: Vec<&str> = System::ALL.iter().map(|s| s.as_str()).collect();
+        ApiError::bad_request(format!(
+            "format: unknown system {format:?}; expected auto or one of {}",
+            names.join(", ")
+        ))
+    })
+}
+
+/// Reads `text` through `herd_sim::check` as `herd check` reads a file: as the `named`
+/// system, or the one detected from it. The system and the report.
+///
+/// # Errors
+///
+/// A 400 naming `format` (no system detected) or `text` (with the line at fault).
+pub(crate) fn read(text: &str, named: Option<System>) -> Result<(System, Report), ApiError> {
+    let system = match named {
+        Some(s) => s,
+        None => check::detect(FILE, text).map_err(|e| config_error(&e, true))?,
+    };
+    let mut input = Input::new(FILE, text.to_owned());
+    input.system = Some(system);
+    let report = check::check(&[input]).map_err(|e| config_error(&e, false))?;
+    Ok((system, report))
 }
 
 /// A `CheckError` of the pasted text, naming `text` and its line; for a text of no known

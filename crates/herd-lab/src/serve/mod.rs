@@ -15,6 +15,7 @@
 //! | `POST /api/layers` | [`layers::LayersRequest`] → [`layers::Layers`] |
 //! | `POST /api/hedge` | [`hedge::HedgeRequest`] → [`hedge::HedgeAnswer`] |
 //! | `POST /api/check` | [`check::CheckRequest`] → [`check::CheckAnswer`] |
+//! | `POST /api/check/whatif` | [`whatif::WhatIfRequest`] → [`whatif::WhatIfAnswer`]: the pasted text's three faults, as set beside the fix |
 //! | `GET /api/check/examples` | the shipped configurations ([`check::examples`]) |
 //! | `GET /api/models` | every model the simulator's registry holds ([`models::ModelInfo`]) |
 //! | `POST /api/model` | [`models::ModelRequest`] → [`models::ModelAnswer`]: any model's scenario, one variant, one seed |
@@ -54,6 +55,7 @@ pub mod models;
 mod rules;
 pub mod six;
 pub mod storm;
+pub mod whatif;
 
 pub use error::{ApiError, ApiJson};
 pub use limits::{
@@ -89,6 +91,11 @@ pub fn router(limits: ServeLimits) -> Router {
         .route(
             "/check",
             post(scene::<check::CheckRequest>)
+                .layer(DefaultBodyLimit::max(check::MAX_CHECK_BODY_BYTES)),
+        )
+        .route(
+            "/check/whatif",
+            post(scene::<whatif::WhatIfRequest>)
                 .layer(DefaultBodyLimit::max(check::MAX_CHECK_BODY_BYTES)),
         )
         .route("/check/examples", get(|| async { Json(check::examples()) }))
@@ -142,6 +149,11 @@ async fn rules_info() -> Json<Value> {
             "hedge_fan_out": MAX_HEDGE_FAN_OUT,
             "hedge_delay_ms": MAX_HEDGE_DELAY_MS,
             "hedge_utilisation": MAX_HEDGE_UTILISATION,
+            "whatif_policies": whatif::MAX_WHATIF_POLICIES,
+            "whatif_requests": whatif::MAX_WHATIF_REQUESTS,
+            "whatif_run_s": whatif::MAX_WHATIF_RUN_S,
+            "whatif_attempts": whatif::MAX_WHATIF_ATTEMPTS,
+            "whatif_capacity_rps": whatif::MAX_WHATIF_CAPACITY_RPS,
         },
         "hedge_policies": hedge::POLICIES.iter().map(|(name, _)| *name).collect::<Vec<_>>(),
     }))
@@ -198,6 +210,9 @@ scene!(layers::LayersRequest => layers::Layers, compute);
 // The text's size and format; its storms' work is bounded when it is read, before any storm
 // runs.
 scene!(check::CheckRequest => check::CheckAnswer, run(cancel), checked by check);
+// The text read and the runs' work counted (policies, simulated seconds, requests), before a
+// slot is taken.
+scene!(whatif::WhatIfRequest => whatif::WhatIfAnswer, run(cancel), checked by check);
 // Everything but the run: the page's ranges, and the model's own check of the scenario,
 // work estimate included.
 scene!(hedge::HedgeRequest => hedge::HedgeAnswer, run(cancel), checked by model);

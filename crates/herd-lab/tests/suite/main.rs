@@ -18,3 +18,4 @@ mod serve_check;
 mod serve_hygiene;
 mod serve_limits;
 mod serve_models;
+mod serve_whatif;
