@@ -209,6 +209,7 @@ pub(super) fn json(runs: &[WhatIfRun]) -> Value {
                 "fix": figures_json(&f.fix),
                 "fix_changes": r.comparison.fix_changes,
                 "no_fix": r.comparison.no_fix,
+                "same_because": f.same_because,
                 "notes": f.notes,
             }));
         }
@@ -295,6 +296,10 @@ pub(super) fn table(runs: &[WhatIfRun], o: &WhatIfOptions) -> String {
             };
             row(&mut s, name, &fault, "as set", &f.as_set);
             row(&mut s, "", "", "fix", &f.fix);
+            // Without a fix the line below says why once, for every fault.
+            if let Some(why) = f.same_because.as_ref().filter(|_| r.comparison.no_fix.is_none()) {
+                let _ = writeln!(s, "  {:<28} {:<13} fix = as set: {why}", "", "");
+            }
         }
         if let Some(why) = &r.comparison.no_fix {
             let _ = writeln!(s, "  {:<28} as set = fix: {why}", "");
@@ -325,7 +330,7 @@ pub(super) fn table(runs: &[WhatIfRun], o: &WhatIfOptions) -> String {
 /// One CSV row per run, fault and side.
 pub(super) fn csv(runs: &[WhatIfRun]) -> String {
     let mut s = String::from(
-        "file,policy,scenario,side,fault_s,requests,goodput,goodput_se,amplification,amplification_se,peak_load,recovered_s,p50_ms,p99_ms,fix_changes\n",
+        "file,policy,scenario,side,fault_s,requests,goodput,goodput_se,amplification,amplification_se,peak_load,recovered_s,p50_ms,p99_ms,fix_changes,same_because\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for r in runs {
@@ -334,7 +339,7 @@ pub(super) fn csv(runs: &[WhatIfRun]) -> String {
             for (side, x) in [("as_set", &f.as_set), ("fix", &f.fix)] {
                 let _ = writeln!(
                     s,
-                    "{},{},{},{side},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{side},{},{},{},{},{},{},{},{},{},{},{},{}",
                     csv_field(&r.file),
                     csv_field(&r.policy),
                     f.fault,
@@ -349,6 +354,7 @@ pub(super) fn csv(runs: &[WhatIfRun]) -> String {
                     opt(x.p50_ms),
                     opt(x.p99_ms),
                     csv_field(&changes.join(" ")),
+                    csv_field(f.same_because.as_deref().unwrap_or("")),
                 );
             }
         }
