@@ -144,16 +144,18 @@ pub(super) fn runs(
 ) -> CliResult<Vec<WhatIfRun>> {
     let limits = Limits::default();
     let cancel = Cancel::new();
-    let mut done: Vec<(Vec<Translation>, Comparison)> = Vec::new();
+    // The comparisons run, by the semantics of their path, with the path's policy names.
+    let mut done: Vec<(Vec<Translation>, Vec<String>, Comparison)> = Vec::new();
     let mut out = Vec::new();
     let mut run = |path: &[&Translation], file: String, policy: String| -> CliResult {
         let keys: Vec<Translation> = path.iter().map(|t| key(t)).collect();
-        let comparison = match done.iter().find(|(k, _)| *k == keys) {
-            Some((_, c)) => with_places(c, path),
+        let comparison = match done.iter().find(|(k, _, _)| *k == keys) {
+            Some((_, names, c)) => with_places(c, names, path),
             None => {
                 let c = whatif::compare(path, options, &limits, &cancel)
                     .map_err(|e| CliError::input(format!("{file}: {policy} (the what-if): {e}")))?;
-                done.push((keys, c.clone()));
+                let names = path.iter().map(|t| t.name.clone()).collect();
+                done.push((keys, names, c.clone()));
                 c
             }
         };
@@ -175,9 +177,17 @@ pub(super) fn runs(
     Ok(out)
 }
 
-/// A cached comparison for another policy of the same semantics: its changes name this one.
-fn with_places(c: &Comparison, path: &[&Translation]) -> Comparison {
+/// A cached comparison, run for the policies `names`, for another path of the same
+/// semantics: its changes, notes and reasons name this one's policies.
+fn with_places(c: &Comparison, names: &[String], path: &[&Translation]) -> Comparison {
     let mut c = c.clone();
+    for (old, t) in names.iter().zip(path).filter(|(old, t)| **old != t.name) {
+        for f in &mut c.faults {
+            for n in f.notes.iter_mut().chain(f.same_because.as_mut()) {
+                *n = n.replace(old.as_str(), &t.name);
+            }
+        }
+    }
     for change in &mut c.fix_changes {
         if let Some(t) = path.iter().find(|t| t.name == change.policy) {
             change.file = t.file.clone();
@@ -297,7 +307,11 @@ pub(super) fn table(runs: &[WhatIfRun], o: &WhatIfOptions) -> String {
             row(&mut s, name, &fault, "as set", &f.as_set);
             row(&mut s, "", "", "fix", &f.fix);
             // Without a fix the line below says why once, for every fault.
-            if let Some(why) = f.same_because.as_ref().filter(|_| r.comparison.no_fix.is_none()) {
+            if let Some(why) = f
+                .same_because
+                .as_ref()
+                .filter(|_| r.comparison.no_fix.is_none())
+            {
                 let _ = writeln!(s, "  {:<28} {:<13} fix = as set: {why}", "", "");
             }
         }

@@ -372,6 +372,21 @@ pub(super) fn why_same(
         return none_because.unwrap_or("no fix").to_owned();
     }
     let retrying = || path.iter().filter(|t| t.retries());
+    // One policy is "it" (the same semantics elsewhere share its runs); a hop is named.
+    let whose = |t: &Translation| {
+        if path.len() == 1 {
+            "its".to_owned()
+        } else {
+            format!("{}'s", t.name)
+        }
+    };
+    let who = |t: &Translation| {
+        if path.len() == 1 {
+            "it".to_owned()
+        } else {
+            t.name.clone()
+        }
+    };
     // Every change is to the retries: a fault in which no request was retried shows none.
     if set.amplification <= 1.0 {
         let why = if let Some(t) = retrying().find(|t| {
@@ -379,8 +394,8 @@ pub(super) fn why_same(
                 .is_some_and(|d| d.as_secs_f64() * 1e3 < latency_ms)
         }) {
             format!(
-                "{}'s whole-call timeout, {} ms, ends every call before the backend's first answer ({} ms)",
-                t.name,
+                "{} whole-call timeout, {} ms, ends every call before the backend's first answer ({} ms)",
+                whose(t),
                 herd::rule::format_ms(t.timeout.unwrap_or_default()),
                 crate::figure::number(latency_ms)
             )
@@ -389,7 +404,7 @@ pub(super) fn why_same(
         {
             format!(
                 "{} retries {}, not this fault's {status}",
-                t.name,
+                who(t),
                 t.retry_on.join(", ")
             )
         } else {

@@ -496,7 +496,10 @@ fn linkerd_annotations_are_fixed_by_their_limit() {
     };
     let c = compare(&[&route], &options, &Limits::default(), &Cancel::new()).unwrap();
     let outage = &c.faults[2];
-    assert!((outage.as_set.amplification - 3.0).abs() < 0.05, "{outage:?}");
+    assert!(
+        (outage.as_set.amplification - 3.0).abs() < 0.05,
+        "{outage:?}"
+    );
     assert!((outage.fix.amplification - 2.0).abs() < 0.05, "{outage:?}");
     assert_eq!(outage.same_because, None);
 }
@@ -519,7 +522,10 @@ fn a_fault_the_fix_does_not_change_says_why() {
     for f in &c.faults {
         assert_eq!(f.same_because.is_some(), f.as_set == f.fix, "{f:?}");
     }
-    let why = c.faults[2].same_because.as_deref().expect("the outage's reason");
+    let why = c.faults[2]
+        .same_because
+        .as_deref()
+        .expect("the outage's reason");
     assert!(
         why.starts_with("no request was retried") && why.contains("internal"),
         "{why}"
