@@ -12,6 +12,7 @@ mod amplify_random;
 mod check;
 mod check_sarif;
 mod check_whatif;
+mod check_whatif_corpus;
 mod conformance;
 mod contention;
 mod conventions;

@@ -145,16 +145,18 @@ pub(super) fn runs(
 ) -> CliResult<Vec<WhatIfRun>> {
     let limits = Limits::default();
     let cancel = Cancel::new();
-    let mut done: Vec<(Vec<Translation>, Comparison)> = Vec::new();
+    // The comparisons run, by the semantics of their path, with the path's policy names.
+    let mut done: Vec<(Vec<Translation>, Vec<String>, Comparison)> = Vec::new();
     let mut out = Vec::new();
     let mut run = |path: &[&Translation], file: String, policy: String| -> CliResult {
         let keys: Vec<Translation> = path.iter().map(|t| key(t)).collect();
-        let comparison = match done.iter().find(|(k, _)| *k == keys) {
-            Some((_, c)) => with_places(c, path),
+        let comparison = match done.iter().find(|(k, _, _)| *k == keys) {
+            Some((_, names, c)) => with_places(c, names, path),
             None => {
                 let c = whatif::compare(path, options, &limits, &cancel)
                     .map_err(|e| CliError::input(format!("{file}: {policy} (the what-if): {e}")))?;
-                done.push((keys, c.clone()));
+                let names = path.iter().map(|t| t.name.clone()).collect();
+                done.push((keys, names, c.clone()));
                 c
             }
         };
@@ -176,9 +178,17 @@ pub(super) fn runs(
     Ok(out)
 }
 
-/// A cached comparison for another policy of the same semantics: its changes name this one.
-fn with_places(c: &Comparison, path: &[&Translation]) -> Comparison {
+/// A cached comparison, run for the policies `names`, for another path of the same
+/// semantics: its changes, notes and reasons name this one's policies.
+fn with_places(c: &Comparison, names: &[String], path: &[&Translation]) -> Comparison {
     let mut c = c.clone();
+    for (old, t) in names.iter().zip(path).filter(|(old, t)| **old != t.name) {
+        for f in &mut c.faults {
+            for n in f.notes.iter_mut().chain(f.same_because.as_mut()) {
+                *n = n.replace(old.as_str(), &t.name);
+            }
+        }
+    }
     for change in &mut c.fix_changes {
         if let Some(t) = path.iter().find(|t| t.name == change.policy) {
             change.file = t.file.clone();
@@ -210,6 +220,7 @@ pub(super) fn json(runs: &[WhatIfRun]) -> Value {
                 "fix": figures_json(&f.fix),
                 "fix_changes": r.comparison.fix_changes,
                 "no_fix": r.comparison.no_fix,
+                "same_because": f.same_because,
                 "notes": f.notes,
             }));
         }
@@ -286,6 +297,14 @@ pub(super) fn table(runs: &[WhatIfRun], o: &WhatIfOptions) -> String {
             };
             row(&mut s, name, &fault, "as set", &f.as_set);
             row(&mut s, "", "", "fix", &f.fix);
+            // Without a fix the line below says why once, for every fault.
+            if let Some(why) = f
+                .same_because
+                .as_ref()
+                .filter(|_| r.comparison.no_fix.is_none())
+            {
+                let _ = writeln!(s, "  {:<28} {:<13} fix = as set: {why}", "", "");
+            }
         }
         if let Some(why) = &r.comparison.no_fix {
             let _ = writeln!(s, "  {:<28} as set = fix: {why}", "");
@@ -316,7 +335,7 @@ pub(super) fn table(runs: &[WhatIfRun], o: &WhatIfOptions) -> String {
 /// One CSV row per run, fault and side.
 pub(super) fn csv(runs: &[WhatIfRun]) -> String {
     let mut s = String::from(
-        "file,policy,scenario,side,fault_s,requests,goodput,goodput_se,amplification,amplification_se,peak_load,recovered_s,p50_ms,p99_ms,fix_changes\n",
+        "file,policy,scenario,side,fault_s,requests,goodput,goodput_se,amplification,amplification_se,peak_load,recovered_s,p50_ms,p99_ms,fix_changes,same_because\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
     for r in runs {
@@ -325,7 +344,7 @@ pub(super) fn csv(runs: &[WhatIfRun]) -> String {
             for (side, x) in [("as_set", &f.as_set), ("fix", &f.fix)] {
                 let _ = writeln!(
                     s,
-                    "{},{},{},{side},{},{},{},{},{},{},{},{},{},{},{}",
+                    "{},{},{},{side},{},{},{},{},{},{},{},{},{},{},{},{}",
                     csv_field(&r.file),
                     csv_field(&r.policy),
                     f.fault,
@@ -340,6 +359,7 @@ pub(super) fn csv(runs: &[WhatIfRun]) -> String {
                     opt(x.p50_ms),
                     opt(x.p99_ms),
                     csv_field(&changes.join(" ")),
+                    csv_field(f.same_because.as_deref().unwrap_or("")),
                 );
             }
         }

@@ -13,11 +13,15 @@
 //! | `retries-deadline` | gRPC, Envoy, Istio | the deadline's status removed from the retried conditions |
 //! | `retries-non-idempotent` | every system | retries off on that route, as for `multiple-layers` |
 //! | `per-try-not-below-timeout` | Envoy, Istio, gRPC, Linkerd | a per-try timeout of the whole timeout over the attempts |
+//! | `no-budget`, `no-jitter` | Linkerd's annotations (2.16 on) | `retry.linkerd.io/limit: "1"`, Linkerd's default: its route annotations have no budget or backoff, the limit is what bounds the load |
 //! | `multiple-layers` | every system | retries off at every hop but the last: Istio `attempts: 0`, Envoy `num_retries: 0`, gRPC no `retryPolicy`, Linkerd `isRetryable: false` or `retry.linkerd.io/limit: "0"`, AWS `max_attempts = 1`, Resilience4j `maxAttempts: 1` |
 use serde::Serialize;
 
 use herd::RuleName;
 
+use super::answer::{Answer, FailureStatus};
+use super::faults::Fault;
+use super::figures::Figures;
 use crate::check::{Severity, System, Throttle, Translation};
 
 /// One change of a fix, in the system's own terms.
@@ -68,6 +72,23 @@ fn codes(t: &Translation) -> Vec<&'static str> {
         .filter(|f| f.severity >= Severity::Warning)
         .map(|f| f.code)
         .collect()
+}
+
+/// Whether `t` is a policy of Linkerd's retry annotations (an `HTTPRoute`, `GRPCRoute` or
+/// `Service`), not a `ServiceProfile`'s route.
+fn linkerd_annotations(t: &Translation) -> bool {
+    t.system == System::Linkerd && !t.name.starts_with("ServiceProfile") && t.throttle.is_none()
+}
+
+/// The finding a lower `retry.linkerd.io/limit` answers for `t`, when one does: `no-budget`
+/// or `no-jitter` on Linkerd's annotations with a limit above 1.
+fn linkerd_limit_code(t: &Translation, codes: &[&'static str]) -> Option<&'static str> {
+    if !linkerd_annotations(t) || t.max_attempts.is_none_or(|a| a <= 2) {
+        return None;
+    }
+    ["no-budget", "no-jitter"]
+        .into_iter()
+        .find(|c| codes.contains(c))
 }
 
 /// Turns `t`'s retries off, in its system's terms.
@@ -161,9 +182,25 @@ fn fix_one(t: &mut Translation, out: &mut Vec<FixChange>) {
                     "retry_mode = standard\n".to_owned(),
                 ));
             }
-            // Istio, Linkerd's annotations and Resilience4j's Retry have no budget to set.
+            // Istio and Resilience4j's Retry have no budget to set; Linkerd's annotations
+            // neither, but their limit bounds the load (below).
             _ => {}
         }
+    }
+    // Linkerd's route annotations (2.16 on) have no budget and no backoff: the one setting
+    // that bounds what a failing backend meets is `retry.linkerd.io/limit`, whose default
+    // is 1 (linkerd.io/2/reference/retries). A `ServiceProfile` has its budget.
+    if let Some(code) = linkerd_limit_code(t, &codes) {
+        t.max_attempts = Some(2);
+        out.push(change(
+            &original,
+            code,
+            format!(
+                "at most 1 retry a request, Linkerd's default (the limit was {}): the route's annotations have no budget or backoff, so the limit is what bounds the load",
+                original.max_attempts.map_or(0, |a| a.saturating_sub(1))
+            ),
+            "metadata:\n  annotations:\n    retry.linkerd.io/limit: \"1\"\n".to_owned(),
+        ));
     }
     if has("unbounded-max-retries") {
         t.throttle = Some(Throttle {
@@ -289,13 +326,25 @@ pub fn fix(path: &[&Translation]) -> Fix {
             let mut w = warnings;
             w.sort_unstable();
             w.dedup();
+            let linkerd_at_one = path.iter().any(|t| {
+                linkerd_annotations(t)
+                    && t.max_attempts == Some(2)
+                    && codes(t)
+                        .iter()
+                        .any(|c| matches!(*c, "no-budget" | "no-jitter"))
+            });
             format!(
-                "no setting of {} cures {}",
+                "no setting of {} cures {}{}",
                 path.iter()
                     .map(|t| t.system.as_str())
                     .collect::<Vec<_>>()
                     .join(", "),
-                w.join(", ")
+                w.join(", "),
+                if linkerd_at_one {
+                    " (Linkerd's retry annotations have no budget or backoff, and retry.linkerd.io/limit is already 1, its least short of no retries)"
+                } else {
+                    ""
+                }
             )
         }
     });
@@ -304,4 +353,100 @@ pub fn fix(path: &[&Translation]) -> Fix {
         changes,
         none_because,
     }
+}
+
+/// Why the fix's figures are the path's in one fault, in a line: the reader sees as set = fix
+/// and is told why. `changes` are the fix's (none: `none_because` says why); `set` the
+/// figures as set in `fault`; the backend answered `status`, each answer `latency_ms` after
+/// it started.
+pub(super) fn why_same(
+    path: &[&Translation],
+    changes: &[FixChange],
+    none_because: Option<&str>,
+    fault: Fault,
+    set: &Figures,
+    status: FailureStatus,
+    latency_ms: f64,
+) -> String {
+    if changes.is_empty() {
+        return none_because.unwrap_or("no fix").to_owned();
+    }
+    let retrying = || path.iter().filter(|t| t.retries());
+    // One policy is "it" (the same semantics elsewhere share its runs); a hop is named.
+    let whose = |t: &Translation| {
+        if path.len() == 1 {
+            "its".to_owned()
+        } else {
+            format!("{}'s", t.name)
+        }
+    };
+    let who = |t: &Translation| {
+        if path.len() == 1 {
+            "it".to_owned()
+        } else {
+            t.name.clone()
+        }
+    };
+    // Every change is to the retries: a fault in which no request was retried shows none.
+    if set.amplification <= 1.0 {
+        let why = if let Some(t) = retrying().find(|t| {
+            t.timeout
+                .is_some_and(|d| d.as_secs_f64() * 1e3 < latency_ms)
+        }) {
+            format!(
+                "{} whole-call timeout, {} ms, ends every call before the backend's first answer ({} ms)",
+                whose(t),
+                herd::rule::format_ms(t.timeout.unwrap_or_default()),
+                crate::figure::number(latency_ms)
+            )
+        } else if let Some(t) =
+            retrying().find(|t| !Answer::Failure(status).retried_by(t.system, &t.retry_on))
+        {
+            format!(
+                "{} retries {}, not this fault's {status}",
+                who(t),
+                t.retry_on.join(", ")
+            )
+        } else {
+            "every retry was stopped before it was sent".to_owned()
+        };
+        return format!("no request was retried: {why}; the fix changes only retries");
+    }
+    let mut whys: Vec<String> = Vec::new();
+    for c in changes {
+        let why = match c.code {
+            "unbounded-max-retries" => {
+                "never more than 3 retries were in flight at once, so the new limit never bound"
+                    .to_owned()
+            }
+            "no-budget" | "hedging-without-throttling" if changes_limit(path, c) => {
+                "no request needed a second retry, so a limit of 1 never bound".to_owned()
+            }
+            "no-budget" | "hedging-without-throttling" => {
+                "the budget was never spent: every retry fitted within it".to_owned()
+            }
+            "retries-deadline" => format!(
+                "the backend answers {status}, not DEADLINE_EXCEEDED: the change shows when calls fail by their deadline"
+            ),
+            "per-try-not-below-timeout" => {
+                "no attempt outlasted the new per-try timeout".to_owned()
+            }
+            _ if fault == Fault::Outage && set.goodput <= 0.0 => {
+                "the outage outlasts every retry: nothing a fix changes".to_owned()
+            }
+            _ => "the change binds on nothing this fault does".to_owned(),
+        };
+        if !whys.contains(&why) {
+            whys.push(why);
+        }
+    }
+    whys.join("; ")
+}
+
+/// Whether `c` is the lower `retry.linkerd.io/limit` (a limit, not a budget).
+fn changes_limit(path: &[&Translation], c: &FixChange) -> bool {
+    c.snippet.contains("retry.linkerd.io/limit")
+        && path
+            .iter()
+            .any(|t| t.name == c.policy && t.system == System::Linkerd)
 }

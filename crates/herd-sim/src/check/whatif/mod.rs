@@ -239,6 +239,8 @@ pub struct FaultComparison {
     pub load: [Vec<f64>; 2],
     /// What the run could not express, and what the reader should know.
     pub notes: Vec<String>,
+    /// Why the fix's figures are the same as set in this fault; `None` when they differ.
+    pub same_because: Option<String>,
 }
 
 /// A policy's (or call path's) three faults, as set beside its fix.
@@ -270,7 +272,8 @@ fn judged(set: &Figures, fix: &Figures) -> (bool, bool) {
 
 /// Runs the three faults on `path` (caller first) as set and with its [`fix`], with the same
 /// seed and the same outage. A fix that does worse in every fault is not proposed: `no_fix`
-/// says so, and the fix's figures are the path's.
+/// says so, and the fix's figures are the path's. Each fault whose figures are the same
+/// both ways says why in `same_because`.
 ///
 /// # Errors
 ///
@@ -307,6 +310,7 @@ pub fn compare(
             fix: fixed_run.figures,
             load: [set.load, fixed_run.load],
             notes,
+            same_because: None,
         });
     }
     let mut comparison = Comparison {
@@ -319,14 +323,6 @@ pub fn compare(
             let (better, worse) = judged(&f.as_set, &f.fix);
             worse && !better
         });
-    if !comparison.fix_changes.is_empty() && comparison.faults.iter().all(|f| f.as_set == f.fix) {
-        for f in &mut comparison.faults {
-            f.notes.push(
-                "the fix changes no figure of this fault (another mechanism, such as a throttle, already decides it)"
-                    .to_owned(),
-            );
-        }
-    }
     if worse_everywhere {
         let codes: Vec<&str> = comparison.fix_changes.iter().map(|c| c.code).collect();
         comparison.no_fix = Some(format!(
@@ -338,6 +334,17 @@ pub fn compare(
             f.fix = f.as_set.clone();
             f.load[1] = f.load[0].clone();
         }
+    }
+    for f in comparison.faults.iter_mut().filter(|f| f.as_set == f.fix) {
+        f.same_because = Some(fixes::why_same(
+            path,
+            &comparison.fix_changes,
+            comparison.no_fix.as_deref(),
+            f.fault,
+            &f.as_set,
+            options.failure_status,
+            options.latency_ms,
+        ));
     }
     Ok(comparison)
 }

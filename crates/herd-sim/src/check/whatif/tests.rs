@@ -494,3 +494,67 @@ fn live_slots_do_not_grow_with_the_run() {
         short_run.slots
     );
 }
+
+/// Linkerd's route annotations have no budget and no backoff: their fix is the one setting
+/// that bounds the load, `retry.linkerd.io/limit` back to Linkerd's default of 1, and the
+/// simulation runs it (two attempts a request in the outage instead of three).
+#[test]
+fn linkerd_annotations_are_fixed_by_their_limit() {
+    let route = one(
+        "route.yaml",
+        "kind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata:\n  name: r\n  annotations:\n    retry.linkerd.io/http: 5xx\n    retry.linkerd.io/limit: \"2\"\nspec:\n  parentRefs:\n  - {name: s, kind: Service, group: core, port: 80}\n",
+    );
+    assert_eq!(route.max_attempts, Some(3));
+    let f = fix(&[&route]);
+    assert_eq!(f.changes.len(), 1, "{:?}", f.changes);
+    assert_eq!(f.changes[0].code, "no-budget");
+    assert!(
+        f.changes[0]
+            .snippet
+            .contains("retry.linkerd.io/limit: \"1\""),
+        "{}",
+        f.changes[0].snippet
+    );
+    assert_eq!(f.path[0].max_attempts, Some(2));
+    let options = WhatIfOptions {
+        brownout_s: 2.0,
+        overload_s: 2.0,
+        ..short()
+    };
+    let c = compare(&[&route], &options, &Limits::default(), &Cancel::new()).unwrap();
+    let outage = &c.faults[2];
+    assert!(
+        (outage.as_set.amplification - 3.0).abs() < 0.05,
+        "{outage:?}"
+    );
+    assert!((outage.fix.amplification - 2.0).abs() < 0.05, "{outage:?}");
+    assert_eq!(outage.same_because, None);
+}
+
+/// A fault in which as set and fix run the same says why: here the policy retries only
+/// gRPC's `INTERNAL`, so no request of the outage (all `UNAVAILABLE`) is retried.
+#[test]
+fn a_fault_the_fix_does_not_change_says_why() {
+    let route = one(
+        "route.yaml",
+        "kind: GRPCRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata:\n  name: g\n  annotations:\n    retry.linkerd.io/grpc: internal\n    retry.linkerd.io/limit: \"2\"\nspec:\n  parentRefs:\n  - {name: s, kind: Service, group: core, port: 80}\n",
+    );
+    let options = WhatIfOptions {
+        brownout_s: 2.0,
+        overload_s: 2.0,
+        ..short()
+    };
+    let c = compare(&[&route], &options, &Limits::default(), &Cancel::new()).unwrap();
+    assert!(!c.fix_changes.is_empty());
+    for f in &c.faults {
+        assert_eq!(f.same_because.is_some(), f.as_set == f.fix, "{f:?}");
+    }
+    let why = c.faults[2]
+        .same_because
+        .as_deref()
+        .expect("the outage's reason");
+    assert!(
+        why.starts_with("no request was retried") && why.contains("internal"),
+        "{why}"
+    );
+}
