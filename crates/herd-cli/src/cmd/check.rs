@@ -460,6 +460,15 @@ fn scenario(args: &CheckArgs) -> CliResult<(Scenario, String)> {
             let text = super::input_file::read_input(path, "scenario")?;
             let s = Scenario::from_toml_str(&text, &Limits::default(), |_| {})
                 .map_err(|e| CliError::input(format!("{}: {e}", path.display())))?;
+            let set = check_storm::policy_fields_set(&s);
+            if !set.is_empty() {
+                return Err(CliError::input(format!(
+                    "--scenario {}: sets {}, which the policy under check sets (herd check runs each file's own policy), so the storm would not be the file's; remove {} from the scenario, or run it as it is with `herd storm`",
+                    path.display(),
+                    set.join(", "),
+                    if set.len() == 1 { "it" } else { "them" }
+                )));
+            }
             (s, path.display().to_string())
         }
     };

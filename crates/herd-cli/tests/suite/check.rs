@@ -276,6 +276,42 @@ fn bad_input_is_one_line_with_exit_2() {
     );
 }
 
+/// A storm scenario that sets its own retry policy (a rule, its base, attempts, a budget)
+/// asks for a policy the file does not have: `herd check` would replace it with the file's,
+/// so it refuses the scenario, naming the flag, the file and the fields. The default storm
+/// (every field spelt out at its default value) and the mesh's storm (no policy) still run.
+#[test]
+fn a_scenario_with_a_policy_of_its_own_is_refused() {
+    let edi = config("resilience4j-edi.yml");
+    for (scenario, fields) in [
+        (
+            "scenarios/check/edi-as2-exponential.toml".to_owned(),
+            "retry.rules, retry.base_ms, retry.cap_ms",
+        ),
+        (
+            scratch_file(
+                "own-attempts.toml",
+                "[clients]\nmax_attempts = 2\n[retry]\nbudget_percent = 10\n",
+            ),
+            "clients.max_attempts, retry.budget_percent",
+        ),
+    ] {
+        let out = herd(&["check", &edi, "--scenario", &scenario]);
+        assert_eq!(out.status.code(), Some(2), "{scenario}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains(&format!("--scenario {scenario}: sets {fields}, which")),
+            "{err}"
+        );
+        assert!(stdout(&out).is_empty());
+    }
+    for scenario in ["scenarios/default.toml", "scenarios/check/mesh-storm.toml"] {
+        let (v, _) = check_json(&[&edi, "--scenario", scenario, "--outage-s", "1"]);
+        assert!(!v["storm"]["runs"].as_array().expect("runs").is_empty());
+    }
+}
+
 #[test]
 fn csv_has_a_header_and_a_row_per_policy() {
     let out = herd(&[

@@ -112,9 +112,22 @@ fn csv_has_a_row_per_policy_fault_and_side() {
 fn bad_what_if_input_names_the_flag() {
     for (args, flag) in [
         (vec!["--rps", "-5"], "--rps"),
+        (vec!["--rps=-0.1"], "--rps"),
         (vec!["--brownout", "1.5"], "--brownout"),
+        (vec!["--brownout", "-0.1"], "--brownout"),
+        (vec!["--brownout", "NaN"], "--brownout"),
         (vec!["--failure-status", "200"], "--failure-status"),
         (vec!["--capacity-rps", "0"], "--capacity-rps"),
+        (vec!["--capacity-rps", "-5"], "--capacity-rps"),
+        (
+            vec![
+                "--capacity-rps",
+                "-5",
+                "--scenario",
+                "scenarios/default.toml",
+            ],
+            "--capacity-rps",
+        ),
         (vec!["--outage-s", "-1"], "--outage-s"),
         (vec!["--clients", "5"], "--clients"),
         (vec!["--rps", "10", "--no-storm"], "--rps"),

@@ -183,6 +183,66 @@ pub fn scenario_for(
     Ok((s, rule, notes))
 }
 
+/// The fields of a storm scenario that the policy under check sets: [`scenario_for`] writes
+/// them from the translation (the attempts, the whole call's timeout, the rule and its
+/// parameters, the budget or throttle, the pauses in nanoseconds).
+pub const POLICY_FIELDS: [&str; 11] = [
+    "pauses",
+    "clients.max_attempts",
+    "clients.deadline_s",
+    "retry.rules",
+    "retry.base_ms",
+    "retry.cap_ms",
+    "retry.pause_ms",
+    "retry.multiplier",
+    "retry.jitter",
+    "retry.budget_percent",
+    "retry.throttle",
+];
+
+/// The [`POLICY_FIELDS`] `scenario` sets away from the default storm's values, in that
+/// list's order. Such a scenario asks for a policy of its own (a rule, attempts, a budget),
+/// which the policy under check would replace: the storm would not be the file's, so
+/// `herd check` refuses it. The default storm's values ask for nothing (`scenarios/default.toml`
+/// spells them all out).
+///
+/// # Examples
+///
+/// ```
+/// use herd_sim::check::storm::policy_fields_set;
+/// use herd_sim::{Limits, Scenario};
+///
+/// let read = |text| Scenario::from_toml_str(text, &Limits::default(), |_| {});
+/// let edi = read("[retry]\nrules = [\"exponential\"]\nbase_ms = 1000\n")?;
+/// assert_eq!(policy_fields_set(&edi), ["retry.rules", "retry.base_ms"]);
+/// let mesh = read("[clients]\ncount = 0\narrivals_per_s = 400\n")?;
+/// assert!(policy_fields_set(&mesh).is_empty());
+/// # Ok::<(), herd_sim::ScenarioError>(())
+/// ```
+#[must_use]
+pub fn policy_fields_set(scenario: &Scenario) -> Vec<&'static str> {
+    let d = Scenario::default();
+    let (c, r) = (&scenario.clients, &scenario.retry);
+    let differs = [
+        scenario.pauses != d.pauses,
+        c.max_attempts != d.clients.max_attempts,
+        c.deadline_s != d.clients.deadline_s,
+        r.rules != d.retry.rules,
+        r.base_ms != d.retry.base_ms,
+        r.cap_ms != d.retry.cap_ms,
+        r.pause_ms != d.retry.pause_ms,
+        r.multiplier != d.retry.multiplier,
+        r.jitter != d.retry.jitter,
+        r.budget_percent != d.retry.budget_percent,
+        r.throttle != d.retry.throttle,
+    ];
+    POLICY_FIELDS
+        .into_iter()
+        .zip(differs)
+        .filter_map(|(field, differs)| differs.then_some(field))
+        .collect()
+}
+
 /// How long a failed attempt lasts in the storm: a scenario whose failures are known only
 /// after `server.timeout_s` (a server that hangs rather than refuses) meets the client's own
 /// timeouts, so an attempt ends at the earliest of the server's wait, the per-try timeout and
@@ -439,6 +499,49 @@ mod tests {
                 .any(|n| n.starts_with("throttle not simulated")),
             "{notes:?}"
         );
+    }
+
+    /// The fields `herd check` refuses in a `--scenario` are the policy's: whatever a scenario
+    /// sets them to, the storm runs the translation's values.
+    #[test]
+    fn every_policy_field_is_the_policy_s_to_set() {
+        // A budget-bound Linkerd route: a whole-call timeout and a throttle as well.
+        let linkerd = one(
+            "sp.yaml",
+            "apiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nmetadata: {name: a}\nspec:\n  routes:\n  - name: r\n    isRetryable: true\n",
+        );
+        let mut own = Scenario::default();
+        own.pauses = Pauses::Continuous;
+        own.clients.max_attempts = 7;
+        own.clients.deadline_s = 3.0;
+        own.retry = crate::storm::Retry {
+            rules: vec![RuleName::Constant],
+            base_ms: 5.0,
+            cap_ms: 50.0,
+            pause_ms: 7.0,
+            multiplier: 3.0,
+            jitter: 0.5,
+            budget_percent: 10.0,
+            throttle: Some(ThrottleTable {
+                kind: "grpc".to_owned(),
+                max_tokens: Some(10.0),
+                token_ratio: Some(0.1),
+                ..ThrottleTable::default()
+            }),
+        };
+        assert_eq!(policy_fields_set(&own), POLICY_FIELDS);
+        assert!(policy_fields_set(&Scenario::default()).is_empty());
+        let policy = |s: &Scenario| {
+            (
+                s.pauses,
+                s.clients.max_attempts,
+                s.clients.deadline_s,
+                s.retry.clone(),
+            )
+        };
+        let (from_own, _, _) = scenario_for(&linkerd, &own).unwrap();
+        let (from_default, _, _) = scenario_for(&linkerd, &Scenario::default()).unwrap();
+        assert_eq!(policy(&from_own), policy(&from_default));
     }
 
     #[test]
