@@ -55,6 +55,30 @@ const BUDGET_PERCENT: f64 = 20.0;
 /// circuit_breaker.proto `RetryBudget.min_retry_concurrency`: "defaults to 3".
 const MIN_RETRY_CONCURRENCY: f64 = 3.0;
 
+/// The fields of a `VirtualHost` besides [`HEADERS_AND_FILTERS`].
+const VIRTUAL_HOST: [&str; 9] = [
+    "name",
+    "domains",
+    "routes",
+    "retry_policy",
+    "require_tls",
+    "cors",
+    "virtual_clusters",
+    "rate_limits",
+    "metadata",
+];
+
+/// The fields of a `Route` besides [`HEADERS_AND_FILTERS`].
+const ROUTE: [&str; 7] = [
+    "name",
+    "match",
+    "route",
+    "redirect",
+    "direct_response",
+    "decorator",
+    "metadata",
+];
+
 /// Fields a virtual host and a route share, none about retries.
 const HEADERS_AND_FILTERS: [&str; 5] = [
     "request_headers_to_add",
@@ -173,8 +197,7 @@ fn cluster(
     let mut set = false;
     if let Some(cb) = get(m, "circuit_breakers") {
         let cbp = format!("{path}.circuit_breakers");
-        let cbm = r.map(cb, &cbp)?;
-        r.ignore_unknown(cb, &cbp, &["thresholds", "per_host_thresholds"]);
+        let cbm = r.fields(cb, &cbp, &["thresholds", "per_host_thresholds"])?;
         for (i, th) in get(cbm, "thresholds")
             .map(|t| r.seq(t, &format!("{cbp}.thresholds")))
             .transpose()?
@@ -183,8 +206,7 @@ fn cluster(
             .enumerate()
         {
             let tp = format!("{cbp}.thresholds[{i}]");
-            let tm = r.map(th, &tp)?;
-            r.ignore_unknown(
+            let tm = r.fields(
                 th,
                 &tp,
                 &[
@@ -197,7 +219,7 @@ fn cluster(
                     "track_remaining",
                     "max_connection_pools",
                 ],
-            );
+            )?;
             let priority = get(tm, "priority")
                 .map(|p| r.text(p, &format!("{tp}.priority")))
                 .transpose()?;
@@ -206,8 +228,7 @@ fn cluster(
             }
             if let Some(budget) = get(tm, "retry_budget") {
                 let bp = format!("{tp}.retry_budget");
-                let bm = r.map(budget, &bp)?;
-                r.ignore_unknown(budget, &bp, &["budget_percent", "min_retry_concurrency"]);
+                let bm = r.fields(budget, &bp, &["budget_percent", "min_retry_concurrency"])?;
                 let percent = match get(bm, "budget_percent") {
                     Some(p) => wrapped(r, p, &format!("{bp}.budget_percent"), 0.0, 100.0)?,
                     None => BUDGET_PERCENT,
@@ -266,21 +287,7 @@ fn virtual_host(
     r.ignore_unknown(
         node,
         path,
-        &[
-            "name",
-            "domains",
-            "routes",
-            "retry_policy",
-            "require_tls",
-            "cors",
-            "virtual_clusters",
-            "rate_limits",
-            "metadata",
-        ]
-        .iter()
-        .chain(&HEADERS_AND_FILTERS)
-        .copied()
-        .collect::<Vec<_>>(),
+        &[&VIRTUAL_HOST[..], &HEADERS_AND_FILTERS].concat(),
     );
     let vh_name = str_of(get(m, "name")).unwrap_or_default().to_owned();
     let vh_policy = get(m, "retry_policy").map(|p| (p, format!("{path}.retry_policy")));
@@ -308,30 +315,12 @@ fn route(
     vh_policy: Option<&(&Node, String)>,
     clusters: &Clusters,
 ) -> Result<Option<Translation>, CheckError> {
-    let rm = r.map(route, rp)?;
-    r.ignore_unknown(
-        route,
-        rp,
-        &[
-            "name",
-            "match",
-            "route",
-            "redirect",
-            "direct_response",
-            "decorator",
-            "metadata",
-        ]
-        .iter()
-        .chain(&HEADERS_AND_FILTERS)
-        .copied()
-        .collect::<Vec<_>>(),
-    );
+    let rm = r.fields(route, rp, &[&ROUTE[..], &HEADERS_AND_FILTERS].concat())?;
     let Some(action) = get(rm, "route") else {
         return Ok(None);
     };
     let ap = format!("{rp}.route");
-    let am = r.map(action, &ap)?;
-    r.ignore_unread(
+    let am = r.fields_unread(
         action,
         &ap,
         &[
@@ -363,7 +352,7 @@ fn route(
             "hedge_policy",
             "internal_redirect_policy",
         ],
-    );
+    )?;
     let (policy, policy_path) = match get(am, "retry_policy") {
         Some(p) => (p, format!("{ap}.retry_policy")),
         None => match vh_policy {
@@ -376,14 +365,7 @@ fn route(
         None => format!("{vh_name}/routes[{i}]"),
     };
     let mut t = retry_policy(r, policy, &policy_path, name)?;
-    let timeout = get(am, "timeout");
-    r.route_timeout(
-        &mut t,
-        timeout,
-        &format!("{ap}.timeout"),
-        Units::Proto,
-        (Some(ROUTE_TIMEOUT), true),
-    )?;
+    r.route_timeout(&mut t, (am, &ap), Units::Proto, (Some(ROUTE_TIMEOUT), true))?;
     t.methods = methods(get(rm, "match"));
     let cluster_name = str_of(get(am, "cluster"));
     match cluster_name.and_then(|n| clusters.get(n)) {
@@ -441,8 +423,7 @@ pub(crate) fn retry_policy(
     path: &str,
     name: String,
 ) -> Result<Translation, CheckError> {
-    let m = r.map(node, path)?;
-    r.ignore_unread(
+    let m = r.fields_unread(
         node,
         path,
         &RETRY_POLICY,
@@ -456,7 +437,7 @@ pub(crate) fn retry_policy(
             "retry_priority",
             "retry_options_predicates",
         ],
-    );
+    )?;
     let mut t = r.translation(
         node.line,
         name,
@@ -506,8 +487,7 @@ pub(crate) fn retry_policy(
     match get(m, "retry_back_off") {
         Some(b) => {
             let bp = format!("{path}.retry_back_off");
-            let bm = r.map(b, &bp)?;
-            r.ignore_unknown(b, &bp, &["base_interval", "max_interval"]);
+            let bm = r.fields(b, &bp, &["base_interval", "max_interval"])?;
             let base = get(bm, "base_interval")
                 .ok_or_else(|| r.bad(b.line, &format!("{bp}.base_interval"), "required"))?;
             let base = r.duration(base, &format!("{bp}.base_interval"), Units::Proto)?;

@@ -74,8 +74,7 @@ pub(crate) fn translate(
     retries: GrpcRetries,
 ) -> Result<Translated, CheckError> {
     let root = load_json(&r.file, text)?;
-    let top = r.map(&root, "")?;
-    r.ignore_unknown(
+    let top = r.fields(
         &root,
         "",
         &[
@@ -85,7 +84,7 @@ pub(crate) fn translate(
             "loadBalancingPolicy",
             "healthCheckConfig",
         ],
-    );
+    )?;
     let throttle = match get(top, "retryThrottling").map(|node| throttling(r, node)) {
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => {
@@ -131,8 +130,7 @@ pub(crate) fn translate(
 }
 
 fn throttling(r: &mut Reader, node: &Node) -> Result<Throttle, CheckError> {
-    let m = r.map(node, "retryThrottling")?;
-    r.ignore_unknown(node, "retryThrottling", &["maxTokens", "tokenRatio"]);
+    let m = r.fields(node, "retryThrottling", &["maxTokens", "tokenRatio"])?;
     let need = |key: &str| {
         get(m, key).ok_or_else(|| r.bad(node.line, &format!("retryThrottling.{key}"), "required"))
     };
@@ -165,8 +163,7 @@ fn method_config(
     retries: GrpcRetries,
     findings: &mut Vec<super::Finding>,
 ) -> Result<Translation, CheckError> {
-    let m = r.map(node, path)?;
-    r.ignore_unknown(
+    let m = r.fields(
         node,
         path,
         &[
@@ -178,7 +175,7 @@ fn method_config(
             "maxRequestMessageBytes",
             "maxResponseMessageBytes",
         ],
-    );
+    )?;
     let name = names(r, m, path)?;
     let mut t = r.translation(node.line, name, Backoff::IMMEDIATE);
     t.throttle = throttle;
@@ -296,8 +293,7 @@ fn block<'a>(
     fields: &[&'static str],
     t: &mut Translation,
 ) -> Result<&'a [(String, usize, Node)], CheckError> {
-    let m = r.map(node, path)?;
-    r.ignore_unknown(node, path, fields);
+    let m = r.fields(node, path, fields)?;
     t.line = node.line;
     t.field_lines
         .extend(fields.iter().filter_map(|k| line_of(m, k).map(|l| (*k, l))));

@@ -56,6 +56,27 @@ const OTHER_KINDS: [&str; 7] = [
     "ProxyConfig",
 ];
 
+/// The fields of a VirtualService's `HTTPRoute`.
+const HTTP_ROUTE: [&str; 17] = [
+    "name",
+    "match",
+    "route",
+    "redirect",
+    "directResponse",
+    "delegate",
+    "rewrite",
+    "timeout",
+    "retries",
+    "fault",
+    "mirror",
+    "mirrors",
+    "mirrorPercentage",
+    "mirror_percent",
+    "mirrorPercent",
+    "corsPolicy",
+    "headers",
+];
+
 /// What istiod does with a resource it cannot translate.
 const REJECTS: &str = "the API server or istiod rejects this resource (istioctl analyze reports it) and its routes keep Istio's defaults";
 
@@ -221,8 +242,7 @@ fn destination_rule(r: &mut Reader, o: &Object<'_>) -> Result<Limit, CheckError>
     };
     if let Some(tp) = get(s, "trafficPolicy") {
         let tpp = format!("{sp}.trafficPolicy");
-        let tpm = r.map(tp, &tpp)?;
-        r.ignore_unread(
+        let tpm = r.fields_unread(
             tp,
             &tpp,
             &[
@@ -235,7 +255,7 @@ fn destination_rule(r: &mut Reader, o: &Object<'_>) -> Result<Limit, CheckError>
                 "proxyProtocol",
             ],
             &["retryBudget"],
-        );
+        )?;
         // Settings herd does not model that may hold timeouts or a port's own `maxRetries`.
         for key in ["outlierDetection", "portLevelSettings", "tunnel"] {
             if let Some(n) = get(tpm, key) {
@@ -244,15 +264,13 @@ fn destination_rule(r: &mut Reader, o: &Object<'_>) -> Result<Limit, CheckError>
         }
         if let Some(cp) = get(tpm, "connectionPool") {
             let cpp = format!("{tpp}.connectionPool");
-            let cpm = r.map(cp, &cpp)?;
-            r.ignore_unknown(cp, &cpp, &["tcp", "http"]);
+            let cpm = r.fields(cp, &cpp, &["tcp", "http"])?;
             if let Some(tcp) = get(cpm, "tcp") {
                 r.ignore_retry_like(tcp, &format!("{cpp}.tcp"));
             }
             if let Some(http) = get(cpm, "http") {
                 let hp = format!("{cpp}.http");
-                let hm = r.map(http, &hp)?;
-                r.ignore_unread(
+                let hm = r.fields_unread(
                     http,
                     &hp,
                     &[
@@ -265,7 +283,7 @@ fn destination_rule(r: &mut Reader, o: &Object<'_>) -> Result<Limit, CheckError>
                         "maxConcurrentStreams",
                     ],
                     &["idleTimeout"],
-                );
+                )?;
                 if let Some(n) = get(hm, "maxRetries") {
                     let v = r.int(n, &format!("{hp}.maxRetries"), 0, i64::from(i32::MAX))?;
                     // cluster_traffic_policy.go: `if settings.Http.MaxRetries > 0`; 0 keeps
@@ -326,44 +344,14 @@ fn http_route(
     index: usize,
     limits: &Limits<'_>,
 ) -> Result<(Translation, Vec<String>), CheckError> {
-    let rm = r.map(route, rp)?;
-    r.ignore_unknown(
-        route,
-        rp,
-        &[
-            "name",
-            "match",
-            "route",
-            "redirect",
-            "directResponse",
-            "delegate",
-            "rewrite",
-            "timeout",
-            "retries",
-            "fault",
-            "mirror",
-            "mirrors",
-            "mirrorPercentage",
-            "mirror_percent",
-            "mirrorPercent",
-            "corsPolicy",
-            "headers",
-        ],
-    );
+    let rm = r.fields(route, rp, &HTTP_ROUTE)?;
     let name = match get(rm, "name") {
         Some(n) => format!("{vs_name}/{}", r.text(n, "name")?),
         None => format!("{vs_name}/http[{index}]"),
     };
     let mut t = default_policy(r, route.line, name);
     t.methods = methods(r, get(rm, "match"))?;
-    let timeout = get(rm, "timeout");
-    r.route_timeout(
-        &mut t,
-        timeout,
-        &format!("{rp}.timeout"),
-        Units::Go,
-        (None, true),
-    )?;
+    r.route_timeout(&mut t, (rm, rp), Units::Go, (None, true))?;
     match get(rm, "retries") {
         None => t.defaults.extend([
             "retries.attempts",
@@ -372,13 +360,12 @@ fn http_route(
         ]),
         Some(retries) => {
             let pp = format!("{rp}.retries");
-            let pm = r.map(retries, &pp)?;
-            r.ignore_unread(
+            let pm = r.fields_unread(
                 retries,
                 &pp,
                 &["attempts", "perTryTimeout", "retryOn", "backoff"],
                 &["retryRemoteLocalities", "retryIgnorePreviousHosts"],
-            );
+            )?;
             t.line = retries.line;
             for key in ["attempts", "perTryTimeout", "retryOn", "backoff"] {
                 if let Some(l) = line_of(pm, key) {

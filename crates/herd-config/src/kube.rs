@@ -111,15 +111,13 @@ pub(crate) fn spec<'a>(
     o: &Object<'a>,
     known: &[&str],
 ) -> Result<(Entries<'a>, String), CheckError> {
-    let m = r.map(o.node, &o.path)?;
-    r.ignore_unknown(
+    let m = r.fields(
         o.node,
         &o.path,
         &["apiVersion", "kind", "metadata", "spec", "status"],
-    );
+    )?;
     let path = at(&o.path, "spec");
     let spec = get(m, "spec").ok_or_else(|| r.bad(o.node.line, &path, "required"))?;
-    let entries = r.map(spec, &path)?;
-    r.ignore_unknown(spec, &path, known);
+    let entries = r.fields(spec, &path, known)?;
     Ok((entries, path))
 }

@@ -86,8 +86,7 @@ fn service_profile(
         Some(b) => {
             budget_line = Some(b.line);
             let bp = format!("{sp}.retryBudget");
-            let bm = r.map(b, &bp)?;
-            r.ignore_unknown(b, &bp, &["retryRatio", "minRetriesPerSecond", "ttl"]);
+            let bm = r.fields(b, &bp, &["retryRatio", "minRetriesPerSecond", "ttl"])?;
             let need =
                 |k: &str| get(bm, k).ok_or_else(|| r.bad(b.line, &format!("{bp}.{k}"), "required"));
             (
@@ -112,8 +111,7 @@ fn service_profile(
     };
     for (i, route) in r.seq(routes, &format!("{sp}.routes"))?.iter().enumerate() {
         let rp = format!("{sp}.routes[{i}]");
-        let rm = r.map(route, &rp)?;
-        r.ignore_unknown(
+        let rm = r.fields(
             route,
             &rp,
             &[
@@ -123,7 +121,7 @@ fn service_profile(
                 "isRetryable",
                 "timeout",
             ],
-        );
+        )?;
         let retryable = match get(rm, "isRetryable") {
             Some(n) => r.boolean(n, &format!("{rp}.isRetryable"))?,
             None => false,
@@ -140,14 +138,7 @@ fn service_profile(
             t.field_lines.push(("retryBudget", l));
         }
         t.defaults.extend(budget_defaults.iter().copied());
-        let timeout = get(rm, "timeout");
-        r.route_timeout(
-            &mut t,
-            timeout,
-            &format!("{rp}.timeout"),
-            Units::Go,
-            (Some(ROUTE_TIMEOUT), false),
-        )?;
+        r.route_timeout(&mut t, (rm, &rp), Units::Go, (Some(ROUTE_TIMEOUT), false))?;
         if let Some(Node {
             value: Value::Map(cond),
             ..

@@ -594,6 +594,22 @@ mod tests {
         all.remove(0)
     }
 
+    /// The translation of an Envoy route configuration with one route, to `backend`, whose
+    /// retry policy is `policy` (YAML that follows `retry_policy:` on its line).
+    fn envoy_route(policy: &str) -> Translation {
+        const ROUTE: &str = r#"
+name: local_route
+virtual_hosts:
+- name: backend
+  domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route:
+      cluster: backend
+      retry_policy: "#;
+        one(System::Envoy, &format!("{ROUTE}{policy}\n"))
+    }
+
     /// Every pause of the rule's first `n` retries, drawn from one seed.
     fn pauses(rule: &Rule, n: usize) -> Vec<Duration> {
         (*rule).schedule(SplitMix64::new(7)).take(n).collect()
@@ -652,24 +668,13 @@ mod tests {
 
     #[test]
     fn envoy_route_with_its_budget() {
-        let t = one(
-            System::Envoy,
+        let t = envoy_route(
             r#"
-name: local_route
-virtual_hosts:
-- name: backend
-  domains: ["*"]
-  routes:
-  - match: {prefix: /}
-    route:
-      cluster: backend
-      retry_policy:
         retry_on: gateway-error,unavailable,retriable-status-codes
         retriable_status_codes: [409]
         num_retries: 2
         per_try_timeout: 0.5s
-        retry_back_off: {base_interval: 0.1s, max_interval: 1s}
-"#,
+        retry_back_off: {base_interval: 0.1s, max_interval: 1s}"#,
         );
         let policy = t.retry_policy().unwrap().build().unwrap();
         assert_eq!(policy.max_attempts(), 3);
@@ -738,20 +743,7 @@ static_resources:
 
     #[test]
     fn envoy_retriable_status_codes_need_their_condition() {
-        let t = one(
-            System::Envoy,
-            r#"
-name: local_route
-virtual_hosts:
-- name: backend
-  domains: ["*"]
-  routes:
-  - match: {prefix: /}
-    route:
-      cluster: backend
-      retry_policy: {retry_on: 5xx, retriable_status_codes: [409], num_retries: 1}
-"#,
-        );
+        let t = envoy_route("{retry_on: 5xx, retriable_status_codes: [409], num_retries: 1}");
         let r = t.retryable().unwrap();
         assert!(r.http_status(500) && r.http_status(599));
         assert!(!r.http_status(409));

@@ -206,19 +206,19 @@ impl Reader {
         }
     }
 
-    /// A route's `timeout` (`node`, at `path`) into `t`: as written, `0` disabling it where
-    /// `zero_disables`; absent, the system's `default`, listed among the defaults.
+    /// The `timeout` of a route (its entries, at `route_path`) into `t`: as written, `0`
+    /// disabling it where `zero_disables`; absent, the system's `default`, listed among the
+    /// defaults.
     pub(crate) fn route_timeout(
         &self,
         t: &mut Translation,
-        node: Option<&Node>,
-        path: &str,
+        (route, route_path): (&[(String, usize, Node)], &str),
         units: Units,
         (default, zero_disables): (Option<Duration>, bool),
     ) -> Result<(), CheckError> {
-        match node {
+        match get(route, "timeout") {
             Some(n) => {
-                let d = self.duration(n, path, units)?;
+                let d = self.duration(n, &format!("{route_path}.timeout"), units)?;
                 t.timeout = (!(zero_disables && d.is_zero())).then_some(d);
                 t.field_lines.push(("timeout", n.line));
             }
@@ -310,6 +310,32 @@ impl Reader {
             Value::Null => Ok(&[]),
             _ => Err(self.bad(node.line, field, "expected a mapping")),
         }
+    }
+
+    /// The entries of a mapping (`node`, at `path`), its keys outside `known` listed as
+    /// ignored ([`ignore_unknown`](Self::ignore_unknown)); anything else is bad input naming
+    /// `path`.
+    pub(crate) fn fields<'a>(
+        &mut self,
+        node: &'a Node,
+        path: &str,
+        known: &[&str],
+    ) -> Result<&'a [(String, usize, Node)], CheckError> {
+        self.fields_unread(node, path, known, &[])
+    }
+
+    /// As [`fields`](Self::fields), where `unread` are listed as ignored without being taken
+    /// for misspellings ([`ignore_unread`](Self::ignore_unread)).
+    pub(crate) fn fields_unread<'a>(
+        &mut self,
+        node: &'a Node,
+        path: &str,
+        known: &[&str],
+        unread: &[&str],
+    ) -> Result<&'a [(String, usize, Node)], CheckError> {
+        let entries = self.map(node, path)?;
+        self.ignore_unread(node, path, known, unread);
+        Ok(entries)
     }
 
     /// The items of a sequence; anything else is bad input naming `field`.

@@ -5,8 +5,9 @@ use herd::RuleName;
 use std::io::{self, Write};
 
 use super::{Contention, ContentionPoint, ContentionReport, ContentionScenario, METRICS};
-use crate::error::ScenarioError;
-use crate::model::{Metrics, Model, ModelReport, Variant, every_variant_and_seed};
+use crate::model::{
+    MetricsResult, Model, ModelReport, ReportResult, Variant, every_variant_and_seed,
+};
 use crate::watch::{Cancel, Watch};
 
 impl Model for Contention {
@@ -25,12 +26,7 @@ impl Model for Contention {
         self.scenario().runs
     }
 
-    fn run(
-        &self,
-        variant: &Variant,
-        seed: u64,
-        watch: Watch<'_>,
-    ) -> Result<Metrics, ScenarioError> {
+    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>) -> MetricsResult {
         let clients = self.scenario().clients.count;
         let rule = variant.rule_of(Self::NAME)?;
         Ok(Contention::run(self, rule, seed, clients, watch)?.metrics())
@@ -38,12 +34,7 @@ impl Model for Contention {
 
     /// One point per rule at `clients.count`, each the mean over `seeds` (in seed order, so
     /// the mean does not depend on the number of threads).
-    fn report(
-        &self,
-        variants: &[Variant],
-        seeds: &[u64],
-        cancel: &Cancel,
-    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
+    fn report(&self, variants: &[Variant], seeds: &[u64], cancel: &Cancel) -> ReportResult {
         let clients = self.scenario().clients.count;
         Watch::until(cancel).check()?;
         let runs = every_variant_and_seed(variants, seeds, |v, seed| {

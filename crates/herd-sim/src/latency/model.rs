@@ -4,7 +4,7 @@
 use super::{LatencyModel, LatencyScenario};
 use crate::error::ScenarioError;
 use crate::limits::{self, Limits};
-use crate::model::{Metrics, Model, Variant};
+use crate::model::{Metrics, MetricsResult, Model, Variant};
 use crate::watch::Watch;
 
 /// The metrics of one run, in order.
@@ -52,12 +52,7 @@ impl Model for LatencyModel {
         self.work_estimate()
     }
 
-    fn run(
-        &self,
-        variant: &Variant,
-        seed: u64,
-        watch: Watch<'_>,
-    ) -> Result<Metrics, ScenarioError> {
+    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>) -> MetricsResult {
         let name = variant.as_str();
         let index = self
             .policies()

@@ -7,8 +7,9 @@ use std::io::{self, Write};
 use serde::Serialize;
 
 use super::{METRICS, Metastable, MetastableReport, MetastableScenario};
-use crate::error::ScenarioError;
-use crate::model::{Metrics, Model, ModelReport, Variant, every_variant_and_seed};
+use crate::model::{
+    MetricsResult, Model, ModelReport, ReportResult, Variant, every_variant_and_seed,
+};
 use crate::watch::{Cancel, Watch};
 
 impl Model for Metastable {
@@ -22,22 +23,12 @@ impl Model for Metastable {
         self.expected_requests()
     }
 
-    fn run(
-        &self,
-        variant: &Variant,
-        seed: u64,
-        watch: Watch<'_>,
-    ) -> Result<Metrics, ScenarioError> {
+    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>) -> MetricsResult {
         let rule = variant.rule_of(Self::NAME)?;
         Ok(Metastable::run(self, rule, seed, watch)?.metrics())
     }
 
-    fn report(
-        &self,
-        variants: &[Variant],
-        seeds: &[u64],
-        cancel: &Cancel,
-    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
+    fn report(&self, variants: &[Variant], seeds: &[u64], cancel: &Cancel) -> ReportResult {
         Watch::until(cancel).check()?;
         let results = every_variant_and_seed(variants, seeds, |v, seed| {
             Metastable::run(self, v.rule_of(Self::NAME)?, seed, Watch::until(cancel))

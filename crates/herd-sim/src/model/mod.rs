@@ -29,6 +29,12 @@ mod report;
 pub use metrics::Metrics;
 pub use report::{MetricsReport, ModelReport, Run, csv_field, every_variant_and_seed};
 
+/// What [`Model::run`] answers: one run's metrics, or why there are none.
+pub type MetricsResult = Result<Metrics, ScenarioError>;
+/// What [`Model::report`] answers: the model's own report of a comparison, or the first
+/// run's error.
+pub type ReportResult = Result<Box<dyn ModelReport>, ScenarioError>;
+
 /// The key of a scenario's top-level table that names its model.
 pub const MODEL_KEY: &str = "model";
 /// The model of a scenario without a `model` key.
@@ -164,8 +170,7 @@ pub trait Model: fmt::Debug + Send + Sync + Sized + 'static {
     /// A variant this model does not have ([`Variant::rule_of`] names the model for a rule
     /// model), a rule that cannot be built from the scenario, a run over its limits, or the
     /// watch's flag set ([`ScenarioError::is_cancelled`]).
-    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>)
-    -> Result<Metrics, ScenarioError>;
+    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>) -> MetricsResult;
 
     /// Runs every variant with every seed (in parallel) and gathers the model's own report:
     /// by default each run's [`Metrics`] ([`MetricsReport`]); a model with a richer account
@@ -181,12 +186,7 @@ pub trait Model: fmt::Debug + Send + Sync + Sized + 'static {
     /// As [`Model::run`], for the first run that fails; an error for which
     /// [`ScenarioError::is_cancelled`] holds when `cancel` was set before the report was
     /// whole.
-    fn report(
-        &self,
-        variants: &[Variant],
-        seeds: &[u64],
-        cancel: &Cancel,
-    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
+    fn report(&self, variants: &[Variant], seeds: &[u64], cancel: &Cancel) -> ReportResult {
         Ok(Box::new(MetricsReport::run(self, variants, seeds, cancel)?))
     }
 }
@@ -221,19 +221,13 @@ pub trait AnyModel: fmt::Debug + Send + Sync {
     /// # Errors
     ///
     /// As [`Model::run`].
-    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>)
-    -> Result<Metrics, ScenarioError>;
+    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>) -> MetricsResult;
     /// [`Model::report`].
     ///
     /// # Errors
     ///
     /// As [`Model::report`].
-    fn report(
-        &self,
-        variants: &[Variant],
-        seeds: &[u64],
-        cancel: &Cancel,
-    ) -> Result<Box<dyn ModelReport>, ScenarioError>;
+    fn report(&self, variants: &[Variant], seeds: &[u64], cancel: &Cancel) -> ReportResult;
 }
 
 impl<M: Model> AnyModel for M {
@@ -264,20 +258,10 @@ impl<M: Model> AnyModel for M {
     fn variants(&self) -> Vec<Variant> {
         Model::variants(self)
     }
-    fn run(
-        &self,
-        variant: &Variant,
-        seed: u64,
-        watch: Watch<'_>,
-    ) -> Result<Metrics, ScenarioError> {
+    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>) -> MetricsResult {
         Model::run(self, variant, seed, watch)
     }
-    fn report(
-        &self,
-        variants: &[Variant],
-        seeds: &[u64],
-        cancel: &Cancel,
-    ) -> Result<Box<dyn ModelReport>, ScenarioError> {
+    fn report(&self, variants: &[Variant], seeds: &[u64], cancel: &Cancel) -> ReportResult {
         Model::report(self, variants, seeds, cancel)
     }
 }

@@ -198,6 +198,7 @@ mod tests {
 
     use super::*;
     use crate::limits::Limits;
+    use crate::model::MetricsResult;
 
     /// A model nothing else knows: a coin that lands heads on odd seeds.
     #[derive(Debug)]
@@ -222,7 +223,7 @@ mod tests {
         fn cost(&self) -> u64 {
             1
         }
-        fn run(&self, _: &Variant, seed: u64, _: Watch<'_>) -> Result<Metrics, ScenarioError> {
+        fn run(&self, _: &Variant, seed: u64, _: Watch<'_>) -> MetricsResult {
             let mut m = Metrics::new();
             m.set("heads", Some((seed % 2) as f64));
             m.set("never", None);

@@ -3,7 +3,7 @@
 //! "Partial failure").
 use super::{METRICS, PartialFailure, PartialScenario};
 use crate::error::ScenarioError;
-use crate::model::{Metrics, Model, Variant};
+use crate::model::{MetricsResult, Model, Variant};
 use crate::watch::Watch;
 
 impl Model for PartialFailure {
@@ -18,12 +18,7 @@ impl Model for PartialFailure {
     }
 
     /// A strategy by name; a retry rule is an error naming the strategies.
-    fn run(
-        &self,
-        variant: &Variant,
-        seed: u64,
-        watch: Watch<'_>,
-    ) -> Result<Metrics, ScenarioError> {
+    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>) -> MetricsResult {
         if let Variant::Rule(rule) = variant {
             return Err(ScenarioError::general(format!(
                 "the partial-failure model compares retry strategies (strategies[].name), not retry rules such as {rule}"

@@ -21,7 +21,7 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::limits::Limits;
-use crate::model::{self, MODEL_KEY, Metrics, Model, Variant};
+use crate::model::{self, MODEL_KEY, Metrics, MetricsResult, Model, Variant};
 use crate::storm::metrics::RunResult;
 use crate::storm::scenario::Scenario;
 use crate::{Engine, Simulation, Watch};
@@ -106,12 +106,7 @@ impl Model for Simulation {
         }
     }
 
-    fn run(
-        &self,
-        variant: &Variant,
-        seed: u64,
-        watch: Watch<'_>,
-    ) -> Result<Metrics, ScenarioError> {
+    fn run(&self, variant: &Variant, seed: u64, watch: Watch<'_>) -> MetricsResult {
         let result = Simulation::run(self, variant.rule_of(Self::NAME)?, seed, watch)?;
         Ok(metrics(&result, recovered_s(self, &result)))
     }

@@ -24,7 +24,7 @@ use toml::Value;
 
 use crate::error::ScenarioError;
 use crate::limits::{self, Limits};
-use crate::model::{self, Metrics, Model, Variant};
+use crate::model::{self, Metrics, MetricsResult, Model, Variant};
 
 /// Most flips in one run, whatever the limits.
 const MAX_FLIPS: u64 = 10_000_000;
@@ -131,12 +131,7 @@ impl Model for Toy {
         VARIANTS.map(|v| Variant::Named(v.to_owned())).into()
     }
 
-    fn run(
-        &self,
-        variant: &Variant,
-        seed: u64,
-        _: crate::Watch<'_>,
-    ) -> Result<Metrics, ScenarioError> {
+    fn run(&self, variant: &Variant, seed: u64, _: crate::Watch<'_>) -> MetricsResult {
         let p = match variant {
             Variant::Named(name) if name == VARIANTS[0] => 0.5,
             Variant::Named(name) if name == VARIANTS[1] => self.scenario.bias,
