@@ -275,7 +275,9 @@ struct Binomial {
 
 impl Binomial {
     fn new(n: u64, p: f64) -> Self {
-        let mode = (((n as f64 + 1.0) * p).floor() as u64).min(n);
+        // `as` truncates toward zero and saturates, so it is `floor` for every value here
+        // (`(n + 1) p ≥ 0`; a negative or NaN would give 0 both ways) without libm's call.
+        let mode = (((n as f64 + 1.0) * p) as u64).min(n);
         let q = 1.0 - p;
         // h(x) = ln((n − x) p) − ln((x + 1) q); h(m) = ln(1 + ((n − m) p − (m + 1) q) / ((m + 1) q)),
         // a small argument whose rounding stays within a few EPS.

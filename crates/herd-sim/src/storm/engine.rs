@@ -2,7 +2,8 @@
 //!
 //! A waiting client is a small [record](crate::storm::record) in the [`Calendar`] bucket of the step
 //! at which it next knocks: its failure count, the rule's memory word only when the rule keeps
-//! one, its first step only under a deadline. The world owns one [`SplitMix64`] seeded by the
+//! one (in 16 or 32 bits when it fits, and not at all when the word follows from the count, as
+//! `grpc`'s does: [`Layout`]), its first step only under a deadline. The world owns one [`SplitMix64`] seeded by the
 //! run's seed; it draws, in this order at each step, the served arrivals (a partial
 //! Fisher–Yates shuffle choosing `s` of `A`) and then, client by client, the refused ones'
 //! pauses through [`Rule::pause_nanos`](herd::Rule::pause_nanos), the library's own rule code (built in
@@ -41,7 +42,9 @@ use crate::storm::calendar::Calendar;
 use crate::storm::failure::{AfterFailure, Fate, PauseSteps};
 use crate::storm::metrics::{Meter, RunResult};
 use crate::storm::plan::{Plan, PlannedRule};
-use crate::storm::record::{Deadlined, Identified, Plain, Record, Remembering};
+use crate::storm::record::{
+    Deadlined, Identified, InRecord, Memory, Narrow, Plain, Record, Remembering, Replayed, Short,
+};
 use crate::storm::server::{ServerState, Verdict};
 use crate::storm::trace::{GiveUp, Observer, Outcome};
 use crate::throttle::{FirstAttempt, SimThrottle};
@@ -50,6 +53,43 @@ use herd::rng::Rng;
 /// Attempts between two progress reports and looks at a cancel flag (a few milliseconds
 /// of work).
 const PROGRESS_EVERY: u64 = 1 << 16;
+
+/// Where a run keeps its clients' rule memory, chosen once per run from the rule.
+enum Layout {
+    /// No memory word: the failure count alone.
+    None,
+    /// Count and word in 16 bits each ([`Short`]).
+    Short,
+    /// A word below 2^32 in the record ([`Narrow`]).
+    Narrow,
+    /// A word replayed from the failure count ([`Replayed`]).
+    Replayed(Replayed),
+    /// A whole word in the record ([`Remembering`]).
+    Word,
+}
+
+impl Layout {
+    fn of(plan: &Plan, rule: &PlannedRule) -> Self {
+        let rule = &rule.rule;
+        if !rule.uses_memory() {
+            return Self::None;
+        }
+        if let Some(table) = Replayed::of(rule) {
+            return Self::Replayed(table);
+        }
+        // These two rules' words are at most their longest pause: `decorrelated`'s is its
+        // last pause before any spread below the cap, `grpc`'s its capped backoff.
+        let bounded = matches!(rule.name(), RuleName::Decorrelated | RuleName::Grpc);
+        let most = rule.max_pause_nanos();
+        if bounded && most <= Short::MOST && u64::from(plan.max_attempts) <= Short::MOST {
+            Self::Short
+        } else if bounded && most <= u64::from(u32::MAX) {
+            Self::Narrow
+        } else {
+            Self::Word
+        }
+    }
+}
 
 /// Runs `rule` over `plan` with the world's generator seeded by `seed`, with the smallest
 /// record that holds what the rule and the scenario need.
@@ -60,30 +100,44 @@ pub(crate) fn simulate<O: Observer>(
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
-    match (
-        rule.rule.uses_memory(),
-        plan.deadline_steps.is_some(),
-        O::ACTIVE,
-    ) {
-        (false, false, false) => run::<Plain, O>(plan, name, rule, seed, observer),
-        (true, false, false) => run::<Remembering, O>(plan, name, rule, seed, observer),
-        (false, true, false) => run::<Deadlined<Plain>, O>(plan, name, rule, seed, observer),
-        (true, true, false) => run::<Deadlined<Remembering>, O>(plan, name, rule, seed, observer),
-        (false, false, true) => run::<Identified<Plain>, O>(plan, name, rule, seed, observer),
-        (true, false, true) => run::<Identified<Remembering>, O>(plan, name, rule, seed, observer),
-        (false, true, true) => {
-            run::<Identified<Deadlined<Plain>>, O>(plan, name, rule, seed, observer)
+    match Layout::of(plan, rule) {
+        Layout::None => with_extras::<Plain, _, O>(plan, name, rule, InRecord, seed, observer),
+        Layout::Short => with_extras::<Short, _, O>(plan, name, rule, InRecord, seed, observer),
+        Layout::Narrow => with_extras::<Narrow, _, O>(plan, name, rule, InRecord, seed, observer),
+        Layout::Replayed(table) => {
+            with_extras::<Plain, _, O>(plan, name, rule, &table, seed, observer)
         }
-        (true, true, true) => {
-            run::<Identified<Deadlined<Remembering>>, O>(plan, name, rule, seed, observer)
+        Layout::Word => {
+            with_extras::<Remembering, _, O>(plan, name, rule, InRecord, seed, observer)
         }
     }
 }
 
-fn run<R: Record, O: Observer>(
+/// [`run`] with `R` plus what the scenario and the observer need: the first step under a
+/// deadline, the id when tracing.
+fn with_extras<R: Record, M: Memory, O: Observer>(
+    plan: &Plan,
+    name: RuleName,
+    rule: &PlannedRule,
+    memory: M,
+    seed: u64,
+    observer: &mut O,
+) -> Result<RunResult, ScenarioError> {
+    match (plan.deadline_steps.is_some(), O::ACTIVE) {
+        (false, false) => run::<R, M, O>(plan, name, rule, memory, seed, observer),
+        (true, false) => run::<Deadlined<R>, M, O>(plan, name, rule, memory, seed, observer),
+        (false, true) => run::<Identified<R>, M, O>(plan, name, rule, memory, seed, observer),
+        (true, true) => {
+            run::<Identified<Deadlined<R>>, M, O>(plan, name, rule, memory, seed, observer)
+        }
+    }
+}
+
+fn run<R: Record, M: Memory, O: Observer>(
     plan: &Plan,
     name: RuleName,
     planned: &PlannedRule,
+    memory: M,
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
@@ -216,7 +270,7 @@ fn run<R: Record, O: Observer>(
             for &queued in &due[served..] {
                 let mut client = queued;
                 let id = client.id();
-                let mut state = client.state();
+                let mut state = memory.state(&client);
                 if after.out_of_attempts(state.failures()) {
                     gave_up += 1;
                     observer.attempt(id, step, refusal, Some(GiveUp::MaxAttempts));
