@@ -259,7 +259,11 @@ fn the_pages_whatif_is_herd_checks() {
         for (shown, printed) in page_runs.iter().zip(cli_runs) {
             let printed = with_file(printed.clone(), "config");
             for (k, v) in printed.as_object().expect("a run") {
-                assert_eq!(&shown[k], v, "{knobs} {} {}: {k}", printed["policy"], printed["scenario"]);
+                assert_eq!(
+                    &shown[k], v,
+                    "{knobs} {} {}: {k}",
+                    printed["policy"], printed["scenario"]
+                );
             }
         }
     }

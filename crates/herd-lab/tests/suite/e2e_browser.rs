@@ -1427,7 +1427,10 @@ fn whatif_expected(run: &Value) -> Value {
             .as_f64()
             .map_or_else(|| "never".to_owned(), |v| with_unit(v, Kind::Seconds));
         [
-            with_unit(f["goodput"].as_f64().expect("goodput") * 100.0, Kind::Percent),
+            with_unit(
+                f["goodput"].as_f64().expect("goodput") * 100.0,
+                Kind::Percent,
+            ),
             figure::number(f["amplification"].as_f64().expect("amplification")),
             figure::number(f["peak_load"].as_f64().expect("peak")),
             recovered,
@@ -1447,17 +1450,31 @@ fn whatif_expected(run: &Value) -> Value {
 /// (red: as set), with a table of the same load.
 async fn whatif_shown(browser: &Client, api: &Value) {
     let runs = api["runs"].as_array().expect("runs");
-    let faults: Vec<&str> = runs.iter().map(|r| r["scenario"].as_str().unwrap()).collect();
-    assert_eq!(faults, ["brownout", "overload", "outage"], "the three faults");
+    let faults: Vec<&str> = runs
+        .iter()
+        .map(|r| r["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        faults,
+        ["brownout", "overload", "outage"],
+        "the three faults"
+    );
     for (k, run) in runs.iter().enumerate() {
         let fault = run["scenario"].as_str().unwrap();
-        assert_eq!(whatif_cells(browser, fault).await, whatif_expected(run), "{fault}");
+        assert_eq!(
+            whatif_cells(browser, fault).await,
+            whatif_expected(run),
+            "{fault}"
+        );
         let canvas = format!(".whatif-chart[data-run='{k}']");
         assert_eq!(attr(browser, &canvas, "data-drawn").await, "chart");
         let label = attr(browser, &canvas, "aria-label").await;
         assert!(label.contains(&format!("during the {fault}")), "{label}");
         let (red, _) = canvas_pixels(browser, &canvas).await;
-        assert!(red > 100, "{fault}: the load as set is drawn: {red} red pixels");
+        assert!(
+            red > 100,
+            "{fault}: the load as set is drawn: {red} red pixels"
+        );
         let rows = script(
             browser,
             &format!(
@@ -1465,7 +1482,10 @@ async fn whatif_shown(browser: &Client, api: &Value) {
             ),
         )
         .await;
-        assert!(rows.as_u64().expect("rows") > 10, "{fault}: the load as a table");
+        assert!(
+            rows.as_u64().expect("rows") > 10,
+            "{fault}: the load as a table"
+        );
     }
 }
 

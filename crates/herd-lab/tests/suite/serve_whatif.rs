@@ -72,12 +72,19 @@ fn assert_runs_are(answer: &Value, expected: &[(String, Comparison)]) {
         assert_eq!(run["start_s"], json!(f.start_s));
         same(&run["as_set"], &serde_json::to_value(&f.as_set).unwrap());
         same(&run["fix"], &serde_json::to_value(&f.fix).unwrap());
-        assert_eq!(run["fix_changes"], serde_json::to_value(&c.fix_changes).unwrap());
+        assert_eq!(
+            run["fix_changes"],
+            serde_json::to_value(&c.fix_changes).unwrap()
+        );
         assert_eq!(run["no_fix"], json!(c.no_fix));
         assert_eq!(run["notes"], json!(f.notes));
         let load = &run["load"];
         let set = load["as_set"].as_array().expect("load");
-        assert!(!set.is_empty() && set.len() <= MAX_LOAD_POINTS, "{}", set.len());
+        assert!(
+            !set.is_empty() && set.len() <= MAX_LOAD_POINTS,
+            "{}",
+            set.len()
+        );
         assert_eq!(set.len(), load["fix"].as_array().expect("load").len());
         // The busiest bin is kept: the chart's peak is the run's.
         let peak = f.load[0].iter().copied().fold(0.0, f64::max);
@@ -109,9 +116,13 @@ async fn an_example_runs_the_three_faults_beside_the_fix() {
     let expected = expected(text, &o);
     assert!(!expected.is_empty());
     assert_runs_are(&answer, &expected);
-    let changes = answer["runs"][0]["fix_changes"].as_array().expect("changes");
+    let changes = answer["runs"][0]["fix_changes"]
+        .as_array()
+        .expect("changes");
     assert!(
-        changes.iter().all(|c| !c["snippet"].as_str().unwrap().is_empty()),
+        changes
+            .iter()
+            .all(|c| !c["snippet"].as_str().unwrap().is_empty()),
         "every change has its snippet: {changes:?}"
     );
 }
@@ -192,7 +203,10 @@ async fn work_past_the_limits_is_refused_before_it_runs() {
     })
     .await;
     let (status, _) = busy
-        .post("check/whatif", &json!({ "text": services(MAX_WHATIF_POLICIES) }))
+        .post(
+            "check/whatif",
+            &json!({ "text": services(MAX_WHATIF_POLICIES) }),
+        )
         .await;
     assert_eq!(status, 503, "within the limits, it waits for a slot");
 
@@ -224,7 +238,10 @@ async fn work_past_the_limits_is_refused_before_it_runs() {
         "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#;
     let report = check::check(&[Input::new("config", slow)]).unwrap();
     let outage = whatif::outage_s(&[&report.configs[0]], &WhatIfOptions::default()).unwrap();
-    assert!(outage > MAX_WHATIF_RUN_S, "the case is past the limit: {outage}");
+    assert!(
+        outage > MAX_WHATIF_RUN_S,
+        "the case is past the limit: {outage}"
+    );
     let (status, answer) = busy.post("check/whatif", &json!({ "text": slow })).await;
     assert_eq!(status, 400, "{answer}");
     let error = answer["error"].as_str().unwrap();
@@ -235,15 +252,15 @@ async fn work_past_the_limits_is_refused_before_it_runs() {
 #[tokio::test]
 async fn the_limits_are_listed() {
     let server = server().await;
-    let client = hyper_util::client::legacy::Client::builder(
-        hyper_util::rt::TokioExecutor::new(),
-    )
-    .build_http::<http_body_util::Full<hyper::body::Bytes>>();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<hyper::body::Bytes>>();
     let response = client
         .get(format!("http://{}/api/rules", server.addr).parse().unwrap())
         .await
         .expect("answers");
-    let rules = support::json_body(response.into_body()).await.expect("JSON");
+    let rules = support::json_body(response.into_body())
+        .await
+        .expect("JSON");
     assert_eq!(rules["limits"]["whatif_policies"], MAX_WHATIF_POLICIES);
     assert_eq!(rules["limits"]["whatif_run_s"], MAX_WHATIF_RUN_S);
 }
