@@ -1247,11 +1247,17 @@ function runCheck() {
     showCheck();
     document.body.dataset.checkKey = `${data.system}|${data.policies.length}|${data.findings.length}|${data.storm.clients}`;
     document.body.dataset.checkState = "ready";
+    runWhatIf(body.text, body.format);
   }, (message) => {
     check.data = null;
     check.error = message;
     $("#check-results").classList.remove("stale");
     clearCheck();
+    clearWhatIf();
+    // A what-if still on its way belongs to the text before: its answer is dropped.
+    whatifLatest(Promise.reject(new Error("replaced")), () => {}, () => {});
+    $("#check-whatif").hidden = true;
+    document.body.dataset.whatifState = "none";
     // The error's first word is the field at fault: mark that box (the text's by default).
     const field = /^(clients|capacity|outage_s)\b/.exec(message);
     $(field ? checkInputs[field[1]] : checkInputs.text).setAttribute("aria-invalid", "true");
@@ -1448,12 +1454,246 @@ function drawCheckChart(canvas) {
   canvas.dataset.drawn = "chart";
 }
 
+// ---------------------------------------------------------------- Your config: the what-if
+// The same text goes to /api/check/whatif, which runs `herd check`'s three faults on each
+// retrying policy, as set beside the fix; the page shows the figures, the fix's snippet and
+// the load at the backend over time.
+const whatif = { data: null };
+const whatifLatest = latest();
+const whatifInputs = { rps: "#whatif-rps", capacity_rps: "#whatif-capacity", brownout: "#whatif-brownout" };
+const FAULT_TEXT = { brownout: "brownout", overload: "overload", outage: "outage" };
+
+function runWhatIf(text, format) {
+  document.body.dataset.whatifState = "loading";
+  $("#check-whatif").hidden = false;
+  $("#whatif-runs").classList.add("stale");
+  const rps = $("#whatif-rps").value.trim();
+  const body = {
+    text,
+    format,
+    rps: rps === "" ? null : Number(rps),
+    capacity_rps: Number($("#whatif-capacity").value),
+    brownout: Number($("#whatif-brownout").value),
+  };
+  for (const id of Object.values(whatifInputs)) $(id).removeAttribute("aria-invalid");
+  $("#whatif-summary").textContent = "Running the three faults…";
+  whatifLatest(api("check/whatif", body), (data) => {
+    whatif.data = data;
+    $("#whatif-runs").classList.remove("stale");
+    $("#whatif-error").hidden = true;
+    showWhatIf();
+    const w = data.whatif;
+    document.body.dataset.whatifKey = `${data.runs.length}|${w.rps}|${w.capacity_rps}|${w.brownout}`;
+    document.body.dataset.whatifState = "ready";
+  }, (message) => {
+    whatif.data = null;
+    $("#whatif-runs").classList.remove("stale");
+    clearWhatIf();
+    // The error's first word names the knob at fault; otherwise it is about the text.
+    const field = /^(rps|capacity_rps|brownout)\b/.exec(message);
+    if (field) $(whatifInputs[field[1]]).setAttribute("aria-invalid", "true");
+    const error = $("#whatif-error");
+    error.textContent = message;
+    error.hidden = false;
+    document.body.dataset.whatifState = "error";
+  });
+}
+
+function clearWhatIf() {
+  $("#whatif-summary").textContent = "";
+  $("#whatif-runs").textContent = "";
+}
+
+function recoveredText(v) {
+  return v === null || v === undefined ? "never" : fig(v, "s");
+}
+
+// The figures a row shows, as `herd check`'s table does.
+const WHATIF_ROWS = [
+  ["goodput", (f) => fig(f.goodput * 100, "%")],
+  ["amplification", (f) => fig(f.amplification)],
+  ["peak load", (f) => fig(f.peak_load)],
+  ["recovered", (f) => recoveredText(f.recovered_s)],
+];
+
+function showWhatIf() {
+  clearWhatIf();
+  const d = whatif.data;
+  const w = d.whatif;
+  $("#whatif-summary").textContent =
+    `${fig(w.rps)} new requests/s against a capacity of ${fig(w.capacity_rps)}/s; brownout: ` +
+    `${fig(w.brownout * 100, "%")} of attempts fail; overload: capacity drops to ` +
+    `${fig(w.overload * 100, "%")} of the load; outage: the backend refuses everything; failures ` +
+    `answer ${w.failure_status}; seed ${w.seed}. Goodput: the requests that arrived during the fault ` +
+    `and finally succeeded; amplification: attempts per request; peak load: the busiest second over ` +
+    `the capacity; recovered: seconds after the fault until goodput is normal again.`;
+  const box = $("#whatif-runs");
+  if (d.runs.length === 0) {
+    box.appendChild(el("p", {}, "No policy retries: there is nothing to run."));
+    return;
+  }
+  // The runs come per policy, its three faults in order.
+  const policies = [];
+  for (const run of d.runs) {
+    const last = policies[policies.length - 1];
+    if (last && last.line === run.line && last.policy === run.policy) last.runs.push(run);
+    else policies.push({ policy: run.policy, line: run.line, runs: [run] });
+  }
+  policies.forEach((p, i) => box.appendChild(whatifBlock(p, i, w)));
+  for (const canvas of box.querySelectorAll("canvas")) drawWhatIfChart(canvas);
+}
+
+// One policy: a table of the three faults (as set beside the fix), the fix's snippet, the
+// notes, and a chart per fault with its table alternative.
+function whatifBlock(p, i, w) {
+  const box = el("div", { class: "whatif-policy", "data-index": String(i) });
+  box.appendChild(el("h3", {}, `${p.policy} (line ${p.line})`));
+  const wrap = el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `${p.policy} (line ${p.line}): the three faults (scrolls sideways)` });
+  const table = el("table", { class: "results whatif-compare" });
+  table.appendChild(el("caption", {}, `${p.policy}: each fault as set and with the fix`));
+  const head = table.createTHead().insertRow();
+  for (const h of ["fault", "figure", "as set", "with the fix"]) head.appendChild(el("th", { scope: "col" }, h));
+  for (const run of p.runs) {
+    const tbody = table.createTBody();
+    tbody.dataset.fault = run.scenario;
+    WHATIF_ROWS.forEach(([name, show], k) => {
+      const tr = tbody.insertRow();
+      tr.dataset.row = name;
+      if (k === 0) {
+        tr.appendChild(el("th", { scope: "rowgroup", rowspan: String(WHATIF_ROWS.length) }, `${FAULT_TEXT[run.scenario]} (${fig(run.fault_s, "s")})`));
+      }
+      tr.appendChild(el("th", { scope: "row" }, name));
+      tr.insertCell().textContent = show(run.as_set);
+      tr.insertCell().textContent = show(run.fix);
+    });
+  }
+  wrap.appendChild(table);
+  box.appendChild(wrap);
+  const first = p.runs[0];
+  const fix = el("div", { class: "whatif-fix" });
+  if (first.fix_changes.length === 0) {
+    fix.appendChild(el("p", {}, `The fix is the policy as set: ${first.no_fix || "nothing to change"}.`));
+  } else {
+    fix.appendChild(el("p", {}, "The fix:"));
+    for (const c of first.fix_changes) {
+      const item = el("div", { class: "fix-change", "data-code": c.code });
+      item.appendChild(el("p", {}, `[${c.code}] ${c.change}`));
+      const pre = el("pre", { class: "snippet", tabindex: "0", "aria-label": `snippet to paste for ${c.code}` });
+      pre.appendChild(el("code", {}, c.snippet));
+      item.appendChild(pre);
+      fix.appendChild(item);
+    }
+  }
+  box.appendChild(fix);
+  const notes = [...new Set(p.runs.flatMap((r) => r.notes))];
+  if (notes.length) {
+    const ul = el("ul", { class: "notes", "aria-label": "what the runs could not express" });
+    for (const n of notes) ul.appendChild(el("li", {}, n));
+    box.appendChild(ul);
+  }
+  for (const run of p.runs) box.appendChild(whatifChart(run, i, w));
+  return box;
+}
+
+// The load at the backend over one fault's run: a canvas described in words, a legend, and
+// the same numbers as a table (each second's busiest point, at most 60 rows).
+function whatifChart(run, i, w) {
+  const chart = el("figure", { class: "chart-wrap whatif-chart-wrap", "data-fault": run.scenario });
+  const peak = (xs) => Math.max(0, ...xs);
+  const label = `Attempts per second at the backend during the ${run.scenario} ` +
+    `(from ${fig(run.start_s, "s")} for ${fig(run.fault_s, "s")}): peak ${fig(peak(run.load.as_set))} as set, ` +
+    `${fig(peak(run.load.fix))} with the fix, against a capacity of ${fig(w.capacity_rps)}`;
+  chart.appendChild(el("figcaption", {}, `${run.policy}: ${run.scenario}`));
+  const canvas = el("canvas", {
+    class: "whatif-chart",
+    role: "img",
+    "data-index": String(i),
+    "data-fault": run.scenario,
+    "data-run": String(whatif.data.runs.indexOf(run)),
+    "aria-label": label,
+  });
+  chart.appendChild(canvas);
+  const legend = el("div", { class: "legend" });
+  legend.innerHTML = '<span class="sw chosen"></span> as set <span class="sw fixline"></span> with the fix <span class="sw cap"></span> capacity <span class="sw outage"></span> the fault';
+  chart.appendChild(legend);
+  const details = el("details", {});
+  details.appendChild(el("summary", {}, "the load as a table"));
+  const wrap = el("div", { class: "table-wrap", tabindex: "0", role: "region", "aria-label": `${run.policy}, ${run.scenario}: load over time (scrolls)` });
+  const table = el("table", { class: "results whatif-load" });
+  table.appendChild(el("caption", {}, "Attempts per second at the backend, the busiest moment of each interval"));
+  const head = table.createTHead().insertRow();
+  for (const h of ["from (s)", "as set", "with the fix"]) head.appendChild(el("th", { scope: "col" }, h));
+  const tbody = table.createTBody();
+  const n = run.load.as_set.length;
+  const per = Math.max(1, Math.ceil(n / 60));
+  for (let k = 0; k < n; k += per) {
+    const tr = tbody.insertRow();
+    tr.appendChild(el("th", { scope: "row" }, fig(k * run.load.bin_s)));
+    tr.insertCell().textContent = fig(peak(run.load.as_set.slice(k, k + per)));
+    tr.insertCell().textContent = fig(peak(run.load.fix.slice(k, k + per)));
+  }
+  wrap.appendChild(table);
+  details.appendChild(wrap);
+  chart.appendChild(details);
+  return chart;
+}
+
+// Attempts per second at the backend, as set (red) over the fix (blue), the fault shaded
+// and the capacity drawn, as `herd check --chart` draws them.
+function drawWhatIfChart(canvas) {
+  if (!whatif.data) return;
+  const run = whatif.data.runs[Number(canvas.dataset.run)];
+  if (!run) return;
+  const capacity = whatif.data.whatif.capacity_rps;
+  const { ctx, W, H } = sharpContext(canvas);
+  ctx.clearRect(0, 0, W, H);
+  const left = 56, top = 10, right = 24, bottom = 26;
+  const pw = W - left - right, ph = H - top - bottom;
+  const { as_set: set, fix, bin_s } = run.load;
+  const n = Math.max(set.length, fix.length, 1);
+  const max = Math.max(capacity, ...set, ...fix, 1) * 1.05;
+  const x = (i) => left + (i / n) * pw;
+  const y = (v) => top + ph - (v / max) * ph;
+  ctx.fillStyle = "#99999944";
+  const from = Math.min(run.start_s / bin_s, n), to = Math.min((run.start_s + run.fault_s) / bin_s, n);
+  if (to > from) ctx.fillRect(x(from), top, Math.max(1, x(to) - x(from)), ph);
+  drawAxes(ctx, left, top, pw, ph);
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (const t of niceTicks(max, 4)) ctx.fillText(fig(t), left - 4, y(t));
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  for (const t of niceTicks(n * bin_s, 6)) ctx.fillText(t + " s", x(t / bin_s), top + ph + 4);
+  ctx.strokeStyle = "#1d3557";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(left, y(capacity));
+  ctx.lineTo(left + pw, y(capacity));
+  ctx.stroke();
+  const line = (series, colour, width) => {
+    ctx.strokeStyle = colour;
+    ctx.lineWidth = width;
+    ctx.beginPath();
+    series.forEach((v, i) => {
+      if (i === 0) ctx.moveTo(x(i), y(v));
+      else ctx.lineTo(x(i), y(v));
+      ctx.lineTo(x(i + 1), y(v));
+    });
+    ctx.stroke();
+  };
+  // The fix over the configuration, thinner: where they agree, both show.
+  line(set, "#e63946", 3);
+  line(fix, "#457b9d", 1.5);
+  canvas.dataset.drawn = "chart";
+}
+
 $("#check-form").addEventListener("submit", (e) => {
   e.preventDefault();
   runCheck();
 });
 window.addEventListener("resize", debounce(() => {
   for (const canvas of document.querySelectorAll(".check-chart")) drawCheckChart(canvas);
+  for (const canvas of document.querySelectorAll(".whatif-chart")) drawWhatIfChart(canvas);
 }, 100));
 loaders.check = () => { if (!check.examples) loadCheckExamples(); };
 

@@ -165,3 +165,106 @@ fn serve_refuses_a_host_that_does_not_resolve() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("does not resolve"), "{}", stderr(&o));
 }
+
+/// The address `herd serve --port 0` printed.
+fn served_addr(line: &str) -> String {
+    line.split_whitespace()
+        .find(|w| w.starts_with("http://127.0.0.1:"))
+        .unwrap_or_else(|| panic!("no loopback URL in {line:?}"))
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_owned()
+}
+
+/// POSTs `body` to `/api/{path}` on `addr`; the status and the JSON answer.
+fn post(addr: &str, path: &str, body: &serde_json::Value) -> (u16, serde_json::Value) {
+    let body = body.to_string();
+    let mut stream = TcpStream::connect(addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .expect("timeout");
+    write!(
+        stream,
+        "POST /api/{path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("request");
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).expect("response");
+    let (head, json) = answer.split_once("\r\n\r\n").expect("a head and a body");
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("a status in {head:?}"));
+    (
+        status,
+        serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}")),
+    )
+}
+
+/// Every `file` in `v` (a run's, and its fix's changes'), which names the pasted text on the
+/// page and the path on the command line, set to `file`.
+fn with_file(mut v: serde_json::Value, file: &str) -> serde_json::Value {
+    if let Some(o) = v.as_object_mut() {
+        for (k, x) in o.iter_mut() {
+            if k == "file" {
+                *x = serde_json::Value::from(file);
+            } else {
+                *x = with_file(x.take(), file);
+            }
+        }
+    } else if let Some(a) = v.as_array_mut() {
+        for x in a.iter_mut() {
+            *x = with_file(x.take(), file);
+        }
+    }
+    v
+}
+
+/// The page's what-if of a pasted file is `herd check --format json`'s, run for run: the same
+/// faults, figures, fix (snippets included) and notes, and the same settings, for the
+/// defaults and for the knobs the page offers.
+#[test]
+fn the_pages_whatif_is_herd_checks() {
+    let (_running, line) = serve(&["--port", "0"]);
+    let addr = served_addr(&line);
+    let path = "scenarios/configs/envoy-route.yaml";
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/configs/envoy-route.yaml"
+    ))
+    .expect("the example");
+    for (flags, knobs) in [
+        (vec![], serde_json::json!({})),
+        (
+            vec!["--rps", "300", "--capacity-rps", "800", "--brownout", "0.4"],
+            serde_json::json!({ "rps": 300, "capacity_rps": 800, "brownout": 0.4 }),
+        ),
+    ] {
+        let mut args = vec!["check", "--format", "json", path];
+        args.extend(flags.iter().copied());
+        let o = herd(&args);
+        let cli: serde_json::Value =
+            serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stderr(&o)));
+        let mut body = knobs.clone();
+        body["text"] = serde_json::Value::from(text.as_str());
+        let (status, page) = post(&addr, "check/whatif", &body);
+        assert_eq!(status, 200, "{page}");
+        assert_eq!(page["whatif"], cli["whatif"], "{knobs}");
+        let cli_runs = cli["runs"].as_array().expect("runs");
+        let page_runs = page["runs"].as_array().expect("runs");
+        assert_eq!(page_runs.len(), cli_runs.len(), "{knobs}");
+        assert!(!cli_runs.is_empty());
+        for (shown, printed) in page_runs.iter().zip(cli_runs) {
+            let printed = with_file(printed.clone(), "config");
+            for (k, v) in printed.as_object().expect("a run") {
+                assert_eq!(
+                    &shown[k], v,
+                    "{knobs} {} {}: {k}",
+                    printed["policy"], printed["scenario"]
+                );
+            }
+        }
+    }
+}

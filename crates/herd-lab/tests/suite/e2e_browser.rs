@@ -6,7 +6,8 @@
 //! answer (which the test fetches itself), that the storm chart is drawn (by reading the
 //! canvas's pixels), the headline demo (a refusal that costs work, and nobody served), the
 //! rules side by side on one time axis, the error state, the Hedging scene's tail and its
-//! crossover under the utilisation slider, the tabs' links and keys, and runs the axe-core
+//! crossover under the utilisation slider, a pasted configuration's three faults beside the
+//! fix and their charts, the tabs' links and keys, and runs the axe-core
 //! accessibility engine on every scene. It saves screenshots to `target/e2e/`.
 //!
 //! Without `chromium` and `chromedriver` on the PATH the test prints one loud line and
@@ -308,6 +309,7 @@ async fn drive(browser: &Client, server: &PageServer, axe: Option<&str>) {
     audit(browser, axe, "layers").await;
     check_hedge(browser, server, axe).await;
     check_config(browser, server, axe).await;
+    check_whatif(browser, server, axe).await;
     check_tabs(browser, server).await;
     audit_on_a_phone(browser, axe).await;
 }
@@ -1368,6 +1370,15 @@ async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) 
     assert_eq!(
         script(
             browser,
+            "return document.querySelector('#check-whatif').hidden;"
+        )
+        .await,
+        Value::Bool(true),
+        "no stale what-if"
+    );
+    assert_eq!(
+        script(
+            browser,
             "return document.querySelector('#check-findings-wrap').hidden;"
         )
         .await,
@@ -1391,4 +1402,184 @@ async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) 
     .await;
     screenshot(browser, "check-phone.png").await;
     browser.set_window_size(1200, 1000).await.expect("resize");
+}
+
+/// Istio's defaults, typed into the box: two retries on `unavailable` among others.
+const PASTED: &str = "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: reviews}\nspec:\n  hosts: [reviews]\n  http:\n  - route:\n    - destination: {host: reviews}\n";
+
+/// The what-if's table on the page, per fault: each figure's row, as set and with the fix.
+async fn whatif_cells(browser: &Client, fault: &str) -> Value {
+    script(
+        browser,
+        &format!(
+            "return [...document.querySelectorAll(\".whatif-policy[data-index='0'] tbody[data-fault='{fault}'] tr\")] \
+               .map((tr) => [tr.dataset.row, ...[...tr.cells].filter((c) => c.tagName === 'TD').map((c) => c.textContent)]);"
+        ),
+    )
+    .await
+}
+
+/// The figures the page must show for one run of the API's answer, as `herd check` prints
+/// them (herd-sim's figure rules).
+fn whatif_expected(run: &Value) -> Value {
+    let side = |f: &Value| {
+        let recovered = f["recovered_s"]
+            .as_f64()
+            .map_or_else(|| "never".to_owned(), |v| with_unit(v, Kind::Seconds));
+        [
+            with_unit(
+                f["goodput"].as_f64().expect("goodput") * 100.0,
+                Kind::Percent,
+            ),
+            figure::number(f["amplification"].as_f64().expect("amplification")),
+            figure::number(f["peak_load"].as_f64().expect("peak")),
+            recovered,
+        ]
+    };
+    let (set, fix) = (side(&run["as_set"]), side(&run["fix"]));
+    let rows = ["goodput", "amplification", "peak load", "recovered"];
+    Value::Array(
+        rows.iter()
+            .enumerate()
+            .map(|(k, name)| json!([name, set[k], fix[k]]))
+            .collect(),
+    )
+}
+
+/// Every run of `api` is on the page: its figures as set beside the fix, and its chart drawn
+/// (red: as set), with a table of the same load.
+async fn whatif_shown(browser: &Client, api: &Value) {
+    let runs = api["runs"].as_array().expect("runs");
+    let faults: Vec<&str> = runs
+        .iter()
+        .map(|r| r["scenario"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        faults,
+        ["brownout", "overload", "outage"],
+        "the three faults"
+    );
+    for (k, run) in runs.iter().enumerate() {
+        let fault = run["scenario"].as_str().unwrap();
+        assert_eq!(
+            whatif_cells(browser, fault).await,
+            whatif_expected(run),
+            "{fault}"
+        );
+        let canvas = format!(".whatif-chart[data-run='{k}']");
+        assert_eq!(attr(browser, &canvas, "data-drawn").await, "chart");
+        let label = attr(browser, &canvas, "aria-label").await;
+        assert!(label.contains(&format!("during the {fault}")), "{label}");
+        let (red, _) = canvas_pixels(browser, &canvas).await;
+        assert!(
+            red > 100,
+            "{fault}: the load as set is drawn: {red} red pixels"
+        );
+        let rows = script(
+            browser,
+            &format!(
+                "return document.querySelectorAll(\".whatif-chart-wrap[data-fault='{fault}'] .whatif-load tbody tr\").length;"
+            ),
+        )
+        .await;
+        assert!(
+            rows.as_u64().expect("rows") > 10,
+            "{fault}: the load as a table"
+        );
+    }
+}
+
+/// A configuration typed into the box: the three faults as set beside the fix, the fix's
+/// snippet and a chart per fault; the what-if's knobs; a knob out of range named.
+async fn check_whatif(browser: &Client, server: &PageServer, axe: Option<&str>) {
+    click(browser, "#tab-check").await;
+    retype(browser, "#check-text", PASTED).await;
+    click(browser, "#check-run").await;
+    wait_until(
+        browser,
+        "document.body.dataset.whatifState === 'ready' && document.body.dataset.whatifKey === '3|500|1000|0.3'",
+    )
+    .await;
+    let (status, api) = server
+        .post("check/whatif", &json!({ "text": PASTED }))
+        .await;
+    assert_eq!(status, 200, "{api}");
+    assert_eq!(api["system"], "istio");
+    whatif_shown(browser, &api).await;
+    // The fix's snippet, to paste, or why there is none.
+    let changes = api["runs"][0]["fix_changes"].as_array().expect("changes");
+    let snippets = script(
+        browser,
+        "return [...document.querySelectorAll(\".whatif-policy[data-index='0'] .snippet\")].map((p) => p.textContent);",
+    )
+    .await;
+    assert_eq!(
+        snippets,
+        Value::Array(changes.iter().map(|c| c["snippet"].clone()).collect())
+    );
+    if changes.is_empty() {
+        let why = text(browser, ".whatif-policy[data-index='0'] .whatif-fix").await;
+        assert!(why.contains("as set"), "{why}");
+    }
+    script(
+        browser,
+        "document.querySelector('#check-whatif').scrollIntoView();",
+    )
+    .await;
+    screenshot(browser, "check-whatif.png").await;
+    script(
+        browser,
+        "document.querySelector('.whatif-chart-wrap').scrollIntoView();",
+    )
+    .await;
+    screenshot(browser, "check-whatif-chart.png").await;
+    audit(browser, axe, "check (what-if)").await;
+
+    // The knobs, as `herd check --rps --brownout` set them.
+    retype(browser, "#whatif-rps", "200").await;
+    retype(browser, "#whatif-brownout", "0.5").await;
+    click(browser, "#check-run").await;
+    wait_until(
+        browser,
+        "document.body.dataset.whatifState === 'ready' && document.body.dataset.whatifKey === '3|200|1000|0.5'",
+    )
+    .await;
+    let (status, knobs) = server
+        .post(
+            "check/whatif",
+            &json!({ "text": PASTED, "rps": 200, "brownout": 0.5 }),
+        )
+        .await;
+    assert_eq!(status, 200, "{knobs}");
+    whatif_shown(browser, &knobs).await;
+    assert_ne!(knobs["runs"][0]["as_set"], api["runs"][0]["as_set"]);
+
+    // A knob out of range: the error names it, its box is marked, nothing stale is left.
+    retype(browser, "#whatif-brownout", "2").await;
+    click(browser, "#check-run").await;
+    wait_until(browser, "document.body.dataset.whatifState === 'error'").await;
+    let (status, refused) = server
+        .post(
+            "check/whatif",
+            &json!({ "text": PASTED, "rps": 200, "brownout": 2 }),
+        )
+        .await;
+    assert_eq!(status, 400);
+    let error = text(browser, "#whatif-error").await;
+    assert_eq!(error, refused["error"].as_str().expect("error"));
+    assert!(error.starts_with("brownout: "), "{error}");
+    assert_eq!(
+        attr(browser, "#whatif-brownout", "aria-invalid").await,
+        "true"
+    );
+    assert!(text(browser, "#whatif-runs").await.is_empty());
+    audit(browser, axe, "check (what-if knob out of range)").await;
+    retype(browser, "#whatif-brownout", "0.3").await;
+    retype(browser, "#whatif-rps", "").await;
+    click(browser, "#check-run").await;
+    wait_until(
+        browser,
+        "document.body.dataset.whatifState === 'ready' && document.body.dataset.whatifKey === '3|500|1000|0.3'",
+    )
+    .await;
 }
