@@ -1,7 +1,9 @@
 //! The *Your config* scene: a pasted retry configuration (gRPC, Envoy, Istio, Linkerd, AWS or
 //! Resilience4j), read by `herd_sim::check` exactly as `herd check` reads a file: its
 //! translation into herd's terms (each field marked set or default), its findings, and the
-//! default storm run with each policy's semantics beside the suggested fix.
+//! default storm run with each policy's semantics beside the suggested fix. The same text's
+//! what-if (three faults on steady traffic) is [`super::whatif`]'s, which reads it through
+//! `read`.
 //!
 //! Nothing here translates: the reading, the defaults, the findings and the fix are
 //! `herd_sim::check`'s; this module only bounds the request and shapes the answer.

@@ -1582,4 +1582,20 @@ async fn check_whatif(browser: &Client, server: &PageServer, axe: Option<&str>) 
         "document.body.dataset.whatifState === 'ready' && document.body.dataset.whatifKey === '3|500|1000|0.3'",
     )
     .await;
+
+    // A phone's width: the tables scroll in their own boxes, nothing is wider than the screen.
+    browser.set_window_size(390, 844).await.expect("resize");
+    wait_until(
+        browser,
+        "document.documentElement.scrollWidth <= document.documentElement.clientWidth",
+    )
+    .await;
+    script(
+        browser,
+        "document.querySelector('#check-whatif').scrollIntoView();",
+    )
+    .await;
+    screenshot(browser, "check-whatif-phone.png").await;
+    audit(browser, axe, "check (what-if, phone)").await;
+    browser.set_window_size(1200, 1000).await.expect("resize");
 }
