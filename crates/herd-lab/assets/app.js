@@ -1585,6 +1585,12 @@ function whatifBlock(p, i, w) {
     }
   }
   box.appendChild(fix);
+  const same = p.runs.filter((r) => r.same_because);
+  if (same.length) {
+    const ul = el("ul", { class: "notes whatif-same", "aria-label": "faults the fix does not change, and why" });
+    for (const r of same) ul.appendChild(el("li", { "data-fault": r.scenario }, `${FAULT_TEXT[r.scenario]}: as set = fix: ${r.same_because}`));
+    box.appendChild(ul);
+  }
   const notes = [...new Set(p.runs.flatMap((r) => r.notes))];
   if (notes.length) {
     const ul = el("ul", { class: "notes", "aria-label": "what the runs could not express" });

@@ -134,6 +134,8 @@ pub struct WhatIfRunView {
     pub fix_changes: Vec<FixChange>,
     /// Why the fix is the policy as set, when it is.
     pub no_fix: Option<String>,
+    /// Why this fault runs the same as set and with the fix, when it does.
+    pub same_because: Option<String>,
     /// What the run could not express.
     pub notes: Vec<String>,
     /// The load at the backend over time.
@@ -259,6 +261,7 @@ impl WhatIfRequest {
                 fix: f.fix.clone(),
                 fix_changes: c.fix_changes.clone(),
                 no_fix: c.no_fix.clone(),
+                same_because: f.same_because.clone(),
                 notes: f.notes.clone(),
                 load: load_view(f),
             }));
