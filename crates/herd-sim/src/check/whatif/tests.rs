@@ -15,6 +15,16 @@ fn one(file: &str, text: &str) -> Translation {
     check(&[Input::new(file, text)]).unwrap().configs.remove(0)
 }
 
+/// `run_fault` with the default limits and no cancelling, which must succeed.
+fn fault(path: &[&Translation], fault: Fault, options: &WhatIfOptions) -> FaultRun {
+    run_fault(path, fault, options, &Limits::default(), &Cancel::new()).unwrap()
+}
+
+/// `run_fault` as [`fault`], which must fail.
+fn fault_err(path: &[&Translation], fault: Fault, options: &WhatIfOptions) -> ScenarioError {
+    run_fault(path, fault, options, &Limits::default(), &Cancel::new()).unwrap_err()
+}
+
 fn short() -> WhatIfOptions {
     WhatIfOptions {
         before_s: 2.0,
@@ -85,14 +95,7 @@ fn the_closed_forms_are_what_the_laws_say() {
 fn istio_defaults_in_a_brownout_meet_the_closed_form() {
     let t = one("vs.yaml", ISTIO_DEFAULT);
     assert_eq!(t.max_attempts, Some(3));
-    let run = run_fault(
-        &[&t],
-        Fault::Brownout,
-        &short(),
-        &Limits::default(),
-        &Cancel::new(),
-    )
-    .unwrap();
+    let run = fault(&[&t], Fault::Brownout, &short());
     let f = &run.figures;
     let n = f.requests as f64;
     assert!(n > 25_000.0, "{n} requests in 60 s at 500 a second");
@@ -114,14 +117,7 @@ fn two_hops_in_a_brownout_meet_the_closed_form() {
     let outer = one("outer.yaml", ISTIO_FOUR);
     let inner = one("inner.yaml", ISTIO_DEFAULT);
     assert_eq!((outer.max_attempts, inner.max_attempts), (Some(4), Some(3)));
-    let run = run_fault(
-        &[&outer, &inner],
-        Fault::Brownout,
-        &short(),
-        &Limits::default(),
-        &Cancel::new(),
-    )
-    .unwrap();
+    let run = fault(&[&outer, &inner], Fault::Brownout, &short());
     let f = &run.figures;
     let n = f.requests as f64;
     let (mean, var, served) = layered_law(0.3, &[4, 3]);
@@ -151,14 +147,7 @@ fn a_hop_that_answers_500_stops_the_layers_above_from_retrying() {
         gives_up_as_500: true,
         ..short()
     };
-    let run = run_fault(
-        &[&outer, &inner],
-        Fault::Brownout,
-        &options,
-        &Limits::default(),
-        &Cancel::new(),
-    )
-    .unwrap();
+    let run = fault(&[&outer, &inner], Fault::Brownout, &options);
     let f = &run.figures;
     let n = f.requests as f64;
     let (mean, var, served) = layered_law(0.3, &[3]);
@@ -203,14 +192,7 @@ fn two_hops_send_the_bottom_twelve_attempts_a_request_in_the_outage() {
             .filter(|r| !r.ok)
             .all(|r| r.attempts == 12)
     );
-    let run = run_fault(
-        &path,
-        Fault::Outage,
-        &options,
-        &Limits::default(),
-        &Cancel::new(),
-    )
-    .unwrap();
+    let run = fault(&path, Fault::Outage, &options);
     assert!(run.figures.amplification <= 12.0 && run.figures.amplification > 6.0);
     assert_eq!(run.figures.recovered_s, Some(0.0), "{:?}", run.figures);
 }
@@ -221,14 +203,7 @@ fn a_policy_that_does_not_retry_the_answer_shows_it() {
         "route.yaml",
         "name: r\nvirtual_hosts:\n- name: v\n  domains: [\"*\"]\n  routes:\n  - match: {prefix: /}\n    route:\n      cluster: c\n      retry_policy:\n        retry_on: connect-failure\n        num_retries: 3\n",
     );
-    let run = run_fault(
-        &[&envoy],
-        Fault::Brownout,
-        &short(),
-        &Limits::default(),
-        &Cancel::new(),
-    )
-    .unwrap();
+    let run = fault(&[&envoy], Fault::Brownout, &short());
     assert_eq!(run.figures.amplification, 1.0);
     let n = run.figures.requests as f64;
     within("goodput", run.figures.goodput, 0.7, (0.21 / n).sqrt());
@@ -246,16 +221,7 @@ fn a_run_is_the_same_from_the_same_seed() {
         overload_s: 5.0,
         ..short()
     };
-    let go = || {
-        run_fault(
-            &[&t],
-            Fault::Overload,
-            &options,
-            &Limits::default(),
-            &Cancel::new(),
-        )
-        .unwrap()
-    };
+    let go = || fault(&[&t], Fault::Overload, &options);
     assert_eq!(go(), go());
 }
 
@@ -292,14 +258,7 @@ fn bad_options_are_refused_naming_the_field() {
             "outage_s",
         ),
     ] {
-        let err = run_fault(
-            &[&t],
-            Fault::Outage,
-            &options,
-            &Limits::default(),
-            &Cancel::new(),
-        )
-        .unwrap_err();
+        let err = fault_err(&[&t], Fault::Outage, &options);
         assert_eq!(err.field_name(), Some(field), "{err}");
     }
 }
@@ -330,17 +289,7 @@ fn retries_turn_a_mild_overload_into_a_collapse_that_the_fix_ends() {
         after_s: 20.0,
         ..short()
     };
-    let go = |t: &Translation| {
-        run_fault(
-            &[t],
-            Fault::Overload,
-            &options,
-            &Limits::default(),
-            &Cancel::new(),
-        )
-        .unwrap()
-        .figures
-    };
+    let go = |t: &Translation| fault(&[t], Fault::Overload, &options).figures;
     let (set, fixed) = (go(&t), go(&f.path[0]));
     assert_eq!(set.recovered_s, None, "{set:?}");
     assert!(set.peak_load > 2.0, "{set:?}");
