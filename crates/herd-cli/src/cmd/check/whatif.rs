@@ -124,7 +124,8 @@ fn flag_error(e: ScenarioError) -> CliError {
 }
 
 /// The semantics of `t`, without where it was written: two policies with the same key run
-/// the same.
+/// the same and get the same fix. The methods stay: a route of POSTs is fixed by turning its
+/// retries off (`retries-non-idempotent`), the same policy for GETs is not.
 fn key(t: &Translation) -> Translation {
     let mut k = t.clone();
     k.file.clear();
@@ -132,28 +133,37 @@ fn key(t: &Translation) -> Translation {
     k.name.clear();
     k.defaults.clear();
     k.field_lines.clear();
-    k.methods.clear();
     k
 }
 
 /// Every retrying policy alone, then the layers of the call path and the mesh's path.
+///
+/// Memory does not grow with the number of identical policies: each is simulated once, and
+/// the load series (kept only for `keep_load`, the chart) are dropped.
 pub(super) fn runs(
     report: &Report,
     layered: &[(String, Vec<Translation>)],
     options: &WhatIfOptions,
+    keep_load: bool,
 ) -> CliResult<Vec<WhatIfRun>> {
     let limits = Limits::default();
     let cancel = Cancel::new();
-    let mut done: Vec<(Vec<Translation>, Comparison)> = Vec::new();
+    let mut done: Vec<(Vec<Translation>, Vec<String>, Comparison)> = Vec::new();
     let mut out = Vec::new();
     let mut run = |path: &[&Translation], file: String, policy: String| -> CliResult {
         let keys: Vec<Translation> = path.iter().map(|t| key(t)).collect();
-        let comparison = match done.iter().find(|(k, _)| *k == keys) {
-            Some((_, c)) => with_places(c, path),
+        let comparison = match done.iter().find(|(k, _, _)| *k == keys) {
+            Some((_, names, c)) => with_places(c, names, path),
             None => {
-                let c = whatif::compare(path, options, &limits, &cancel)
+                let mut c = whatif::compare(path, options, &limits, &cancel)
                     .map_err(|e| CliError::input(format!("{file}: {policy} (the what-if): {e}")))?;
-                done.push((keys, c.clone()));
+                if !keep_load {
+                    for f in &mut c.faults {
+                        f.load = [Vec::new(), Vec::new()];
+                    }
+                }
+                let names = path.iter().map(|t| t.name.clone()).collect();
+                done.push((keys, names, c.clone()));
                 c
             }
         };
@@ -175,9 +185,23 @@ pub(super) fn runs(
     Ok(out)
 }
 
-/// A cached comparison for another policy of the same semantics: its changes name this one.
-fn with_places(c: &Comparison, path: &[&Translation]) -> Comparison {
+/// A cached comparison, run for policies named `names`, for `path`, of the same semantics:
+/// its changes and notes name this one.
+fn with_places(c: &Comparison, names: &[String], path: &[&Translation]) -> Comparison {
     let mut c = c.clone();
+    for f in &mut c.faults {
+        for note in &mut f.notes {
+            // The hop's own note ("NAME does not retry …"): renamed once, by its first match.
+            if let Some((was, t)) = names
+                .iter()
+                .zip(path)
+                .map(|(name, t)| (format!("{name} does not retry"), t))
+                .find(|(was, _)| note.starts_with(was) || note.starts_with(&format!("fix: {was}")))
+            {
+                *note = note.replacen(&was, &format!("{} does not retry", t.name), 1);
+            }
+        }
+    }
     for change in &mut c.fix_changes {
         if let Some(t) = path.iter().find(|t| t.name == change.policy) {
             change.file = t.file.clone();
