@@ -303,7 +303,10 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         {
             layered.push((format!("mesh path, {} hops", m.path.len()), m.path.clone()));
         }
-        (whatif::runs(&report, &layered, &o)?, Some(o))
+        (
+            whatif::runs(&report, &layered, &o, args.chart.is_some())?,
+            Some(o),
+        )
     } else {
         (Vec::new(), None)
     };

@@ -94,6 +94,39 @@ fn identical_translations_run_once_and_read_the_same() {
     );
 }
 
+/// Two routes of one policy, one for GETs and one for POSTs, are not the same to the
+/// what-if: retrying a POST is fixed by turning its retries off (`retries-non-idempotent`),
+/// retrying a GET is not. Before, the methods were left out of what identical policies
+/// share, and whichever route came second ran the first one's fix.
+#[test]
+fn a_route_of_posts_does_not_share_the_fix_of_the_same_route_for_gets() {
+    let vs = |first: &str, second: &str| {
+        format!(
+            "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{name: orders}}\nspec:\n  hosts: [orders]\n  http:\n  - match:\n    - method: {{exact: {first}}}\n    route:\n    - destination: {{host: orders}}\n  - match:\n    - method: {{exact: {second}}}\n    route:\n    - destination: {{host: orders}}\n"
+        )
+    };
+    for (first, second) in [("GET", "POST"), ("POST", "GET")] {
+        let file = support::scratch_file(&format!("orders-{first}.yaml"), &vs(first, second));
+        let v = json(&[&file]);
+        let runs = v["runs"].as_array().expect("runs");
+        assert_eq!(runs.len(), 6);
+        for (run, method) in [(&runs[0], first), (&runs[3], second)] {
+            let codes: Vec<&str> = run["fix_changes"]
+                .as_array()
+                .expect("fix_changes")
+                .iter()
+                .map(|c| c["code"].as_str().expect("code"))
+                .collect();
+            let want = if method == "POST" {
+                "retries-non-idempotent"
+            } else {
+                "unbounded-max-retries"
+            };
+            assert_eq!(codes, [want], "{method} after {first}: {run}");
+        }
+    }
+}
+
 #[test]
 fn csv_has_a_row_per_policy_fault_and_side() {
     let out = herd(&["check", "scenarios/configs/aws-config", "--format", "csv"]);

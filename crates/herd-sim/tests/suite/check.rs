@@ -699,6 +699,99 @@ fn a_mesh_gives_the_amplification_and_the_advice_of_its_policies() {
     assert_eq!((err.file.as_str(), err.line), ("mesh.toml", 4), "{err}");
 }
 
+/// An Istio `VirtualService` for `host`, with `retries` (YAML under `retries:`) or Istio's
+/// default policy.
+fn virtual_service(host: &str, retries: Option<&str>) -> String {
+    format!(
+        "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{name: {host}}}\nspec:\n  hosts: [{host}]\n  http:\n  - route:\n    - destination: {{host: {host}}}\n{}",
+        retries.map_or(String::new(), |r| format!("    retries: {r}\n"))
+    )
+}
+
+/// The mesh's advice is the what-if's fix of the path to the failure, counted: retries off
+/// above, the policy's own attempts kept at the last retrying call. Before, it was `herd
+/// amplify`'s (every call into the failing service with the graph's largest attempts), which
+/// the what-if never ran: with four attempts at the frontend it advised four at the ledger,
+/// where the fix keeps payments' three; and with no retries into the ledger it advised
+/// retries there, where the fix keeps checkout's.
+#[test]
+fn the_mesh_advice_is_the_simulated_fix() {
+    use herd_sim::check::mesh::Mesh;
+    use herd_sim::check::whatif::{self, WhatIfOptions};
+    use herd_sim::{Cancel, Limits};
+
+    let files = [
+        (
+            "frontend.yaml",
+            virtual_service("checkout", Some("{attempts: 3}")),
+        ),
+        ("checkout.yaml", virtual_service("payments", None)),
+        ("payments.yaml", virtual_service("ledger", None)),
+        (
+            "payments-off.yaml",
+            virtual_service("ledger", Some("{attempts: 0}")),
+        ),
+    ];
+    let translated: Vec<(&str, Vec<Translation>)> = files
+        .iter()
+        .map(|(file, text)| (*file, run(file, text).configs))
+        .collect();
+    let mut options = WhatIfOptions::default();
+    options.brownout_s = 2.0;
+    options.overload_s = 2.0;
+    options.after_s = 2.0;
+    for (payments, ledger_attempts) in [("payments.yaml", 3.0), ("payments-off.yaml", 1.0)] {
+        let mesh = Mesh::from_toml(
+            "mesh.toml",
+            &format!(
+                "entry = \"frontend\"\n\
+                 [[service]]\nname = \"frontend\"\ncalls = [{{ to = \"checkout\", config = \"frontend.yaml\" }}]\n\
+                 [[service]]\nname = \"checkout\"\ncalls = [{{ to = \"payments\", config = \"checkout.yaml\" }}]\n\
+                 [[service]]\nname = \"payments\"\ncalls = [{{ to = \"ledger\", config = \"{payments}\" }}]\n\
+                 [[service]]\nname = \"ledger\"\nfails = true\n"
+            ),
+        )
+        .unwrap();
+        let m = mesh
+            .amplify(|c| {
+                translated
+                    .iter()
+                    .find(|(n, _)| *n == c)
+                    .map_or(&[][..], |(_, ts)| ts.as_slice())
+            })
+            .unwrap();
+        let path: Vec<&Translation> = m.path.iter().collect();
+        // What the what-if runs as the fix of this path, hop by hop, caller first.
+        let comparison =
+            whatif::compare(&path, &options, &Limits::default(), &Cancel::new()).unwrap();
+        let fix = whatif::fix(&path);
+        assert_eq!(comparison.fix_changes, fix.changes, "{payments}");
+        let attempts: Vec<u32> = fix
+            .path
+            .iter()
+            .map(|t| t.max_attempts.expect("bounded"))
+            .collect();
+        // The requests each service receives per entry request when the ledger fails: each
+        // call down the path multiplies by its attempts under the fix.
+        let mut want = vec![1.0];
+        for a in &attempts {
+            want.push(want.last().unwrap() * f64::from(*a));
+        }
+        if want.len() < 4 {
+            // The ledger's own call does not retry: payments passes each call on once.
+            want.push(*want.last().unwrap() * ledger_attempts);
+        }
+        assert_eq!(
+            m.advice.prediction.receives, want,
+            "{payments}: fix {attempts:?}"
+        );
+        assert_eq!(
+            want[3], 3.0,
+            "{payments}: the kept call's own three attempts"
+        );
+    }
+}
+
 /// gRPC core and grpc-go >= 1.70 jitter ±20 % after the cap; grpc-go < 1.70 and grpc-js draw
 /// `U[0, x)`, herd's `full` when the multiplier is 2 and `grpc-retry` with jitter 1 over half
 /// the base and cap otherwise (the same distribution).

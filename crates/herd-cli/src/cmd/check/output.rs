@@ -38,10 +38,10 @@ pub(super) fn mesh_json(m: &MeshReport) -> Value {
             "factor": a.factor(),
         })).collect::<Vec<_>>(),
         "advice": {
-            "retry_only": m.advice.retry_on.iter().map(|(f, t)| json!({
-                "from": services[*f].name, "to": services[*t].name,
+            "retry_only": m.advice.retry_on.iter().map(|(f, t, a)| json!({
+                "from": services[*f].name, "to": services[*t].name, "attempts": a,
             })).collect::<Vec<_>>(),
-            "attempts": m.advice.attempts,
+            "attempts": m.advice.retry_on.iter().map(|r| r.2).max().unwrap_or(1),
             "services": receives(&m.advice.prediction),
         },
     })
@@ -72,17 +72,21 @@ pub(super) fn mesh_table(m: &MeshReport) -> String {
         .advice
         .retry_on
         .iter()
-        .map(|(f, t)| format!("{} → {}", services[*f].name, services[*t].name))
+        .map(|(f, t, a)| {
+            format!(
+                "{} → {} ({a} attempts)",
+                services[*f].name, services[*t].name
+            )
+        })
         .collect();
     let _ = writeln!(
         s,
-        "  advice          retry only on {} ({} attempts): {}",
+        "  advice          {}: {}",
         if only.is_empty() {
-            "no call".to_owned()
+            "retry on no call".to_owned()
         } else {
-            only.join(", ")
+            format!("retry only on {}", only.join(", "))
         },
-        m.advice.attempts,
         counts(&m.advice.prediction)
     );
     s

@@ -125,7 +125,8 @@ fn flag_error(e: ScenarioError) -> CliError {
 }
 
 /// The semantics of `t`, without where it was written: two policies with the same key run
-/// the same.
+/// the same and get the same fix. The methods stay: a route of POSTs is fixed by turning its
+/// retries off (`retries-non-idempotent`), the same policy for GETs is not.
 fn key(t: &Translation) -> Translation {
     let mut k = t.clone();
     k.file.clear();
@@ -133,19 +134,21 @@ fn key(t: &Translation) -> Translation {
     k.name.clear();
     k.defaults.clear();
     k.field_lines.clear();
-    k.methods.clear();
     k
 }
 
 /// Every retrying policy alone, then the layers of the call path and the mesh's path.
+///
+/// Memory does not grow with the number of identical policies: each is simulated once, and
+/// the load series (kept only for `keep_load`, the chart) are dropped.
 pub(super) fn runs(
     report: &Report,
     layered: &[(String, Vec<Translation>)],
     options: &WhatIfOptions,
+    keep_load: bool,
 ) -> CliResult<Vec<WhatIfRun>> {
     let limits = Limits::default();
     let cancel = Cancel::new();
-    // The comparisons run, by the semantics of their path, with the path's policy names.
     let mut done: Vec<(Vec<Translation>, Vec<String>, Comparison)> = Vec::new();
     let mut out = Vec::new();
     let mut run = |path: &[&Translation], file: String, policy: String| -> CliResult {
@@ -153,8 +156,13 @@ pub(super) fn runs(
         let comparison = match done.iter().find(|(k, _, _)| *k == keys) {
             Some((_, names, c)) => with_places(c, names, path),
             None => {
-                let c = whatif::compare(path, options, &limits, &cancel)
+                let mut c = whatif::compare(path, options, &limits, &cancel)
                     .map_err(|e| CliError::input(format!("{file}: {policy} (the what-if): {e}")))?;
+                if !keep_load {
+                    for f in &mut c.faults {
+                        f.load = [Vec::new(), Vec::new()];
+                    }
+                }
                 let names = path.iter().map(|t| t.name.clone()).collect();
                 done.push((keys, names, c.clone()));
                 c
