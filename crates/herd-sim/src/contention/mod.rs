@@ -183,17 +183,23 @@ impl ContentionPoint {
     }
 }
 
-/// What one hop of the protocol is doing when its event fires.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Hop {
+/// What one hop of the protocol is doing when its event fires, as a small number so that
+/// the event loop can step every hop with the same few instructions (the hops of successive
+/// events are in no predictable order, and a `match` on them mispredicts most events).
+mod hop {
     /// The read reaches the row.
-    ReadArrives,
+    pub(super) const READ_ARRIVES: u8 = 0;
     /// The read's answer reaches the client, which sends its write.
-    ReadAnswered,
+    pub(super) const READ_ANSWERED: u8 = 1;
     /// The write reaches the row.
-    WriteArrives,
-    /// The write's answer (committed or rejected) reaches the client.
-    WriteAnswered { committed: bool },
+    pub(super) const WRITE_ARRIVES: u8 = 2;
+    /// The write's answer (rejected) reaches the client, which pauses and reads again.
+    pub(super) const REJECTED: u8 = 3;
+    /// The write's answer (committed) reaches the client, which is done.
+    pub(super) const COMMITTED: u8 = 4;
+    /// The hop after each of the first four; after [`WRITE_ARRIVES`], add 1 if the write
+    /// committed.
+    pub(super) const NEXT: [u8; 4] = [READ_ANSWERED, WRITE_ARRIVES, REJECTED, READ_ARRIVES];
 }
 
 impl Contention {
@@ -321,7 +327,7 @@ impl Contention {
         debug_assert!(clients as u64 <= MAX_CLIENTS && MAX_CLIENTS < 1 << CLIENT_BITS);
         let mut rng = SplitMix64::new(seed);
         let mut events: BinaryHeap<Reverse<u128>> = BinaryHeap::with_capacity(clients);
-        let mut hops = vec![Hop::ReadArrives; clients];
+        let mut hops = vec![hop::READ_ARRIVES; clients];
         let mut order = 0u64;
         for c in 0..clients {
             let at = self.delay(&mut rng);
@@ -347,39 +353,35 @@ impl Contention {
             let c = (key as u64 & ((1 << CLIENT_BITS) - 1)) as u32;
             last = now;
             let ci = c as usize;
-            let (hop, at) = match hops[ci] {
-                Hop::ReadArrives => {
-                    read_version[ci] = version;
-                    (Hop::ReadAnswered, now.saturating_add(self.delay(&mut rng)))
-                }
-                Hop::ReadAnswered => (Hop::WriteArrives, now.saturating_add(self.delay(&mut rng))),
-                Hop::WriteArrives => {
-                    calls += 1;
-                    if calls > self.max_calls {
-                        return Err(ScenarioError::field(
-                            "clients.count",
-                            format!("the run exceeds {} write calls", self.max_calls),
-                        ));
-                    }
-                    let committed = read_version[ci] == version;
-                    if committed {
-                        version += 1;
-                    }
-                    let at = now.saturating_add(self.delay(&mut rng));
-                    (Hop::WriteAnswered { committed }, at)
-                }
-                Hop::WriteAnswered { committed: true } => {
-                    PeekMut::pop(earliest);
-                    done += 1;
-                    continue;
-                }
-                Hop::WriteAnswered { committed: false } => {
-                    let delay = self.delay(&mut rng);
-                    let pause_ns = rule.pause_nanos(&mut states[ci], &mut rng);
-                    let at = now.saturating_add(delay).saturating_add(pause_ns);
-                    (Hop::ReadArrives, at)
-                }
+            let current = hops[ci];
+            if current == hop::COMMITTED {
+                PeekMut::pop(earliest);
+                done += 1;
+                continue;
+            }
+            // Every other hop draws a delay; only the write's arrival counts a call and
+            // moves the version, only the read's arrival reads it, only a rejection pauses.
+            let write = current == hop::WRITE_ARRIVES;
+            calls += u64::from(write);
+            if calls > self.max_calls {
+                return Err(ScenarioError::field(
+                    "clients.count",
+                    format!("the run exceeds {} write calls", self.max_calls),
+                ));
+            }
+            let read = if current == hop::READ_ARRIVES {
+                version
+            } else {
+                read_version[ci]
             };
+            read_version[ci] = read;
+            let committed = write & (read == version);
+            version += u64::from(committed);
+            let mut at = now.saturating_add(self.delay(&mut rng));
+            if current == hop::REJECTED {
+                at = at.saturating_add(rule.pause_nanos(&mut states[ci], &mut rng));
+            }
+            let hop = hop::NEXT[usize::from(current & 3)] + u8::from(committed);
             hops[ci] = hop;
             *earliest = Reverse(key_of(at, order, c));
             order += 1;
