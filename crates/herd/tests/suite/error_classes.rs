@@ -177,9 +177,7 @@ async fn redirect_loop() -> (SocketAddr, Arc<AtomicUsize>) {
             }),
         )
         .with_state(Arc::clone(&hits));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = support::http::serve(app).await;
     (addr, hits)
 }
 

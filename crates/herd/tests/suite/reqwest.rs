@@ -35,9 +35,7 @@ async fn server(respond: fn(usize) -> Response) -> (SocketAddr, Arc<AtomicUsize>
             }),
         )
         .with_state(Arc::clone(&hits));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = support::http::serve(app).await;
     (addr, hits)
 }
 
@@ -310,9 +308,7 @@ async fn the_middleware_sends_one_idempotency_key_per_call() {
             ),
         )
         .with_state(Arc::clone(&keys));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = support::http::serve(app).await;
     let policy = RetryPolicy::builder(Rule::immediate())
         .max_attempts(3)
         .clock(TokioClock::new())

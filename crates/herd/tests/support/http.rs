@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -51,6 +52,25 @@ impl http_body::Body for Frames {
     fn is_end_stream(&self) -> bool {
         self.0.is_empty()
     }
+}
+
+/// A streaming body of unknown length, as an upload read from a socket: `chunks`, one frame
+/// each.
+pub fn streaming(chunks: &[&'static str]) -> axum::body::Body {
+    axum::body::Body::new(Frames(
+        chunks
+            .iter()
+            .map(|c| Frame::data(Bytes::from_static(c.as_bytes())))
+            .collect(),
+    ))
+}
+
+/// Serves `app` on an ephemeral port of 127.0.0.1, in the background; its address.
+pub async fn serve(app: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
 }
 
 /// How a call through the layer went: the attempts made, and why it stopped (`None`: a
