@@ -117,3 +117,18 @@ pub fn passed_through(error: &reqwest_middleware::Error) -> &reqwest::Error {
         other => panic!("not the last attempt's reqwest error: {other:#}"),
     }
 }
+
+/// GETs `url` through `client`, which must fail: its error.
+#[cfg(feature = "reqwest")]
+pub async fn get_fails(
+    client: &reqwest_middleware::ClientWithMiddleware,
+    url: String,
+) -> reqwest_middleware::Error {
+    client.get(url).send().await.unwrap_err()
+}
+
+/// An address of 127.0.0.1 where nothing listens: a port bound, read and closed again.
+pub fn closed_port() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
+}
