@@ -10,12 +10,8 @@
 //! Run: `cargo run -p herd-config --example tonic_service_config -- [CONFIG.json] [k]`
 //! (default: `examples/health-service-config.json`, k = 2).
 
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use herd::asynchronous::{Sleeper, TokioClock, TokioSleep};
@@ -23,49 +19,16 @@ use herd::clock::Clock;
 use herd::layer::{GrpcCode, GrpcCodes, RetryLayer};
 use herd_config::{Input, System, Translation};
 use tonic::body::Body;
-use tonic::server::NamedService;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Server, server::TcpIncoming};
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
-use tower::{Layer, Service};
+use tower::Layer;
 
 /// The service and method the client calls (gRPC's health check).
 pub const SERVICE: &str = "grpc.health.v1.Health";
 /// The method.
 pub const METHOD: &str = "Check";
-
-/// A gRPC service that answers its first `failures` calls with `code`, counting every call.
-#[derive(Clone)]
-struct Failing<S> {
-    inner: S,
-    calls: Arc<AtomicUsize>,
-    failures: usize,
-    code: tonic::Code,
-}
-
-impl<S: NamedService> NamedService for Failing<S> {
-    const NAME: &'static str = S::NAME;
-}
-
-impl<S> Service<http::Request<Body>> for Failing<S>
-where
-    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send>>;
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        if self.calls.fetch_add(1, Ordering::SeqCst) < self.failures {
-            let answer = tonic::Status::new(self.code, "not yet").into_http::<Body>();
-            return Box::pin(async move { Ok(answer) });
-        }
-        Box::pin(self.inner.call(request))
-    }
-}
 
 /// What one call through a service config's retries did.
 #[derive(Debug)]
@@ -146,14 +109,17 @@ where
         .grpc(codes, 4 * 1024 * 1024)
         .on_retry(move |r| seen.lock().expect("pauses").push(r.pause));
 
+    // tonic's own server interceptor counts every call and answers the first `failures`
+    // with `code`, before the health service sees them.
     let (_reporter, health) = tonic_health::server::health_reporter();
     let calls = Arc::new(AtomicUsize::new(0));
-    let service = Failing {
-        inner: health,
-        calls: Arc::clone(&calls),
-        failures,
-        code,
-    };
+    let counted = Arc::clone(&calls);
+    let service = InterceptedService::new(health, move |request| {
+        if counted.fetch_add(1, Ordering::SeqCst) < failures {
+            return Err(tonic::Status::new(code, "not yet"));
+        }
+        Ok(request)
+    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     let server = tokio::spawn(

@@ -8,66 +8,37 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::convert::Infallible;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use herd::asynchronous::TokioClock;
 use herd::layer::{GrpcCodes, RetryLayer};
 use tonic::body::Body;
-use tonic::server::NamedService;
+use tonic::metadata::MetadataValue;
+use tonic::service::interceptor::InterceptedService;
 use tonic::transport::{Channel, Server, server::TcpIncoming};
 use tonic_health::pb::HealthCheckRequest;
 use tonic_health::pb::health_client::HealthClient;
-use tower::{Layer, Service};
-
-/// The health service, answering its first call UNAVAILABLE.
-#[derive(Clone)]
-struct WarmingUp<S> {
-    inner: S,
-    calls: Arc<AtomicUsize>,
-}
-
-impl<S: NamedService> NamedService for WarmingUp<S> {
-    const NAME: &'static str = S::NAME;
-}
-
-impl<S> Service<http::Request<Body>> for WarmingUp<S>
-where
-    S: Service<http::Request<Body>, Response = http::Response<Body>, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<http::Response<Body>, Infallible>> + Send>>;
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        self.inner.poll_ready(cx)
-    }
-    fn call(&mut self, request: http::Request<Body>) -> Self::Future {
-        if self.calls.fetch_add(1, Ordering::SeqCst) == 0 {
-            let mut answer = tonic::Status::unavailable("warming up").into_http::<Body>();
-            answer.headers_mut().insert(
-                "grpc-retry-pushback-ms",
-                http::HeaderValue::from_static("5"),
-            );
-            return Box::pin(async move { Ok(answer) });
-        }
-        Box::pin(self.inner.call(request))
-    }
-}
+use tower::Layer;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // The health service behind tonic's own server interceptor, which answers the first
+    // call UNAVAILABLE with a 5 ms pushback.
     let (_reporter, health) = tonic_health::server::health_reporter();
     let calls = Arc::new(AtomicUsize::new(0));
-    let service = WarmingUp {
-        inner: health,
-        calls: Arc::clone(&calls),
-    };
+    let counted = Arc::clone(&calls);
+    let service = InterceptedService::new(health, move |request| {
+        if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+            let mut status = tonic::Status::unavailable("warming up");
+            status
+                .metadata_mut()
+                .insert("grpc-retry-pushback-ms", MetadataValue::from_static("5"));
+            return Err(status);
+        }
+        Ok(request)
+    });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
     tokio::spawn(

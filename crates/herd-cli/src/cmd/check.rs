@@ -5,6 +5,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
+use clap::builder::PossibleValue;
 use clap::{Args, ValueEnum};
 use herd_sim::check::mesh::Mesh;
 use herd_sim::check::storm::{self as check_storm, StormComparison};
@@ -143,26 +144,26 @@ enum CheckFormat {
     Sarif,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum SystemArg {
-    Grpc,
-    Envoy,
-    Istio,
-    Linkerd,
-    Aws,
-    Resilience4j,
-}
+/// `--format-in`: a system, spelt as [`System::as_str`] spells it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct SystemArg(System);
 
-impl From<SystemArg> for System {
-    fn from(s: SystemArg) -> Self {
-        match s {
-            SystemArg::Grpc => System::Grpc,
-            SystemArg::Envoy => System::Envoy,
-            SystemArg::Istio => System::Istio,
-            SystemArg::Linkerd => System::Linkerd,
-            SystemArg::Aws => System::Aws,
-            SystemArg::Resilience4j => System::Resilience4j,
-        }
+impl ValueEnum for SystemArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [SystemArg; System::ALL.len()] = {
+            let mut all = [SystemArg(System::Grpc); System::ALL.len()];
+            let mut i = 0;
+            while i < all.len() {
+                all[i] = SystemArg(System::ALL[i]);
+                i += 1;
+            }
+            all
+        };
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.0.as_str()))
     }
 }
 
@@ -216,7 +217,7 @@ pub(crate) fn run(args: &CheckArgs) -> CliResult {
         )));
     }
     let max = args.max_file_mib << 20;
-    let gathered = inputs::gather(&args.files, args.format_in.map(System::from), max)?;
+    let gathered = inputs::gather(&args.files, args.format_in.map(|s| s.0), max)?;
     report_skipped(&gathered.skipped, args.verbose);
     let mut inputs = gathered.inputs;
     if inputs.is_empty() && args.mesh.is_none() {

@@ -30,7 +30,7 @@ use std::time::Duration;
 use herd_config::finding;
 pub use herd_config::{
     AwsRetries, Backoff, CheckError, Finding, Generation, GrpcRetries, Hedging, Ignored, Input,
-    Note, Place, Report, Severity, System, Throttle, Translation, detect, strip_bom,
+    Note, Place, ReadOptions, Report, Severity, System, Throttle, Translation, detect, strip_bom,
 };
 
 pub mod findings;
@@ -53,24 +53,22 @@ pub struct CheckOptions {
     /// caller first: retries at more than one of them are the `multiple-layers` finding, and
     /// [`storm::compare_layers`] runs them together. Off, files are independent.
     pub call_path: bool,
-    /// Which AWS SDK generation AWS shared config files are read for.
-    pub aws_retries: AwsRetries,
-    /// Which gRPC implementations' backoff service configs are read for.
-    pub grpc_retries: GrpcRetries,
+    /// Which client generations the files are read for (AWS SDKs, gRPC implementations).
+    pub read: ReadOptions,
 }
 
 impl CheckOptions {
-    /// These options with `aws_retries` set.
+    /// These options with `aws_retries` set ([`ReadOptions::with_aws_retries`]).
     #[must_use]
     pub const fn with_aws_retries(mut self, aws_retries: AwsRetries) -> Self {
-        self.aws_retries = aws_retries;
+        self.read = self.read.with_aws_retries(aws_retries);
         self
     }
 
-    /// These options with `grpc_retries` set.
+    /// These options with `grpc_retries` set ([`ReadOptions::with_grpc_retries`]).
     #[must_use]
     pub const fn with_grpc_retries(mut self, grpc_retries: GrpcRetries) -> Self {
-        self.grpc_retries = grpc_retries;
+        self.read = self.read.with_grpc_retries(grpc_retries);
         self
     }
 
@@ -100,10 +98,7 @@ pub fn check(inputs: &[Input]) -> Result<Report, CheckError> {
 /// The first input that is malformed, of no known system, or out of range, as a
 /// [`CheckError`].
 pub fn check_with(inputs: &[Input], options: CheckOptions) -> Result<Report, CheckError> {
-    let read = herd_config::ReadOptions::default()
-        .with_aws_retries(options.aws_retries)
-        .with_grpc_retries(options.grpc_retries);
-    let mut report = herd_config::read_with(inputs, read)?;
+    let mut report = herd_config::read_with(inputs, options.read)?;
     report
         .findings
         .extend(findings::analyze(&report.configs, options.call_path));

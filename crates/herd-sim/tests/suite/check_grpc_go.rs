@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use herd_config::GRPC_STATUS_CODES;
 use herd_sim::check::{self, Input, Translation};
 use serde_json::Value;
 
@@ -37,27 +38,6 @@ const CONFIGS: [(&str, &str); 3] = [
           "retryPolicy": {"maxAttempts": 2, "initialBackoff": "1s", "maxBackoff": "1s",
             "backoffMultiplier": 1, "retryableStatusCodes": ["UNAVAILABLE"]}}]}"#,
     ),
-];
-
-/// gRPC's status codes by number (grpc/grpc `doc/statuscodes.md`).
-const CODES: [&str; 17] = [
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
 ];
 
 fn repo_root() -> PathBuf {
@@ -135,7 +115,9 @@ fn assert_same(t: &Translation, go: &Value) {
         .as_array()
         .expect("codes")
         .iter()
-        .map(|c| CODES[usize::try_from(c.as_u64().expect("code")).expect("small")].to_owned())
+        .map(|c| {
+            GRPC_STATUS_CODES[usize::try_from(c.as_u64().expect("code")).expect("small")].to_owned()
+        })
         .collect();
     codes.sort();
     let mut ours = t.retry_on.clone();

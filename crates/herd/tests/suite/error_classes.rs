@@ -177,9 +177,7 @@ async fn redirect_loop() -> (SocketAddr, Arc<AtomicUsize>) {
             }),
         )
         .with_state(Arc::clone(&hits));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = support::http::serve(app).await;
     (addr, hits)
 }
 
@@ -191,11 +189,7 @@ async fn a_redirect_loop_is_permanent_in_the_middleware() {
     let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
         .with(RetryMiddleware::new(three_attempts()).sleeper(Recorder::default()))
         .build();
-    let error = client
-        .get(format!("http://{addr}/"))
-        .send()
-        .await
-        .unwrap_err();
+    let error = support::http::get_fails(&client, format!("http://{addr}/")).await;
     assert!(passed_through(&error).is_redirect(), "{error:#}");
     // reqwest follows at most 10 redirects: one attempt is 11 requests.
     assert_eq!(hits.load(Ordering::SeqCst), 11);
@@ -220,11 +214,7 @@ async fn the_middleware_takes_a_user_error_classifier() {
                 }),
         )
         .build();
-    let error = client
-        .get(format!("http://{addr}/"))
-        .send()
-        .await
-        .unwrap_err();
+    let error = support::http::get_fails(&client, format!("http://{addr}/")).await;
     assert!(passed_through(&error).is_redirect(), "{error:#}");
     assert_eq!(hits.load(Ordering::SeqCst), 33);
     assert_eq!(recorder.pauses().len(), 2);

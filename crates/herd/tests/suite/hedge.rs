@@ -2,6 +2,8 @@
 //! server on 127.0.0.1 whose first copy of each request hangs.
 #![cfg(feature = "tokio")]
 
+use crate::support;
+
 use std::future::pending;
 use std::io;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -380,9 +382,7 @@ mod on_loopback {
         let app = Router::new()
             .route("/", get(handler))
             .with_state(seen.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        let addr = support::http::serve(app).await;
         let client = Client::builder(TokioExecutor::new()).build_http::<Empty<Bytes>>();
         let p = policy(2, 20);
         for call in 1..=3u32 {

@@ -8,7 +8,7 @@
 
 use crate::support;
 
-use support::http::Frames;
+use support::http::streaming;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,7 +22,6 @@ use axum::extract::State;
 use axum::routing::any;
 use herd::asynchronous::TokioClock;
 use herd::hedge::{HedgeDelay, HedgeLayer, HedgeOutcome, HedgePolicy};
-use http_body::Frame;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -61,20 +60,8 @@ async fn first_stuck() -> (SocketAddr, Arc<Mutex<Vec<Bytes>>>) {
             ),
         )
         .with_state(Arc::clone(&seen));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = support::http::serve(app).await;
     (addr, seen)
-}
-
-/// A streaming axum body of unknown length, as an upload read from a socket.
-fn streaming(chunks: &[&'static str]) -> Body {
-    Body::new(Frames(
-        chunks
-            .iter()
-            .map(|c| Frame::data(Bytes::from_static(c.as_bytes())))
-            .collect(),
-    ))
 }
 
 fn post(addr: SocketAddr, body: Body) -> http::Request<Body> {

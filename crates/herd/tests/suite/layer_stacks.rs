@@ -9,7 +9,7 @@
 
 use crate::support;
 
-use support::http::{Frames, counting, ended_after, spending};
+use support::http::{counting, ended_after, spending, streaming};
 use support::{Recorder, send};
 
 use std::convert::Infallible;
@@ -32,7 +32,6 @@ use herd::layer::tower_policy::HerdPolicy;
 use herd::layer::{Failure, GaveUp, RETRY_EXHAUSTED, RetryLayer, RetryOutcome};
 use herd::policy::RetryPolicy;
 use herd::{Rule, StopReason};
-use http_body::Frame;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -111,16 +110,6 @@ fn busy_then_ok(n: usize) -> Response {
     } else {
         (StatusCode::OK, "done").into_response()
     }
-}
-
-/// A streaming body of unknown length, like an upload read from a socket.
-fn streaming(chunks: &[&'static str]) -> Body {
-    Body::new(Frames(
-        chunks
-            .iter()
-            .map(|c| Frame::data(Bytes::from_static(c.as_bytes())))
-            .collect(),
-    ))
 }
 
 fn put(addr: SocketAddr, body: Body) -> http::Request<Body> {

@@ -143,9 +143,7 @@ async fn server(respond: fn(usize) -> Response) -> SocketAddr {
             }),
         )
         .with_state(hits);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = support::http::serve(app).await;
     addr
 }
 
@@ -222,20 +220,13 @@ async fn a_first_attempt_that_is_permanent_gives_up_at_debug() {
 /// The middleware's retry event names the error's kind and message, with its causes.
 #[tokio::test]
 async fn a_retried_error_is_named_by_kind_and_message_in_the_middleware() {
-    let addr = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap()
-    };
+    let addr = support::http::closed_port();
     let collect = Collect::default();
     let _guard = collect.install();
     let client = reqwest_middleware::ClientBuilder::new(reqwest::Client::new())
         .with(RetryMiddleware::new(three_attempts()).sleeper(Recorder::default()))
         .build();
-    let error = client
-        .get(format!("http://{addr}/items"))
-        .send()
-        .await
-        .unwrap_err();
+    let error = support::http::get_fails(&client, format!("http://{addr}/items")).await;
     let retrying = collect.events("retrying");
     assert_eq!(retrying.len(), 2, "{retrying:?}");
     let fields = &retrying[0].fields;

@@ -35,9 +35,7 @@ async fn server(respond: fn(usize) -> Response) -> (SocketAddr, Arc<AtomicUsize>
             }),
         )
         .with_state(Arc::clone(&hits));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = support::http::serve(app).await;
     (addr, hits)
 }
 
@@ -196,10 +194,7 @@ async fn a_timeout_ends_in_reqwests_own_error() {
 #[tokio::test]
 async fn a_refused_connection_is_retried_then_ends_in_reqwests_own_error() {
     // Bind, read the port, close: nothing listens there now.
-    let addr = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap()
-    };
+    let addr = support::http::closed_port();
     let (result, outcome) = downstream_get(reqwest::Client::new(), addr).await;
     let error = result.unwrap_err();
     assert!(
@@ -222,11 +217,7 @@ async fn wrapped_errors_carry_the_attempts_and_the_reason() {
     let client = ClientBuilder::new(reqwest::Client::new())
         .with(RetryMiddleware::new(policy).wrap_errors(true))
         .build();
-    let error = client
-        .get(format!("http://{addr}/"))
-        .send()
-        .await
-        .unwrap_err();
+    let error = support::http::get_fails(&client, format!("http://{addr}/")).await;
     let reqwest_middleware::Error::Middleware(outer) = &error else {
         panic!("not wrapped: {error:#}");
     };
@@ -310,9 +301,7 @@ async fn the_middleware_sends_one_idempotency_key_per_call() {
             ),
         )
         .with_state(Arc::clone(&keys));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = support::http::serve(app).await;
     let policy = RetryPolicy::builder(Rule::immediate())
         .max_attempts(3)
         .clock(TokioClock::new())

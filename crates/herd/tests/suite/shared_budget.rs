@@ -43,6 +43,27 @@ fn retry_over_hedge(clock: &TokioClock) -> (RetryPolicy<TokioClock>, HedgePolicy
     (retry, hedge)
 }
 
+/// One call through `retry`, each attempt hedged by `hedge`, whose every copy fails at once
+/// with a reset; `sent` counts the copies.
+async fn fails(
+    retry: &RetryPolicy<TokioClock>,
+    hedge: &HedgePolicy<TokioClock>,
+    sent: &AtomicUsize,
+) {
+    let result = retry
+        .call(|_| {
+            hedge
+                .hedge(|_| {
+                    sent.fetch_add(1, Ordering::SeqCst);
+                    async { Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionReset)) }
+                })
+                .run_async()
+        })
+        .run_async()
+        .await;
+    assert!(result.is_err(), "every copy failed");
+}
+
 /// Regression: the retry loop deposited once per call and the hedge inside it once per
 /// attempt, so each retry earned the next: 100 failing calls made 22 extra sends.
 #[tokio::test(start_paused = true)]
@@ -51,18 +72,7 @@ async fn a_retry_loop_and_a_hedge_inside_it_deposit_once_per_call() {
     let (retry, hedge) = retry_over_hedge(&clock);
     let sent = AtomicUsize::new(0);
     for _ in 0..CALLS {
-        let result = retry
-            .call(|_| {
-                hedge
-                    .hedge(|_| {
-                        sent.fetch_add(1, Ordering::SeqCst);
-                        async { Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionReset)) }
-                    })
-                    .run_async()
-            })
-            .run_async()
-            .await;
-        assert!(result.is_err());
+        fails(&retry, &hedge, &sent).await;
     }
     // 100 deposits of 0.1 retry: exactly 10 sends beyond the first of each call.
     assert_eq!(sent.load(Ordering::SeqCst) - CALLS, 10);
@@ -164,18 +174,7 @@ mod grpc_throttle {
         let throttle = throttle();
         let (retry, hedge) = policies(&throttle, 1);
         let sent = AtomicUsize::new(0);
-        let result = retry
-            .call(|_| {
-                hedge
-                    .hedge(|_| {
-                        sent.fetch_add(1, Ordering::SeqCst);
-                        async { Err::<(), _>(io::Error::from(io::ErrorKind::ConnectionReset)) }
-                    })
-                    .run_async()
-            })
-            .run_async()
-            .await;
-        assert!(result.is_err());
+        fails(&retry, &hedge, &sent).await;
         assert_eq!(sent.load(Ordering::SeqCst), 3, "the hedge sent every copy");
         assert_eq!(throttle.tokens(), 9.0);
     }

@@ -6,6 +6,8 @@
 //! time and an unbounded drain shows up as the outer time limit firing.
 #![cfg(feature = "reqwest")]
 
+use crate::support;
+
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -72,9 +74,7 @@ async fn stalls_once() -> (SocketAddr, Arc<AtomicUsize>) {
             }),
         )
         .with_state(Arc::clone(&hits));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    let addr = support::http::serve(app).await;
     (addr, hits)
 }
 

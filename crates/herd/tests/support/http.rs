@@ -3,6 +3,7 @@
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -53,6 +54,25 @@ impl http_body::Body for Frames {
     }
 }
 
+/// A streaming body of unknown length, as an upload read from a socket: `chunks`, one frame
+/// each.
+pub fn streaming(chunks: &[&'static str]) -> axum::body::Body {
+    axum::body::Body::new(Frames(
+        chunks
+            .iter()
+            .map(|c| Frame::data(Bytes::from_static(c.as_bytes())))
+            .collect(),
+    ))
+}
+
+/// Serves `app` on an ephemeral port of 127.0.0.1, in the background; its address.
+pub async fn serve(app: axum::Router) -> SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    addr
+}
+
 /// How a call through the layer went: the attempts made, and why it stopped (`None`: a
 /// success).
 pub fn ended_after(outcome: RetryOutcome) -> (u32, Option<StopReason>) {
@@ -96,4 +116,19 @@ pub fn passed_through(error: &reqwest_middleware::Error) -> &reqwest::Error {
         reqwest_middleware::Error::Reqwest(e) => e,
         other => panic!("not the last attempt's reqwest error: {other:#}"),
     }
+}
+
+/// GETs `url` through `client`, which must fail: its error.
+#[cfg(feature = "reqwest")]
+pub async fn get_fails(
+    client: &reqwest_middleware::ClientWithMiddleware,
+    url: String,
+) -> reqwest_middleware::Error {
+    client.get(url).send().await.unwrap_err()
+}
+
+/// An address of 127.0.0.1 where nothing listens: a port bound, read and closed again.
+pub fn closed_port() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.local_addr().unwrap()
 }
