@@ -96,29 +96,24 @@ impl fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
-impl From<InvalidRule> for BuildError {
-    fn from(e: InvalidRule) -> Self {
-        BuildError::Rule(e)
-    }
+/// `From` each library error a build can meet into the [`BuildError`] variant that wraps it,
+/// so that the builders' `?` names the piece that refused.
+macro_rules! build_error_from {
+    ($($variant:ident($error:ty)),* $(,)?) => {$(
+        impl From<$error> for BuildError {
+            fn from(e: $error) -> Self {
+                BuildError::$variant(e)
+            }
+        }
+    )*};
 }
 
-impl From<InvalidPolicy> for BuildError {
-    fn from(e: InvalidPolicy) -> Self {
-        BuildError::Policy(e)
-    }
-}
-
-impl From<InvalidBudget> for BuildError {
-    fn from(e: InvalidBudget) -> Self {
-        BuildError::Budget(e)
-    }
-}
-
-impl From<InvalidThrottle> for BuildError {
-    fn from(e: InvalidThrottle) -> Self {
-        BuildError::Throttle(e)
-    }
-}
+build_error_from!(
+    Rule(InvalidRule),
+    Policy(InvalidPolicy),
+    Budget(InvalidBudget),
+    Throttle(InvalidThrottle),
+);
 
 /// A translation's throttle as the library's type: a cheap `Clone` handle onto shared
 /// state, so every call of the policy (and its clones) draws on one bucket, as the system's
