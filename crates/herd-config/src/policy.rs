@@ -43,7 +43,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use herd::budget::{GrpcThrottle, GrpcThrottleConfig, InvalidBudget, RetryBudget};
+use herd::budget::{Budget, GrpcThrottle, GrpcThrottleConfig, InvalidBudget, RetryBudget};
 use herd::classify::Verdict;
 use herd::clock::{Clock, SystemClock};
 use herd::hedge::{HedgeBuilder, HedgeDelay, HedgePolicy};
@@ -149,8 +149,10 @@ impl<C: Clock> fmt::Debug for LibraryThrottle<C> {
 }
 
 impl<C: Clock> LibraryThrottle<C> {
-    /// `builder` with this throttle as its budget.
-    fn attach(self, builder: PolicyBuilder<C>) -> PolicyBuilder<C> {
+    /// `builder` with this throttle as its budget: a retry policy's, or a hedge policy's,
+    /// whose copies spend from it too (gRPC proposal A6: hedged copies draw on
+    /// `retryThrottling` as retries do).
+    fn attach<B: Budgeted>(self, builder: B) -> B {
         match self {
             LibraryThrottle::Grpc(t) => builder.budget(t),
             LibraryThrottle::Envoy(t) => builder.budget(t),
@@ -160,18 +162,22 @@ impl<C: Clock> LibraryThrottle<C> {
             LibraryThrottle::Linkerd(t) => builder.budget(t),
         }
     }
+}
 
-    /// `builder` with this throttle as its budget, where hedges can spend from it (gRPC
-    /// proposal A6: hedged copies draw on `retryThrottling` as retries do).
-    fn attach_hedge(self, builder: HedgeBuilder<C>) -> HedgeBuilder<C> {
-        match self {
-            LibraryThrottle::Grpc(t) => builder.budget(t),
-            LibraryThrottle::Envoy(t) => builder.budget(t),
-            LibraryThrottle::AwsStandard(t) | LibraryThrottle::AwsAdaptive(t, _) => {
-                builder.budget(t)
-            }
-            LibraryThrottle::Linkerd(t) => builder.budget(t),
-        }
+/// A builder that takes a shared [`Budget`]: the retry policy's and the hedge policy's.
+trait Budgeted {
+    fn budget(self, budget: impl Budget + 'static) -> Self;
+}
+
+impl<C: Clock> Budgeted for PolicyBuilder<C> {
+    fn budget(self, budget: impl Budget + 'static) -> Self {
+        PolicyBuilder::budget(self, budget)
+    }
+}
+
+impl<C: Clock> Budgeted for HedgeBuilder<C> {
+    fn budget(self, budget: impl Budget + 'static) -> Self {
+        HedgeBuilder::budget(self, budget)
     }
 }
 
@@ -417,7 +423,7 @@ impl Translation {
             .clock(clock.clone())
             .max_copies(h.max_attempts);
         if let Some(throttle) = self.throttle_with(clock)? {
-            builder = throttle.attach_hedge(builder);
+            builder = throttle.attach(builder);
         }
         Ok(Some(builder))
     }
