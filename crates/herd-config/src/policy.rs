@@ -43,7 +43,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use herd::budget::{GrpcThrottle, GrpcThrottleConfig, InvalidBudget, RetryBudget};
+use herd::budget::{Budget, GrpcThrottle, GrpcThrottleConfig, InvalidBudget, RetryBudget};
 use herd::classify::Verdict;
 use herd::clock::{Clock, SystemClock};
 use herd::hedge::{HedgeBuilder, HedgeDelay, HedgePolicy};
@@ -96,29 +96,24 @@ impl fmt::Display for BuildError {
 
 impl std::error::Error for BuildError {}
 
-impl From<InvalidRule> for BuildError {
-    fn from(e: InvalidRule) -> Self {
-        BuildError::Rule(e)
-    }
+/// `From` each library error a build can meet into the [`BuildError`] variant that wraps it,
+/// so that the builders' `?` names the piece that refused.
+macro_rules! build_error_from {
+    ($($variant:ident($error:ty)),* $(,)?) => {$(
+        impl From<$error> for BuildError {
+            fn from(e: $error) -> Self {
+                BuildError::$variant(e)
+            }
+        }
+    )*};
 }
 
-impl From<InvalidPolicy> for BuildError {
-    fn from(e: InvalidPolicy) -> Self {
-        BuildError::Policy(e)
-    }
-}
-
-impl From<InvalidBudget> for BuildError {
-    fn from(e: InvalidBudget) -> Self {
-        BuildError::Budget(e)
-    }
-}
-
-impl From<InvalidThrottle> for BuildError {
-    fn from(e: InvalidThrottle) -> Self {
-        BuildError::Throttle(e)
-    }
-}
+build_error_from!(
+    Rule(InvalidRule),
+    Policy(InvalidPolicy),
+    Budget(InvalidBudget),
+    Throttle(InvalidThrottle),
+);
 
 /// A translation's throttle as the library's type: a cheap `Clone` handle onto shared
 /// state, so every call of the policy (and its clones) draws on one bucket, as the system's
@@ -154,8 +149,10 @@ impl<C: Clock> fmt::Debug for LibraryThrottle<C> {
 }
 
 impl<C: Clock> LibraryThrottle<C> {
-    /// `builder` with this throttle as its budget.
-    fn attach(self, builder: PolicyBuilder<C>) -> PolicyBuilder<C> {
+    /// `builder` with this throttle as its budget: a retry policy's, or a hedge policy's,
+    /// whose copies spend from it too (gRPC proposal A6: hedged copies draw on
+    /// `retryThrottling` as retries do).
+    fn attach<B: Budgeted>(self, builder: B) -> B {
         match self {
             LibraryThrottle::Grpc(t) => builder.budget(t),
             LibraryThrottle::Envoy(t) => builder.budget(t),
@@ -165,18 +162,22 @@ impl<C: Clock> LibraryThrottle<C> {
             LibraryThrottle::Linkerd(t) => builder.budget(t),
         }
     }
+}
 
-    /// `builder` with this throttle as its budget, where hedges can spend from it (gRPC
-    /// proposal A6: hedged copies draw on `retryThrottling` as retries do).
-    fn attach_hedge(self, builder: HedgeBuilder<C>) -> HedgeBuilder<C> {
-        match self {
-            LibraryThrottle::Grpc(t) => builder.budget(t),
-            LibraryThrottle::Envoy(t) => builder.budget(t),
-            LibraryThrottle::AwsStandard(t) | LibraryThrottle::AwsAdaptive(t, _) => {
-                builder.budget(t)
-            }
-            LibraryThrottle::Linkerd(t) => builder.budget(t),
-        }
+/// A builder that takes a shared [`Budget`]: the retry policy's and the hedge policy's.
+trait Budgeted {
+    fn budget(self, budget: impl Budget + 'static) -> Self;
+}
+
+impl<C: Clock> Budgeted for PolicyBuilder<C> {
+    fn budget(self, budget: impl Budget + 'static) -> Self {
+        PolicyBuilder::budget(self, budget)
+    }
+}
+
+impl<C: Clock> Budgeted for HedgeBuilder<C> {
+    fn budget(self, budget: impl Budget + 'static) -> Self {
+        HedgeBuilder::budget(self, budget)
     }
 }
 
@@ -422,7 +423,7 @@ impl Translation {
             .clock(clock.clone())
             .max_copies(h.max_attempts);
         if let Some(throttle) = self.throttle_with(clock)? {
-            builder = throttle.attach_hedge(builder);
+            builder = throttle.attach(builder);
         }
         Ok(Some(builder))
     }

@@ -1259,13 +1259,21 @@ function runCheck() {
     $("#check-whatif").hidden = true;
     document.body.dataset.whatifState = "none";
     // The error's first word is the field at fault: mark that box (the text's by default).
-    const field = /^(clients|capacity|outage_s)\b/.exec(message);
-    $(field ? checkInputs[field[1]] : checkInputs.text).setAttribute("aria-invalid", "true");
-    const error = $("#check-error");
-    error.textContent = message;
-    error.hidden = false;
-    document.body.dataset.checkState = "error";
+    showFormError("check", message, checkInputs, /^(clients|capacity|outage_s)\b/, checkInputs.text);
   });
+}
+
+// A form's error under its pane (`#<pane>-error`): the message shown, the box of the field
+// `fields` finds as its first word marked invalid (else `fallback`'s, when given), and the
+// pane's state "error".
+function showFormError(pane, message, inputs, fields, fallback) {
+  const field = fields.exec(message);
+  const box = field ? inputs[field[1]] : fallback;
+  if (box) $(box).setAttribute("aria-invalid", "true");
+  const error = $(`#${pane}-error`);
+  error.textContent = message;
+  error.hidden = false;
+  document.body.dataset[`${pane}State`] = "error";
 }
 
 // An error leaves nothing stale: no summary, no policy, no finding, no storm.
@@ -1407,6 +1415,20 @@ function stormBlock(run, i, storm) {
   return box;
 }
 
+// A series of bins drawn as steps, each value flat across its bin: `x` maps a bin's index to
+// pixels, `y` a value.
+function stepLine(ctx, x, y, series, colour, width) {
+  ctx.strokeStyle = colour;
+  ctx.lineWidth = width;
+  ctx.beginPath();
+  series.forEach((v, i) => {
+    if (i === 0) ctx.moveTo(x(i), y(v));
+    else ctx.lineTo(x(i), y(v));
+    ctx.lineTo(x(i + 1), y(v));
+  });
+  ctx.stroke();
+}
+
 // Requests per window, as configured (red) over the fix (blue), with the capacity.
 function drawCheckChart(canvas) {
   const run = check.data && check.data.storm.runs[Number(canvas.dataset.index)];
@@ -1438,17 +1460,7 @@ function drawCheckChart(canvas) {
   ctx.moveTo(left, y(run.capacity));
   ctx.lineTo(left + pw, y(run.capacity));
   ctx.stroke();
-  const line = (series, colour, width) => {
-    ctx.strokeStyle = colour;
-    ctx.lineWidth = width;
-    ctx.beginPath();
-    series.forEach((v, i) => {
-      if (i === 0) ctx.moveTo(x(i), y(v));
-      else ctx.lineTo(x(i), y(v));
-      ctx.lineTo(x(i + 1), y(v));
-    });
-    ctx.stroke();
-  };
+  const line = (series, colour, width) => stepLine(ctx, x, y, series, colour, width);
   line(run.fix.arrivals, "#457b9d", 2);
   line(run.config.arrivals, "#e63946", 2);
   canvas.dataset.drawn = "chart";
@@ -1490,12 +1502,7 @@ function runWhatIf(text, format) {
     $("#whatif-runs").classList.remove("stale");
     clearWhatIf();
     // The error's first word names the knob at fault; otherwise it is about the text.
-    const field = /^(rps|capacity_rps|brownout)\b/.exec(message);
-    if (field) $(whatifInputs[field[1]]).setAttribute("aria-invalid", "true");
-    const error = $("#whatif-error");
-    error.textContent = message;
-    error.hidden = false;
-    document.body.dataset.whatifState = "error";
+    showFormError("whatif", message, whatifInputs, /^(rps|capacity_rps|brownout)\b/);
   });
 }
 
@@ -1676,17 +1683,7 @@ function drawWhatIfChart(canvas) {
   ctx.moveTo(left, y(capacity));
   ctx.lineTo(left + pw, y(capacity));
   ctx.stroke();
-  const line = (series, colour, width) => {
-    ctx.strokeStyle = colour;
-    ctx.lineWidth = width;
-    ctx.beginPath();
-    series.forEach((v, i) => {
-      if (i === 0) ctx.moveTo(x(i), y(v));
-      else ctx.lineTo(x(i), y(v));
-      ctx.lineTo(x(i + 1), y(v));
-    });
-    ctx.stroke();
-  };
+  const line = (series, colour, width) => stepLine(ctx, x, y, series, colour, width);
   // The fix over the configuration, thinner: where they agree, both show.
   line(set, "#e63946", 3);
   line(fix, "#457b9d", 1.5);

@@ -510,8 +510,10 @@ mod tests {
             "sp.yaml",
             "apiVersion: linkerd.io/v1alpha2\nkind: ServiceProfile\nmetadata: {name: a}\nspec:\n  routes:\n  - name: r\n    isRetryable: true\n",
         );
-        let mut own = Scenario::default();
-        own.pauses = Pauses::Continuous;
+        let mut own = Scenario {
+            pauses: Pauses::Continuous,
+            ..Scenario::default()
+        };
         own.clients.max_attempts = 7;
         own.clients.deadline_s = 3.0;
         own.retry = crate::storm::Retry {

@@ -147,8 +147,7 @@ fn run<R: Record, M: Memory, O: Observer>(
     let mut rng = SplitMix64::new(seed);
     let mut server = ServerState::new(plan);
     let mut meter = Meter::new(plan);
-    let mut gave_up = 0u64;
-    let mut denied_by_budget = 0u64;
+    let mut ends = Ends::default();
     let budget = SimBudget::new(plan.budget_percent)?;
     // `[retry.throttle]` (exclusive with the budget): see crate::throttle.
     let mut throttle = plan
@@ -157,7 +156,6 @@ fn run<R: Record, M: Memory, O: Observer>(
         .map(|spec| SimThrottle::new(spec, plan.step_ns));
     // Refused clients whose retry asks the budget at this step, with where they go if allowed.
     let mut asking: Vec<(R, Fate)> = Vec::new();
-    let mut beyond_horizon = 0u64;
     let mut next_id = 0u64;
     let open_loop = plan.open_loop_total > 0;
     // Report progress about every million attempts.
@@ -195,15 +193,15 @@ fn run<R: Record, M: Memory, O: Observer>(
                         }
                         // It never reaches the server: no attempt, no trace event.
                         FirstAttempt::Refuse => {
-                            gave_up += 1;
-                            denied_by_budget += 1;
+                            ends.gave_up += 1;
+                            ends.denied_by_budget += 1;
                         }
                         FirstAttempt::Delay(d) => {
                             let next = step.saturating_add(d);
                             if next < plan.steps {
                                 calendar.push(next, client);
                             } else {
-                                beyond_horizon += 1;
+                                ends.beyond_horizon += 1;
                             }
                         }
                     }
@@ -272,7 +270,7 @@ fn run<R: Record, M: Memory, O: Observer>(
                 let id = client.id();
                 let mut state = memory.state(&client);
                 if after.out_of_attempts(state.failures()) {
-                    gave_up += 1;
+                    ends.gave_up += 1;
                     observer.attempt(id, step, refusal, Some(GiveUp::MaxAttempts));
                     continue;
                 }
@@ -282,7 +280,7 @@ fn run<R: Record, M: Memory, O: Observer>(
                 let wait = match after.wait(pause, client.first(), &mut rng) {
                     Ok(wait) => wait,
                     Err(why) => {
-                        gave_up += 1;
+                        ends.gave_up += 1;
                         observer.attempt(id, step, refusal, Some(why));
                         continue;
                     }
@@ -302,20 +300,7 @@ fn run<R: Record, M: Memory, O: Observer>(
                     asking.push((client, fate));
                     continue;
                 }
-                match fate {
-                    Fate::GiveUp(why) => {
-                        gave_up += 1;
-                        observer.attempt(id, step, refusal, Some(why));
-                    }
-                    Fate::BeyondHorizon => {
-                        observer.attempt(id, step, refusal, None);
-                        beyond_horizon += 1;
-                    }
-                    Fate::Due(next) => {
-                        observer.attempt(id, step, refusal, None);
-                        calendar.push(next, client);
-                    }
-                }
+                ends.settle(fate, client, step, refusal, observer, &mut calendar);
             }
             if budget.is_some() || throttle.is_some() {
                 // The budget allows `admitted` of the retries that ask (one withdrawal each,
@@ -335,23 +320,15 @@ fn run<R: Record, M: Memory, O: Observer>(
                     (None, None) => unreachable!("checked above"),
                 };
                 for (i, &(client, fate)) in asking.iter().enumerate() {
-                    let id = client.id();
-                    match fate {
+                    let fate = match fate {
                         _ if i >= admitted => {
-                            gave_up += 1;
-                            denied_by_budget += 1;
-                            observer.attempt(id, step, refusal, Some(GiveUp::Budget));
+                            ends.denied_by_budget += 1;
+                            Fate::GiveUp(GiveUp::Budget)
                         }
                         Fate::GiveUp(why) => unreachable!("asked the budget after {why:?}"),
-                        Fate::BeyondHorizon => {
-                            observer.attempt(id, step, refusal, None);
-                            beyond_horizon += 1;
-                        }
-                        Fate::Due(next) => {
-                            observer.attempt(id, step, refusal, None);
-                            calendar.push(next, client);
-                        }
-                    }
+                        going_on => going_on,
+                    };
+                    ends.settle(fate, client, step, refusal, observer, &mut calendar);
                 }
                 asking.clear();
             }
@@ -364,7 +341,49 @@ fn run<R: Record, M: Memory, O: Observer>(
     }
 
     observer.progress(1.0);
-    let waiting = calendar.len() + beyond_horizon;
-    debug_assert_eq!(meter.served + gave_up + waiting, plan.total_clients());
-    Ok(meter.finish(name, seed, gave_up, denied_by_budget, waiting))
+    let waiting = calendar.len() + ends.beyond_horizon;
+    debug_assert_eq!(meter.served + ends.gave_up + waiting, plan.total_clients());
+    Ok(meter.finish(name, seed, ends.gave_up, ends.denied_by_budget, waiting))
+}
+
+/// How a run's clients ended other than served: the counts [`run`] reports.
+#[derive(Default)]
+struct Ends {
+    gave_up: u64,
+    /// Of `gave_up`, those the retry budget or the throttle refused.
+    denied_by_budget: u64,
+    /// Still waiting at the end, their next attempt at or past the horizon.
+    beyond_horizon: u64,
+}
+
+impl Ends {
+    /// Carries out the `fate` of a client refused (as `refusal` says) at `step`: it gives up, waits past
+    /// the horizon or is filed at the step it knocks again, counted and told to the observer.
+    /// Inlined into the engine's loops, the step's refusals and the budget's answers alike.
+    #[inline(always)]
+    fn settle<R: Record, O: Observer>(
+        &mut self,
+        fate: Fate,
+        client: R,
+        step: u64,
+        refusal: Outcome,
+        observer: &mut O,
+        calendar: &mut Calendar<R>,
+    ) {
+        let id = client.id();
+        match fate {
+            Fate::GiveUp(why) => {
+                self.gave_up += 1;
+                observer.attempt(id, step, refusal, Some(why));
+            }
+            Fate::BeyondHorizon => {
+                observer.attempt(id, step, refusal, None);
+                self.beyond_horizon += 1;
+            }
+            Fate::Due(next) => {
+                observer.attempt(id, step, refusal, None);
+                calendar.push(next, client);
+            }
+        }
+    }
 }

@@ -14,32 +14,35 @@ use herd::{Rule, RuleName, RuleState};
 /// as small as the run allows: 4 bytes (the failure count) for rules without memory or
 /// whose memory the engine replays from the count, or count and word in 16 bits each, 8 with
 /// a memory word below 2^32, 12 with a whole word, plus 4 for the first step under a deadline and 4 for the id when tracing.
-pub(crate) trait Record: Copy {
-    /// A client making its first attempt at step `first`.
-    fn new(id: u32, first: u32) -> Self;
+pub(crate) trait Record: Copy + Default {
+    /// A client making its first attempt at step `first`: the fresh state, with the id or
+    /// the step when the record keeps them (a bare record keeps neither: its default).
+    #[inline]
+    fn new(_id: u32, _first: u32) -> Self {
+        Self::default()
+    }
     /// The client's id (only traced records know it; others say 0).
-    fn id(&self) -> u32;
+    #[inline]
+    fn id(&self) -> u32 {
+        0
+    }
     fn state(&self) -> RuleState;
     fn set_state(&mut self, state: RuleState);
-    /// The step of the first attempt (only records kept under a deadline know it).
-    fn first(&self) -> u32;
+    /// The step of the first attempt (only records kept under a deadline know it; others
+    /// say 0).
+    #[inline]
+    fn first(&self) -> u32 {
+        0
+    }
 }
 
 /// The failure count alone, for rules without memory.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Plain {
     failures: u32,
 }
 
 impl Record for Plain {
-    #[inline]
-    fn new(_: u32, _: u32) -> Self {
-        Self { failures: 0 }
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        0
-    }
     #[inline]
     fn state(&self) -> RuleState {
         RuleState::from_parts(self.failures, 0)
@@ -48,14 +51,10 @@ impl Record for Plain {
     fn set_state(&mut self, state: RuleState) {
         self.failures = state.failures();
     }
-    #[inline]
-    fn first(&self) -> u32 {
-        0
-    }
 }
 
 /// With the rule's memory word (`decorrelated`, `grpc`, `decorrelated-v2`), packed to 12 bytes.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 #[repr(C, packed(4))]
 pub(crate) struct Remembering {
     failures: u32,
@@ -63,17 +62,6 @@ pub(crate) struct Remembering {
 }
 
 impl Record for Remembering {
-    #[inline]
-    fn new(_: u32, _: u32) -> Self {
-        Self {
-            failures: 0,
-            memory: 0,
-        }
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        0
-    }
     #[inline]
     fn state(&self) -> RuleState {
         RuleState::from_parts(self.failures, self.memory)
@@ -83,10 +71,6 @@ impl Record for Remembering {
         self.failures = state.failures();
         self.memory = state.memory();
     }
-    #[inline]
-    fn first(&self) -> u32 {
-        0
-    }
 }
 
 /// With the rule's memory word in 32 bits, 8 bytes in all: for the rules whose word is at
@@ -94,24 +78,13 @@ impl Record for Remembering {
 /// that is below 2^32 (`decorrelated` in whole steps). A smaller record is fewer bytes
 /// written to the calendar per attempt, and fewer bytes copied and faulted in as its
 /// buckets grow: the most of such a storm's time.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Narrow {
     failures: u32,
     memory: u32,
 }
 
 impl Record for Narrow {
-    #[inline]
-    fn new(_: u32, _: u32) -> Self {
-        Self {
-            failures: 0,
-            memory: 0,
-        }
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        0
-    }
     #[inline]
     fn state(&self) -> RuleState {
         RuleState::from_parts(self.failures, u64::from(self.memory))
@@ -123,10 +96,6 @@ impl Record for Narrow {
         debug_assert!(u32::try_from(state.memory()).is_ok());
         self.memory = state.memory() as u32;
     }
-    #[inline]
-    fn first(&self) -> u32 {
-        0
-    }
 }
 
 /// The failure count and the memory word in 16 bits each, 4 bytes in all, like [`Plain`]:
@@ -135,7 +104,7 @@ impl Record for Narrow {
 /// attempts or never. The count saturates at 2^16 − 1, which changes nothing such a run
 /// reads from it: the rules ask only whether it is 0, the throttle too, and a limit of
 /// attempts at most 2^16 − 1 is reached at that count already.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Short {
     failures: u16,
     memory: u16,
@@ -148,17 +117,6 @@ impl Short {
 
 impl Record for Short {
     #[inline]
-    fn new(_: u32, _: u32) -> Self {
-        Self {
-            failures: 0,
-            memory: 0,
-        }
-    }
-    #[inline]
-    fn id(&self) -> u32 {
-        0
-    }
-    #[inline]
     fn state(&self) -> RuleState {
         RuleState::from_parts(u32::from(self.failures), u64::from(self.memory))
     }
@@ -169,20 +127,16 @@ impl Record for Short {
         debug_assert!(u16::try_from(state.memory()).is_ok());
         self.memory = state.memory() as u16;
     }
-    #[inline]
-    fn first(&self) -> u32 {
-        0
-    }
 }
 
 /// Which of a client's two numbers a [`With`] keeps beside its inner record.
-pub(crate) trait Kept: Copy {
+pub(crate) trait Kept: Copy + Default {
     /// The client's id (for traces); otherwise the step of its first attempt (for deadlines).
     const ID: bool;
 }
 
 /// [`With`] keeps the step of the first attempt.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct FirstStep;
 
 impl Kept for FirstStep {
@@ -190,7 +144,7 @@ impl Kept for FirstStep {
 }
 
 /// [`With`] keeps the client's id.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct ClientId;
 
 impl Kept for ClientId {
@@ -199,7 +153,7 @@ impl Kept for ClientId {
 
 /// A record plus one more number, the one `K` names; the other comes from the inner record.
 /// Packed, so the inner record is copied out (and back) rather than borrowed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 #[repr(C, packed(4))]
 pub(crate) struct With<R, K> {
     inner: R,

@@ -40,8 +40,7 @@ fn client() -> HttpClient {
 }
 
 async fn serve(app: Router) -> SocketAddr {
-    let addr = support::http::serve(app).await;
-    addr
+    support::http::serve(app).await
 }
 
 #[derive(Clone, Default)]

@@ -143,8 +143,7 @@ async fn server(respond: fn(usize) -> Response) -> SocketAddr {
             }),
         )
         .with_state(hits);
-    let addr = support::http::serve(app).await;
-    addr
+    support::http::serve(app).await
 }
 
 fn three_attempts() -> RetryPolicy<TokioClock> {

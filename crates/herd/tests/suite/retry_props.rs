@@ -243,16 +243,18 @@ proptest! {
 
 /// The breaker's specification, in milliseconds, with nothing expiring and no jitter.
 enum Phase {
-    Closed {
-        ok: u64,
-        failed: u64,
-    },
-    Open {
-        until: u64,
-    },
+    /// Counting the outcomes: it opens once at least 3 are in and half or more failed.
+    Closed { ok: u64, failed: u64 },
+    /// Refusing every call until `until`.
+    Open { until: u64 },
+    /// Letting a round of probes through: it closes when they all succeed, opens on a failure.
     HalfOpen {
+        /// The probes let through in this round.
         issued: u32,
+        /// Of those, the ones that succeeded.
         succeeded: u32,
+        /// When the round began; once every probe is out, a new round begins a cool-down
+        /// later (the probes of this one were lost).
         since: u64,
     },
 }

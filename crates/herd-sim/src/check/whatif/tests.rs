@@ -33,6 +33,22 @@ fn short() -> WhatIfOptions {
     }
 }
 
+/// The requests of `trace` that arrive in the fault with their whole `window` of attempts
+/// before the run ends (more than 200 of them, enough to test).
+fn whole_windows<'t>(
+    trace: &'t run::Trace,
+    plan: &run::Plan,
+    window: u64,
+) -> Vec<&'t run::Request> {
+    let whole: Vec<_> = trace
+        .requests
+        .iter()
+        .filter(|r| r.arrival_ns >= plan.start_ns && r.arrival_ns + window < plan.end_ns)
+        .collect();
+    assert!(whole.len() > 200, "{}", whole.len());
+    whole
+}
+
 /// An inner call's law in a brownout of `p` with `a` attempts: (attempts, served, probability).
 fn inner_law(p: f64, a: u32) -> Vec<(u32, bool, f64)> {
     let mut out = Vec::new();
@@ -80,6 +96,21 @@ fn within(what: &str, got: f64, want: f64, se: f64) {
     );
 }
 
+/// `f`'s amplification and goodput each [`within`] the exact law of a brownout of `p` through
+/// hops of `attempts` (caller first). Goodput's standard error is at least 1/n, for a law
+/// that serves nearly every request.
+fn meets_layered_law(f: &Figures, p: f64, attempts: &[u32]) {
+    let n = f.requests as f64;
+    let (mean, var, served) = layered_law(p, attempts);
+    within("amplification", f.amplification, mean, (var / n).sqrt());
+    within(
+        "goodput",
+        f.goodput,
+        served,
+        (served * (1.0 - served) / n).sqrt().max(1.0 / n),
+    );
+}
+
 #[test]
 fn the_closed_forms_are_what_the_laws_say() {
     let (mean, _, served) = layered_law(0.3, &[3]);
@@ -96,17 +127,9 @@ fn istio_defaults_in_a_brownout_meet_the_closed_form() {
     let t = one("vs.yaml", ISTIO_DEFAULT);
     assert_eq!(t.max_attempts, Some(3));
     let run = fault(&[&t], Fault::Brownout, &short());
-    let f = &run.figures;
-    let n = f.requests as f64;
+    let n = run.figures.requests as f64;
     assert!(n > 25_000.0, "{n} requests in 60 s at 500 a second");
-    let (mean, var, served) = layered_law(0.3, &[3]);
-    within("amplification", f.amplification, mean, (var / n).sqrt());
-    within(
-        "goodput",
-        f.goodput,
-        served,
-        (served * (1.0 - served) / n).sqrt(),
-    );
+    meets_layered_law(&run.figures, 0.3, &[3]);
     assert!(run.notes.is_empty(), "{:?}", run.notes);
 }
 
@@ -118,16 +141,7 @@ fn two_hops_in_a_brownout_meet_the_closed_form() {
     let inner = one("inner.yaml", ISTIO_DEFAULT);
     assert_eq!((outer.max_attempts, inner.max_attempts), (Some(4), Some(3)));
     let run = fault(&[&outer, &inner], Fault::Brownout, &short());
-    let f = &run.figures;
-    let n = f.requests as f64;
-    let (mean, var, served) = layered_law(0.3, &[4, 3]);
-    within("amplification", f.amplification, mean, (var / n).sqrt());
-    within(
-        "goodput",
-        f.goodput,
-        served,
-        (served * (1.0 - served) / n).sqrt().max(1.0 / n),
-    );
+    meets_layered_law(&run.figures, 0.3, &[4, 3]);
     assert!(
         run.notes
             .iter()
@@ -148,16 +162,7 @@ fn a_hop_that_answers_500_stops_the_layers_above_from_retrying() {
         ..short()
     };
     let run = fault(&[&outer, &inner], Fault::Brownout, &options);
-    let f = &run.figures;
-    let n = f.requests as f64;
-    let (mean, var, served) = layered_law(0.3, &[3]);
-    within("amplification", f.amplification, mean, (var / n).sqrt());
-    within(
-        "goodput",
-        f.goodput,
-        served,
-        (served * (1.0 - served) / n).sqrt(),
-    );
+    meets_layered_law(&run.figures, 0.3, &[3]);
 }
 
 /// Two hops in the outage: every request whose whole call falls in it sends the bottom
@@ -176,12 +181,7 @@ fn two_hops_send_the_bottom_twelve_attempts_a_request_in_the_outage() {
     assert_eq!(window, 595_000_000);
     assert!((fault_s - 1.19).abs() < 1e-9, "{fault_s}");
     let trace = run::run(&plan, &hops, 1, &mut Watch::none()).unwrap();
-    let whole: Vec<_> = trace
-        .requests
-        .iter()
-        .filter(|r| r.arrival_ns >= plan.start_ns && r.arrival_ns + window < plan.end_ns)
-        .collect();
-    assert!(whole.len() > 200, "{}", whole.len());
+    let whole = whole_windows(&trace, &plan, window);
     assert!(whole.iter().all(|r| r.attempts == 12 && !r.ok));
     assert!(trace.requests.iter().all(|r| r.attempts <= 12));
     // Every request that failed sent all twelve.
@@ -375,12 +375,7 @@ fn three_hops_send_the_bottom_twenty_seven_attempts_a_request_in_the_outage() {
     let (plan, hops, _) = prepare(&path, Fault::Outage, &short(), &Limits::default()).unwrap();
     let window = window_ns(&hops, plan.latency_ns);
     let trace = run::run(&plan, &hops, 1, &mut Watch::none()).unwrap();
-    let whole: Vec<_> = trace
-        .requests
-        .iter()
-        .filter(|r| r.arrival_ns >= plan.start_ns && r.arrival_ns + window < plan.end_ns)
-        .collect();
-    assert!(whole.len() > 200, "{}", whole.len());
+    let whole = whole_windows(&trace, &plan, window);
     assert!(whole.iter().all(|r| r.attempts == 27 && !r.ok));
 }
 
