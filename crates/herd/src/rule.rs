@@ -627,21 +627,23 @@ impl Rule {
         Self::capped(base, cap, |base, cap| Kind::Decorrelated { base, cap })
     }
 
-    /// gRPC connection backoff: the current backoff (starting at `base`) with ± `jitter`,
-    /// capped, then multiplied by `multiplier` (capped) for next time. gRPC's defaults are
-    /// base 1 s, multiplier 1.6, jitter 0.2, cap 120 s.
+    /// gRPC connection backoff: the current backoff (starting at `base_delay`) with ±
+    /// `jitter`, capped at `max_delay`, then multiplied by `multiplier` (capped) for next time.
+    /// The parameters carry the names of gRPC's connection-backoff spec, whose defaults are
+    /// base delay 1 s, multiplier 1.6, jitter 0.2, max delay 120 s.
     ///
     /// # Errors
     ///
-    /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`], [`InvalidRule::Multiplier`],
-    /// [`InvalidRule::Jitter`].
+    /// [`InvalidRule::ZeroBase`] (`base_delay`), [`InvalidRule::CapBelowBase`]
+    /// (`max_delay`), [`InvalidRule::Multiplier`] (below 1, or not finite: the connection
+    /// backoff only grows), [`InvalidRule::Jitter`] (outside `[0, 1]`).
     pub fn grpc(
-        base: Duration,
+        base_delay: Duration,
         multiplier: f64,
         jitter: f64,
-        cap: Duration,
+        max_delay: Duration,
     ) -> Result<Self, InvalidRule> {
-        Self::multiplied(RuleName::Grpc, base, multiplier, jitter, cap)
+        Self::multiplied(RuleName::Grpc, base_delay, multiplier, jitter, max_delay)
     }
 
     /// Polly's decorrelated jitter V2 (George Polevoy's formula): smooth, jittered, with median
@@ -658,14 +660,17 @@ impl Rule {
     }
 
     /// gRPC's retry backoff, as grpc-go and gRPC core compute it: after the k-th failure,
-    /// `c · uniform[1 − jitter, 1 + jitter)` with `c = min(cap, base · multiplier^(k−1))`;
-    /// the jittered pause may exceed `cap` by the jitter. gRPC's own jitter is 0.2. See
-    /// the `systems` module docs for the sources (and gRPC Java's different rule).
+    /// `c · uniform[1 − jitter, 1 + jitter)` with
+    /// `c = min(max_backoff, initial_backoff · backoff_multiplier^(k−1))`; the jittered pause
+    /// may exceed `max_backoff` by the jitter. The parameters carry the names of the service
+    /// config's `retryPolicy` fields; gRPC's own jitter is 0.2. See the `systems` module docs
+    /// for the sources (and gRPC Java's different rule).
     ///
     /// # Errors
     ///
-    /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`], [`InvalidRule::Multiplier`]
-    /// (finite and above 0), [`InvalidRule::Jitter`].
+    /// [`InvalidRule::ZeroBase`] (`initial_backoff`), [`InvalidRule::CapBelowBase`]
+    /// (`max_backoff`), [`InvalidRule::Multiplier`] (`backoff_multiplier` must be finite and
+    /// above 0), [`InvalidRule::Jitter`] (outside `[0, 1]`).
     ///
     /// # Examples
     ///
@@ -681,25 +686,36 @@ impl Rule {
     /// # Ok::<(), herd::InvalidRule>(())
     /// ```
     pub fn grpc_retry(
-        base: Duration,
-        multiplier: f64,
+        initial_backoff: Duration,
+        backoff_multiplier: f64,
         jitter: f64,
-        cap: Duration,
+        max_backoff: Duration,
     ) -> Result<Self, InvalidRule> {
-        Self::multiplied(RuleName::GrpcRetry, base, multiplier, jitter, cap)
+        Self::multiplied(
+            RuleName::GrpcRetry,
+            initial_backoff,
+            backoff_multiplier,
+            jitter,
+            max_backoff,
+        )
     }
 
     /// Resilience4j's exponential random backoff (`IntervalFunction.ofExponentialRandomBackoff`
-    /// with a maximum): the interval `w` starts at `base` and becomes `⌊w · multiplier⌋` after
-    /// each failure, uncapped; the pause is `min(cap, w · uniform[1 − jitter, 1 + jitter))`,
-    /// truncated. With `jitter` 0 it is `ofExponentialBackoff` with a maximum; with
-    /// `multiplier` 1, `ofRandomized`. Resilience4j counts whole milliseconds, herd
-    /// nanoseconds.
+    /// with a maximum): the interval `w` starts at `wait_duration` and becomes
+    /// `⌊w · multiplier⌋` after each failure, uncapped; the pause is
+    /// `min(max_wait_duration, w · uniform[1 − f, 1 + f))` with `f` the
+    /// `randomized_wait_factor`, truncated. With the factor 0 it is `ofExponentialBackoff`
+    /// with a maximum; with `multiplier` 1, `ofRandomized`. The parameters carry
+    /// Resilience4j's names (`waitDuration`, `exponentialBackoffMultiplier`,
+    /// `randomizedWaitFactor`, `exponentialMaxWaitDuration`). Resilience4j counts whole
+    /// milliseconds, herd nanoseconds.
     ///
     /// # Errors
     ///
-    /// [`InvalidRule::ZeroBase`], [`InvalidRule::CapBelowBase`], [`InvalidRule::Multiplier`]
-    /// (finite and above 0), [`InvalidRule::Jitter`].
+    /// [`InvalidRule::ZeroBase`] (`wait_duration`), [`InvalidRule::CapBelowBase`]
+    /// (`max_wait_duration`), [`InvalidRule::Multiplier`] (finite and above 0; below 1 the
+    /// interval shrinks, as Resilience4j allows), [`InvalidRule::Jitter`]
+    /// (`randomized_wait_factor` outside `[0, 1]`).
     ///
     /// # Examples
     ///
@@ -716,12 +732,18 @@ impl Rule {
     /// # Ok::<(), herd::InvalidRule>(())
     /// ```
     pub fn randomized(
-        base: Duration,
+        wait_duration: Duration,
         multiplier: f64,
-        jitter: f64,
-        cap: Duration,
+        randomized_wait_factor: f64,
+        max_wait_duration: Duration,
     ) -> Result<Self, InvalidRule> {
-        Self::multiplied(RuleName::Randomized, base, multiplier, jitter, cap)
+        Self::multiplied(
+            RuleName::Randomized,
+            wait_duration,
+            multiplier,
+            randomized_wait_factor,
+            max_wait_duration,
+        )
     }
 
     /// `name`, one of the rules with a multiplier and a jitter (`grpc`, `grpc-retry`,
@@ -912,9 +934,10 @@ impl Rule {
                 }
             }
             Kind::GrpcRetry {
+                // In the order of the formula: min(cap, base · multiplier^(k−1)), then jittered.
                 base,
-                cap,
                 multiplier,
+                cap,
                 jitter,
                 ..
             } => {
