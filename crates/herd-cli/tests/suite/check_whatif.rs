@@ -94,6 +94,31 @@ fn identical_translations_run_once_and_read_the_same() {
     );
 }
 
+/// Two policies of the same semantics share one run, so its notes and reasons cannot name
+/// the policy that ran first: one policy is "it". Before, the second policy's text was the
+/// first's with the name replaced as a string, which also rewrote any other text that held it.
+#[test]
+fn policies_that_share_a_run_read_the_same_notes() {
+    let vs = |name: &str| {
+        format!(
+            "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {{name: {name}}}\nspec:\n  hosts: [orders]\n  http:\n  - route:\n    - destination: {{host: orders}}\n"
+        )
+    };
+    let file = support::scratch_file("two-names.yaml", &[vs("it"), vs("retry")].join("---\n"));
+    let v = json(&[&file, "--failure-status", "500"]);
+    let runs = v["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 6);
+    for i in 0..3 {
+        assert_eq!(runs[i]["notes"], runs[i + 3]["notes"], "{}", runs[i + 3]);
+        assert_eq!(runs[i]["same_because"], runs[i + 3]["same_because"]);
+    }
+    let note = runs[3]["notes"][0].as_str().expect("a note");
+    assert_eq!(
+        note,
+        "it does not retry HTTP 500: its users meet every such failure"
+    );
+}
+
 /// Two routes of one policy, one for GETs and one for POSTs, are not the same to the
 /// what-if: retrying a POST is fixed by turning its retries off (`retries-non-idempotent`),
 /// retrying a GET is not. Before, the methods were left out of what identical policies

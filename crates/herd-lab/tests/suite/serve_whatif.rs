@@ -103,12 +103,21 @@ async fn an_example_runs_the_three_faults_beside_the_fix() {
     assert_eq!(answer["detected"], true);
     // The names the page reads, each with the default it was run at.
     let o = WhatIfOptions::default();
-    let settings = answer["whatif"].as_object().expect("the settings are an object");
+    let settings = answer["whatif"]
+        .as_object()
+        .expect("the settings are an object");
     let mut names: Vec<&str> = settings.keys().map(String::as_str).collect();
     names.sort_unstable();
     assert_eq!(
         names,
-        ["brownout", "capacity_rps", "failure_status", "overload", "rps", "seed"]
+        [
+            "brownout",
+            "capacity_rps",
+            "failure_status",
+            "overload",
+            "rps",
+            "seed"
+        ]
     );
     assert_eq!(settings["rps"], o.offered_rps());
     assert_eq!(settings["capacity_rps"], o.capacity_rps);

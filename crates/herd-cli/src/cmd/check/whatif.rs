@@ -149,12 +149,19 @@ pub(super) fn runs(
 ) -> CliResult<Vec<WhatIfRun>> {
     let limits = Limits::default();
     let cancel = Cancel::new();
-    let mut done: Vec<(Vec<Translation>, Vec<String>, Comparison)> = Vec::new();
+    let mut done: Vec<(Vec<Translation>, Comparison)> = Vec::new();
     let mut out = Vec::new();
     let mut run = |path: &[&Translation], file: String, policy: String| -> CliResult {
-        let keys: Vec<Translation> = path.iter().map(|t| key(t)).collect();
-        let comparison = match done.iter().find(|(k, _, _)| *k == keys) {
-            Some((_, names, c)) => with_places(c, names, path),
+        let mut keys: Vec<Translation> = path.iter().map(|t| key(t)).collect();
+        // A path of several hops names them in its notes and reasons, so it shares runs only
+        // with a path of the same names; one policy's text says "it" and shares with any.
+        if path.len() > 1 {
+            for (k, t) in keys.iter_mut().zip(path) {
+                k.name.clone_from(&t.name);
+            }
+        }
+        let comparison = match done.iter().find(|(k, _)| *k == keys) {
+            Some((_, c)) => with_places(c, path),
             None => {
                 let mut c = whatif::compare(path, options, &limits, &cancel)
                     .map_err(|e| CliError::input(format!("{file}: {policy} (the what-if): {e}")))?;
@@ -163,8 +170,7 @@ pub(super) fn runs(
                         f.load = [Vec::new(), Vec::new()];
                     }
                 }
-                let names = path.iter().map(|t| t.name.clone()).collect();
-                done.push((keys, names, c.clone()));
+                done.push((keys, c.clone()));
                 c
             }
         };
@@ -186,17 +192,10 @@ pub(super) fn runs(
     Ok(out)
 }
 
-/// A cached comparison, run for the policies `names`, for another path of the same
-/// semantics: its changes, notes and reasons name this one's policies.
-fn with_places(c: &Comparison, names: &[String], path: &[&Translation]) -> Comparison {
+/// A cached comparison, run for a path of the same semantics (and, for several hops, the
+/// same names), for `path`: its changes name this path's files, lines and policy.
+fn with_places(c: &Comparison, path: &[&Translation]) -> Comparison {
     let mut c = c.clone();
-    for (old, t) in names.iter().zip(path).filter(|(old, t)| **old != t.name) {
-        for f in &mut c.faults {
-            for n in f.notes.iter_mut().chain(f.same_because.as_mut()) {
-                *n = n.replace(old.as_str(), &t.name);
-            }
-        }
-    }
     for change in &mut c.fix_changes {
         if let Some(t) = path.iter().find(|t| t.name == change.policy) {
             change.file = t.file.clone();

@@ -359,15 +359,16 @@ fn notes(path: &[&Translation], hops: &[Hop], options: &WhatIfOptions) -> Vec<St
             }
         }
         if !hop.retries(Answer::Failure(status)) && hop.max_attempts > 1 {
-            out.push(format!(
-                "{} does not retry {status}: {}",
-                t.name,
-                if path.len() > 1 {
-                    "its hop passes every such failure up at once"
-                } else {
-                    "its users meet every such failure"
-                }
-            ));
+            // One policy is "it", as in `fixes::why_same`: the same semantics elsewhere
+            // share its runs, and the text must not name whichever policy ran first.
+            out.push(if path.len() > 1 {
+                format!(
+                    "{} does not retry {status}: its hop passes every such failure up at once",
+                    t.name
+                )
+            } else {
+                format!("it does not retry {status}: its users meet every such failure")
+            });
         }
     }
     if path.len() > 1 {
