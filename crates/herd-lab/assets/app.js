@@ -1429,6 +1429,35 @@ function stepLine(ctx, x, y, series, colour, width) {
   ctx.stroke();
 }
 
+// Load over time against the backend's capacity, as the check storm and what-if charts draw
+// it: the fault's spans shaded (seconds), both axes labelled (the x axis in seconds), the
+// capacity as a dark line and each series (values per step of `step_s` seconds) as steps,
+// in order, so the last is drawn on top.
+function drawLoadChart(ctx, box, { n, max, step_s, spans, capacity, series }) {
+  const { left, top, pw, ph } = box;
+  const x = (i) => left + (i / n) * pw;
+  const y = (v) => top + ph - (v / max) * ph;
+  ctx.fillStyle = "#99999944";
+  for (const [a, b] of spans) {
+    const from = Math.min(a / step_s, n), to = Math.min(b / step_s, n);
+    if (to > from) ctx.fillRect(x(from), top, Math.max(1, x(to) - x(from)), ph);
+  }
+  drawAxes(ctx, left, top, pw, ph);
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (const t of niceTicks(max, 4)) ctx.fillText(fig(t), left - 4, y(t));
+  ctx.textAlign = "center";
+  ctx.textBaseline = "top";
+  for (const t of niceTicks(n * step_s, 6)) ctx.fillText(t + " s", x(t / step_s), top + ph + 4);
+  ctx.strokeStyle = "#1d3557";
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(left, y(capacity));
+  ctx.lineTo(left + pw, y(capacity));
+  ctx.stroke();
+  for (const [values, colour, width] of series) stepLine(ctx, x, y, values, colour, width);
+}
+
 // Requests per window, as configured (red) over the fix (blue), with the capacity.
 function drawCheckChart(canvas) {
   const run = check.data && check.data.storm.runs[Number(canvas.dataset.index)];
@@ -1437,32 +1466,14 @@ function drawCheckChart(canvas) {
   ctx.clearRect(0, 0, W, H);
   const left = 48, top = 10, right = 24, bottom = 26;
   const pw = W - left - right, ph = H - top - bottom;
-  const n = Math.max(run.config.arrivals.length, run.fix.arrivals.length, 1);
-  const max = Math.max(run.capacity, ...run.config.arrivals, ...run.fix.arrivals, 1);
-  const x = (i) => left + (i / n) * pw;
-  const y = (v) => top + ph - (v / max) * ph;
-  ctx.fillStyle = "#99999944";
-  for (const [a, b] of check.data.storm.outages) {
-    const from = Math.min(a / run.window_s, n), to = Math.min(b / run.window_s, n);
-    if (to > from) ctx.fillRect(x(from), top, x(to) - x(from), ph);
-  }
-  drawAxes(ctx, left, top, pw, ph);
-  ctx.textAlign = "right";
-  ctx.textBaseline = "middle";
-  for (const t of niceTicks(max, 4)) ctx.fillText(String(t), left - 4, y(t));
-  ctx.textAlign = "center";
-  ctx.textBaseline = "top";
-  const secs = n * run.window_s;
-  for (const t of niceTicks(secs, 6)) ctx.fillText(t + " s", x(t / run.window_s), top + ph + 4);
-  ctx.strokeStyle = "#1d3557";
-  ctx.lineWidth = 1;
-  ctx.beginPath();
-  ctx.moveTo(left, y(run.capacity));
-  ctx.lineTo(left + pw, y(run.capacity));
-  ctx.stroke();
-  const line = (series, colour, width) => stepLine(ctx, x, y, series, colour, width);
-  line(run.fix.arrivals, "#457b9d", 2);
-  line(run.config.arrivals, "#e63946", 2);
+  drawLoadChart(ctx, { left, top, pw, ph }, {
+    n: Math.max(run.config.arrivals.length, run.fix.arrivals.length, 1),
+    max: Math.max(run.capacity, ...run.config.arrivals, ...run.fix.arrivals, 1),
+    step_s: run.window_s,
+    spans: check.data.storm.outages,
+    capacity: run.capacity,
+    series: [[run.fix.arrivals, "#457b9d", 2], [run.config.arrivals, "#e63946", 2]],
+  });
   canvas.dataset.drawn = "chart";
 }
 
@@ -1663,30 +1674,15 @@ function drawWhatIfChart(canvas) {
   const left = 56, top = 10, right = 24, bottom = 26;
   const pw = W - left - right, ph = H - top - bottom;
   const { as_set: set, fix, bin_s } = run.load;
-  const n = Math.max(set.length, fix.length, 1);
-  const max = Math.max(capacity, ...set, ...fix, 1) * 1.05;
-  const x = (i) => left + (i / n) * pw;
-  const y = (v) => top + ph - (v / max) * ph;
-  ctx.fillStyle = "#99999944";
-  const from = Math.min(run.start_s / bin_s, n), to = Math.min((run.start_s + run.fault_s) / bin_s, n);
-  if (to > from) ctx.fillRect(x(from), top, Math.max(1, x(to) - x(from)), ph);
-  drawAxes(ctx, left, top, pw, ph);
-  ctx.textAlign = "right";
-  ctx.textBaseline = "middle";
-  for (const t of niceTicks(max, 4)) ctx.fillText(fig(t), left - 4, y(t));
-  ctx.textAlign = "center";
-  ctx.textBaseline = "top";
-  for (const t of niceTicks(n * bin_s, 6)) ctx.fillText(t + " s", x(t / bin_s), top + ph + 4);
-  ctx.strokeStyle = "#1d3557";
-  ctx.lineWidth = 1;
-  ctx.beginPath();
-  ctx.moveTo(left, y(capacity));
-  ctx.lineTo(left + pw, y(capacity));
-  ctx.stroke();
-  const line = (series, colour, width) => stepLine(ctx, x, y, series, colour, width);
-  // The fix over the configuration, thinner: where they agree, both show.
-  line(set, "#e63946", 3);
-  line(fix, "#457b9d", 1.5);
+  drawLoadChart(ctx, { left, top, pw, ph }, {
+    n: Math.max(set.length, fix.length, 1),
+    max: Math.max(capacity, ...set, ...fix, 1) * 1.05,
+    step_s: bin_s,
+    spans: [[run.start_s, run.start_s + run.fault_s]],
+    capacity,
+    // The fix over the configuration, thinner: where they agree, both show.
+    series: [[set, "#e63946", 3], [fix, "#457b9d", 1.5]],
+  });
   canvas.dataset.drawn = "chart";
 }
 
