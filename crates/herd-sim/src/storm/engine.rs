@@ -31,8 +31,8 @@
 //! held until every failed client of the step has drawn; when the budget allows only `m` of
 //! the `n`, a uniformly random `m` of them go on (a partial Fisher–Yates shuffle, the step's
 //! last draws), the rest give up.
+use herd::RuleName;
 use herd::rng::SplitMix64;
-use herd::{RuleName, RuleState};
 
 use crate::budget::{SimBudget, choose_admitted};
 use crate::error::ScenarioError;
@@ -41,6 +41,7 @@ use crate::storm::Scenario;
 use crate::storm::calendar::Calendar;
 use crate::storm::failure::{AfterFailure, Fate, PauseSteps};
 use crate::storm::metrics::{Meter, RunResult};
+use crate::storm::pause_table::{GrpcSteps, InSteps, Pauser};
 use crate::storm::plan::{Plan, PlannedRule};
 use crate::storm::record::{
     Deadlined, Identified, InRecord, Memory, Narrow, Plain, Record, Remembering, Replayed, Short,
@@ -100,50 +101,66 @@ pub(crate) fn simulate<O: Observer>(
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
+    let in_steps = InSteps {
+        rule: &rule.rule,
+        to_steps: PauseSteps::new(rule.per_step, rule.rule.max_pause_nanos()),
+    };
+    // `grpc` (its words replayed from the count) draws its steps from a table instead.
+    let p = in_steps;
     match Layout::of(plan, rule) {
-        Layout::None => with_extras::<Plain, _, O>(plan, name, rule, InRecord, seed, observer),
-        Layout::Short => with_extras::<Short, _, O>(plan, name, rule, InRecord, seed, observer),
-        Layout::Narrow => with_extras::<Narrow, _, O>(plan, name, rule, InRecord, seed, observer),
-        Layout::Replayed(table) => {
-            with_extras::<Plain, _, O>(plan, name, rule, &table, seed, observer)
+        Layout::None => {
+            with_extras::<Plain, _, _, O>(plan, name, rule, InRecord, p, seed, observer)
         }
+        Layout::Short => {
+            with_extras::<Short, _, _, O>(plan, name, rule, InRecord, p, seed, observer)
+        }
+        Layout::Narrow => {
+            with_extras::<Narrow, _, _, O>(plan, name, rule, InRecord, p, seed, observer)
+        }
+        Layout::Replayed(table) => match GrpcSteps::of(&rule.rule, in_steps.to_steps, &table) {
+            Some(g) => with_extras::<Plain, _, _, O>(plan, name, rule, &table, &g, seed, observer),
+            None => with_extras::<Plain, _, _, O>(plan, name, rule, &table, p, seed, observer),
+        },
         Layout::Word => {
-            with_extras::<Remembering, _, O>(plan, name, rule, InRecord, seed, observer)
+            with_extras::<Remembering, _, _, O>(plan, name, rule, InRecord, p, seed, observer)
         }
     }
 }
 
 /// [`run`] with `R` plus what the scenario and the observer need: the first step under a
 /// deadline, the id when tracing.
-fn with_extras<R: Record, M: Memory, O: Observer>(
+fn with_extras<R: Record, M: Memory, P: Pauser, O: Observer>(
     plan: &Plan,
     name: RuleName,
     rule: &PlannedRule,
     memory: M,
+    pauser: P,
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
     match (plan.deadline_steps.is_some(), O::ACTIVE) {
-        (false, false) => run::<R, M, O>(plan, name, rule, memory, seed, observer),
-        (true, false) => run::<Deadlined<R>, M, O>(plan, name, rule, memory, seed, observer),
-        (false, true) => run::<Identified<R>, M, O>(plan, name, rule, memory, seed, observer),
-        (true, true) => {
-            run::<Identified<Deadlined<R>>, M, O>(plan, name, rule, memory, seed, observer)
+        (false, false) => run::<R, M, P, O>(plan, name, rule, memory, pauser, seed, observer),
+        (true, false) => {
+            run::<Deadlined<R>, M, P, O>(plan, name, rule, memory, pauser, seed, observer)
         }
+        (false, true) => {
+            run::<Identified<R>, M, P, O>(plan, name, rule, memory, pauser, seed, observer)
+        }
+        (true, true) => run::<Identified<Deadlined<R>>, M, P, O>(
+            plan, name, rule, memory, pauser, seed, observer,
+        ),
     }
 }
 
-fn run<R: Record, M: Memory, O: Observer>(
+fn run<R: Record, M: Memory, P: Pauser, O: Observer>(
     plan: &Plan,
     name: RuleName,
     planned: &PlannedRule,
     memory: M,
+    pauser: P,
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
-    let rule = &planned.rule;
-    let to_steps = PauseSteps::new(planned.per_step, rule.max_pause_nanos());
-    let pauser = InSteps { rule, to_steps };
     let mut calendar = Calendar::<R>::new(AfterFailure::max_wait(plan, planned));
     let mut rng = SplitMix64::new(seed);
     let mut server = ServerState::new(plan);
@@ -298,7 +315,7 @@ fn run<R: Record, M: Memory, O: Observer>(
                         observer.attempt(id, step, refusal, Some(GiveUp::MaxAttempts));
                         continue;
                     }
-                    let pause = to_steps.of(rule.pause_nanos(&mut state, &mut rng));
+                    let pause = pauser.steps(&mut state, &mut rng);
                     client.set_state(state);
                     // The server's delay draws its jitter right after the rule's pause.
                     let wait = match after.wait(pause, client.first(), &mut rng) {
@@ -410,25 +427,6 @@ impl Ends {
                 calendar.push(next, client);
             }
         }
-    }
-}
-
-/// A rule's pause in whole steps, for [`refuse_plain`].
-trait Pauser {
-    /// The pause in steps after a failure from `state` (updated), drawn from `rng`.
-    fn steps(&self, state: &mut RuleState, rng: &mut SplitMix64) -> u64;
-}
-
-/// The library's rule, its pause converted to steps.
-struct InSteps<'r> {
-    rule: &'r herd::Rule,
-    to_steps: PauseSteps,
-}
-
-impl Pauser for InSteps<'_> {
-    #[inline(always)]
-    fn steps(&self, state: &mut RuleState, rng: &mut SplitMix64) -> u64 {
-        self.to_steps.of(self.rule.pause_nanos(state, rng))
     }
 }
 
