@@ -41,6 +41,7 @@ use crate::storm::Scenario;
 use crate::storm::calendar::Calendar;
 use crate::storm::failure::{AfterFailure, Fate, PauseSteps};
 use crate::storm::metrics::{Meter, RunResult};
+use crate::storm::pause_table::{GrpcSteps, InSteps, Pauser};
 use crate::storm::plan::{Plan, PlannedRule};
 use crate::storm::record::{
     Deadlined, Identified, InRecord, Memory, Narrow, Plain, Record, Remembering, Replayed, Short,
@@ -100,49 +101,66 @@ pub(crate) fn simulate<O: Observer>(
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
+    let in_steps = InSteps {
+        rule: &rule.rule,
+        to_steps: PauseSteps::new(rule.per_step, rule.rule.max_pause_nanos()),
+    };
+    // `grpc` (its words replayed from the count) draws its steps from a table instead.
+    let p = in_steps;
     match Layout::of(plan, rule) {
-        Layout::None => with_extras::<Plain, _, O>(plan, name, rule, InRecord, seed, observer),
-        Layout::Short => with_extras::<Short, _, O>(plan, name, rule, InRecord, seed, observer),
-        Layout::Narrow => with_extras::<Narrow, _, O>(plan, name, rule, InRecord, seed, observer),
-        Layout::Replayed(table) => {
-            with_extras::<Plain, _, O>(plan, name, rule, &table, seed, observer)
+        Layout::None => {
+            with_extras::<Plain, _, _, O>(plan, name, rule, InRecord, p, seed, observer)
         }
+        Layout::Short => {
+            with_extras::<Short, _, _, O>(plan, name, rule, InRecord, p, seed, observer)
+        }
+        Layout::Narrow => {
+            with_extras::<Narrow, _, _, O>(plan, name, rule, InRecord, p, seed, observer)
+        }
+        Layout::Replayed(table) => match GrpcSteps::of(&rule.rule, in_steps.to_steps, &table) {
+            Some(g) => with_extras::<Plain, _, _, O>(plan, name, rule, &table, &g, seed, observer),
+            None => with_extras::<Plain, _, _, O>(plan, name, rule, &table, p, seed, observer),
+        },
         Layout::Word => {
-            with_extras::<Remembering, _, O>(plan, name, rule, InRecord, seed, observer)
+            with_extras::<Remembering, _, _, O>(plan, name, rule, InRecord, p, seed, observer)
         }
     }
 }
 
 /// [`run`] with `R` plus what the scenario and the observer need: the first step under a
 /// deadline, the id when tracing.
-fn with_extras<R: Record, M: Memory, O: Observer>(
+fn with_extras<R: Record, M: Memory, P: Pauser, O: Observer>(
     plan: &Plan,
     name: RuleName,
     rule: &PlannedRule,
     memory: M,
+    pauser: P,
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
     match (plan.deadline_steps.is_some(), O::ACTIVE) {
-        (false, false) => run::<R, M, O>(plan, name, rule, memory, seed, observer),
-        (true, false) => run::<Deadlined<R>, M, O>(plan, name, rule, memory, seed, observer),
-        (false, true) => run::<Identified<R>, M, O>(plan, name, rule, memory, seed, observer),
-        (true, true) => {
-            run::<Identified<Deadlined<R>>, M, O>(plan, name, rule, memory, seed, observer)
+        (false, false) => run::<R, M, P, O>(plan, name, rule, memory, pauser, seed, observer),
+        (true, false) => {
+            run::<Deadlined<R>, M, P, O>(plan, name, rule, memory, pauser, seed, observer)
         }
+        (false, true) => {
+            run::<Identified<R>, M, P, O>(plan, name, rule, memory, pauser, seed, observer)
+        }
+        (true, true) => run::<Identified<Deadlined<R>>, M, P, O>(
+            plan, name, rule, memory, pauser, seed, observer,
+        ),
     }
 }
 
-fn run<R: Record, M: Memory, O: Observer>(
+fn run<R: Record, M: Memory, P: Pauser, O: Observer>(
     plan: &Plan,
     name: RuleName,
     planned: &PlannedRule,
     memory: M,
+    pauser: P,
     seed: u64,
     observer: &mut O,
 ) -> Result<RunResult, ScenarioError> {
-    let rule = &planned.rule;
-    let to_steps = PauseSteps::new(planned.per_step, rule.max_pause_nanos());
     let mut calendar = Calendar::<R>::new(AfterFailure::max_wait(plan, planned));
     let mut rng = SplitMix64::new(seed);
     let mut server = ServerState::new(plan);
@@ -262,45 +280,69 @@ fn run<R: Record, M: Memory, O: Observer>(
                 }
             }
             let after = AfterFailure::new(plan, step, verdict);
-            // Each record is copied out and the copy updated and filed: writing the new state
-            // back into `due` and reading it again for the calendar stalled on store
-            // forwarding (a 12-byte packed record written as 4 + 8 bytes, read as 8 + 4).
-            for &queued in &due[served..] {
-                let mut client = queued;
-                let id = client.id();
-                let mut state = memory.state(&client);
-                if after.out_of_attempts(state.failures()) {
-                    ends.gave_up += 1;
-                    observer.attempt(id, step, refusal, Some(GiveUp::MaxAttempts));
-                    continue;
-                }
-                let pause = to_steps.of(rule.pause_nanos(&mut state, &mut rng));
-                client.set_state(state);
-                // The server's delay draws its jitter right after the rule's pause.
-                let wait = match after.wait(pause, client.first(), &mut rng) {
-                    Ok(wait) => wait,
-                    Err(why) => {
+            // The common case, nothing but the rule between a refusal and the next attempt:
+            // no trace, budget, throttle, latency, server delay or deadline. The same draws
+            // and the same outcomes as the general loop below, in a loop with nothing else
+            // to test per client.
+            let plain = !O::ACTIVE
+                && budget.is_none()
+                && throttle.is_none()
+                && plan.latency.is_none()
+                && !after.has_server_delay()
+                && plan.deadline_steps.is_none();
+            if plain {
+                refuse_plain(
+                    &due[served..],
+                    &memory,
+                    &pauser,
+                    &after,
+                    step + plan.timeout_steps,
+                    plan.steps,
+                    &mut rng,
+                    &mut ends,
+                    &mut calendar,
+                );
+            } else {
+                // Each record is copied out and the copy updated and filed: writing the new state
+                // back into `due` and reading it again for the calendar stalled on store
+                // forwarding (a 12-byte packed record written as 4 + 8 bytes, read as 8 + 4).
+                for &queued in &due[served..] {
+                    let mut client = queued;
+                    let id = client.id();
+                    let mut state = memory.state(&client);
+                    if after.out_of_attempts(state.failures()) {
                         ends.gave_up += 1;
-                        observer.attempt(id, step, refusal, Some(why));
+                        observer.attempt(id, step, refusal, Some(GiveUp::MaxAttempts));
                         continue;
                     }
-                };
-                // The retry's latency is drawn right after the wait (and its jitter).
-                let mut wait = wait.saturating_add(after.latency(&mut rng));
-                if let Some(t) = &throttle {
-                    wait = wait.saturating_add(t.retry_delay());
+                    let pause = pauser.steps(&mut state, &mut rng);
+                    client.set_state(state);
+                    // The server's delay draws its jitter right after the rule's pause.
+                    let wait = match after.wait(pause, client.first(), &mut rng) {
+                        Ok(wait) => wait,
+                        Err(why) => {
+                            ends.gave_up += 1;
+                            observer.attempt(id, step, refusal, Some(why));
+                            continue;
+                        }
+                    };
+                    // The retry's latency is drawn right after the wait (and its jitter).
+                    let mut wait = wait.saturating_add(after.latency(&mut rng));
+                    if let Some(t) = &throttle {
+                        wait = wait.saturating_add(t.retry_delay());
+                    }
+                    // With a budget, the retries that ask are admitted together below.
+                    let mut asks = false;
+                    let fate = after.fate(wait, client.first(), || {
+                        asks = true;
+                        true
+                    });
+                    if asks && (budget.is_some() || throttle.is_some()) {
+                        asking.push((client, fate));
+                        continue;
+                    }
+                    ends.settle(fate, client, step, refusal, observer, &mut calendar);
                 }
-                // With a budget, the retries that ask are admitted together below.
-                let mut asks = false;
-                let fate = after.fate(wait, client.first(), || {
-                    asks = true;
-                    true
-                });
-                if asks && (budget.is_some() || throttle.is_some()) {
-                    asking.push((client, fate));
-                    continue;
-                }
-                ends.settle(fate, client, step, refusal, observer, &mut calendar);
             }
             if budget.is_some() || throttle.is_some() {
                 // The budget allows `admitted` of the retries that ask (one withdrawal each,
@@ -386,4 +428,41 @@ impl Ends {
             }
         }
     }
+}
+
+/// The refused clients `refused` of a step when nothing but the rule stands between a
+/// refusal and the next attempt (see [`run`]): each gives up at its limit of attempts, or
+/// draws its pause and knocks again `pause` steps after `base` (the step and the timeout),
+/// or waits past the horizon `steps`.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn refuse_plain<R: Record, M: Memory, P: Pauser>(
+    refused: &[R],
+    memory: &M,
+    pauser: &P,
+    after: &AfterFailure<'_>,
+    base: u64,
+    steps: u64,
+    rng: &mut SplitMix64,
+    ends: &mut Ends,
+    calendar: &mut Calendar<R>,
+) {
+    let mut local = rng.clone();
+    for &queued in refused {
+        let mut client = queued;
+        let mut state = memory.state(&client);
+        if after.out_of_attempts(state.failures()) {
+            ends.gave_up += 1;
+            continue;
+        }
+        let pause = pauser.steps(&mut state, &mut local);
+        client.set_state(state);
+        let next = base + pause;
+        if next < steps {
+            calendar.push(next, client);
+        } else {
+            ends.beyond_horizon += 1;
+        }
+    }
+    *rng = local;
 }

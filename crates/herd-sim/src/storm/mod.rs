@@ -13,6 +13,7 @@ mod engine;
 mod failure;
 mod metrics;
 mod model;
+mod pause_table;
 pub(crate) mod plan;
 mod read;
 mod record;

@@ -260,6 +260,13 @@ impl Replayed {
     }
 }
 
+impl Replayed {
+    /// The word after each failure count; the last is the word for every larger count.
+    pub(crate) fn words(&self) -> &[u64] {
+        &self.words
+    }
+}
+
 impl Memory for &Replayed {
     #[inline(always)]
     fn state<R: Record>(&self, client: &R) -> RuleState {

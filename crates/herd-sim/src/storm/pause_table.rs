@@ -1,0 +1,278 @@
+//! A rule's pause in whole steps, as the agent engine draws it for each refused client.
+//!
+//! [`InSteps`] asks the library's rule ([`herd::Rule::pause_nanos`]) and converts its
+//! nanoseconds to steps ([`PauseSteps`]). [`GrpcSteps`] gives the very same steps for
+//! `grpc` without the rule's floating-point formula: for a given failure count, `grpc`'s
+//! pause draws one word `w` from the generator and uses only its top 53 bits `x = w >> 11`
+//! (as `u = x · 2^-53`), and every operation after that (`current · (1 + jitter · (2u − 1))`
+//! with a non-negative jitter and backoff, the truncation to an integer, the cap, the
+//! rounding up to steps) never decreases as `x` grows. So the pause in steps is a step
+//! function of `x`, and the table holds, for each failure count, where it steps up: the
+//! thresholds are found by bisection over `x`, asking the rule itself (through
+//! [`Fixed`]), so the table gives the rule's own result by construction. A draw is then one
+//! word from the generator, a multiply that guesses how many thresholds lie below `x`
+//! (they are almost evenly spaced, as the formula is linear in `u`), and two compares that
+//! correct the guess by one either way; the table is checked, when built, to be within one
+//! everywhere, and a rule whose table would not be (or is too large) keeps [`InSteps`].
+use herd::rng::{Rng, SplitMix64};
+use herd::{Rule, RuleName, RuleState};
+
+use crate::storm::failure::PauseSteps;
+use crate::storm::record::Replayed;
+
+/// A rule's pause in whole steps after a failure (at least one step).
+pub(crate) trait Pauser {
+    /// The pause in steps after a failure from `state` (updated), drawn from `rng`: the
+    /// same value and the same draws as [`InSteps::steps`].
+    fn steps(&self, state: &mut RuleState, rng: &mut SplitMix64) -> u64;
+}
+
+impl<P: Pauser> Pauser for &P {
+    #[inline(always)]
+    fn steps(&self, state: &mut RuleState, rng: &mut SplitMix64) -> u64 {
+        (**self).steps(state, rng)
+    }
+}
+
+/// The library's rule, its pause converted to steps.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InSteps<'r> {
+    pub(crate) rule: &'r Rule,
+    pub(crate) to_steps: PauseSteps,
+}
+
+impl Pauser for InSteps<'_> {
+    #[inline(always)]
+    fn steps(&self, state: &mut RuleState, rng: &mut SplitMix64) -> u64 {
+        self.to_steps.of(self.rule.pause_nanos(state, rng))
+    }
+}
+
+/// Not a generator: answers every word with `x << 11`, so that `next_f64` is `x · 2^-53`,
+/// and counts the words asked for.
+struct Fixed {
+    x: u64,
+    draws: u32,
+}
+
+impl Rng for Fixed {
+    fn next_u64(&mut self) -> u64 {
+        self.draws += 1;
+        self.x << 11
+    }
+}
+
+/// The top of `x`'s range: 53 bits.
+const X_END: u64 = 1 << 53;
+
+/// One failure count's law in [`GrpcSteps`].
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    /// The pause in steps at `x = 0`.
+    lowest: u64,
+    /// Where this row's thresholds start in `GrpcSteps::edges`, the entry before them
+    /// (0, at most every `x`) included.
+    at: usize,
+    /// How many thresholds.
+    n: u64,
+    /// The first threshold, and the multiplier that spreads the others: the guess is
+    /// `1 + ((x − first) · slope) >> 64` thresholds at most `x` (or 0 below the first).
+    first: u64,
+    slope: u64,
+}
+
+impl Row {
+    /// The guessed number of thresholds at most `x`, in `0..=n`.
+    #[inline(always)]
+    fn guess(&self, x: u64) -> u64 {
+        if x < self.first {
+            return 0;
+        }
+        let beyond = ((u128::from(x - self.first) * u128::from(self.slope)) >> 64) as u64;
+        (1 + beyond).min(self.n)
+    }
+}
+
+/// `grpc`'s pause in steps per failure count, from thresholds on the generator's word (see
+/// the module docs). Built only for a rule whose memory word is replayed from the failure
+/// count ([`Replayed`]).
+#[derive(Clone, Debug)]
+pub(crate) struct GrpcSteps {
+    rows: Vec<Row>,
+    /// Each row's thresholds in order, between a 0 before and a `u64::MAX` after them.
+    edges: Vec<u64>,
+    /// The word after each failure count, as [`Replayed`] replays it.
+    words: Vec<u64>,
+}
+
+impl GrpcSteps {
+    /// The most thresholds kept in all; a rule with more keeps [`InSteps`].
+    const MOST_EDGES: u64 = 4096;
+
+    /// The table for `rule` (whose words `replayed` holds) with its pauses converted by
+    /// `to_steps`, or `None` when the rule is not `grpc`, draws other than one word per pause
+    /// (its spread below the cap), or its table would be too large or not guess within one.
+    pub(crate) fn of(rule: &Rule, to_steps: PauseSteps, replayed: &Replayed) -> Option<Self> {
+        if rule.name() != RuleName::Grpc {
+            return None;
+        }
+        let words = replayed.words().to_vec();
+        let mut rows = Vec::with_capacity(words.len());
+        let mut edges = Vec::new();
+        for (k, &word) in words.iter().enumerate() {
+            let state = RuleState::from_parts(u32::try_from(k).ok()?, word);
+            let f = |x: u64| -> Option<u64> {
+                let mut probe = Fixed { x, draws: 0 };
+                let mut s = state;
+                let steps = to_steps.of(rule.pause_nanos(&mut s, &mut probe));
+                (probe.draws == 1).then_some(steps)
+            };
+            // One draw at both ends: the spread below the cap draws a second word only for
+            // a pause at the cap, which the largest `x` reaches if any does.
+            let lowest = f(0)?;
+            let highest = f(X_END - 1)?;
+            if (edges.len() as u64).saturating_add(highest - lowest) > Self::MOST_EDGES {
+                return None;
+            }
+            let at = edges.len();
+            edges.push(0);
+            // The least `x` whose pause is at least `s`, for each `s` above the lowest.
+            let mut from = 0;
+            for s in lowest + 1..=highest {
+                let (mut lo, mut hi) = (from, X_END - 1);
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    if f(mid)? >= s {
+                        hi = mid;
+                    } else {
+                        lo = mid + 1;
+                    }
+                }
+                edges.push(lo);
+                from = lo;
+            }
+            let n = highest - lowest;
+            edges.push(u64::MAX);
+            let first = edges[at + 1];
+            let slope = if n >= 2 {
+                let span = u128::from(edges[at + n as usize] - first);
+                u64::try_from((u128::from(n - 1) << 64) / span.max(1)).ok()?
+            } else {
+                0
+            };
+            rows.push(Row {
+                lowest,
+                at,
+                n,
+                first,
+                slope,
+            });
+        }
+        let table = Self { rows, edges, words };
+        table.guesses_within_one().then_some(table)
+    }
+
+    /// Whether every row's guess is within one of the true count for every `x`: the count
+    /// is `j` on `[edge j, edge j+1)` and the guess never decreases, so checking both ends
+    /// of each such interval covers it.
+    fn guesses_within_one(&self) -> bool {
+        self.rows.iter().all(|row| {
+            let edges = &self.edges[row.at..=row.at + row.n as usize + 1];
+            (0..=row.n).all(|j| {
+                let (lo, hi) = (edges[j as usize], edges[j as usize + 1].min(X_END));
+                lo >= hi || [lo, hi - 1].iter().all(|&x| row.guess(x).abs_diff(j) <= 1)
+            })
+        })
+    }
+}
+
+impl Pauser for GrpcSteps {
+    #[inline(always)]
+    fn steps(&self, state: &mut RuleState, rng: &mut SplitMix64) -> u64 {
+        let failures = state.failures();
+        let last = self.rows.len() - 1;
+        let row = &self.rows[(failures as usize).min(last)];
+        let next = failures.saturating_add(1);
+        *state = RuleState::from_parts(next, self.words[(next as usize).min(last)]);
+        let x = rng.next_u64() >> 11;
+        // The guess, then one step up or down to the count of thresholds at most `x`.
+        let edges = &self.edges[row.at..];
+        let mut count = row.guess(x) as usize;
+        count += usize::from(edges[count + 1] <= x);
+        count -= usize::from(edges[count] > x);
+        row.lowest + count as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// Every pause of the table is the rule's, draw for draw, over many clients' lives.
+    #[test]
+    fn grpc_steps_are_the_rules_own() {
+        let rules = [
+            (
+                Rule::grpc(
+                    Duration::from_millis(100),
+                    1.6,
+                    0.2,
+                    Duration::from_secs(20),
+                ),
+                100_000_000,
+            ),
+            (
+                Rule::grpc(Duration::from_millis(1), 1.3, 1.0, Duration::from_secs(2)),
+                10_000_000,
+            ),
+            (
+                Rule::grpc(
+                    Duration::from_nanos(3),
+                    1.01,
+                    0.5,
+                    Duration::from_nanos(700),
+                ),
+                7,
+            ),
+            (
+                Rule::grpc(Duration::from_secs(1), 1.0, 0.0, Duration::from_secs(1)),
+                1_000_000,
+            ),
+        ];
+        for (rule, per_step) in rules {
+            let rule = rule.unwrap();
+            let to_steps = PauseSteps::new(per_step, rule.max_pause_nanos());
+            let replayed = Replayed::of(&rule).unwrap();
+            let table = GrpcSteps::of(&rule, to_steps, &replayed).expect("a table");
+            let plain = InSteps {
+                rule: &rule,
+                to_steps,
+            };
+            let (mut a, mut b) = (SplitMix64::new(5), SplitMix64::new(5));
+            for _ in 0..2000 {
+                let (mut sa, mut sb) = (RuleState::default(), RuleState::default());
+                for _ in 0..30 {
+                    assert_eq!(table.steps(&mut sa, &mut a), plain.steps(&mut sb, &mut b));
+                    assert_eq!(sa, sb);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn other_rules_and_a_spread_keep_the_rule() {
+        let spread = Rule::grpc(
+            Duration::from_millis(100),
+            1.6,
+            0.2,
+            Duration::from_secs(20),
+        )
+        .unwrap()
+        .spread_below_cap(0.1)
+        .unwrap();
+        let to_steps = PauseSteps::new(100_000_000, spread.max_pause_nanos());
+        let replayed = Replayed::of(&spread).unwrap();
+        assert!(GrpcSteps::of(&spread, to_steps, &replayed).is_none());
+    }
+}
