@@ -1379,6 +1379,9 @@ function stormBlock(run, i, storm) {
   const tbody = table.createTBody();
   const rows = [
     ["served", (o) => `${o.served} of ${storm.clients}`],
+    // Those not served within the run gave up (their call's timeout or attempts ran out) or
+    // were still waiting when it ended: "0 of 2000 served" alone does not say which.
+    ["gave up", (o) => String(o.gave_up)],
     ["all served by", (o) => fmtSeconds(o.all_served_s)],
     ["requests per client", (o) => fig(o.requests_per_client)],
     ["peak after the outage", (o) => String(o.peak_after_outage)],

@@ -1290,6 +1290,19 @@ async fn check_config(browser: &Client, server: &PageServer, axe: Option<&str>) 
         served,
         format!("{} of {}", run["config"]["served"], api["storm"]["clients"])
     );
+    let gave_up = script(
+        browser,
+        "return [...document.querySelectorAll(\".check-storm[data-index='0'] tr[data-row='gave up'] td\")] \
+           .map((c) => c.textContent);",
+    )
+    .await;
+    assert_eq!(
+        gave_up,
+        json!([
+            run["config"]["gave_up"].to_string(),
+            run["fix"]["gave_up"].to_string()
+        ])
+    );
     let (red, _) = canvas_pixels(browser, ".check-chart[data-index='0']").await;
     assert!(red > 100, "the configured storm is drawn: {red} red pixels");
     screenshot(browser, "check.png").await;
