@@ -347,8 +347,9 @@ impl Contention {
     ) -> Result<(u64, u64, Widths), ScenarioError> {
         debug_assert!(clients as u64 <= MAX_CLIENTS && MAX_CLIENTS < 1 << CLIENT_BITS);
         let mut rng = SplitMix64::new(seed);
-        // Client c's first event is the c-th scheduled.
-        let firsts: Vec<(u64, u64, u32)> = (0..clients)
+        // The events not yet queued, as (time, order, client): at first each client's read,
+        // client c's the c-th scheduled.
+        let mut pending: Vec<(u64, u64, u32)> = (0..clients)
             .map(|c| (self.delay(&mut rng), c as u64, c as u32))
             .collect();
         let mut run = RunState {
@@ -363,7 +364,6 @@ impl Contention {
             events_seen: 0,
             done: 0,
         };
-        let mut pending = firsts;
         let mut widths = Widths::Wide;
         if let Some(narrow) = narrow {
             let packed: Option<Vec<Reverse<u64>>> = pending
@@ -555,6 +555,7 @@ impl Narrow {
     }
 
     /// (time, order, client) of `key`.
+    #[inline]
     fn fields(self, key: u64) -> (u64, u64, u32) {
         (
             key >> (self.order_bits + self.client_bits),
@@ -573,10 +574,8 @@ impl Layout<u64> for Narrow {
     }
     #[inline]
     fn time_and_client(self, key: u64) -> (u64, u32) {
-        (
-            key >> (self.order_bits + self.client_bits),
-            (key & ((1 << self.client_bits) - 1)) as u32,
-        )
+        let (at, _, client) = self.fields(key);
+        (at, client)
     }
 }
 
