@@ -1,5 +1,5 @@
 //! Certain bounds on `ln f(k) − ln f(mode)` near the mode of a binomial or hypergeometric
-//! law, cheap enough to decide most ratio-of-uniforms candidates without a logarithm.
+//! law, cheap enough to decide most rejection candidates without a logarithm.
 //!
 //! # Why
 //!
