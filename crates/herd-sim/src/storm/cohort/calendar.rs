@@ -21,6 +21,15 @@ pub(crate) struct State {
     pub(crate) first: u32,
 }
 
+impl State {
+    /// The state as one integer that orders as the state does (failures, then memory, then
+    /// first step): one comparison instead of three, for the sorts that merge cohorts.
+    #[inline]
+    pub(crate) fn key(&self) -> u128 {
+        (u128::from(self.failures) << 96) | (u128::from(self.memory) << 32) | u128::from(self.first)
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct CohortCalendar {
     due: Calendar<(State, u64)>,
@@ -30,7 +39,7 @@ pub(crate) struct CohortCalendar {
 /// Sorts cohorts by state and merges equal states (adding their counts), so that draws
 /// happen in a fixed order and a bucket holds each state once.
 pub(crate) fn merge_sorted(due: &mut Vec<(State, u64)>) {
-    due.sort_unstable_by_key(|(s, _)| *s);
+    due.sort_unstable_by_key(|(s, _)| s.key());
     due.dedup_by(|later, earlier| {
         if later.0 == earlier.0 {
             earlier.1 += later.1;
