@@ -326,28 +326,43 @@ fn run_all(
     // Each run's share of its horizon simulated, in thousandths.
     let done: Vec<AtomicU32> = jobs.iter().map(|_| AtomicU32::new(0)).collect();
     let finished = AtomicBool::new(false);
+    let order = longest_first(sim, &jobs);
     let results = std::thread::scope(|scope| {
         let bar = scope.spawn(|| progress(&done, &finished));
-        let results = jobs
+        let results = order
             .par_iter()
-            .zip(&done)
-            .map(|(&(rule, seed), share)| {
+            .map(|&i| {
                 if interrupt.is_set() {
-                    return Ok(None);
+                    return Ok((i, None));
                 }
+                let (rule, seed) = jobs[i];
+                let share = &done[i];
                 let mut note = |f: f64| share.store((f * 1000.0) as u32, Ordering::Relaxed);
                 // Runs under way finish after Ctrl-C: they are printed.
                 let run = sim.run(rule, seed, Watch::none().progress(&mut note));
-                run.map(|r| Some(keep_series_of_first(r, seeds[0])))
+                run.map(|r| (i, Some(keep_series_of_first(r, seeds[0]))))
             })
             .collect::<Result<Vec<_>, _>>()
-            .map(|runs| runs.into_iter().flatten().collect());
+            .map(|mut runs| {
+                runs.sort_unstable_by_key(|&(i, _)| i);
+                runs.into_iter().filter_map(|(_, run)| run).collect()
+            });
         finished.store(true, Ordering::Release);
         bar.thread().unpark();
         let _ = bar.join();
         results
     });
     results.map_err(CliError::input)
+}
+
+/// The jobs' indices, the longest runs first by [`Simulation::cost_rank`] and in the jobs'
+/// order otherwise. Handed to rayon in this order, the first worker takes the long runs
+/// while the others steal the rest, so no core is left finishing a long run alone after the
+/// short ones (the results go back to the jobs' order).
+fn longest_first(sim: &Simulation, jobs: &[(RuleName, u64)]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(sim.cost_rank(jobs[i].0)));
+    order
 }
 
 /// A run's result as kept until the output: its figures, and its series (the load in each
@@ -374,4 +389,49 @@ fn progress(done: &[AtomicU32], finished: &AtomicBool) {
         let message = format!("{complete}/{} runs", done.len());
         (shares.iter().sum(), message)
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use herd_sim::{Engine, Limits, Scenario};
+
+    fn jobs(rules: &[RuleName]) -> Vec<(RuleName, u64)> {
+        rules.iter().flat_map(|&r| [(r, 1), (r, 2)]).collect()
+    }
+
+    /// On the cohort engine the memory-keeping jittered rules go first, then the other
+    /// jittered ones, each in the jobs' order; the agent engine keeps the jobs' order.
+    #[test]
+    fn the_longest_runs_start_first() {
+        let scenario = Scenario::default();
+        let limits = Engine::Cohort.limits(&Limits::default());
+        let cohort = Simulation::with_engine(&scenario, &limits, Engine::Cohort).unwrap();
+        let jobs = jobs(&RuleName::CLASSIC);
+        let names: Vec<_> = longest_first(&cohort, &jobs)
+            .into_iter()
+            .map(|i| jobs[i])
+            .collect();
+        use RuleName::*;
+        assert_eq!(
+            names,
+            [
+                (Decorrelated, 1),
+                (Decorrelated, 2),
+                (Full, 1),
+                (Full, 2),
+                (Equal, 1),
+                (Equal, 2),
+                (Immediate, 1),
+                (Immediate, 2),
+                (Constant, 1),
+                (Constant, 2),
+                (Exponential, 1),
+                (Exponential, 2),
+            ]
+        );
+        let agent = Simulation::new(&scenario, &Limits::default()).unwrap();
+        let order = longest_first(&agent, &jobs);
+        assert_eq!(order, (0..jobs.len()).collect::<Vec<_>>());
+    }
 }
