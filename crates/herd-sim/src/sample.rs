@@ -47,7 +47,10 @@
 //! The multivariate forms (conditional method): a multinomial split of `n` over probabilities
 //! `p₁ … p_m` is `c₁ ~ B(n, p₁)`, then `c₂ ~ B(n − c₁, p₂ / (1 − p₁))`, …; a multivariate
 //! hypergeometric draw of `s` of `A = n₁ + … + n_m` is `x₁ ~ H(A, n₁, s)`, then
-//! `x₂ ~ H(A − n₁, n₂, s − x₁)`, …. Both are exact factorisations of the joint law.
+//! `x₂ ~ H(A − n₁, n₂, s − x₁)`, …. Both are exact factorisations of the joint law. When
+//! `min(s, A − s)` is at most half of `m`, the hypergeometric picks those items one at a time
+//! instead, each uniform among the rest, from a Fenwick tree of the groups: the counts of a
+//! uniformly random subset, the same law for far fewer draws.
 use std::cell::OnceCell;
 
 use herd::rng::Rng;

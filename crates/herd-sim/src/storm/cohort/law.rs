@@ -34,7 +34,7 @@
 //!   widths. `tests/cohort_agreement.rs` measures this approximation against the agent
 //!   engine: over 2000 seeds of the default scenario with continuous pauses, requests per
 //!   client 11.260 (agent)
-//!   against 11.259 (cohort), all served by 27.34 s against 27.27 s, both within two
+//!   against 11.259 (cohort), all served by 27.34 s against 27.29 s, both within two
 //!   standard errors. (With cells of a quarter step, requests per client came out 0.06 %
 //!   high, two standard errors at 2000 seeds: hence the eighth.)
 //! - `decorrelated-v2`: like `grpc`, one 53-bit float `u` decides the pause, monotonically,
