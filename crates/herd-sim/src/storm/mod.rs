@@ -170,7 +170,7 @@ impl Simulation {
     /// so that a caller with many runs can start the longest first and not leave one core
     /// finishing it alone. A rank, not a figure. The cohort engine's time is its cohorts:
     /// rules whose memory depends on the draw (`decorrelated`, `decorrelated-v2`) make the
-    /// most (1.1 s and 0.9 s for a billion clients of the default scenario), the other
+    /// most (0.9 s each for a billion clients of the default scenario), the other
     /// jittered rules fewer (0.3 s at most), the rules that draw nothing almost none. The
     /// agent engine's time is its attempts, which a rule's name does not predict: every rule
     /// ranks alike.
