@@ -697,7 +697,7 @@ pub(crate) fn multivariate_hypergeometric<R: Rng + ?Sized>(
 }
 
 /// `picks` items drawn one by one without replacement from `groups` (holding `total`):
-/// how many of each group, written to `out` (cleared and sized by the caller's call).
+/// how many of each group, written to `out` (cleared first), in group order.
 fn pick_one_by_one<R: Rng + ?Sized>(
     rng: &mut R,
     groups: &[u64],
