@@ -41,7 +41,7 @@ use crate::storm::Scenario;
 use crate::storm::calendar::Calendar;
 use crate::storm::failure::{AfterFailure, Fate, PauseSteps};
 use crate::storm::metrics::{Meter, RunResult};
-use crate::storm::pause_table::{GrpcSteps, InSteps, Pauser};
+use crate::storm::pause_table::{GrpcSteps, InSteps, Pauser, WithPauser};
 use crate::storm::plan::{Plan, PlannedRule};
 use crate::storm::record::{
     Deadlined, Identified, InRecord, Memory, Narrow, Plain, Record, Remembering, Replayed, Short,
@@ -291,17 +291,16 @@ fn run<R: Record, M: Memory, P: Pauser, O: Observer>(
                 && !after.has_server_delay()
                 && plan.deadline_steps.is_none();
             if plain {
-                refuse_plain(
-                    &due[served..],
-                    &memory,
-                    &pauser,
-                    &after,
-                    step + plan.timeout_steps,
-                    plan.steps,
-                    &mut rng,
-                    &mut ends,
-                    &mut calendar,
-                );
+                pauser.specialised(PlainRefusals {
+                    refused: &due[served..],
+                    memory: &memory,
+                    after: &after,
+                    base: step + plan.timeout_steps,
+                    steps: plan.steps,
+                    rng: &mut rng,
+                    ends: &mut ends,
+                    calendar: &mut calendar,
+                });
             } else {
                 // Each record is copied out and the copy updated and filed: writing the new state
                 // back into `due` and reading it again for the calendar stalled on store
@@ -434,19 +433,38 @@ impl Ends {
 /// refusal and the next attempt (see [`run`]): each gives up at its limit of attempts, or
 /// draws its pause and knocks again `pause` steps after `base` (the step and the timeout),
 /// or waits past the horizon `steps`.
-#[allow(clippy::too_many_arguments)]
-#[inline(never)]
-fn refuse_plain<R: Record, M: Memory, P: Pauser>(
-    refused: &[R],
-    memory: &M,
-    pauser: &P,
-    after: &AfterFailure<'_>,
+struct PlainRefusals<'a, 'p, R, M> {
+    refused: &'a [R],
+    memory: &'a M,
+    after: &'a AfterFailure<'p>,
     base: u64,
     steps: u64,
-    rng: &mut SplitMix64,
-    ends: &mut Ends,
-    calendar: &mut Calendar<R>,
-) {
+    rng: &'a mut SplitMix64,
+    ends: &'a mut Ends,
+    calendar: &'a mut Calendar<R>,
+}
+
+impl<R: Record, M: Memory> WithPauser for PlainRefusals<'_, '_, R, M> {
+    #[inline(always)]
+    fn run<P: Pauser>(self, pauser: &P) {
+        refuse_plain(self, pauser);
+    }
+}
+
+/// Carries out `job` with `pauser` (see [`PlainRefusals`]), the same draws in the same
+/// order as the general loop in [`run`].
+#[inline(never)]
+fn refuse_plain<R: Record, M: Memory, P: Pauser>(job: PlainRefusals<'_, '_, R, M>, pauser: &P) {
+    let PlainRefusals {
+        refused,
+        memory,
+        after,
+        base,
+        steps,
+        rng,
+        ends,
+        calendar,
+    } = job;
     let mut local = rng.clone();
     for &queued in refused {
         let mut client = queued;

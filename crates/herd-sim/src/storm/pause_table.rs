@@ -14,6 +14,11 @@
 //! (they are almost evenly spaced, as the formula is linear in `u`), and two compares that
 //! correct the guess by one either way; the table is checked, when built, to be within one
 //! everywhere, and a rule whose table would not be (or is too large) keeps [`InSteps`].
+//!
+//! A loop over many refused clients takes its pauser through [`Pauser::specialised`]:
+//! [`InSteps`] then hands it a copy of itself compiled for its rule alone ([`Only`]), so
+//! that the loop holds one branch of [`Rule::pause_nanos`] with the rule's parameters in
+//! registers, instead of a jump to the branch of the rule at hand for every client.
 use herd::rng::{Rng, SplitMix64};
 use herd::{Rule, RuleName, RuleState};
 
@@ -25,6 +30,21 @@ pub(crate) trait Pauser {
     /// The pause in steps after a failure from `state` (updated), drawn from `rng`: the
     /// same value and the same draws as [`InSteps::steps`].
     fn steps(&self, state: &mut RuleState, rng: &mut SplitMix64) -> u64;
+
+    /// Hands `job` this pauser, or one compiled for its rule alone: a loop over many
+    /// clients then holds that rule's formula only, not a branch to every rule's.
+    #[inline(always)]
+    fn specialised(&self, job: impl WithPauser)
+    where
+        Self: Sized,
+    {
+        job.run(self);
+    }
+}
+
+/// Work that draws pauses from a [`Pauser`] it is handed.
+pub(crate) trait WithPauser {
+    fn run<P: Pauser>(self, pauser: &P);
 }
 
 impl<P: Pauser> Pauser for &P {
@@ -44,6 +64,63 @@ pub(crate) struct InSteps<'r> {
 impl Pauser for InSteps<'_> {
     #[inline(always)]
     fn steps(&self, state: &mut RuleState, rng: &mut SplitMix64) -> u64 {
+        self.to_steps.of(self.rule.pause_nanos(state, rng))
+    }
+
+    #[inline(always)]
+    fn specialised(&self, job: impl WithPauser) {
+        let rule = *self.rule;
+        let to_steps = self.to_steps;
+        match rule.name() {
+            RuleName::Immediate => job.run(&Only::<IMMEDIATE> { rule, to_steps }),
+            RuleName::Constant => job.run(&Only::<CONSTANT> { rule, to_steps }),
+            RuleName::Exponential => job.run(&Only::<EXPONENTIAL> { rule, to_steps }),
+            RuleName::Full => job.run(&Only::<FULL> { rule, to_steps }),
+            RuleName::Equal => job.run(&Only::<EQUAL> { rule, to_steps }),
+            RuleName::Decorrelated => job.run(&Only::<DECORRELATED> { rule, to_steps }),
+            RuleName::Grpc => job.run(&Only::<GRPC> { rule, to_steps }),
+            _ => job.run(self),
+        }
+    }
+}
+
+const IMMEDIATE: u8 = 1;
+const CONSTANT: u8 = 2;
+const EXPONENTIAL: u8 = 3;
+const FULL: u8 = 4;
+const EQUAL: u8 = 5;
+const DECORRELATED: u8 = 6;
+const GRPC: u8 = 7;
+
+/// The number [`Only`] knows `name` by (0: none).
+const fn code(name: RuleName) -> u8 {
+    match name {
+        RuleName::Immediate => IMMEDIATE,
+        RuleName::Constant => CONSTANT,
+        RuleName::Exponential => EXPONENTIAL,
+        RuleName::Full => FULL,
+        RuleName::Equal => EQUAL,
+        RuleName::Decorrelated => DECORRELATED,
+        RuleName::Grpc => GRPC,
+        _ => 0,
+    }
+}
+
+/// [`InSteps`] for a rule known when compiled (`code(rule.name()) == K`), by value: the
+/// compiler then keeps its one branch of [`Rule::pause_nanos`] and its parameters in
+/// registers.
+#[derive(Clone, Copy, Debug)]
+struct Only<const K: u8> {
+    rule: Rule,
+    to_steps: PauseSteps,
+}
+
+impl<const K: u8> Pauser for Only<K> {
+    #[inline(always)]
+    fn steps(&self, state: &mut RuleState, rng: &mut SplitMix64) -> u64 {
+        if code(self.rule.name()) != K {
+            unreachable!("a pauser built for one rule was given another");
+        }
         self.to_steps.of(self.rule.pause_nanos(state, rng))
     }
 }
@@ -256,6 +333,43 @@ mod tests {
                     assert_eq!(table.steps(&mut sa, &mut a), plain.steps(&mut sb, &mut b));
                     assert_eq!(sa, sb);
                 }
+            }
+        }
+    }
+
+    /// Records the pauses of 40 clients' first 30 failures, drawn from the pauser it is
+    /// handed.
+    struct Lives(Vec<(u64, RuleState)>, SplitMix64);
+
+    impl WithPauser for &mut Lives {
+        fn run<P: Pauser>(self, pauser: &P) {
+            for _ in 0..40 {
+                let mut state = RuleState::default();
+                for _ in 0..30 {
+                    let steps = pauser.steps(&mut state, &mut self.1);
+                    self.0.push((steps, state));
+                }
+            }
+        }
+    }
+
+    /// Every rule, handed to work as its specialised pauser, draws what the rule draws.
+    #[test]
+    fn specialised_pausers_are_the_rules_own() {
+        for name in RuleName::ALL {
+            let plain = name.build(&herd::RuleParams::default()).unwrap();
+            for rule in [plain, plain.spread_below_cap(0.25).unwrap()] {
+                let in_steps = InSteps {
+                    rule: &rule,
+                    to_steps: PauseSteps::new(1_000_000, rule.max_pause_nanos()),
+                };
+                let mut specialised = Lives(Vec::new(), SplitMix64::new(9));
+                in_steps.specialised(&mut specialised);
+                let mut general = Lives(Vec::new(), SplitMix64::new(9));
+                (&mut general).run(&in_steps);
+                assert_eq!(specialised.0, general.0, "{name}");
+                assert_eq!(specialised.1, general.1, "{name}");
+                assert_eq!(specialised.0.len(), 1200);
             }
         }
     }
