@@ -143,30 +143,47 @@ impl Rng for Fixed {
 const X_END: u64 = 1 << 53;
 
 /// One failure count's law in [`GrpcSteps`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Row {
     /// The pause in steps at `x = 0`.
     lowest: u64,
-    /// Where this row's thresholds start in `GrpcSteps::edges`, the entry before them
-    /// (0, at most every `x`) included.
-    at: usize,
-    /// How many thresholds.
-    n: u64,
+    /// The thresholds in order, between a 0 before (at most every `x`) and a `u64::MAX`
+    /// after them: `n` thresholds in `n + 2` entries.
+    edges: Box<[u64]>,
     /// The first threshold, and the multiplier that spreads the others: the guess is
     /// `1 + ((x − first) · slope) >> 64` thresholds at most `x` (or 0 below the first).
     first: u64,
     slope: u64,
+    /// The memory word after this failure.
+    word_after: u64,
 }
 
 impl Row {
+    /// How many thresholds.
+    #[inline(always)]
+    fn n(&self) -> usize {
+        self.edges.len() - 2
+    }
+
     /// The guessed number of thresholds at most `x`, in `0..=n`.
     #[inline(always)]
-    fn guess(&self, x: u64) -> u64 {
+    fn guess(&self, x: u64) -> usize {
         if x < self.first {
             return 0;
         }
         let beyond = ((u128::from(x - self.first) * u128::from(self.slope)) >> 64) as u64;
-        (1 + beyond).min(self.n)
+        usize::try_from(beyond)
+            .map_or(usize::MAX, |b| b.saturating_add(1))
+            .min(self.n())
+    }
+
+    /// The number of thresholds at most `x`: the guess, then one step up or down.
+    #[inline(always)]
+    fn count(&self, x: u64) -> usize {
+        let mut count = self.guess(x);
+        count += usize::from(self.edges[count + 1] <= x);
+        count -= usize::from(self.edges[count] > x);
+        count
     }
 }
 
@@ -175,11 +192,9 @@ impl Row {
 /// count ([`Replayed`]).
 #[derive(Clone, Debug)]
 pub(crate) struct GrpcSteps {
+    /// One row per failure count; the last serves every larger count.
     rows: Vec<Row>,
-    /// Each row's thresholds in order, between a 0 before and a `u64::MAX` after them.
-    edges: Vec<u64>,
-    /// The word after each failure count, as [`Replayed`] replays it.
-    words: Vec<u64>,
+    last: Row,
 }
 
 impl GrpcSteps {
@@ -193,9 +208,9 @@ impl GrpcSteps {
         if rule.name() != RuleName::Grpc {
             return None;
         }
-        let words = replayed.words().to_vec();
+        let words = replayed.words();
         let mut rows = Vec::with_capacity(words.len());
-        let mut edges = Vec::new();
+        let mut kept = 0u64;
         for (k, &word) in words.iter().enumerate() {
             let state = RuleState::from_parts(u32::try_from(k).ok()?, word);
             let f = |x: u64| -> Option<u64> {
@@ -208,11 +223,11 @@ impl GrpcSteps {
             // a pause at the cap, which the largest `x` reaches if any does.
             let lowest = f(0)?;
             let highest = f(X_END - 1)?;
-            if (edges.len() as u64).saturating_add(highest - lowest) > Self::MOST_EDGES {
+            kept = kept.saturating_add(highest - lowest).saturating_add(2);
+            if kept > Self::MOST_EDGES {
                 return None;
             }
-            let at = edges.len();
-            edges.push(0);
+            let mut edges = vec![0];
             // The least `x` whose pause is at least `s`, for each `s` above the lowest.
             let mut from = 0;
             for s in lowest + 1..=highest {
@@ -230,22 +245,23 @@ impl GrpcSteps {
             }
             let n = highest - lowest;
             edges.push(u64::MAX);
-            let first = edges[at + 1];
+            let first = edges[1];
             let slope = if n >= 2 {
-                let span = u128::from(edges[at + n as usize] - first);
+                let span = u128::from(edges[n as usize] - first);
                 u64::try_from((u128::from(n - 1) << 64) / span.max(1)).ok()?
             } else {
                 0
             };
             rows.push(Row {
                 lowest,
-                at,
-                n,
+                edges: edges.into_boxed_slice(),
                 first,
                 slope,
+                word_after: words[(k + 1).min(words.len() - 1)],
             });
         }
-        let table = Self { rows, edges, words };
+        let last = rows.last()?.clone();
+        let table = Self { rows, last };
         table.guesses_within_one().then_some(table)
     }
 
@@ -254,9 +270,8 @@ impl GrpcSteps {
     /// of each such interval covers it.
     fn guesses_within_one(&self) -> bool {
         self.rows.iter().all(|row| {
-            let edges = &self.edges[row.at..=row.at + row.n as usize + 1];
-            (0..=row.n).all(|j| {
-                let (lo, hi) = (edges[j as usize], edges[j as usize + 1].min(X_END));
+            (0..=row.n()).all(|j| {
+                let (lo, hi) = (row.edges[j], row.edges[j + 1].min(X_END));
                 lo >= hi || [lo, hi - 1].iter().all(|&x| row.guess(x).abs_diff(j) <= 1)
             })
         })
@@ -267,17 +282,10 @@ impl Pauser for GrpcSteps {
     #[inline(always)]
     fn steps(&self, state: &mut RuleState, rng: &mut SplitMix64) -> u64 {
         let failures = state.failures();
-        let last = self.rows.len() - 1;
-        let row = &self.rows[(failures as usize).min(last)];
-        let next = failures.saturating_add(1);
-        *state = RuleState::from_parts(next, self.words[(next as usize).min(last)]);
+        let row = self.rows.get(failures as usize).unwrap_or(&self.last);
+        *state = RuleState::from_parts(failures.saturating_add(1), row.word_after);
         let x = rng.next_u64() >> 11;
-        // The guess, then one step up or down to the count of thresholds at most `x`.
-        let edges = &self.edges[row.at..];
-        let mut count = row.guess(x) as usize;
-        count += usize::from(edges[count + 1] <= x);
-        count -= usize::from(edges[count] > x);
-        row.lowest + count as u64
+        row.lowest + row.count(x) as u64
     }
 }
 

@@ -271,9 +271,14 @@ impl Memory for &Replayed {
     #[inline(always)]
     fn state<R: Record>(&self, client: &R) -> RuleState {
         let failures = client.state().failures();
-        let last = self.words.len() - 1;
-        let k = (failures as usize).min(last);
-        RuleState::from_parts(failures, self.words[k])
+        // The last word serves every larger count. Looked up without a path that panics,
+        // so that the lookup costs nothing when the pauser never reads the word
+        // (`GrpcSteps`): a bounds check would stay even then.
+        let word = match self.words.get(failures as usize) {
+            Some(&word) => word,
+            None => self.words.last().copied().unwrap_or_default(),
+        };
+        RuleState::from_parts(failures, word)
     }
 }
 
