@@ -44,7 +44,8 @@ use crate::storm::metrics::{Meter, RunResult};
 use crate::storm::pause_table::{GrpcSteps, InSteps, Pauser, WithPauser};
 use crate::storm::plan::{Plan, PlannedRule};
 use crate::storm::record::{
-    Deadlined, Identified, InRecord, Memory, Narrow, Plain, Record, Remembering, Replayed, Short,
+    Deadlined, Identified, InRecord, Kept, Memory, Narrow, Plain, Record, Remembering, Replayed,
+    Short, With,
 };
 use crate::storm::server::{ServerState, Verdict};
 use crate::storm::trace::{GiveUp, Observer, Outcome};
@@ -129,7 +130,7 @@ pub(crate) fn simulate<O: Observer>(
 
 /// [`run`] with `R` plus what the scenario and the observer need: the first step under a
 /// deadline, the id when tracing.
-fn with_extras<R: Record, M: Memory, P: Pauser, O: Observer>(
+fn with_extras<R: Filing, M: Memory, P: Pauser, O: Observer>(
     plan: &Plan,
     name: RuleName,
     rule: &PlannedRule,
@@ -152,7 +153,7 @@ fn with_extras<R: Record, M: Memory, P: Pauser, O: Observer>(
     }
 }
 
-fn run<R: Record, M: Memory, P: Pauser, O: Observer>(
+fn run<R: Filing, M: Memory, P: Pauser, O: Observer>(
     plan: &Plan,
     name: RuleName,
     planned: &PlannedRule,
@@ -291,16 +292,19 @@ fn run<R: Record, M: Memory, P: Pauser, O: Observer>(
                 && !after.has_server_delay()
                 && plan.deadline_steps.is_none();
             if plain {
-                pauser.specialised(PlainRefusals {
-                    refused: &due[served..],
-                    memory: &memory,
-                    after: &after,
-                    base: step + plan.timeout_steps,
-                    steps: plan.steps,
-                    rng: &mut rng,
-                    ends: &mut ends,
-                    calendar: &mut calendar,
-                });
+                R::file_plain(
+                    &pauser,
+                    PlainRefusals {
+                        refused: &due[served..],
+                        memory: &memory,
+                        after: &after,
+                        base: step + plan.timeout_steps,
+                        steps: plan.steps,
+                        rng: &mut rng,
+                        ends: &mut ends,
+                        calendar: &mut calendar,
+                    },
+                );
             } else {
                 // Each record is copied out and the copy updated and filed: writing the new state
                 // back into `due` and reading it again for the calendar stalled on store
@@ -433,7 +437,7 @@ impl Ends {
 /// refusal and the next attempt (see [`run`]): each gives up at its limit of attempts, or
 /// draws its pause and knocks again `pause` steps after `base` (the step and the timeout),
 /// or waits past the horizon `steps`.
-struct PlainRefusals<'a, 'p, R, M> {
+pub(crate) struct PlainRefusals<'a, 'p, R, M> {
     refused: &'a [R],
     memory: &'a M,
     after: &'a AfterFailure<'p>,
@@ -442,6 +446,37 @@ struct PlainRefusals<'a, 'p, R, M> {
     rng: &'a mut SplitMix64,
     ends: &'a mut Ends,
     calendar: &'a mut Calendar<R>,
+}
+
+/// How a record type takes the plain refusal loop.
+///
+/// Only bare records do at run time: a record that keeps the first step (a deadline) or the
+/// id (a trace) never takes it. So only bare records get a loop compiled for each rule
+/// ([`Pauser::specialised`]); the others keep one general loop, which would give the same
+/// draws. (Every record compiled for every rule doubled the time to build the simulator's
+/// tests, which build it optimised.)
+pub(crate) trait Filing: Record {
+    fn file_plain<M: Memory, P: Pauser>(pauser: &P, job: PlainRefusals<'_, '_, Self, M>);
+}
+
+macro_rules! bare_filing {
+    ($($record:ty),*) => {$(
+        impl Filing for $record {
+            #[inline(always)]
+            fn file_plain<M: Memory, P: Pauser>(pauser: &P, job: PlainRefusals<'_, '_, Self, M>) {
+                pauser.specialised(job);
+            }
+        }
+    )*};
+}
+
+bare_filing!(Plain, Short, Narrow, Remembering);
+
+impl<R: Record, K: Kept> Filing for With<R, K> {
+    #[inline(always)]
+    fn file_plain<M: Memory, P: Pauser>(pauser: &P, job: PlainRefusals<'_, '_, Self, M>) {
+        refuse_plain(job, pauser);
+    }
 }
 
 impl<R: Record, M: Memory> WithPauser for PlainRefusals<'_, '_, R, M> {
