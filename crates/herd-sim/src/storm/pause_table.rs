@@ -70,44 +70,45 @@ impl Pauser for InSteps<'_> {
 
     #[inline(always)]
     fn specialised(&self, job: impl WithPauser) {
-        let rule = *self.rule;
-        let to_steps = self.to_steps;
-        match rule.name() {
-            RuleName::Immediate => job.run(&Only::<IMMEDIATE> { rule, to_steps }),
-            RuleName::Constant => job.run(&Only::<CONSTANT> { rule, to_steps }),
-            RuleName::Exponential => job.run(&Only::<EXPONENTIAL> { rule, to_steps }),
-            RuleName::Full => job.run(&Only::<FULL> { rule, to_steps }),
-            RuleName::Equal => job.run(&Only::<EQUAL> { rule, to_steps }),
-            RuleName::Decorrelated => job.run(&Only::<DECORRELATED> { rule, to_steps }),
-            RuleName::Grpc => job.run(&Only::<GRPC> { rule, to_steps }),
-            // `decorrelated-v2`, `grpc-retry` and `randomized` measured the same either way,
-            // so they keep the general pauser, as does a rule added later until listed here.
-            _ => job.run(self),
+        specialise(self, job);
+    }
+}
+
+/// The rules that get a loop of their own, each with the number [`Only`] knows it by: one
+/// list, from which both the dispatch and the check in [`Only::steps`] are written.
+/// `decorrelated-v2`, `grpc-retry` and `randomized` measured the same either way, so they
+/// keep the general pauser, as does a rule added later until listed here.
+macro_rules! specialised_rules {
+    ($($name:ident = $k:literal),* $(,)?) => {
+        /// The number [`Only`] knows `name` by (0: none).
+        const fn code(name: RuleName) -> u8 {
+            match name {
+                $(RuleName::$name => $k,)*
+                _ => 0,
+            }
         }
-    }
+
+        /// Hands `job` the pauser compiled for `in_steps`'s rule, or `in_steps` itself.
+        #[inline(always)]
+        fn specialise(in_steps: &InSteps<'_>, job: impl WithPauser) {
+            let (rule, to_steps) = (*in_steps.rule, in_steps.to_steps);
+            match rule.name() {
+                $(RuleName::$name => job.run(&Only::<$k> { rule, to_steps }),)*
+                _ => job.run(in_steps),
+            }
+        }
+    };
 }
 
-const IMMEDIATE: u8 = 1;
-const CONSTANT: u8 = 2;
-const EXPONENTIAL: u8 = 3;
-const FULL: u8 = 4;
-const EQUAL: u8 = 5;
-const DECORRELATED: u8 = 6;
-const GRPC: u8 = 7;
-
-/// The number [`Only`] knows `name` by (0: none).
-const fn code(name: RuleName) -> u8 {
-    match name {
-        RuleName::Immediate => IMMEDIATE,
-        RuleName::Constant => CONSTANT,
-        RuleName::Exponential => EXPONENTIAL,
-        RuleName::Full => FULL,
-        RuleName::Equal => EQUAL,
-        RuleName::Decorrelated => DECORRELATED,
-        RuleName::Grpc => GRPC,
-        _ => 0,
-    }
-}
+specialised_rules!(
+    Immediate = 1,
+    Constant = 2,
+    Exponential = 3,
+    Full = 4,
+    Equal = 5,
+    Decorrelated = 6,
+    Grpc = 7,
+);
 
 /// [`InSteps`] for a rule known when compiled (`code(rule.name()) == K`), by value: the
 /// compiler then keeps its one branch of [`Rule::pause_nanos`] and its parameters in
@@ -174,10 +175,9 @@ impl Row {
         if x < self.first {
             return 0;
         }
-        let beyond = ((u128::from(x - self.first) * u128::from(self.slope)) >> 64) as u64;
-        usize::try_from(beyond)
-            .map_or(usize::MAX, |b| b.saturating_add(1))
-            .min(self.n())
+        // Below 2^53 (`x` is), so the increment cannot overflow.
+        let beyond = ((u128::from(x - self.first) * u128::from(self.slope)) >> 64) as usize;
+        (1 + beyond).min(self.n())
     }
 
     /// The number of thresholds at most `x`: the guess, then one step up or down.
@@ -197,6 +197,7 @@ impl Row {
 pub(crate) struct GrpcSteps {
     /// One row per failure count; the last serves every larger count.
     rows: Vec<Row>,
+    /// A copy of the last row, so that the lookup past the end has no path that panics.
     last: Row,
 }
 
